@@ -1,0 +1,115 @@
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { loadPolicyFile, parsePolicies, PolicyError } from './policies.js';
+
+function problemsOf(document: unknown): readonly string[] {
+  try {
+    parsePolicies(document, 'test.yaml');
+  } catch (error) {
+    expect(error).toBeInstanceOf(PolicyError);
+    return (error as PolicyError).problems;
+  }
+  throw new Error('expected the policies to be refused');
+}
+
+describe('parsePolicies', () => {
+  it('reads the example from the issue, filling defaults and names', () => {
+    const policies = parsePolicies({
+      events: {
+        login: { limits: [{ limit: 5, window: '1m' }, { limit: 100, window: '1d' }] },
+        url_shorten: { limits: [{ limit: 100, window: '60s', granularity: '1s' }] },
+        export: { algorithm: 'fixed', limits: [{ limit: 10, window: '1h' }] },
+      },
+    });
+    expect([...policies.events.keys()]).toEqual(['login', 'url_shorten', 'export']);
+    expect(policies.events.get('login')).toEqual({
+      event: 'login',
+      algorithm: 'sliding',
+      limits: [
+        { name: 'login-1m', limit: 5, window: 60, granularity: 1 },
+        { name: 'login-1d', limit: 100, window: 86_400, granularity: 1 },
+      ],
+    });
+    expect(policies.events.get('export')?.limits).toEqual([{ name: 'export-1h', limit: 10, window: 3600, granularity: 3600 }]);
+  });
+
+  it('keeps an explicit limit name', () => {
+    const policies = parsePolicies({ events: { a: { limits: [{ name: 'burst', limit: 1, window: 10 }] } } });
+    expect(policies.events.get('a')?.limits[0]?.name).toBe('burst');
+  });
+
+  it.each([
+    ['an unknown top-level key', { events: { a: { limits: [{ limit: 1, window: 1 }] } }, extra: 1 }, 'top level: unknown key "extra"'],
+    ['an unknown event key', { events: { a: { limit: 1, limits: [{ limit: 1, window: 1 }] } } }, 'event "a": unknown key "limit"'],
+    ['an unknown limit key', { events: { a: { limits: [{ limit: 1, window: 1, windw: 2 }] } } }, 'event "a", field limits[0]: unknown key "windw"'],
+    ['a missing window', { events: { a: { limits: [{ limit: 1 }] } } }, 'event "a", field limits[0]: missing required key "window"'],
+    ['a missing limits list', { events: { a: {} } }, 'event "a": missing required key "limits"'],
+    ['a zero limit', { events: { a: { limits: [{ limit: 0, window: 1 }] } } }, 'event "a", field limits[0].limit: must be >= 1 (got 0)'],
+    ['a fractional limit', { events: { a: { limits: [{ limit: 2.5, window: 1 }] } } }, 'event "a", field limits[0].limit: must be integer (got 2.5)'],
+    ['a negative window', { events: { a: { limits: [{ limit: 1, window: -60 }] } } }, 'event "a", field limits[0].window: must be a positive whole duration'],
+    ['a zero window', { events: { a: { limits: [{ limit: 1, window: '0s' }] } } }, 'event "a", field limits[0].window: must be a positive whole duration'],
+    ['a fractional window', { events: { a: { limits: [{ limit: 1, window: 1.5 }] } } }, 'event "a", field limits[0].window: must be a positive whole duration like 30s, 5m, 1h, 1d or a number of seconds (got 1.5)'],
+    ['an unknown unit', { events: { a: { limits: [{ limit: 1, window: '1w' }] } } }, 'event "a", field limits[0].window: must be a positive whole duration'],
+    ['a window that granularity does not divide', { events: { a: { limits: [{ limit: 1, window: '1m', granularity: '7s' }] } } }, 'event "a", field limits[0].window: 1m is not a multiple of the granularity 7s'],
+    ['a granularity on a fixed window', { events: { a: { algorithm: 'fixed', limits: [{ limit: 1, window: '1m', granularity: '1s' }] } } }, 'event "a", field limits[0].granularity: applies to sliding windows only'],
+    ['an unknown algorithm', { events: { a: { algorithm: 'leaky', limits: [{ limit: 1, window: 1 }] } } }, 'event "a", field algorithm: must be equal to one of the allowed values (got "leaky")'],
+    ['empty events', { events: {} }, 'field events: defines no events'],
+    ['no events key', {}, 'top level: missing required key "events"'],
+    ['an empty limits list', { events: { a: { limits: [] } } }, 'event "a", field limits: must NOT have fewer than 1 items'],
+    ['a bad event name', { events: { 'log in': { limits: [{ limit: 1, window: 1 }] } } }, 'event "log in": event names are'],
+    ['two limits with one name', { events: { a: { limits: [{ limit: 1, window: 60 }, { limit: 2, window: '1m', granularity: 10 }] } } }, 'event "a", field limits[1].name: "a-1m" is used by another limit'],
+    ['a document that is not an object', 'events: yes', 'top level: must be object'],
+  ])('refuses %s, naming the event and field', (_case, document, expected) => {
+    const problems = problemsOf(document);
+    expect(problems.some((p) => p.startsWith(expected)), `${problems.join('\n')}\nshould contain ${expected}`).toBe(true);
+  });
+
+  it('reports every problem at once', () => {
+    const problems = problemsOf({ events: { a: { limits: [{ limit: 0, window: 1 }] }, b: { limits: [{ limit: 1, window: 'x' }] } } });
+    expect(problems).toHaveLength(1); // shape errors stop before duration checks
+    const both = problemsOf({ events: { a: { limits: [{ limit: 1, window: 'x' }] }, b: { limits: [{ limit: 1, window: 'y' }] } } });
+    expect(both).toHaveLength(2);
+  });
+});
+
+describe('loadPolicyFile', () => {
+  async function fileWith(name: string, text: string): Promise<string> {
+    const dir = await mkdtemp(join(tmpdir(), 'memgate-policies-'));
+    const path = join(dir, name);
+    await writeFile(path, text);
+    return path;
+  }
+
+  it('reads YAML', async () => {
+    const path = await fileWith('p.yaml', 'events:\n  login:\n    limits:\n      - { limit: 5, window: 1m }\n');
+    const policies = await loadPolicyFile(path);
+    expect(policies.source).toBe(path);
+    expect(policies.events.get('login')?.limits[0]?.window).toBe(60);
+  });
+
+  it('reads JSON', async () => {
+    const path = await fileWith('p.json', JSON.stringify({ events: { login: { limits: [{ limit: 5, window: 60 }] } } }));
+    expect((await loadPolicyFile(path)).events.get('login')?.limits[0]?.limit).toBe(5);
+  });
+
+  it('names the file in every error', async () => {
+    const path = await fileWith('bad.yaml', 'events:\n  login:\n    limits:\n      - { limit: 5, window: 1w }\n');
+    await expect(loadPolicyFile(path)).rejects.toThrow(`invalid policies in ${path}:\n  - event "login", field limits[0].window`);
+  });
+
+  it('reports YAML syntax errors with their position', async () => {
+    const path = await fileWith('broken.yaml', 'events:\n  login: [\n');
+    await expect(loadPolicyFile(path)).rejects.toThrow(/not valid YAML: .*line/s);
+  });
+
+  it('refuses duplicate keys in YAML instead of keeping the last one', async () => {
+    const path = await fileWith('dup.yaml', 'events:\n  a:\n    limits: [{ limit: 1, window: 1 }]\n  a:\n    limits: [{ limit: 2, window: 1 }]\n');
+    await expect(loadPolicyFile(path)).rejects.toThrow(/not valid YAML/);
+  });
+
+  it('reports a missing file', async () => {
+    await expect(loadPolicyFile('/nonexistent/policies.yaml')).rejects.toThrow(/cannot read the file/);
+  });
+});

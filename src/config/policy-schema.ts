@@ -1,0 +1,56 @@
+/** Names of events and limits: they appear in Memcached keys and in RateLimit headers. */
+export const NAME_PATTERN = '^[A-Za-z0-9_.-]{1,64}$';
+
+/** Largest limit a policy may set; sums of counters stay exact far beyond it. */
+export const MAX_LIMIT = 1_000_000_000_000;
+
+/** Most limits one event may carry: each adds reads to every check of the event. */
+export const MAX_LIMITS_PER_EVENT = 16;
+
+const duration = {
+  description: 'Ns, Nm, Nh, Nd or a number of seconds',
+  type: ['string', 'integer'],
+} as const;
+
+/**
+ * JSON schema of a policy file. It checks shape only (keys, types, ranges);
+ * durations and their relations are checked in policies.ts.
+ */
+export const policyFileSchema = {
+  $schema: 'http://json-schema.org/draft-07/schema#',
+  title: 'memgate policy file',
+  type: 'object',
+  additionalProperties: false,
+  required: ['events'],
+  properties: {
+    events: {
+      type: 'object',
+      minProperties: 1,
+      propertyNames: { pattern: NAME_PATTERN },
+      additionalProperties: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['limits'],
+        properties: {
+          algorithm: { enum: ['sliding', 'fixed'] },
+          limits: {
+            type: 'array',
+            minItems: 1,
+            maxItems: MAX_LIMITS_PER_EVENT,
+            items: {
+              type: 'object',
+              additionalProperties: false,
+              required: ['limit', 'window'],
+              properties: {
+                name: { type: 'string', pattern: NAME_PATTERN },
+                limit: { type: 'integer', minimum: 1, maximum: MAX_LIMIT },
+                window: duration,
+                granularity: duration,
+              },
+            },
+          },
+        },
+      },
+    },
+  },
+} as const;

@@ -1,0 +1,66 @@
+/** Consecutive buckets of one level: `count` buckets of `size` seconds from `start` (epoch seconds). */
+export interface BucketRun {
+  readonly size: number;
+  readonly start: number;
+  readonly count: number;
+}
+
+/** Bucket sizes beyond the policy's granularity that a sliding window may use. */
+const COARSE_LEVELS = [60, 3600] as const;
+
+/**
+ * Bucket sizes (seconds) a sliding limit counts in, coarsest first: its granularity, then
+ * minutes and hours where each divides the next and fits in the window. A 1 s, 1-day
+ * limit counts in [3600, 60, 1]; a 10 s, 1-minute limit in [60, 10].
+ */
+export function slidingLevels(window: number, granularity: number): number[] {
+  const levels = [granularity];
+  for (const size of COARSE_LEVELS) {
+    const finer = levels[levels.length - 1] ?? granularity;
+    if (size > finer && size % finer === 0 && size <= window) levels.push(size);
+  }
+  return levels.reverse();
+}
+
+export function floorTo(value: number, size: number): number {
+  return Math.floor(value / size) * size;
+}
+
+function ceilTo(value: number, size: number): number {
+  return Math.ceil(value / size) * size;
+}
+
+/**
+ * The buckets that cover the sliding window of `window` seconds ending at second `now`:
+ * seconds (now − window, now]. Each level takes the aligned buckets that fit between the
+ * window's start and the buckets already chosen, so coarse buckets cover the newest part
+ * and finer ones the older edge. The oldest bucket of the finest level may start before
+ * the window; it is counted whole, so the cover never undercounts. Levels must be
+ * coarsest first, each a multiple of the next. Runs come back coarsest (newest) first.
+ */
+export function slidingCover(now: number, window: number, levels: readonly number[]): BucketRun[] {
+  const finest = levels[levels.length - 1];
+  if (finest === undefined) throw new Error('slidingCover needs at least one level');
+  const oldest = floorTo(now - window + 1, finest);
+  let end = now + 1; // exclusive: nothing after `now` has happened yet
+  const runs: BucketRun[] = [];
+  for (const size of levels) {
+    const start = ceilTo(oldest, size);
+    if (start < end) {
+      runs.push({ size, start, count: (floorTo(end - 1, size) - start) / size + 1 });
+      end = start;
+    }
+  }
+  return runs;
+}
+
+/** A fixed (epoch-aligned) window is the one bucket of its own size that holds `now`. */
+export function fixedCover(now: number, window: number): BucketRun[] {
+  return [{ size: window, start: floorTo(now, window), count: 1 }];
+}
+
+export function bucketCount(runs: readonly BucketRun[]): number {
+  let total = 0;
+  for (const run of runs) total += run.count;
+  return total;
+}

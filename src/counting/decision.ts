@@ -1,0 +1,81 @@
+import type { LimitPlan } from './plan.js';
+
+/** How one limit stands after a decision. */
+export interface LimitStatus {
+  readonly name: string;
+  readonly limit: number;
+  /** Window length in seconds. */
+  readonly window: number;
+  /** Cost still admissible in the window now. */
+  readonly remaining: number;
+  /** Whole seconds until some of the counted cost leaves the window (0 when nothing is counted). */
+  readonly resetSeconds: number;
+}
+
+export interface Decision {
+  readonly allowed: boolean;
+  /** In the order of the policy file. */
+  readonly limits: readonly LimitStatus[];
+  /** On a deny: whole seconds until enough cost leaves every exceeded window for this request to pass. */
+  readonly retryAfter?: number;
+}
+
+/** One bucket as read from the store. */
+export interface CountedBucket {
+  readonly start: number;
+  readonly size: number;
+  readonly count: number;
+}
+
+/** One limit's buckets, oldest first, not counting the request being decided. */
+export interface LimitCounts {
+  readonly plan: LimitPlan;
+  readonly buckets: readonly CountedBucket[];
+}
+
+/**
+ * Decides a request of `cost` at `nowMs` from the counts of each limit's window.
+ * Allowed only if every limit has room for the whole cost.
+ */
+export function decide(limits: readonly LimitCounts[], cost: number, nowMs: number): Decision {
+  const totals = limits.map(({ buckets }) => buckets.reduce((sum, bucket) => sum + bucket.count, 0));
+  const allowed = limits.every(({ plan }, i) => (totals[i] ?? 0) + cost <= plan.policy.limit);
+  const statuses = limits.map(({ plan, buckets }, i): LimitStatus => {
+    const used = (totals[i] ?? 0) + (allowed ? cost : 0);
+    return {
+      name: plan.policy.name,
+      limit: plan.policy.limit,
+      window: plan.policy.window,
+      remaining: Math.max(0, plan.policy.limit - used),
+      resetSeconds: used === 0 ? 0 : secondsUntil(releaseOfFirst(plan, buckets, 1, allowed ? cost : 0), nowMs),
+    };
+  });
+  if (allowed) return { allowed, limits: statuses };
+
+  let retryAfter = 0;
+  limits.forEach(({ plan, buckets }, i) => {
+    const excess = (totals[i] ?? 0) + cost - plan.policy.limit;
+    if (excess > 0) retryAfter = Math.max(retryAfter, secondsUntil(releaseOfFirst(plan, buckets, excess, 0), nowMs));
+  });
+  return { allowed, limits: statuses, retryAfter };
+}
+
+/**
+ * The second by which at least `amount` of the counted cost has left the window, taking
+ * buckets oldest first. `pending` is cost about to be added to the newest bucket.
+ */
+function releaseOfFirst(plan: LimitPlan, buckets: readonly CountedBucket[], amount: number, pending: number): number {
+  const newest = buckets.length - 1;
+  let released = 0;
+  for (let i = 0; i <= newest; i++) {
+    const bucket = buckets[i] as CountedBucket;
+    released += bucket.count + (i === newest ? pending : 0);
+    if (released >= amount) return plan.releaseAt(bucket.start, bucket.size);
+  }
+  // Reached only when the buckets hold less than `amount`, which callers rule out.
+  throw new Error(`the window holds less than ${amount}`);
+}
+
+function secondsUntil(second: number, nowMs: number): number {
+  return Math.max(1, Math.ceil((second * 1000 - nowMs) / 1000));
+}

@@ -1,0 +1,30 @@
+import { createHash } from 'node:crypto';
+
+/**
+ * Memcached keys of memgate's counters:
+ *
+ *     <prefix>:{<event>:<feature tag>}:<bucket size>:<bucket start>
+ *
+ * The part in braces is the hash tag: the store routes a key by it alone, so every bucket
+ * of one event+feature lives on one server and a check is one round trip.
+ *
+ * A feature tag is `=` + the feature itself when it is short and made of safe characters
+ * (IPs, e-mails, ids stay readable in `memcached` dumps), else `#` + a base64url SHA-256
+ * prefix of its UTF-8 bytes (128 bits: no collision in practice). The two forms cannot
+ * meet, and no key exceeds Memcached's 250 bytes or holds whitespace or control characters.
+ */
+const VERBATIM_FEATURE = /^[A-Za-z0-9._~@+:-]{1,64}$/;
+
+export function featureTag(feature: string): string {
+  if (VERBATIM_FEATURE.test(feature)) return `=${feature}`;
+  return `#${createHash('sha256').update(feature, 'utf8').digest().subarray(0, 16).toString('base64url')}`;
+}
+
+/** The shared start of every bucket key of one event+feature. */
+export function counterKeyBase(prefix: string, event: string, feature: string): string {
+  return `${prefix}:{${event}:${featureTag(feature)}}:`;
+}
+
+export function bucketKey(base: string, size: number, start: number): string {
+  return `${base}${size}:${start}`;
+}

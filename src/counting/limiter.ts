@@ -1,0 +1,184 @@
+import { parsePolicies, PolicySet } from '../config/policies.js';
+import type { CounterStore } from '../store/counter-store.js';
+import { floorTo } from './cover.js';
+import { decide, type Decision, type LimitCounts } from './decision.js';
+import { LimiterInputError } from './errors.js';
+import { bucketKey, counterKeyBase } from './keys.js';
+import { planEvents, type EventPlan, type LimitPlan } from './plan.js';
+
+/** Features longer than this many UTF-8 bytes are refused. */
+export const MAX_FEATURE_BYTES = 1024;
+
+const KEY_PREFIX_PATTERN = /^[A-Za-z0-9_.-]{1,32}$/;
+
+export interface CheckRequest {
+  /** An event of the policy file, e.g. `login`. */
+  readonly event: string;
+  /** Who is doing it: an IP, a user id, an e-mail; any string up to 1 KB. */
+  readonly feature: string;
+  /** How much of the limit this request uses; a positive integer, 1 by default. */
+  readonly cost?: number | undefined;
+}
+
+export interface LimiterOptions {
+  /** A validated PolicySet, or a policy document in the file's shape (validated here). */
+  readonly policies: PolicySet | object;
+  readonly store: CounterStore;
+  /** Milliseconds since the epoch; tests and replays drive the clock through it. */
+  readonly now?: () => number;
+  /** Starts every key, so several deployments can share one Memcached. Default `mg`. */
+  readonly keyPrefix?: string;
+  /** Told when taking back a denied request's increment fails; the deny stands regardless. */
+  readonly onRollbackError?: (error: unknown) => void;
+}
+
+export interface Limiter {
+  /** Decides the request and, when allowed, counts it. */
+  check(request: CheckRequest): Promise<Decision>;
+  /** The decision `check` would make now, counting nothing. */
+  peek(request: CheckRequest): Promise<Decision>;
+  readonly policies: PolicySet;
+  readonly plans: ReadonlyMap<string, EventPlan>;
+}
+
+export function createLimiter(options: LimiterOptions): Limiter {
+  const policies = options.policies instanceof PolicySet ? options.policies : parsePolicies(options.policies, 'createLimiter({ policies })');
+  const plans = planEvents(policies);
+  const { store, onRollbackError } = options;
+  const now = options.now ?? Date.now;
+  const keyPrefix = options.keyPrefix ?? 'mg';
+  if (!KEY_PREFIX_PATTERN.test(keyPrefix)) {
+    throw new Error(`key prefix ${JSON.stringify(keyPrefix)} must be 1 to 32 letters, digits, "_", "." or "-"`);
+  }
+
+  function resolve(request: CheckRequest): { plan: EventPlan; base: string; cost: number } {
+    const plan = eventPlan(plans, request.event);
+    const feature = validFeature(request.feature);
+    const cost = validCost(request.cost, plan);
+    return { plan, base: counterKeyBase(keyPrefix, plan.event, feature), cost };
+  }
+
+  return {
+    policies,
+    plans,
+
+    async check(request) {
+      const { plan, base, cost } = resolve(request);
+      const nowMs = now();
+      const second = Math.floor(nowMs / 1000);
+      // Increment first, so concurrent checks on any instance see each other's cost.
+      const increments = plan.levels.map((level) => ({
+        key: bucketKey(base, level.size, floorTo(second, level.size)),
+        delta: cost,
+        ttlSeconds: level.ttlSeconds,
+      }));
+      const windows = windowBuckets(plan, base, second, true);
+      const { incremented, read } = await store.incrementAndRead(increments, windows.reads);
+      // Decide on the counts before this request: take its own cost out of what it incremented.
+      const values = [...incremented.map((value) => value - cost), ...read];
+      const decision = decide(windows.counts(values), cost, nowMs);
+      if (!decision.allowed) {
+        // A denied request is not counted: take the increment back.
+        await store.decrement(increments.map(({ key }) => ({ key, delta: cost }))).catch((error: unknown) => onRollbackError?.(error));
+      }
+      return decision;
+    },
+
+    async peek(request) {
+      const { plan, base, cost } = resolve(request);
+      const nowMs = now();
+      const windows = windowBuckets(plan, base, Math.floor(nowMs / 1000), false);
+      const { read } = await store.incrementAndRead([], windows.reads);
+      return decide(windows.counts(read), cost, nowMs);
+    },
+  };
+}
+
+interface SlottedBucket {
+  readonly start: number;
+  readonly size: number;
+  /** Where the bucket's value is: an increment's index, else the increments' count + a read's index. */
+  readonly slot: number;
+}
+
+/**
+ * The buckets of every limit's window at `second`, oldest first, each pointing at where
+ * its value will be. Limits share buckets of the same size, so each key is read once; with
+ * `incrementing`, current buckets come from the increments instead of a read.
+ */
+function windowBuckets(plan: EventPlan, base: string, second: number, incrementing: boolean) {
+  const incrementedSizes = incrementing ? plan.levels.map((level) => level.size) : [];
+  const reads: string[] = [];
+  const readSlots = new Map<string, number>();
+  const slotOf = (size: number, start: number): number => {
+    const level = incrementedSizes.indexOf(size);
+    if (level !== -1 && start === floorTo(second, size)) return level;
+    const key = bucketKey(base, size, start);
+    let slot = readSlots.get(key);
+    if (slot === undefined) {
+      slot = incrementedSizes.length + reads.length;
+      readSlots.set(key, slot);
+      reads.push(key);
+    }
+    return slot;
+  };
+  const limits = plan.limits.map((limit: LimitPlan) => {
+    const buckets: SlottedBucket[] = [];
+    const runs = limit.cover(second);
+    for (let r = runs.length - 1; r >= 0; r--) {
+      const { size, start, count } = runs[r] as (typeof runs)[number];
+      for (let i = 0; i < count; i++) buckets.push({ start: start + i * size, size, slot: slotOf(size, start + i * size) });
+    }
+    return { plan: limit, buckets };
+  });
+  return {
+    reads,
+    counts: (values: readonly number[]): LimitCounts[] =>
+      limits.map(({ plan: limit, buckets }) => ({
+        plan: limit,
+        buckets: buckets.map(({ start, size, slot }) => ({ start, size, count: values[slot] ?? 0 })),
+      })),
+  };
+}
+
+function eventPlan(plans: ReadonlyMap<string, EventPlan>, event: unknown): EventPlan {
+  if (typeof event !== 'string' || event.length === 0) {
+    throw new LimiterInputError('invalid_event', 'event must be a non-empty string');
+  }
+  const plan = plans.get(event);
+  if (!plan) {
+    const known = [...plans.keys()];
+    const shown = known.slice(0, 10).join(', ') + (known.length > 10 ? ', …' : '');
+    throw new LimiterInputError('unknown_event', `unknown event ${JSON.stringify(event.slice(0, 64))}; known events: ${shown}`);
+  }
+  return plan;
+}
+
+function validFeature(feature: unknown): string {
+  if (typeof feature !== 'string' || feature.length === 0) {
+    throw new LimiterInputError('invalid_feature', 'feature must be a non-empty string');
+  }
+  if (!feature.isWellFormed()) {
+    throw new LimiterInputError('invalid_feature', 'feature must be well-formed Unicode (it holds a lone surrogate)');
+  }
+  const bytes = Buffer.byteLength(feature, 'utf8');
+  if (bytes > MAX_FEATURE_BYTES) {
+    throw new LimiterInputError('feature_too_long', `feature is ${bytes} bytes; at most ${MAX_FEATURE_BYTES} are allowed`);
+  }
+  return feature;
+}
+
+function validCost(cost: unknown, plan: EventPlan): number {
+  if (cost === undefined) return 1;
+  if (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 1) {
+    throw new LimiterInputError('invalid_cost', 'cost must be a positive integer');
+  }
+  if (cost > plan.maxCost) {
+    const tightest = plan.limits.find((limit) => limit.policy.limit === plan.maxCost);
+    throw new LimiterInputError(
+      'cost_exceeds_limit',
+      `cost ${cost} exceeds the limit ${plan.maxCost} of ${tightest?.policy.name ?? plan.event}; such a request could never be allowed`,
+    );
+  }
+  return cost;
+}

@@ -1,0 +1,115 @@
+import { formatDuration } from '../config/duration.js';
+import { PolicyError, type Algorithm, type LimitPolicy, type PolicySet } from '../config/policies.js';
+import { bucketCount, fixedCover, slidingCover, slidingLevels, type BucketRun } from './cover.js';
+
+/**
+ * Seconds every counter outlives its last possible read: absorbs clock skew between
+ * memgate instances and Memcached's whole-second expiry clock.
+ */
+export const TTL_MARGIN_SECONDS = 2;
+
+/** A limit may read at most this many buckets per check; more would make every check slow. */
+export const MAX_KEYS_PER_CHECK = 1000;
+
+/** How one limit of an event counts. */
+export interface LimitPlan {
+  readonly policy: LimitPolicy;
+  readonly algorithm: Algorithm;
+  /** Bucket sizes (seconds) this limit counts in, coarsest first. */
+  readonly levels: readonly number[];
+  /** The buckets holding this limit's window at second `now`, coarsest (newest) run first. */
+  cover(now: number): BucketRun[];
+  /** The first second at which the bucket [start, start + size) no longer counts. */
+  releaseAt(start: number, size: number): number;
+  /** How long a bucket of `size` must live so every read of it finds it. */
+  retention(size: number): number;
+  /** Keys one check reads for this limit, over every second of the cover's period. */
+  readonly keysPerCheck: { readonly max: number; readonly mean: number };
+}
+
+/** One bucket size of an event: each check increments its current bucket. */
+export interface CounterLevel {
+  readonly size: number;
+  readonly ttlSeconds: number;
+}
+
+/** How an event counts: its limits in policy order and the bucket levels they share. */
+export interface EventPlan {
+  readonly event: string;
+  readonly algorithm: Algorithm;
+  readonly limits: readonly LimitPlan[];
+  /** All limits of an event count the same admitted requests, so they share buckets per size. */
+  readonly levels: readonly CounterLevel[];
+  /** The largest cost a request may carry; beyond it no limit could ever allow it. */
+  readonly maxCost: number;
+}
+
+export function planLimit(policy: LimitPolicy, algorithm: Algorithm): LimitPlan {
+  const { window } = policy;
+  const levels = algorithm === 'fixed' ? [window] : slidingLevels(window, policy.granularity);
+  const cover = algorithm === 'fixed' ? (now: number) => fixedCover(now, window) : (now: number) => slidingCover(now, window, levels);
+  return {
+    policy,
+    algorithm,
+    levels,
+    cover,
+    // A fixed window frees all at once when it ends; a sliding one frees a bucket when
+    // its last second falls out of (now − window, now].
+    releaseAt: algorithm === 'fixed' ? (start, size) => start + size : (start, size) => start + size - 1 + window,
+    retention: algorithm === 'fixed' ? (size) => size : (size) => window + size,
+    keysPerCheck: measureKeysPerCheck(cover, algorithm === 'fixed' ? 1 : (levels[0] ?? window)),
+  };
+}
+
+/** Plans every event of a policy set; refuses limits that would read too many keys. */
+export function planEvents(policies: PolicySet): Map<string, EventPlan> {
+  const plans = new Map<string, EventPlan>();
+  const problems: string[] = [];
+  for (const { event, algorithm, limits } of policies.events.values()) {
+    const limitPlans = limits.map((policy) => planLimit(policy, algorithm));
+    limitPlans.forEach((plan, index) => {
+      if (plan.keysPerCheck.max > MAX_KEYS_PER_CHECK) {
+        const { window, granularity } = plan.policy;
+        problems.push(
+          `event "${event}", field limits[${index}]: a ${formatDuration(window)} window in ${formatDuration(granularity)} buckets reads up to ${plan.keysPerCheck.max} keys per check (at most ${MAX_KEYS_PER_CHECK}); use a granularity that divides 60, or a coarser one`,
+        );
+      }
+    });
+    plans.set(event, {
+      event,
+      algorithm,
+      limits: limitPlans,
+      levels: sharedLevels(limitPlans),
+      maxCost: Math.min(...limits.map((limit) => limit.limit)),
+    });
+  }
+  if (problems.length > 0) throw new PolicyError(policies.source, problems);
+  return plans;
+}
+
+function sharedLevels(limits: readonly LimitPlan[]): CounterLevel[] {
+  const ttlBySize = new Map<number, number>();
+  for (const limit of limits) {
+    for (const size of limit.levels) {
+      ttlBySize.set(size, Math.max(ttlBySize.get(size) ?? 0, limit.retention(size) + TTL_MARGIN_SECONDS));
+    }
+  }
+  return [...ttlBySize].sort(([a], [b]) => b - a).map(([size, ttlSeconds]) => ({ size, ttlSeconds }));
+}
+
+/** The cover repeats with the period of its coarsest level, so one period gives exact figures. */
+function measureKeysPerCheck(cover: (now: number) => BucketRun[], period: number): { max: number; mean: number } {
+  let max = 0;
+  let total = 0;
+  for (let now = 0; now < period; now++) {
+    const keys = bucketCount(cover(now));
+    max = Math.max(max, keys);
+    total += keys;
+  }
+  return { max, mean: Math.round((total / period) * 10) / 10 };
+}
+
+/** Most live Memcached items one active feature can hold at a level: one per bucket its TTL spans. */
+export function itemsPerFeature(levels: readonly CounterLevel[]): number {
+  return levels.reduce((sum, { size, ttlSeconds }) => sum + Math.ceil(ttlSeconds / size) + 1, 0);
+}

@@ -1,0 +1,50 @@
+/** Add `delta` to `key`, creating it with `delta` and a `ttlSeconds` lifetime when missing. */
+export interface CounterIncrement {
+  readonly key: string;
+  readonly delta: number;
+  readonly ttlSeconds: number;
+}
+
+/** Subtract `delta` from `key` if it still exists (never below zero, never creating it). */
+export interface CounterDecrement {
+  readonly key: string;
+  readonly delta: number;
+}
+
+export interface IncrementAndReadResult {
+  /** Each increment's new value, in order. */
+  readonly incremented: readonly number[];
+  /** Each read key's value, in order; 0 when missing or expired. */
+  readonly read: readonly number[];
+}
+
+/**
+ * Where counters live. The one seam between counting and storage: the limiter decides,
+ * the store only adds, subtracts and reads integers with a lifetime.
+ *
+ * Keys carry a hash tag (see counting/keys.ts); keys with the same tag must be served by
+ * one server, so that one call on them is one round trip.
+ */
+export interface CounterStore {
+  /** `memcached` or `embedded`, for logs and /readyz. */
+  readonly kind: string;
+  /** Human-readable location, for the start-up log. */
+  readonly description: string;
+  /**
+   * Applies the increments, then reads the keys: a read sees every increment this call
+   * made and every one that reached the store before it.
+   */
+  incrementAndRead(increments: readonly CounterIncrement[], reads: readonly string[]): Promise<IncrementAndReadResult>;
+  decrement(decrements: readonly CounterDecrement[]): Promise<void>;
+  /** Resolves when every server answers; rejects with StoreUnavailableError otherwise. */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** The store did not answer in time or at all; the limiter cannot decide. */
+export class StoreUnavailableError extends Error {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'StoreUnavailableError';
+  }
+}

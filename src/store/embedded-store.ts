@@ -1,0 +1,102 @@
+import type { CounterDecrement, CounterIncrement, CounterStore, IncrementAndReadResult } from './counter-store.js';
+
+export interface EmbeddedStoreOptions {
+  /** Milliseconds since the epoch; expiry follows it, so a driven clock frees memory too. */
+  readonly now?: () => number;
+  /** Most items held; past it the oldest-created are evicted, as Memcached evicts when full. */
+  readonly maxItems?: number;
+}
+
+interface Item {
+  value: number;
+  expiresAtMs: number;
+}
+
+const DEFAULT_MAX_ITEMS = 2_000_000;
+
+/**
+ * Counters in this process's memory, with Memcached's semantics: an increment creates a
+ * missing key with its TTL and never extends it; a decrement never goes below zero nor
+ * creates a key; expired keys read as 0. Correct for one memgate instance only: instances
+ * that must share limits need the Memcached store.
+ */
+export function createEmbeddedStore(options: EmbeddedStoreOptions = {}): CounterStore {
+  const now = options.now ?? Date.now;
+  const maxItems = options.maxItems ?? DEFAULT_MAX_ITEMS;
+  const items = new Map<string, Item>();
+  // Keys by the second they expire in, so expired items are dropped without scanning all.
+  const expiring = new Map<number, string[]>();
+  let sweptThrough = Math.floor(now() / 1000);
+
+  function sweep(nowMs: number): void {
+    const second = Math.floor(nowMs / 1000);
+    if (second <= sweptThrough) return;
+    const due =
+      second - sweptThrough > expiring.size
+        ? [...expiring.keys()].filter((s) => s <= second)
+        : Array.from({ length: second - sweptThrough }, (_, i) => sweptThrough + 1 + i);
+    for (const s of due) {
+      for (const key of expiring.get(s) ?? []) {
+        const item = items.get(key);
+        if (item && item.expiresAtMs <= nowMs) items.delete(key);
+      }
+      expiring.delete(s);
+    }
+    sweptThrough = second;
+  }
+
+  function live(key: string, nowMs: number): Item | undefined {
+    const item = items.get(key);
+    if (item && item.expiresAtMs <= nowMs) {
+      items.delete(key);
+      return undefined;
+    }
+    return item;
+  }
+
+  function increment({ key, delta, ttlSeconds }: CounterIncrement, nowMs: number): number {
+    const item = live(key, nowMs);
+    if (item) return (item.value += delta);
+    if (items.size >= maxItems) {
+      const oldest = items.keys().next();
+      if (!oldest.done) items.delete(oldest.value);
+    }
+    const expiresAtMs = nowMs + ttlSeconds * 1000;
+    items.set(key, { value: delta, expiresAtMs });
+    const second = Math.floor(expiresAtMs / 1000);
+    const keys = expiring.get(second);
+    if (keys) keys.push(key);
+    else expiring.set(second, [key]);
+    return delta;
+  }
+
+  return {
+    kind: 'embedded',
+    description: 'embedded (in this process; limits are not shared between instances)',
+
+    incrementAndRead(increments: readonly CounterIncrement[], reads: readonly string[]): Promise<IncrementAndReadResult> {
+      const nowMs = now();
+      sweep(nowMs);
+      const incremented = increments.map((op) => increment(op, nowMs));
+      const read = reads.map((key) => live(key, nowMs)?.value ?? 0);
+      return Promise.resolve({ incremented, read });
+    },
+
+    decrement(decrements: readonly CounterDecrement[]): Promise<void> {
+      const nowMs = now();
+      for (const { key, delta } of decrements) {
+        const item = live(key, nowMs);
+        if (item) item.value = Math.max(0, item.value - delta);
+      }
+      return Promise.resolve();
+    },
+
+    ping: () => Promise.resolve(),
+
+    close(): Promise<void> {
+      items.clear();
+      expiring.clear();
+      return Promise.resolve();
+    },
+  };
+}

@@ -1,0 +1,109 @@
+import memjs from 'memjs';
+import pLimit from 'p-limit';
+import type { CounterDecrement, CounterIncrement, CounterStore, IncrementAndReadResult } from '../counter-store.js';
+import { runBatch, type BatchReplies } from './batch.js';
+import { Opcode, type ArithmeticRequest } from './protocol.js';
+import { parseServerList, serverRouter } from './servers.js';
+
+export interface MemcachedStoreOptions {
+  /** `host[:port],…`, as in MEMCACHED_SERVERS. */
+  readonly servers: string;
+  /** Deadline of every call to a server, in milliseconds. Default 250. */
+  readonly timeoutMs?: number;
+  /** Most servers one call talks to at once. Default 8. */
+  readonly maxParallelServers?: number;
+}
+
+export const DEFAULT_TIMEOUT_MS = 250;
+
+/** The part of one call that goes to one server, with where each answer belongs. */
+interface ServerShare {
+  readonly arithmetic: ArithmeticRequest[];
+  readonly arithmeticPositions: number[];
+  readonly reads: string[];
+  readonly readPositions: number[];
+}
+
+/**
+ * Counters in a Memcached cluster shared by every memgate instance. Keys route by hash
+ * tag, so one check's keys sit on one server and the check is one write and one round trip.
+ */
+export function createMemcachedStore(options: MemcachedStoreOptions): CounterStore {
+  const endpoints = parseServerList(options.servers);
+  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const servers = endpoints.map(
+    ({ host, port, username, password }) =>
+      new memjs.Server(host, port, username, password, { timeout: timeoutMs / 1000, keepAlive: true, keepAliveDelay: 30 }),
+  );
+  const serverOf = serverRouter(endpoints);
+  const maxParallelServers = options.maxParallelServers ?? 8;
+  let lastOpaque = 0;
+  const nextOpaque = (): number => (lastOpaque = lastOpaque >= 0xffff_ffff ? 1 : lastOpaque + 1);
+
+  async function run(arithmetic: readonly ArithmeticRequest[], reads: readonly string[]): Promise<BatchReplies> {
+    const shares = new Map<number, ServerShare>();
+    const shareOf = (key: string): ServerShare => {
+      const server = serverOf(key);
+      let share = shares.get(server);
+      if (!share) {
+        share = { arithmetic: [], arithmeticPositions: [], reads: [], readPositions: [] };
+        shares.set(server, share);
+      }
+      return share;
+    };
+    arithmetic.forEach((op, i) => {
+      const share = shareOf(op.key);
+      share.arithmetic.push(op);
+      share.arithmeticPositions.push(i);
+    });
+    reads.forEach((key, i) => {
+      const share = shareOf(key);
+      share.reads.push(key);
+      share.readPositions.push(i);
+    });
+    const [only] = shares;
+    if (shares.size === 1 && only) {
+      const [server, share] = only;
+      return runBatch(servers[server] as memjs.Server, nextOpaque(), share.arithmetic, share.reads, timeoutMs);
+    }
+    // Keys spanning servers: one batch per server, a bounded number at once.
+    const arithmeticValues = new Array<number | undefined>(arithmetic.length);
+    const readValues = new Array<number>(reads.length).fill(0);
+    await pLimit(maxParallelServers).map(shares, async ([server, share]) => {
+      const replies = await runBatch(servers[server] as memjs.Server, nextOpaque(), share.arithmetic, share.reads, timeoutMs);
+      share.arithmeticPositions.forEach((position, i) => (arithmeticValues[position] = replies.arithmetic[i]));
+      share.readPositions.forEach((position, i) => (readValues[position] = replies.read[i] ?? 0));
+    });
+    return { arithmetic: arithmeticValues, read: readValues };
+  }
+
+  return {
+    kind: 'memcached',
+    description: `memcached ${endpoints.map((endpoint) => endpoint.label).join(',')}`,
+
+    async incrementAndRead(increments: readonly CounterIncrement[], reads: readonly string[]): Promise<IncrementAndReadResult> {
+      const replies = await run(
+        increments.map(({ key, delta, ttlSeconds }) => ({ opcode: Opcode.increment, key, delta, ttlSeconds })),
+        reads,
+      );
+      // An increment always answers a value (it creates missing keys), so none is undefined.
+      return { incremented: replies.arithmetic.map((value) => value ?? 0), read: replies.read };
+    },
+
+    async decrement(decrements: readonly CounterDecrement[]): Promise<void> {
+      await run(
+        decrements.map(({ key, delta }) => ({ opcode: Opcode.decrement, key, delta })),
+        [],
+      );
+    },
+
+    async ping(): Promise<void> {
+      await pLimit(maxParallelServers).map(servers, (server) => runBatch(server, nextOpaque(), [], [], timeoutMs));
+    },
+
+    close(): Promise<void> {
+      for (const server of servers) server.close();
+      return Promise.resolve();
+    },
+  };
+}

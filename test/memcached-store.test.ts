@@ -1,0 +1,121 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { StoreUnavailableError } from '../src/store/counter-store.js';
+import { createMemcachedStore } from '../src/store/memcached/memcached-store.js';
+import { startMemcached, startMemcachedProcess, uniquePrefix, type MemcachedProcess, type TestMemcached } from './helpers/memcached.js';
+
+describe('memcached store on one server', () => {
+  let memcached: TestMemcached;
+  beforeAll(async () => {
+    memcached = await startMemcached();
+  });
+  afterAll(async () => {
+    await memcached.stop();
+  });
+
+  it('keeps counters exact beyond 32 bits', async () => {
+    const store = createMemcachedStore({ servers: memcached.servers });
+    const key = `${uniquePrefix()}:{t}:big`;
+    const big = 2 ** 40 + 7;
+    expect((await store.incrementAndRead([{ key, delta: big, ttlSeconds: 60 }], [])).incremented).toEqual([big]);
+    expect((await store.incrementAndRead([{ key, delta: big, ttlSeconds: 60 }], [key])).incremented).toEqual([2 * big]);
+    await store.close();
+  });
+
+  it('keeps counters whose TTL exceeds 30 days (sent as an absolute time)', async () => {
+    const store = createMemcachedStore({ servers: memcached.servers });
+    const key = `${uniquePrefix()}:{t}:month`;
+    await store.incrementAndRead([{ key, delta: 1, ttlSeconds: 40 * 86_400 }], []);
+    expect((await store.incrementAndRead([], [key])).read).toEqual([1]);
+    await store.close();
+  });
+
+  it('reads a large multi-get in one batch', async () => {
+    const store = createMemcachedStore({ servers: memcached.servers });
+    const prefix = uniquePrefix();
+    const keys = Array.from({ length: 400 }, (_, i) => `${prefix}:{t}:${i}`);
+    await store.incrementAndRead(
+      keys.filter((_, i) => i % 3 === 0).map((key, i) => ({ key, delta: i + 1, ttlSeconds: 60 })),
+      [],
+    );
+    const { read } = await store.incrementAndRead([], keys);
+    expect(read).toEqual(keys.map((_, i) => (i % 3 === 0 ? i / 3 + 1 : 0)));
+    await store.close();
+  });
+});
+
+describe('memcached store on two servers', () => {
+  let a: MemcachedProcess;
+  let b: MemcachedProcess;
+  beforeAll(async () => {
+    [a, b] = await Promise.all([startMemcachedProcess(), startMemcachedProcess()]);
+  });
+  afterAll(async () => {
+    await Promise.all([a.stop(), b.stop()]);
+  });
+
+  it('keeps every key of one hash tag on one server and spreads tags over both', async () => {
+    const cluster = createMemcachedStore({ servers: `${a.servers},${b.servers}` });
+    const onlyA = createMemcachedStore({ servers: a.servers });
+    const onlyB = createMemcachedStore({ servers: b.servers });
+    const prefix = uniquePrefix();
+    const tags = Array.from({ length: 40 }, (_, i) => `feature-${i}`);
+    const keysOf = (tag: string) => [1, 60, 3600].map((size) => `${prefix}:{${tag}}:${size}:0`);
+    for (const tag of tags) await cluster.incrementAndRead(keysOf(tag).map((key) => ({ key, delta: 1, ttlSeconds: 60 })), []);
+
+    let onA = 0;
+    for (const tag of tags) {
+      const [inA, inB] = await Promise.all([onlyA.incrementAndRead([], keysOf(tag)), onlyB.incrementAndRead([], keysOf(tag))]);
+      const allOnA = inA.read.every((v) => v === 1) && inB.read.every((v) => v === 0);
+      const allOnB = inB.read.every((v) => v === 1) && inA.read.every((v) => v === 0);
+      expect(allOnA || allOnB, `keys of ${tag} are split across servers`).toBe(true);
+      if (allOnA) onA++;
+    }
+    expect(onA).toBeGreaterThan(5);
+    expect(onA).toBeLessThan(35);
+
+    // One call with keys on both servers returns every value in the caller's order.
+    const mixed = tags.flatMap(keysOf);
+    expect((await cluster.incrementAndRead([], mixed)).read).toEqual(mixed.map(() => 1));
+    await Promise.all([cluster.close(), onlyA.close(), onlyB.close()]);
+  });
+});
+
+describe('memcached store faults', () => {
+  let server: MemcachedProcess;
+  beforeAll(async () => {
+    server = await startMemcachedProcess();
+  });
+  afterEach(() => {
+    server.process.kill('SIGCONT');
+  });
+  afterAll(async () => {
+    await server.stop();
+  });
+
+  it('gives up on a hung server at its deadline, then recovers', async () => {
+    const store = createMemcachedStore({ servers: server.servers, timeoutMs: 200 });
+    const key = `${uniquePrefix()}:{t}:k`;
+    await store.incrementAndRead([{ key, delta: 1, ttlSeconds: 60 }], []);
+    server.process.kill('SIGSTOP');
+    const started = performance.now();
+    await expect(store.incrementAndRead([{ key, delta: 1, ttlSeconds: 60 }], [])).rejects.toThrow(StoreUnavailableError);
+    expect(performance.now() - started).toBeLessThan(1500);
+    await expect(store.ping()).rejects.toThrow(/did not answer within 200 ms|timed out/);
+    server.process.kill('SIGCONT');
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    // The paused increment may or may not have been applied when the server resumed; reads work again.
+    const { read } = await store.incrementAndRead([], [key]);
+    expect(read[0]).toBeGreaterThanOrEqual(1);
+    await store.close();
+  });
+
+  it('fails fast, without hanging, when the server is gone', async () => {
+    const gone = await startMemcachedProcess();
+    const store = createMemcachedStore({ servers: gone.servers, timeoutMs: 1000 });
+    await store.ping();
+    await gone.stop();
+    await expect(store.incrementAndRead([{ key: 'k{t}', delta: 1, ttlSeconds: 60 }], [])).rejects.toThrow(StoreUnavailableError);
+    await expect(store.ping()).rejects.toThrow(StoreUnavailableError);
+    await store.close();
+  });
+});
