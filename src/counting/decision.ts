@@ -6,7 +6,7 @@ export interface LimitStatus {
   readonly limit: number;
   /** Window length in seconds. */
   readonly window: number;
-  /** Cost still admissible in the window now. */
+  /** Cost still admissible in the window now, after this decision counted what it did. */
   readonly remaining: number;
   /** Whole seconds until some of the counted cost leaves the window (0 when nothing is counted). */
   readonly resetSeconds: number;
@@ -34,20 +34,23 @@ export interface LimitCounts {
 }
 
 /**
- * Decides a request of `cost` at `nowMs` from the counts of each limit's window.
- * Allowed only if every limit has room for the whole cost.
+ * Decides a request of `cost` at `nowMs` from the counts of each limit's window: allowed
+ * only if every limit has room for the whole cost. With `counting`, an allowed request's
+ * cost is part of what the statuses report as used (a check); without, nothing is (a peek).
  */
-export function decide(limits: readonly LimitCounts[], cost: number, nowMs: number): Decision {
+export function decide(limits: readonly LimitCounts[], cost: number, nowMs: number, counting: boolean): Decision {
+  const now = Math.floor(nowMs / 1000);
   const totals = limits.map(({ buckets }) => buckets.reduce((sum, bucket) => sum + bucket.count, 0));
   const allowed = limits.every(({ plan }, i) => (totals[i] ?? 0) + cost <= plan.policy.limit);
+  const counted = allowed && counting ? cost : 0;
   const statuses = limits.map(({ plan, buckets }, i): LimitStatus => {
-    const used = (totals[i] ?? 0) + (allowed ? cost : 0);
+    const used = (totals[i] ?? 0) + counted;
     return {
       name: plan.policy.name,
       limit: plan.policy.limit,
       window: plan.policy.window,
       remaining: Math.max(0, plan.policy.limit - used),
-      resetSeconds: used === 0 ? 0 : secondsUntil(releaseOfFirst(plan, buckets, 1, allowed ? cost : 0), nowMs),
+      resetSeconds: used === 0 ? 0 : secondsUntil(releaseOfFirst(plan, buckets, 1, counted, now), nowMs),
     };
   });
   if (allowed) return { allowed, limits: statuses };
@@ -55,7 +58,7 @@ export function decide(limits: readonly LimitCounts[], cost: number, nowMs: numb
   let retryAfter = 0;
   limits.forEach(({ plan, buckets }, i) => {
     const excess = (totals[i] ?? 0) + cost - plan.policy.limit;
-    if (excess > 0) retryAfter = Math.max(retryAfter, secondsUntil(releaseOfFirst(plan, buckets, excess, 0), nowMs));
+    if (excess > 0) retryAfter = Math.max(retryAfter, secondsUntil(releaseOfFirst(plan, buckets, excess, 0, now), nowMs));
   });
   return { allowed, limits: statuses, retryAfter };
 }
@@ -64,13 +67,13 @@ export function decide(limits: readonly LimitCounts[], cost: number, nowMs: numb
  * The second by which at least `amount` of the counted cost has left the window, taking
  * buckets oldest first. `pending` is cost about to be added to the newest bucket.
  */
-function releaseOfFirst(plan: LimitPlan, buckets: readonly CountedBucket[], amount: number, pending: number): number {
+function releaseOfFirst(plan: LimitPlan, buckets: readonly CountedBucket[], amount: number, pending: number, now: number): number {
   const newest = buckets.length - 1;
   let released = 0;
   for (let i = 0; i <= newest; i++) {
     const bucket = buckets[i] as CountedBucket;
     released += bucket.count + (i === newest ? pending : 0);
-    if (released >= amount) return plan.releaseAt(bucket.start, bucket.size);
+    if (released >= amount) return plan.releaseAt(bucket.start, bucket.size, now);
   }
   // Reached only when the buckets hold less than `amount`, which callers rule out.
   throw new Error(`the window holds less than ${amount}`);

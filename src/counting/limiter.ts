@@ -76,7 +76,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
       const { incremented, read } = await store.incrementAndRead(increments, windows.reads);
       // Decide on the counts before this request: take its own cost out of what it incremented.
       const values = [...incremented.map((value) => value - cost), ...read];
-      const decision = decide(windows.counts(values), cost, nowMs);
+      const decision = decide(windows.counts(values), cost, nowMs, true);
       if (!decision.allowed) {
         // A denied request is not counted: take the increment back.
         await store.decrement(increments.map(({ key }) => ({ key, delta: cost }))).catch((error: unknown) => onRollbackError?.(error));
@@ -89,7 +89,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
       const nowMs = now();
       const windows = windowBuckets(plan, base, Math.floor(nowMs / 1000), false);
       const { read } = await store.incrementAndRead([], windows.reads);
-      return decide(windows.counts(read), cost, nowMs);
+      return decide(windows.counts(read), cost, nowMs, false);
     },
   };
 }

@@ -1,6 +1,6 @@
 import { formatDuration } from '../config/duration.js';
 import { PolicyError, type Algorithm, type LimitPolicy, type PolicySet } from '../config/policies.js';
-import { bucketCount, fixedCover, slidingCover, slidingLevels, type BucketRun } from './cover.js';
+import { bucketCount, fixedCover, floorTo, slidingCover, slidingLevels, type BucketRun } from './cover.js';
 
 /**
  * Seconds every counter outlives its last possible read: absorbs clock skew between
@@ -19,8 +19,12 @@ export interface LimitPlan {
   readonly levels: readonly number[];
   /** The buckets holding this limit's window at second `now`, coarsest (newest) run first. */
   cover(now: number): BucketRun[];
-  /** The first second at which the bucket [start, start + size) no longer counts. */
-  releaseAt(start: number, size: number): number;
+  /**
+   * The first second at which the bucket [start, start + size) no longer counts, read at
+   * second `now`. Exact for buckets of the policy's granularity; for a coarser bucket it is
+   * when its last possible second leaves, so never too early.
+   */
+  releaseAt(start: number, size: number, now: number): number;
   /** How long a bucket of `size` must live so every read of it finds it. */
   retention(size: number): number;
   /** Keys one check reads for this limit, over every second of the cover's period. */
@@ -53,9 +57,12 @@ export function planLimit(policy: LimitPolicy, algorithm: Algorithm): LimitPlan 
     algorithm,
     levels,
     cover,
-    // A fixed window frees all at once when it ends; a sliding one frees a bucket when
-    // its last second falls out of (now − window, now].
-    releaseAt: algorithm === 'fixed' ? (start, size) => start + size : (start, size) => start + size - 1 + window,
+    // A fixed window frees all at once when it ends. A sliding one frees a bucket when the
+    // granularity bucket holding its newest possible second (never after now) leaves.
+    releaseAt:
+      algorithm === 'fixed'
+        ? (start, size) => start + size
+        : (start, size, now) => floorTo(Math.min(start + size - 1, now), policy.granularity) + policy.granularity - 1 + window,
     retention: algorithm === 'fixed' ? (size) => size : (size) => window + size,
     keysPerCheck: measureKeysPerCheck(cover, algorithm === 'fixed' ? 1 : (levels[0] ?? window)),
   };

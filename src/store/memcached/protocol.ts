@@ -78,12 +78,15 @@ function expiration(ttlSeconds: number, nowMs: number): number {
   return ttlSeconds > MAX_RELATIVE_EXPIRATION ? Math.floor(nowMs / 1000) + ttlSeconds : ttlSeconds;
 }
 
-/** A counter's value: INCREMENT answers 8 bytes; a GET answers the decimal text it stores. */
+/**
+ * A counter's value: INCREMENT answers 8 bytes; a GET answers the decimal text it stores,
+ * which a decrement that shortens the number may leave padded with trailing spaces.
+ */
 export function counterFromIncrement(value: Buffer): number {
   return Number(value.readBigUInt64BE(0));
 }
 
 export function counterFromText(value: Buffer): number {
   const text = value.toString('latin1');
-  return /^[0-9]+$/.test(text) ? Number(text) : Number.NaN;
+  return /^[0-9]+ *$/.test(text) ? Number(text.trimEnd()) : Number.NaN;
 }

@@ -1,0 +1,252 @@
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parsePolicies } from '../src/config/policies.js';
+import { LimiterInputError } from '../src/counting/errors.js';
+import { createLimiter, type Limiter } from '../src/counting/limiter.js';
+import type { CounterStore } from '../src/store/counter-store.js';
+import { createEmbeddedStore } from '../src/store/embedded-store.js';
+import { createMemcachedStore } from '../src/store/memcached/memcached-store.js';
+import { startMemcached, uniquePrefix, type TestMemcached } from './helpers/memcached.js';
+
+const T0 = Date.UTC(2026, 10, 22, 0, 0, 0);
+
+/** A limiter on a store with a clock the test moves. */
+function clocked(policies: object, store: (now: () => number) => CounterStore) {
+  const clock = { ms: T0 };
+  const now = () => clock.ms;
+  const limiter = createLimiter({ policies, store: store(now), now, keyPrefix: uniquePrefix() });
+  return { limiter, clock };
+}
+
+let memcached: TestMemcached;
+beforeAll(async () => {
+  memcached = await startMemcached();
+});
+afterAll(async () => {
+  await memcached.stop();
+});
+
+const stores: [string, (now: () => number) => CounterStore][] = [
+  ['embedded', (now) => createEmbeddedStore({ now })],
+  ['memcached', () => createMemcachedStore({ servers: memcached.servers })],
+];
+
+describe.each(stores)('the seeds/003 example on the %s store', (_name, store) => {
+  // Limit 2 per minute; requests at 00:40, 00:50, 01:10, 01:20, 01:40.
+  const times = [40, 50, 70, 80, 100];
+
+  it.each([
+    ['sliding', [true, true, false, false, true]],
+    ['fixed', [true, true, true, true, false]],
+  ])('%s windows decide %j', async (algorithm, expected) => {
+    const { limiter, clock } = clocked({ events: { api: { algorithm, limits: [{ limit: 2, window: '1m' }] } } }, store);
+    const decisions: boolean[] = [];
+    for (const second of times) {
+      clock.ms = T0 + second * 1000;
+      decisions.push((await limiter.check({ event: 'api', feature: 'user-1' })).allowed);
+    }
+    expect(decisions).toEqual(expected);
+  });
+});
+
+describe('decisions', () => {
+  const policies = { events: { login: { limits: [{ limit: 3, window: '1m' }, { limit: 5, window: '1h' }] } } };
+
+  it('reports every limit in policy order, with remaining and reset', async () => {
+    const { limiter, clock } = clocked(policies, (now) => createEmbeddedStore({ now }));
+    clock.ms = T0 + 10_500;
+    const decision = await limiter.check({ event: 'login', feature: 'alice' });
+    expect(decision).toEqual({
+      allowed: true,
+      limits: [
+        { name: 'login-1m', limit: 3, window: 60, remaining: 2, resetSeconds: 60 },
+        { name: 'login-1h', limit: 5, window: 3600, remaining: 4, resetSeconds: 3600 },
+      ],
+    });
+  });
+
+  it('denies when any limit is exhausted, says when to retry, and counts nothing', async () => {
+    const { limiter, clock } = clocked(policies, (now) => createEmbeddedStore({ now }));
+    for (const second of [50, 55, 58]) {
+      clock.ms = T0 + second * 1000;
+      expect((await limiter.check({ event: 'login', feature: 'bob' })).allowed).toBe(true);
+    }
+    clock.ms = T0 + 65_250;
+    const denied = await limiter.check({ event: 'login', feature: 'bob' });
+    // The request at 50 s leaves the minute window at 110 s: 44.75 s from now, rounded up.
+    expect(denied).toMatchObject({ allowed: false, retryAfter: 45 });
+    expect(denied.limits.map((l) => l.remaining)).toEqual([0, 2]);
+    expect((await limiter.peek({ event: 'login', feature: 'bob' })).limits.map((l) => l.remaining)).toEqual([0, 2]);
+
+    clock.ms = T0 + 109_999;
+    expect((await limiter.check({ event: 'login', feature: 'bob' })).allowed).toBe(false);
+    clock.ms = T0 + 110_000;
+    expect((await limiter.check({ event: 'login', feature: 'bob' })).allowed).toBe(true);
+  });
+
+  it('charges a cost against every limit and refuses costs no limit could ever allow', async () => {
+    const { limiter } = clocked(policies, (now) => createEmbeddedStore({ now }));
+    const decision = await limiter.check({ event: 'login', feature: 'carol', cost: 3 });
+    expect(decision.limits.map((l) => l.remaining)).toEqual([0, 2]);
+    await expect(limiter.check({ event: 'login', feature: 'carol', cost: 4 })).rejects.toMatchObject({ code: 'cost_exceeds_limit' });
+  });
+
+  it('peeks without counting', async () => {
+    const { limiter } = clocked(policies, (now) => createEmbeddedStore({ now }));
+    for (let i = 0; i < 5; i++) expect((await limiter.peek({ event: 'login', feature: 'dave' })).limits[0]?.remaining).toBe(3);
+    expect((await limiter.check({ event: 'login', feature: 'dave' })).limits[0]?.remaining).toBe(2);
+    expect((await limiter.peek({ event: 'login', feature: 'dave', cost: 3 })).allowed).toBe(false);
+  });
+
+  it('keeps features and events apart', async () => {
+    const { limiter } = clocked(
+      { events: { a: { limits: [{ limit: 1, window: 60 }] }, b: { limits: [{ limit: 1, window: 60 }] } } },
+      (now) => createEmbeddedStore({ now }),
+    );
+    expect((await limiter.check({ event: 'a', feature: 'x' })).allowed).toBe(true);
+    expect((await limiter.check({ event: 'a', feature: 'x' })).allowed).toBe(false);
+    expect((await limiter.check({ event: 'a', feature: 'y' })).allowed).toBe(true);
+    expect((await limiter.check({ event: 'b', feature: 'x' })).allowed).toBe(true);
+  });
+});
+
+describe('input errors', () => {
+  const { limiter } = clocked({ events: { login: { limits: [{ limit: 5, window: '1m' }] } } }, (now) => createEmbeddedStore({ now }));
+
+  it.each([
+    ['an empty event', { event: '', feature: 'x' }, 'invalid_event'],
+    ['an unknown event', { event: 'logout', feature: 'x' }, 'unknown_event'],
+    ['an empty feature', { event: 'login', feature: '' }, 'invalid_feature'],
+    ['a lone surrogate', { event: 'login', feature: 'bad \ud800 surrogate' }, 'invalid_feature'],
+    ['a 2000-byte feature', { event: 'login', feature: 'x'.repeat(2000) }, 'feature_too_long'],
+    ['a zero cost', { event: 'login', feature: 'x', cost: 0 }, 'invalid_cost'],
+    ['a fractional cost', { event: 'login', feature: 'x', cost: 1.5 }, 'invalid_cost'],
+    ['a NaN cost', { event: 'login', feature: 'x', cost: Number.NaN }, 'invalid_cost'],
+    ['a cost above every limit', { event: 'login', feature: 'x', cost: 6 }, 'cost_exceeds_limit'],
+  ])('refuses %s, counting nothing', async (_case, request, code) => {
+    await expect(limiter.check(request)).rejects.toSatisfy((error) => error instanceof LimiterInputError && error.code === code);
+    expect((await limiter.peek({ event: 'login', feature: 'x' })).limits[0]?.remaining).toBe(5);
+  });
+
+  it('measures the 1 KB feature limit in UTF-8 bytes', async () => {
+    await expect(limiter.check({ event: 'login', feature: 'é'.repeat(513) })).rejects.toMatchObject({ code: 'feature_too_long' });
+    await expect(limiter.check({ event: 'login', feature: 'x'.repeat(1025) })).rejects.toMatchObject({ code: 'feature_too_long' });
+  });
+
+  it('accepts a feature of exactly 1 KB, whatever its characters', async () => {
+    const feature = '\u0000 \t\n名x'.repeat(1024 / 8);
+    expect(Buffer.byteLength(feature)).toBe(1024);
+    expect((await limiter.check({ event: 'login', feature })).allowed).toBe(true);
+  });
+});
+
+describe('exactness with 1 s buckets', () => {
+  /** The definition: allowed iff the admitted cost in (t − W, t] plus c fits every limit. */
+  function referenceDecisions(limits: { limit: number; window: number }[], requests: { ms: number; cost: number }[]): boolean[] {
+    const admitted: { second: number; cost: number }[] = [];
+    return requests.map(({ ms, cost }) => {
+      const t = Math.floor(ms / 1000);
+      const fits = limits.every(({ limit, window }) => {
+        const used = admitted.filter((a) => a.second > t - window && a.second <= t).reduce((sum, a) => sum + a.cost, 0);
+        return used + cost <= limit;
+      });
+      if (fits) admitted.push({ second: t, cost });
+      return fits;
+    });
+  }
+
+  const scenario = fc.record({
+    limits: fc.uniqueArray(fc.record({ limit: fc.integer({ min: 3, max: 12 }), window: fc.constantFrom(5, 30, 60, 90, 600, 3600, 5400) }), {
+      minLength: 1,
+      maxLength: 3,
+      selector: (l) => l.window,
+    }),
+    requests: fc.array(fc.record({ gapMs: fc.oneof(fc.integer({ min: 0, max: 1500 }), fc.integer({ min: 0, max: 4_000_000 })), cost: fc.integer({ min: 1, max: 3 }) }), {
+      minLength: 1,
+      maxLength: 120,
+    }),
+  });
+
+  async function replay(store: (now: () => number) => CounterStore, limits: { limit: number; window: number }[], requests: { gapMs: number; cost: number }[]) {
+    const { limiter, clock } = clocked({ events: { e: { limits } } }, store);
+    const timed: { ms: number; cost: number }[] = [];
+    const decisions: boolean[] = [];
+    for (const { gapMs, cost } of requests) {
+      clock.ms += gapMs;
+      timed.push({ ms: clock.ms, cost });
+      decisions.push((await limiter.check({ event: 'e', feature: 'f', cost })).allowed);
+    }
+    return { decisions, reference: referenceDecisions(limits, timed) };
+  }
+
+  it('matches the exact sliding log on the embedded store', async () => {
+    await fc.assert(
+      fc.asyncProperty(scenario, async ({ limits, requests }) => {
+        const { decisions, reference } = await replay((now) => createEmbeddedStore({ now }), limits, requests);
+        expect(decisions).toEqual(reference);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('matches the exact sliding log on memcached', async () => {
+    await fc.assert(
+      fc.asyncProperty(scenario, async ({ limits, requests }) => {
+        const store = createMemcachedStore({ servers: memcached.servers });
+        const { decisions, reference } = await replay(() => store, limits, requests);
+        await store.close();
+        expect(decisions).toEqual(reference);
+      }),
+      { numRuns: 25 },
+    );
+  });
+});
+
+describe('retryAfter and resetSeconds are honest', () => {
+  it('a denied request retried after retryAfter seconds is allowed; after resetSeconds more quota is free', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.constantFrom('sliding', 'fixed'),
+        fc.constantFrom(1, 5, 10, 60),
+        fc.array(fc.integer({ min: 0, max: 20_000 }), { minLength: 1, maxLength: 60 }),
+        async (algorithm, granularity, gaps) => {
+          const limit = { limit: 4, window: '2m', ...(algorithm === 'sliding' ? { granularity } : {}) };
+          const { limiter, clock } = clocked({ events: { e: { algorithm, limits: [limit] } } }, (now) => createEmbeddedStore({ now }));
+          for (const gap of gaps) {
+            clock.ms += gap;
+            const decision = await limiter.check({ event: 'e', feature: 'f' });
+            const status = decision.limits[0];
+            if (!status) throw new Error('no status');
+            const saved = clock.ms;
+            if (!decision.allowed) {
+              clock.ms = saved + (decision.retryAfter ?? 0) * 1000;
+              expect((await limiter.peek({ event: 'e', feature: 'f' })).allowed).toBe(true);
+            }
+            if (status.resetSeconds > 0) {
+              clock.ms = saved + status.resetSeconds * 1000;
+              expect((await limiter.peek({ event: 'e', feature: 'f' })).limits[0]?.remaining).toBeGreaterThan(status.remaining);
+            }
+            clock.ms = saved;
+          }
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+});
+
+describe('concurrency', () => {
+  it('two instances on one memcached admit exactly the limit out of 200 concurrent checks', async () => {
+    const policies = parsePolicies({ events: { api: { limits: [{ limit: 50, window: '1m' }] } } });
+    const keyPrefix = uniquePrefix();
+    const stores = [createMemcachedStore({ servers: memcached.servers }), createMemcachedStore({ servers: memcached.servers })];
+    const [a, b] = stores.map((store) => createLimiter({ policies, store, keyPrefix })) as [Limiter, Limiter];
+    const decisions = await Promise.all(Array.from({ length: 200 }, (_, i) => (i % 2 === 0 ? a : b).check({ event: 'api', feature: 'shared' })));
+    expect(decisions.filter((d) => d.allowed)).toHaveLength(50);
+    // Denied checks took their increments back: the count is exactly the admitted 50.
+    expect((await a.peek({ event: 'api', feature: 'shared' })).limits[0]?.remaining).toBe(0);
+    const after = await b.check({ event: 'api', feature: 'shared' });
+    expect(after.allowed).toBe(false);
+    await Promise.all(stores.map((store) => store.close()));
+  });
+});
