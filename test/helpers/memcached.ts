@@ -139,3 +139,29 @@ async function acceptsConnections(port: number, exited: Promise<void>): Promise<
   }
   return false;
 }
+
+/** The server's `stats` counters, read over the text protocol. */
+export async function memcachedStats(servers: string): Promise<Record<string, number>> {
+  const [host = '127.0.0.1', port = '11211'] = (servers.split(',')[0] ?? '').split(':');
+  const text = await new Promise<string>((resolve, reject) => {
+    let received = '';
+    const socket = createConnection({ host, port: Number(port) }, () => socket.write('stats\r\n'));
+    socket.on('data', (chunk) => {
+      received += chunk.toString('latin1');
+      if (received.endsWith('END\r\n')) {
+        socket.end();
+        resolve(received);
+      }
+    });
+    socket.once('error', reject);
+  });
+  const stats: Record<string, number> = {};
+  for (const [, name, value] of text.matchAll(/^STAT (\S+) (\S+)\r$/gm)) stats[name as string] = Number(value);
+  return stats;
+}
+
+/** Every counter write the server has seen: increments and decrements, hits and misses. */
+export async function counterWrites(servers: string): Promise<number> {
+  const s = await memcachedStats(servers);
+  return (s.incr_hits ?? 0) + (s.incr_misses ?? 0) + (s.decr_hits ?? 0) + (s.decr_misses ?? 0);
+}

@@ -1,0 +1,38 @@
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import type { Limiter } from '../counting/limiter.js';
+import type { CounterStore } from '../store/counter-store.js';
+import { handleClientError, handleError, handleNotFound } from './errors.js';
+import { registerDecisionRoutes } from './routes/decisions.js';
+import { registerHealthRoutes } from './routes/health.js';
+import { registerPolicyRoutes } from './routes/policies.js';
+
+export interface AppOptions {
+  readonly limiter: Limiter;
+  readonly store: CounterStore;
+  /** Where fastify logs (a pino logger); silent when absent. */
+  readonly logger?: FastifyBaseLogger;
+}
+
+/** A /check request is a few hundred bytes; anything near this is not one. */
+const BODY_LIMIT_BYTES = 16 * 1024;
+
+/** The HTTP face of a limiter. Builds the app without listening, so tests can inject. */
+export function buildApp({ limiter, store, logger }: AppOptions): FastifyInstance {
+  const app = Fastify({
+    ...(logger ? { loggerInstance: logger } : { logger: false }),
+    // /check is the hot path: a log line per decision would cost more than the decision.
+    logController: new LogController({ disableRequestLogging: true }),
+    bodyLimit: BODY_LIMIT_BYTES,
+    // Strict types: a number is not a feature, and no unknown field passes silently.
+    ajv: { customOptions: { coerceTypes: false, removeAdditional: false } },
+    clientErrorHandler: handleClientError,
+  });
+  // Only JSON bodies: anything else is a 415, not a string the schema then refuses.
+  app.removeContentTypeParser('text/plain');
+  app.setErrorHandler(handleError);
+  app.setNotFoundHandler(handleNotFound);
+  registerDecisionRoutes(app, limiter);
+  registerHealthRoutes(app, store);
+  registerPolicyRoutes(app, limiter);
+  return app;
+}

@@ -1,0 +1,32 @@
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { Decision } from '../../counting/decision.js';
+import type { CheckRequest, Limiter } from '../../counting/limiter.js';
+import { rateLimitHeaders } from '../rate-limit-headers.js';
+import { checkBody, checkQuerystring, decisionResponse, errorResponses, type CheckBody, type CheckQuerystring } from '../schemas.js';
+
+const response = { 200: decisionResponse, 429: decisionResponse, ...errorResponses } as const;
+
+/**
+ * /check decides and counts; /peek gives the same decision and counts nothing. Both take
+ * the query string (GET) or a JSON body (POST) and answer 200 when allowed, 429 when not.
+ */
+export function registerDecisionRoutes(app: FastifyInstance, limiter: Limiter): void {
+  const routes: [string, (request: CheckRequest) => Promise<Decision>][] = [
+    ['/check', (request) => limiter.check(request)],
+    ['/peek', (request) => limiter.peek(request)],
+  ];
+  for (const [url, decide] of routes) {
+    app.get<{ Querystring: CheckQuerystring }>(url, { schema: { querystring: checkQuerystring, response } }, async (request, reply) => {
+      const { event, feature, cost } = request.query;
+      return send(reply, await decide({ event, feature, cost: cost === undefined ? undefined : Number(cost) }));
+    });
+    app.post<{ Body: CheckBody }>(url, { schema: { body: checkBody, response } }, async (request, reply) => {
+      return send(reply, await decide(request.body));
+    });
+  }
+}
+
+function send(reply: FastifyReply, decision: Decision): Decision {
+  reply.code(decision.allowed ? 200 : 429).headers(rateLimitHeaders(decision));
+  return decision;
+}

@@ -1,0 +1,203 @@
+import { request as httpRequest } from 'node:http';
+import { connect } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadPolicyFile } from '../src/config/policies.js';
+import { createLimiter } from '../src/counting/limiter.js';
+import { buildApp } from '../src/http/app.js';
+import { createMemcachedStore } from '../src/store/memcached/memcached-store.js';
+import { counterWrites, startMemcached, uniquePrefix, type TestMemcached } from './helpers/memcached.js';
+
+let memcached: TestMemcached;
+let app: FastifyInstance;
+
+beforeAll(async () => {
+  memcached = await startMemcached();
+  const store = createMemcachedStore({ servers: memcached.servers });
+  const limiter = createLimiter({ policies: await loadPolicyFile('config/policies.yaml'), store, keyPrefix: uniquePrefix() });
+  app = buildApp({ limiter, store });
+  await app.ready();
+});
+afterAll(async () => {
+  await app.close();
+  await memcached.stop();
+});
+
+const get = (url: string) => app.inject({ method: 'GET', url });
+const post = (url: string, payload: string, contentType = 'application/json') =>
+  app.inject({ method: 'POST', url, payload, headers: { 'content-type': contentType } });
+
+function errorCode(response: LightMyRequestResponse): string {
+  return (response.json<{ error: { code: string } }>()).error.code;
+}
+
+describe('GET and POST /check', () => {
+  it('allows with the RateLimit headers, then denies with 429 and Retry-After', async () => {
+    const first = await get('/check?event=login&feature=203.0.113.7');
+    expect(first.statusCode).toBe(200);
+    expect(first.headers['ratelimit-policy']).toBe('"login-1m";q=5;w=60, "login-1d";q=100;w=86400');
+    expect(first.headers.ratelimit).toMatch(/^"login-1m";r=4;t=[0-9]+$/);
+    expect(first.json()).toMatchObject({ allowed: true, limits: [{ name: 'login-1m', remaining: 4 }, { name: 'login-1d', remaining: 99 }] });
+
+    for (let i = 0; i < 4; i++) expect((await get('/check?event=login&feature=203.0.113.7')).statusCode).toBe(200);
+    const denied = await get('/check?event=login&feature=203.0.113.7');
+    expect(denied.statusCode).toBe(429);
+    const body = denied.json<{ allowed: boolean; retryAfter: number }>();
+    expect(body.allowed).toBe(false);
+    expect(body.retryAfter).toBeGreaterThan(0);
+    expect(denied.headers['retry-after']).toBe(String(body.retryAfter));
+    expect(denied.headers.ratelimit).toMatch(/^"login-1m";r=0;t=[0-9]+$/);
+  });
+
+  it('takes a JSON body and a cost', async () => {
+    const response = await post('/check', JSON.stringify({ event: 'url_shorten', feature: 'user 42', cost: 30 }));
+    expect(response.statusCode).toBe(200);
+    expect(response.json()).toMatchObject({ allowed: true, limits: [{ name: 'url_shorten-1m', limit: 100, window: 60, remaining: 70 }] });
+    const over = await get(`/check?event=url_shorten&feature=${encodeURIComponent('user 42')}&cost=71`);
+    expect(over.statusCode).toBe(429);
+  });
+
+  it('peeks without counting', async () => {
+    for (let i = 0; i < 3; i++) {
+      const peek = await get('/peek?event=export&feature=acme');
+      expect(peek.statusCode).toBe(200);
+      expect(peek.json()).toMatchObject({ limits: [{ remaining: 10 }] });
+    }
+    expect((await post('/peek', JSON.stringify({ event: 'export', feature: 'acme' }))).json()).toMatchObject({ limits: [{ remaining: 10 }] });
+  });
+});
+
+describe('bad input: a 4xx JSON error, and no counter touched', () => {
+  const long = 'x'.repeat(1025);
+  it.each([
+    ['no parameters', () => get('/check'), 400, 'invalid_event'],
+    ['no feature', () => get('/check?event=login'), 400, 'invalid_feature'],
+    ['an empty event', () => get('/check?event=&feature=x'), 400, 'invalid_event'],
+    ['an empty feature', () => get('/check?event=login&feature='), 400, 'invalid_feature'],
+    ['an unknown event', () => get('/check?event=logout&feature=x'), 400, 'unknown_event'],
+    ['a repeated feature', () => get('/check?event=login&feature=a&feature=b'), 400, 'invalid_feature'],
+    ['a zero cost', () => get('/check?event=login&feature=x&cost=0'), 400, 'invalid_cost'],
+    ['a negative cost', () => get('/check?event=login&feature=x&cost=-1'), 400, 'invalid_cost'],
+    ['a fractional cost', () => get('/check?event=login&feature=x&cost=1.5'), 400, 'invalid_cost'],
+    ['a word for a cost', () => get('/check?event=login&feature=x&cost=five'), 400, 'invalid_cost'],
+    ['a huge cost', () => get('/check?event=login&feature=x&cost=99999999999999999999'), 400, 'invalid_cost'],
+    ['a cost above the limit', () => get('/check?event=login&feature=x&cost=6'), 400, 'cost_exceeds_limit'],
+    ['a feature over 1 KB', () => get(`/check?event=login&feature=${long}`), 400, 'feature_too_long'],
+    ['an unknown parameter', () => get('/check?event=login&feature=x&costs=2'), 400, 'invalid_request'],
+    ['a peek with bad input', () => get('/peek?event=login'), 400, 'invalid_feature'],
+    ['malformed JSON', () => post('/check', '{"event": "login",'), 400, 'invalid_json'],
+    ['an empty JSON body', () => post('/check', ''), 400, 'invalid_json'],
+    ['a JSON array', () => post('/check', '["login", "x"]'), 400, 'invalid_request'],
+    ['a numeric feature', () => post('/check', '{"event": "login", "feature": 42}'), 400, 'invalid_feature'],
+    ['a string cost', () => post('/check', '{"event": "login", "feature": "x", "cost": "2"}'), 400, 'invalid_cost'],
+    ['an unknown field', () => post('/check', '{"event": "login", "feature": "x", "user": "y"}'), 400, 'invalid_request'],
+    ['a lone surrogate', () => post('/check', '{"event": "login", "feature": "\\ud800"}'), 400, 'invalid_feature'],
+    ['plain text', () => post('/check', 'event=login', 'text/plain'), 415, 'unsupported_media_type'],
+    ['a form body', () => post('/check', 'event=login&feature=x', 'application/x-www-form-urlencoded'), 415, 'unsupported_media_type'],
+    ['a 20 KB body', () => post('/check', JSON.stringify({ event: 'login', feature: 'x'.repeat(20_000) })), 413, 'payload_too_large'],
+    ['an unknown route', () => get('/chek?event=login&feature=x'), 404, 'not_found'],
+  ])('%s', async (_case, send, status, code) => {
+    const before = await counterWrites(memcached.servers);
+    const response = await send();
+    expect(response.statusCode).toBe(status);
+    expect(response.headers['content-type']).toMatch(/^application\/json/);
+    expect(errorCode(response)).toBe(code);
+    expect(response.json<{ error: { message: string } }>().error.message.length).toBeGreaterThan(0);
+    expect(await counterWrites(memcached.servers)).toBe(before);
+  });
+
+  it('answers any string in any field with a decision or a 4xx, never a 5xx', async () => {
+    const text = fc.oneof(fc.string({ unit: 'binary', maxLength: 40 }), fc.constantFrom('login', 'export', '1', '0', '-1', ''), fc.string({ maxLength: 1100 }));
+    await fc.assert(
+      fc.asyncProperty(fc.dictionary(fc.constantFrom('event', 'feature', 'cost', 'other'), text), fc.boolean(), async (fields, asJson) => {
+        const response = asJson
+          ? await post('/check', JSON.stringify(fields))
+          : await get(`/check?${new URLSearchParams(fields).toString()}`);
+        expect([200, 400, 413, 429]).toContain(response.statusCode);
+        const body = response.json<{ allowed?: boolean; error?: { code: string } }>();
+        expect(response.statusCode >= 400 ? typeof body.error?.code : typeof body.allowed).toBe(response.statusCode >= 400 ? 'string' : 'boolean');
+      }),
+      { numRuns: 400 },
+    );
+  });
+});
+
+describe('malformed HTTP on a real socket', () => {
+  let port: number;
+  beforeAll(async () => {
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    port = (app.server.address() as AddressInfo).port;
+  });
+
+  it('answers a request line over the size limit with a 431 JSON error', async () => {
+    const { status, body } = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const req = httpRequest({ port, host: '127.0.0.1', path: `/check?event=login&feature=${'x'.repeat(20_000)}` }, (res) => {
+        let text = '';
+        res.on('data', (chunk: Buffer) => (text += chunk.toString()));
+        res.on('end', () => {
+          resolve({ status: res.statusCode ?? 0, body: text });
+        });
+      });
+      req.on('error', reject);
+      req.end();
+    });
+    expect(status).toBe(431);
+    expect(JSON.parse(body)).toMatchObject({ error: { code: 'request_too_large' } });
+  });
+
+  it('answers garbage with a 400 JSON error', async () => {
+    const reply = await new Promise<string>((resolve) => {
+      let text = '';
+      const socket = connect(port, '127.0.0.1', () => socket.write('NOT HTTP AT ALL\r\n\r\n'));
+      socket.on('data', (chunk) => (text += chunk.toString()));
+      socket.on('close', () => {
+        resolve(text);
+      });
+    });
+    expect(reply).toMatch(/^HTTP\/1\.1 400 /);
+    expect(JSON.parse(reply.slice(reply.indexOf('\r\n\r\n') + 4))).toMatchObject({ error: { code: 'malformed_request' } });
+  });
+});
+
+describe('health, readiness and policies', () => {
+  it('is healthy and ready on a live memcached', async () => {
+    expect((await get('/healthz')).json()).toEqual({ status: 'ok' });
+    expect((await get('/readyz')).json()).toEqual({ status: 'ready', store: 'memcached' });
+  });
+
+  it('is not ready, and answers checks with 503, when memcached is unreachable', async () => {
+    const store = createMemcachedStore({ servers: '127.0.0.1:1', timeoutMs: 200 });
+    const limiter = createLimiter({ policies: await loadPolicyFile('config/policies.yaml'), store });
+    const down = buildApp({ limiter, store });
+    const ready = await down.inject({ method: 'GET', url: '/readyz' });
+    expect(ready.statusCode).toBe(503);
+    expect(errorCode(ready)).toBe('store_unavailable');
+    const check = await down.inject({ method: 'GET', url: '/check?event=login&feature=x' });
+    expect(check.statusCode).toBe(503);
+    expect(check.headers['retry-after']).toBe('1');
+    expect(errorCode(check)).toBe('store_unavailable');
+    expect((await down.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
+    await down.close();
+    await store.close();
+  });
+
+  it('lists the policies with what each costs Memcached', async () => {
+    const body = (await get('/policies')).json<{ source: string; events: { event: string; incrementsPerCheck: number; itemsPerFeature: number; limits: { name: string; bucketSizes: number[]; keysPerCheck: { max: number; mean: number } }[] }[] }>();
+    expect(body.source).toBe('config/policies.yaml');
+    expect(body.events.map((e) => e.event)).toEqual(['login', 'url_shorten', 'export']);
+    const [login, urlShorten, exportEvent] = body.events;
+    expect(login?.incrementsPerCheck).toBe(3);
+    expect(login?.limits.map((l) => [l.name, l.bucketSizes, l.keysPerCheck.max])).toEqual([
+      ['login-1m', [60, 1], 60],
+      ['login-1d', [3600, 60, 1], 142],
+    ]);
+    expect(urlShorten?.limits[0]?.keysPerCheck).toEqual({ max: 60, mean: 30.5 });
+    expect(exportEvent?.limits[0]?.keysPerCheck).toEqual({ max: 1, mean: 1 });
+    // A 1 s bucket read by the day window lives a day: ~86,400 second items per active login feature.
+    expect(login?.itemsPerFeature).toBeGreaterThan(86_400);
+    // A fixed 1 h counter created late in its hour outlives the next hour: up to 3 at once.
+    expect(exportEvent?.itemsPerFeature).toBe(3);
+  });
+});
