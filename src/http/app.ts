@@ -29,6 +29,12 @@ export function buildApp({ limiter, store, logger }: AppOptions): FastifyInstanc
   });
   // Only JSON bodies: anything else is a 415, not a string the schema then refuses.
   app.removeContentTypeParser('text/plain');
+  // While draining, close each keep-alive connection once its last response is out, or
+  // server.close() would wait for clients to hang up.
+  app.addHook('preClose', (done) => {
+    app.server.keepAliveTimeout = 1;
+    done();
+  });
   app.setErrorHandler(handleError);
   app.setNotFoundHandler(handleNotFound);
   registerDecisionRoutes(app, limiter);

@@ -1,0 +1,74 @@
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+
+/** How the service runs, from the environment and the command line. */
+export interface Settings {
+  readonly port: number;
+  readonly host: string;
+  /** The policy file: --config, else MEMGATE_CONFIG, else the bundled example. */
+  readonly configPath: string;
+  /** `host:port,…`; the embedded store is used when absent. */
+  readonly memcachedServers?: string;
+  readonly memcachedTimeoutMs: number;
+  readonly keyPrefix: string;
+  readonly logLevel: string;
+}
+
+/** The example policies shipped in config/, beside src/ and dist/. */
+export const BUNDLED_POLICIES = fileURLToPath(new URL('../../config/policies.yaml', import.meta.url));
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+export const USAGE = `usage: memgate [--config FILE]
+
+Environment:
+  PORT                   port to serve on (default 8080)
+  HOST                   address to bind (default 0.0.0.0)
+  MEMGATE_CONFIG         policy file, YAML or JSON (--config wins; default: the bundled example)
+  MEMCACHED_SERVERS      host:port,host:port (unset: the embedded store, for one instance)
+  MEMCACHED_TIMEOUT_MS   deadline of every Memcached call (default 250)
+  MEMGATE_KEY_PREFIX     prefix of every Memcached key (default mg)
+  LOG_LEVEL              fatal, error, warn, info, debug, trace or silent (default info)`;
+
+/** A setting that cannot be used; the message says which and why. */
+export class SettingsError extends Error {
+  override name = 'SettingsError';
+}
+
+export function loadSettings(env: NodeJS.ProcessEnv, argv: readonly string[]): Settings & { help: boolean } {
+  let args;
+  try {
+    args = parseArgs({ args: [...argv], options: { config: { type: 'string', short: 'c' }, help: { type: 'boolean', short: 'h' } } });
+  } catch (error) {
+    throw new SettingsError(`${(error as Error).message}\n${USAGE}`);
+  }
+  const servers = setting(env, 'MEMCACHED_SERVERS');
+  const logLevel = setting(env, 'LOG_LEVEL') ?? 'info';
+  if (!LOG_LEVELS.includes(logLevel)) throw new SettingsError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')} (got ${JSON.stringify(logLevel)})`);
+  return {
+    help: args.values.help ?? false,
+    port: integer(env, 'PORT', 8080, 0, 65_535),
+    host: setting(env, 'HOST') ?? '0.0.0.0',
+    configPath: args.values.config ?? setting(env, 'MEMGATE_CONFIG') ?? BUNDLED_POLICIES,
+    ...(servers ? { memcachedServers: servers } : {}),
+    memcachedTimeoutMs: integer(env, 'MEMCACHED_TIMEOUT_MS', 250, 1, 60_000),
+    keyPrefix: setting(env, 'MEMGATE_KEY_PREFIX') ?? 'mg',
+    logLevel,
+  };
+}
+
+/** A variable's trimmed value; unset and empty both mean "use the default". */
+function setting(env: NodeJS.ProcessEnv, name: string): string | undefined {
+  const value = env[name]?.trim();
+  return value === '' ? undefined : value;
+}
+
+function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
+  const text = setting(env, name);
+  if (text === undefined) return fallback;
+  const value = Number(text);
+  if (!/^[0-9]+$/.test(text) || value < min || value > max) {
+    throw new SettingsError(`${name} must be a whole number from ${min} to ${max} (got ${JSON.stringify(text)})`);
+  }
+  return value;
+}

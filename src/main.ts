@@ -1,0 +1,58 @@
+#!/usr/bin/env node
+// The memgate service: `npm start`, configured by environment (see USAGE).
+import { pino } from 'pino';
+import { PolicyError } from './config/policies.js';
+import { loadSettings, SettingsError, USAGE } from './config/settings.js';
+import { startService } from './service.js';
+
+/** Longest a shutdown may take before the process exits anyway. */
+const SHUTDOWN_GRACE_MS = 10_000;
+
+async function main(): Promise<void> {
+  let settings;
+  try {
+    settings = loadSettings(process.env, process.argv.slice(2));
+  } catch (error) {
+    if (!(error instanceof SettingsError)) throw error;
+    process.stderr.write(`memgate: ${error.message}\n`);
+    process.exit(2);
+  }
+  if (settings.help) {
+    process.stdout.write(`${USAGE}\n`);
+    return;
+  }
+  const logger = pino({ level: settings.logLevel, base: { service: 'memgate' } });
+  let service;
+  try {
+    service = await startService(settings, logger);
+  } catch (error) {
+    // Start-up faults are for a person at a terminal: plain text, then a non-zero exit.
+    process.stderr.write(`memgate: ${error instanceof PolicyError ? error.message : String(error)}\n`);
+    process.exit(1);
+  }
+
+  let stopping = false;
+  const stop = (signal: NodeJS.Signals): void => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'draining in-flight requests, then stopping');
+    setTimeout(() => {
+      logger.error('shutdown took too long; exiting');
+      process.exit(1);
+    }, SHUTDOWN_GRACE_MS).unref();
+    service.close().then(
+      () => {
+        logger.info('stopped');
+        process.exit(0);
+      },
+      (err: unknown) => {
+        logger.error({ err }, 'failed to stop cleanly');
+        process.exit(1);
+      },
+    );
+  };
+  process.once('SIGTERM', stop);
+  process.once('SIGINT', stop);
+}
+
+await main();

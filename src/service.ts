@@ -1,0 +1,55 @@
+import type { FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
+import { loadPolicyFile } from './config/policies.js';
+import type { Settings } from './config/settings.js';
+import { createLimiter } from './counting/limiter.js';
+import { buildApp } from './http/app.js';
+import type { CounterStore } from './store/counter-store.js';
+import { createEmbeddedStore } from './store/embedded-store.js';
+import { createMemcachedStore } from './store/memcached/memcached-store.js';
+
+export interface RunningService {
+  readonly app: FastifyInstance;
+  readonly store: CounterStore;
+  /** Stops taking requests, lets those in flight finish, then closes the store. */
+  close(): Promise<void>;
+}
+
+/** Loads the policies, opens the store and serves. Throws PolicyError for a bad policy file. */
+export async function startService(settings: Settings, logger: Logger): Promise<RunningService> {
+  const policies = await loadPolicyFile(settings.configPath);
+  const store = settings.memcachedServers
+    ? createMemcachedStore({ servers: settings.memcachedServers, timeoutMs: settings.memcachedTimeoutMs })
+    : createEmbeddedStore();
+  const limiter = createLimiter({
+    policies,
+    store,
+    keyPrefix: settings.keyPrefix,
+    onRollbackError: (err: unknown) => {
+      logger.warn({ err }, 'could not take back a denied request; its cost stays counted until its bucket expires');
+    },
+  });
+  const app = buildApp({ limiter, store, logger });
+  await app.listen({ port: settings.port, host: settings.host });
+  const address = app.server.address();
+  const port = typeof address === 'object' && address !== null ? address.port : settings.port;
+  logger.info(
+    { host: settings.host, port, store: store.description, policies: policies.source, events: [...policies.events.keys()] },
+    `memgate listening on ${settings.host}:${port} with the ${store.kind} store`,
+  );
+  if (store.kind === 'embedded') {
+    logger.warn('MEMCACHED_SERVERS is not set: counters live in this process only, so limits are not shared between instances');
+  } else {
+    store.ping().catch((err: unknown) => {
+      logger.warn({ err }, 'Memcached does not answer yet; /readyz reports 503 and checks fail with 503 until it does');
+    });
+  }
+  return {
+    app,
+    store,
+    async close() {
+      await app.close();
+      await store.close();
+    },
+  };
+}

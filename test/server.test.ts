@@ -1,0 +1,124 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startMemcachedProcess, type MemcachedProcess } from './helpers/memcached.js';
+
+/** The service as `npm start` runs it, from source, on a free port. */
+interface Service {
+  readonly child: ChildProcess;
+  readonly logs: Record<string, unknown>[];
+  readonly stderr: () => string;
+  readonly exit: Promise<number | null>;
+  readonly url: string;
+}
+
+async function startService(env: Record<string, string>, args: string[] = []): Promise<Service> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', ...args], {
+    env: { PATH: process.env.PATH, PORT: '0', HOST: '127.0.0.1', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const logs: Record<string, unknown>[] = [];
+  let stderr = '';
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const exit = new Promise<number | null>((resolve) => child.once('exit', resolve));
+  const listening = new Promise<number>((resolve, reject) => {
+    let pending = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      pending += chunk.toString();
+      const lines = pending.split('\n');
+      pending = lines.pop() ?? '';
+      for (const line of lines) {
+        const entry = JSON.parse(line) as Record<string, unknown>;
+        logs.push(entry);
+        if (typeof entry.port === 'number') resolve(entry.port);
+      }
+    });
+    void exit.then((code) => {
+      reject(new Error(`memgate exited with ${String(code)} before listening:\n${stderr}`));
+    });
+  });
+  const port = await listening;
+  return { child, logs, stderr: () => stderr, exit, url: `http://127.0.0.1:${port}` };
+}
+
+/** Runs the service expecting it to refuse to start. */
+async function failedStart(env: Record<string, string>, args: string[] = []): Promise<{ code: number | null; stderr: string }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', ...args], {
+    env: { PATH: process.env.PATH, PORT: '0', ...env },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+  return { code, stderr };
+}
+
+describe('the memgate process', () => {
+  let memcached: MemcachedProcess;
+  beforeAll(async () => {
+    memcached = await startMemcachedProcess();
+  });
+  afterAll(async () => {
+    await memcached.stop();
+  });
+
+  it('starts on the embedded store without MEMCACHED_SERVERS, says so, and stops cleanly on SIGTERM', async () => {
+    const service = await startService({});
+    expect(service.logs.some((l) => typeof l.msg === 'string' && l.msg.includes('with the embedded store'))).toBe(true);
+    const response = await fetch(`${service.url}/check?event=login&feature=203.0.113.7`);
+    expect(response.status).toBe(200);
+    expect(response.headers.get('ratelimit')).toMatch(/^"login-1m";r=4;t=\d+$/);
+    expect(await fetch(`${service.url}/readyz`).then((r) => r.json())).toEqual({ status: 'ready', store: 'embedded' });
+    service.child.kill('SIGTERM');
+    expect(await service.exit).toBe(0);
+    expect(service.logs.at(-1)?.msg).toBe('stopped');
+  });
+
+  it('uses Memcached when MEMCACHED_SERVERS is set', async () => {
+    const service = await startService({ MEMCACHED_SERVERS: memcached.servers });
+    expect(service.logs.some((l) => l.store === `memcached ${memcached.servers}`)).toBe(true);
+    expect(await fetch(`${service.url}/readyz`).then((r) => r.json())).toEqual({ status: 'ready', store: 'memcached' });
+    service.child.kill('SIGTERM');
+    expect(await service.exit).toBe(0);
+  });
+
+  it('finishes a request in flight before stopping', async () => {
+    const service = await startService({ MEMCACHED_SERVERS: memcached.servers, MEMCACHED_TIMEOUT_MS: '5000' });
+    await fetch(`${service.url}/readyz`);
+    memcached.process.kill('SIGSTOP');
+    const inFlight = fetch(`${service.url}/check?event=login&feature=draining`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    service.child.kill('SIGTERM');
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    memcached.process.kill('SIGCONT');
+    expect((await inFlight).status).toBe(200);
+    expect(await service.exit).toBe(0);
+  });
+
+  it('refuses a bad policy file, naming the file, the event and the field', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'memgate-'));
+    const path = join(dir, 'policies.yaml');
+    await writeFile(path, 'events:\n  login:\n    limits:\n      - { limit: 0, window: 1m }\n');
+    const viaEnv = await failedStart({ MEMGATE_CONFIG: path });
+    expect(viaEnv.code).toBe(1);
+    expect(viaEnv.stderr).toContain(`invalid policies in ${path}`);
+    expect(viaEnv.stderr).toContain('event "login", field limits[0].limit: must be >= 1');
+    const viaFlag = await failedStart({}, ['--config', path]);
+    expect(viaFlag.code).toBe(1);
+    expect(viaFlag.stderr).toContain(path);
+  });
+
+  it.each([
+    [{ PORT: 'eighty' }, 'PORT must be a whole number'],
+    [{ MEMCACHED_TIMEOUT_MS: '0' }, 'MEMCACHED_TIMEOUT_MS must be a whole number from 1'],
+    [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL must be one of'],
+    [{ MEMCACHED_SERVERS: 'host:port:extra' }, 'is not host[:port]'],
+    [{ MEMGATE_KEY_PREFIX: 'has space' }, 'key prefix'],
+  ])('refuses the setting %j with a clear message', async (env, message) => {
+    const { code, stderr } = await failedStart(env);
+    expect(code).not.toBe(0);
+    expect(stderr).toContain(message);
+  });
+});
