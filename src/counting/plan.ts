@@ -115,8 +115,3 @@ function measureKeysPerCheck(cover: (now: number) => BucketRun[], period: number
   }
   return { max, mean: Math.round((total / period) * 10) / 10 };
 }
-
-/** Most live Memcached items one active feature can hold at a level: one per bucket its TTL spans. */
-export function itemsPerFeature(levels: readonly CounterLevel[]): number {
-  return levels.reduce((sum, { size, ttlSeconds }) => sum + Math.ceil(ttlSeconds / size) + 1, 0);
-}

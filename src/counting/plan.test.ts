@@ -1,0 +1,35 @@
+import { describe, expect, it } from 'vitest';
+import { parsePolicies, PolicyError } from '../config/policies.js';
+import { planEvents, TTL_MARGIN_SECONDS } from './plan.js';
+
+const plan = (events: object) => planEvents(parsePolicies({ events }, 'test.yaml'));
+
+describe('planEvents', () => {
+  it('shares bucket levels between an event’s limits, each kept as long as its longest reader needs', () => {
+    const login = plan({ login: { limits: [{ limit: 5, window: '1m' }, { limit: 100, window: '1d' }] } }).get('login');
+    expect(login?.levels).toEqual([
+      { size: 3600, ttlSeconds: 86_400 + 3600 + TTL_MARGIN_SECONDS },
+      { size: 60, ttlSeconds: 86_400 + 60 + TTL_MARGIN_SECONDS },
+      { size: 1, ttlSeconds: 86_400 + 1 + TTL_MARGIN_SECONDS },
+    ]);
+    expect(login?.maxCost).toBe(5);
+  });
+
+  it('keeps the design’s 120 s for the second buckets of a lone 60 s window (plus the margin)', () => {
+    const api = plan({ api: { limits: [{ limit: 5, window: '60s' }] } }).get('api');
+    expect(api?.levels.find((l) => l.size === 1)?.ttlSeconds).toBe(61 + TTL_MARGIN_SECONDS);
+    expect(api?.levels.find((l) => l.size === 60)?.ttlSeconds).toBe(120 + TTL_MARGIN_SECONDS);
+  });
+
+  it('keeps a fixed window’s counter for one window', () => {
+    const exportPlan = plan({ export: { algorithm: 'fixed', limits: [{ limit: 10, window: '1h' }] } }).get('export');
+    expect(exportPlan?.levels).toEqual([{ size: 3600, ttlSeconds: 3600 + TTL_MARGIN_SECONDS }]);
+  });
+
+  it('refuses a limit that would read more than 1000 keys per check, naming it', () => {
+    expect(() => plan({ slow: { limits: [{ limit: 5, window: 7007, granularity: 7 }] } })).toThrow(PolicyError);
+    expect(() => plan({ slow: { limits: [{ limit: 5, window: 7007, granularity: 7 }] } })).toThrow(
+      'event "slow", field limits[0]: a 7007s window in 7s buckets reads up to 1002 keys per check (at most 1000)',
+    );
+  });
+});

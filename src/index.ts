@@ -1,0 +1,16 @@
+// memgate as a library: the limiter, its stores and its policy parser, free of HTTP.
+export { createLimiter, MAX_FEATURE_BYTES } from './counting/limiter.js';
+export type { CheckRequest, Limiter, LimiterOptions } from './counting/limiter.js';
+export type { Decision, LimitStatus } from './counting/decision.js';
+export { LimiterInputError } from './counting/errors.js';
+export type { InputErrorCode } from './counting/errors.js';
+export { loadPolicyFile, parsePolicies, PolicyError, PolicySet } from './config/policies.js';
+export type { Algorithm, EventPolicy, LimitPolicy } from './config/policies.js';
+export { StoreUnavailableError } from './store/counter-store.js';
+export type { CounterStore, CounterIncrement, CounterDecrement, IncrementAndReadResult } from './store/counter-store.js';
+export { createEmbeddedStore } from './store/embedded-store.js';
+export type { EmbeddedStoreOptions } from './store/embedded-store.js';
+export { createMemcachedStore } from './store/memcached/memcached-store.js';
+export type { MemcachedStoreOptions } from './store/memcached/memcached-store.js';
+export { buildApp } from './http/app.js';
+export type { AppOptions } from './http/app.js';
