@@ -8,21 +8,19 @@ import { loadPolicyFile } from '../src/config/policies.js';
 import { createLimiter } from '../src/counting/limiter.js';
 import { buildApp } from '../src/http/app.js';
 import { createMemcachedStore } from '../src/store/memcached/memcached-store.js';
-import { counterWrites, startMemcached, uniquePrefix, type TestMemcached } from './helpers/memcached.js';
+import { counterWrites, uniquePrefix, useMemcached } from './helpers/memcached.js';
 
-let memcached: TestMemcached;
+const memcached = useMemcached();
 let app: FastifyInstance;
 
 beforeAll(async () => {
-  memcached = await startMemcached();
-  const store = createMemcachedStore({ servers: memcached.servers });
+  const store = createMemcachedStore({ servers: memcached().servers });
   const limiter = createLimiter({ policies: await loadPolicyFile('config/policies.yaml'), store, keyPrefix: uniquePrefix() });
   app = buildApp({ limiter, store });
   await app.ready();
 });
 afterAll(async () => {
   await app.close();
-  await memcached.stop();
 });
 
 const get = (url: string) => app.inject({ method: 'GET', url });
@@ -99,13 +97,13 @@ describe('bad input: a 4xx JSON error, and no counter touched', () => {
     ['a 20 KB body', () => post('/check', JSON.stringify({ event: 'login', feature: 'x'.repeat(20_000) })), 413, 'payload_too_large'],
     ['an unknown route', () => get('/chek?event=login&feature=x'), 404, 'not_found'],
   ])('%s', async (_case, send, status, code) => {
-    const before = await counterWrites(memcached.servers);
+    const before = await counterWrites(memcached().servers);
     const response = await send();
     expect(response.statusCode).toBe(status);
     expect(response.headers['content-type']).toMatch(/^application\/json/);
     expect(errorCode(response)).toBe(code);
     expect(response.json<{ error: { message: string } }>().error.message.length).toBeGreaterThan(0);
-    expect(await counterWrites(memcached.servers)).toBe(before);
+    expect(await counterWrites(memcached().servers)).toBe(before);
   });
 
   it('answers any string in any field with a decision or a 4xx, never a 5xx', async () => {

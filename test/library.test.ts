@@ -1,18 +1,12 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createEmbeddedStore, createLimiter, createMemcachedStore, LimiterInputError, PolicyError } from '../src/index.js';
-import { startMemcached, uniquePrefix, type TestMemcached } from './helpers/memcached.js';
+import { uniquePrefix, useMemcached } from './helpers/memcached.js';
 
 describe('memgate as a library', () => {
-  let memcached: TestMemcached;
-  beforeAll(async () => {
-    memcached = await startMemcached();
-  });
-  afterAll(async () => {
-    await memcached.stop();
-  });
+  const memcached = useMemcached();
 
   it('limits with policies given inline, on Memcached', async () => {
-    const store = createMemcachedStore({ servers: memcached.servers });
+    const store = createMemcachedStore({ servers: memcached().servers });
     const limiter = createLimiter({
       policies: { events: { login: { limits: [{ limit: 2, window: '1m' }] } } },
       store,

@@ -1,12 +1,12 @@
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { parsePolicies } from '../src/config/policies.js';
 import { LimiterInputError } from '../src/counting/errors.js';
 import { createLimiter, type Limiter } from '../src/counting/limiter.js';
 import type { CounterStore } from '../src/store/counter-store.js';
 import { createEmbeddedStore } from '../src/store/embedded-store.js';
 import { createMemcachedStore } from '../src/store/memcached/memcached-store.js';
-import { startMemcached, uniquePrefix, type TestMemcached } from './helpers/memcached.js';
+import { uniquePrefix, useMemcached } from './helpers/memcached.js';
 
 const T0 = Date.UTC(2026, 10, 22, 0, 0, 0);
 
@@ -18,17 +18,11 @@ function clocked(policies: object, store: (now: () => number) => CounterStore) {
   return { limiter, clock };
 }
 
-let memcached: TestMemcached;
-beforeAll(async () => {
-  memcached = await startMemcached();
-});
-afterAll(async () => {
-  await memcached.stop();
-});
+const memcached = useMemcached();
 
 const stores: [string, (now: () => number) => CounterStore][] = [
   ['embedded', (now) => createEmbeddedStore({ now })],
-  ['memcached', () => createMemcachedStore({ servers: memcached.servers })],
+  ['memcached', () => createMemcachedStore({ servers: memcached().servers })],
 ];
 
 describe.each(stores)('the seeds/003 example on the %s store', (_name, store) => {
@@ -192,7 +186,7 @@ describe('exactness with 1 s buckets', () => {
   it('matches the exact sliding log on memcached', async () => {
     await fc.assert(
       fc.asyncProperty(scenario, async ({ limits, requests }) => {
-        const store = createMemcachedStore({ servers: memcached.servers });
+        const store = createMemcachedStore({ servers: memcached().servers });
         const { decisions, reference } = await replay(() => store, limits, requests);
         await store.close();
         expect(decisions).toEqual(reference);
@@ -239,7 +233,7 @@ describe('concurrency', () => {
   it('two instances on one memcached admit exactly the limit out of 200 concurrent checks', async () => {
     const policies = parsePolicies({ events: { api: { limits: [{ limit: 50, window: '1m' }] } } });
     const keyPrefix = uniquePrefix();
-    const stores = [createMemcachedStore({ servers: memcached.servers }), createMemcachedStore({ servers: memcached.servers })];
+    const stores = [createMemcachedStore({ servers: memcached().servers }), createMemcachedStore({ servers: memcached().servers })];
     const [a, b] = stores.map((store) => createLimiter({ policies, store, keyPrefix })) as [Limiter, Limiter];
     const decisions = await Promise.all(Array.from({ length: 200 }, (_, i) => (i % 2 === 0 ? a : b).check({ event: 'api', feature: 'shared' })));
     expect(decisions.filter((d) => d.allowed)).toHaveLength(50);

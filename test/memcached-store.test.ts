@@ -1,19 +1,13 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { StoreUnavailableError } from '../src/store/counter-store.js';
 import { createMemcachedStore } from '../src/store/memcached/memcached-store.js';
-import { startMemcached, startMemcachedProcess, uniquePrefix, type MemcachedProcess, type TestMemcached } from './helpers/memcached.js';
+import { startMemcachedProcess, uniquePrefix, useMemcached, type MemcachedProcess } from './helpers/memcached.js';
 
 describe('memcached store on one server', () => {
-  let memcached: TestMemcached;
-  beforeAll(async () => {
-    memcached = await startMemcached();
-  });
-  afterAll(async () => {
-    await memcached.stop();
-  });
+  const memcached = useMemcached();
 
   it('keeps counters exact beyond 32 bits', async () => {
-    const store = createMemcachedStore({ servers: memcached.servers });
+    const store = createMemcachedStore({ servers: memcached().servers });
     const key = `${uniquePrefix()}:{t}:big`;
     const big = 2 ** 40 + 7;
     expect((await store.incrementAndRead([{ key, delta: big, ttlSeconds: 60 }], [])).incremented).toEqual([big]);
@@ -22,7 +16,7 @@ describe('memcached store on one server', () => {
   });
 
   it('keeps counters whose TTL exceeds 30 days (sent as an absolute time)', async () => {
-    const store = createMemcachedStore({ servers: memcached.servers });
+    const store = createMemcachedStore({ servers: memcached().servers });
     const key = `${uniquePrefix()}:{t}:month`;
     await store.incrementAndRead([{ key, delta: 1, ttlSeconds: 40 * 86_400 }], []);
     expect((await store.incrementAndRead([], [key])).read).toEqual([1]);
@@ -30,7 +24,7 @@ describe('memcached store on one server', () => {
   });
 
   it('reads a large multi-get in one batch', async () => {
-    const store = createMemcachedStore({ servers: memcached.servers });
+    const store = createMemcachedStore({ servers: memcached().servers });
     const prefix = uniquePrefix();
     const keys = Array.from({ length: 400 }, (_, i) => `${prefix}:{t}:${i}`);
     await store.incrementAndRead(

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CounterStore } from '../src/store/counter-store.js';
 import { createEmbeddedStore } from '../src/store/embedded-store.js';
 import { createMemcachedStore } from '../src/store/memcached/memcached-store.js';
-import { startMemcached, uniquePrefix, type TestMemcached } from './helpers/memcached.js';
+import { uniquePrefix, useMemcached } from './helpers/memcached.js';
 
 /** A store under test and a way to let time pass for it. */
 interface Subject {
@@ -10,13 +10,7 @@ interface Subject {
   pass(seconds: number): Promise<void>;
 }
 
-let memcached: TestMemcached;
-beforeAll(async () => {
-  memcached = await startMemcached();
-});
-afterAll(async () => {
-  await memcached.stop();
-});
+const memcached = useMemcached();
 
 const subjects: [string, () => Subject][] = [
   [
@@ -35,7 +29,7 @@ const subjects: [string, () => Subject][] = [
   [
     'memcached',
     () => ({
-      store: createMemcachedStore({ servers: memcached.servers, timeoutMs: 2000 }),
+      store: createMemcachedStore({ servers: memcached().servers, timeoutMs: 2000 }),
       pass: (seconds) => new Promise((resolve) => setTimeout(resolve, seconds * 1000)),
     }),
   ],

@@ -4,6 +4,7 @@ import { access, constants } from 'node:fs/promises';
 import { createConnection, createServer } from 'node:net';
 import { userInfo } from 'node:os';
 import { delimiter, join } from 'node:path';
+import { afterAll, beforeAll } from 'vitest';
 
 /** A real Memcached for a test file. */
 export interface TestMemcached {
@@ -12,6 +13,24 @@ export interface TestMemcached {
   /** Where it came from: `env`, `binary` or `testcontainers`. */
   readonly source: string;
   stop(): Promise<void>;
+}
+
+/**
+ * A Memcached for the calling test file, started before its tests and stopped after them.
+ * Call the returned function inside tests (or hooks) to reach it.
+ */
+export function useMemcached(): () => TestMemcached {
+  let memcached: TestMemcached | undefined;
+  beforeAll(async () => {
+    memcached = await startMemcached();
+  });
+  afterAll(async () => {
+    await memcached?.stop();
+  });
+  return () => {
+    if (!memcached) throw new Error('useMemcached(): the Memcached is only there while the tests run');
+    return memcached;
+  };
 }
 
 /** A memcached process this test controls, for fault tests (pause, kill). */

@@ -41,29 +41,12 @@ export function createMemcachedStore(options: MemcachedStoreOptions): CounterSto
   const nextOpaque = (): number => (lastOpaque = lastOpaque >= 0xffff_ffff ? 1 : lastOpaque + 1);
 
   async function run(arithmetic: readonly ArithmeticRequest[], reads: readonly string[]): Promise<BatchReplies> {
-    const shares = new Map<number, ServerShare>();
-    const shareOf = (key: string): ServerShare => {
-      const server = serverOf(key);
-      let share = shares.get(server);
-      if (!share) {
-        share = { arithmetic: [], arithmeticPositions: [], reads: [], readPositions: [] };
-        shares.set(server, share);
-      }
-      return share;
-    };
-    arithmetic.forEach((op, i) => {
-      const share = shareOf(op.key);
-      share.arithmetic.push(op);
-      share.arithmeticPositions.push(i);
-    });
-    reads.forEach((key, i) => {
-      const share = shareOf(key);
-      share.reads.push(key);
-      share.readPositions.push(i);
-    });
-    const [only] = shares;
-    if (shares.size === 1 && only) {
-      const [server, share] = only;
+    const [only] = servers;
+    if (servers.length === 1 && only) return runBatch(only, nextOpaque(), arithmetic, reads, timeoutMs);
+    const shares = sharesByServer(arithmetic, reads, serverOf);
+    const [single] = shares;
+    if (shares.size === 1 && single) {
+      const [server, share] = single;
       return runBatch(servers[server] as memjs.Server, nextOpaque(), share.arithmetic, share.reads, timeoutMs);
     }
     // Keys spanning servers: one batch per server, a bounded number at once.
@@ -106,4 +89,33 @@ export function createMemcachedStore(options: MemcachedStoreOptions): CounterSto
       return Promise.resolve();
     },
   };
+}
+
+/** Splits one call by server, remembering where each answer belongs in the caller's order. */
+function sharesByServer(
+  arithmetic: readonly ArithmeticRequest[],
+  reads: readonly string[],
+  serverOf: (key: string) => number,
+): Map<number, ServerShare> {
+  const shares = new Map<number, ServerShare>();
+  const shareOf = (key: string): ServerShare => {
+    const server = serverOf(key);
+    let share = shares.get(server);
+    if (!share) {
+      share = { arithmetic: [], arithmeticPositions: [], reads: [], readPositions: [] };
+      shares.set(server, share);
+    }
+    return share;
+  };
+  arithmetic.forEach((op, i) => {
+    const share = shareOf(op.key);
+    share.arithmetic.push(op);
+    share.arithmeticPositions.push(i);
+  });
+  reads.forEach((key, i) => {
+    const share = shareOf(key);
+    share.reads.push(key);
+    share.readPositions.push(i);
+  });
+  return shares;
 }
