@@ -196,31 +196,67 @@ describe('exactness with 1 s buckets', () => {
   });
 });
 
-describe('retryAfter and resetSeconds are honest', () => {
-  it('a denied request retried after retryAfter seconds is allowed; after resetSeconds more quota is free', async () => {
+describe.each(stores)('retryAfter is exact on the %s store', (_name, store) => {
+  it('for a burst inside the current minute bucket', async () => {
+    const { limiter, clock } = clocked({ events: { login: { limits: [{ limit: 5, window: '1m' }] } } }, store);
+    for (let second = 10; second < 15; second++) {
+      clock.ms = T0 + second * 1000;
+      await limiter.check({ event: 'login', feature: 'burst' });
+    }
+    clock.ms = T0 + 20_250;
+    // The request at 10 s is the first to leave, at 70 s: 49.75 s from now.
+    expect((await limiter.check({ event: 'login', feature: 'burst' })).retryAfter).toBe(50);
+    expect((await limiter.peek({ event: 'login', feature: 'burst' })).retryAfter).toBe(50);
+  });
+
+  it('for requests inside an hour bucket of a day window, reading minutes then seconds', async () => {
+    const { limiter, clock } = clocked({ events: { export: { limits: [{ limit: 3, window: '1d' }] } } }, store);
+    for (const [minute, second] of [[10, 5], [10, 7], [20, 0]] as const) {
+      clock.ms = T0 + (minute * 60 + second) * 1000;
+      await limiter.check({ event: 'export', feature: 'acme' });
+    }
+    clock.ms = T0 + 5 * 3600 * 1000;
+    // The request at 00:10:05 leaves the day window at 00:10:05 the next day.
+    expect((await limiter.check({ event: 'export', feature: 'acme' })).retryAfter).toBe(86_400 + 605 - 5 * 3600);
+  });
+});
+
+describe('retryAfter and resetSeconds', () => {
+  it('retryAfter is exact: denied a second before it, allowed at it; resetSeconds frees quota', async () => {
     await fc.assert(
       fc.asyncProperty(
         fc.constantFrom('sliding', 'fixed'),
         fc.constantFrom(1, 5, 10, 60),
         fc.array(fc.integer({ min: 0, max: 20_000 }), { minLength: 1, maxLength: 60 }),
         async (algorithm, granularity, gaps) => {
-          const limit = { limit: 4, window: '2m', ...(algorithm === 'sliding' ? { granularity } : {}) };
-          const { limiter, clock } = clocked({ events: { e: { algorithm, limits: [limit] } } }, (now) => createEmbeddedStore({ now }));
+          const policies = { events: { e: { algorithm, limits: [{ limit: 4, window: '2m', ...(algorithm === 'sliding' ? { granularity } : {}) }] } } };
+          const { limiter, clock } = clocked(policies, (now) => createEmbeddedStore({ now }));
+          const history: number[] = [];
+          // What a peek at a later time sees, on a fresh limiter that replays the same checks,
+          // so looking ahead never disturbs the clock of the limiter under test.
+          const peekAt = async (ms: number) => {
+            const replay = clocked(policies, (now) => createEmbeddedStore({ now }));
+            for (const at of history) {
+              replay.clock.ms = at;
+              await replay.limiter.check({ event: 'e', feature: 'f' });
+            }
+            replay.clock.ms = ms;
+            return replay.limiter.peek({ event: 'e', feature: 'f' });
+          };
           for (const gap of gaps) {
             clock.ms += gap;
+            history.push(clock.ms);
             const decision = await limiter.check({ event: 'e', feature: 'f' });
             const status = decision.limits[0];
             if (!status) throw new Error('no status');
-            const saved = clock.ms;
             if (!decision.allowed) {
-              clock.ms = saved + (decision.retryAfter ?? 0) * 1000;
-              expect((await limiter.peek({ event: 'e', feature: 'f' })).allowed).toBe(true);
+              const retryAfter = decision.retryAfter ?? 0;
+              expect((await peekAt(clock.ms + (retryAfter - 1) * 1000)).allowed).toBe(false);
+              expect((await peekAt(clock.ms + retryAfter * 1000)).allowed).toBe(true);
             }
             if (status.resetSeconds > 0) {
-              clock.ms = saved + status.resetSeconds * 1000;
-              expect((await limiter.peek({ event: 'e', feature: 'f' })).limits[0]?.remaining).toBeGreaterThan(status.remaining);
+              expect((await peekAt(clock.ms + status.resetSeconds * 1000)).limits[0]?.remaining).toBeGreaterThan(status.remaining);
             }
-            clock.ms = saved;
           }
         },
       ),

@@ -56,29 +56,46 @@ export function decide(limits: readonly LimitCounts[], cost: number, nowMs: numb
   if (allowed) return { allowed, limits: statuses };
 
   let retryAfter = 0;
-  limits.forEach(({ plan, buckets }, i) => {
-    const excess = (totals[i] ?? 0) + cost - plan.policy.limit;
-    if (excess > 0) retryAfter = Math.max(retryAfter, secondsUntil(releaseOfFirst(plan, buckets, excess, 0, now), nowMs));
+  excessOf(limits, cost).forEach((excess, i) => {
+    const limit = limits[i];
+    if (limit && excess > 0) retryAfter = Math.max(retryAfter, secondsUntil(releaseOfFirst(limit.plan, limit.buckets, excess, 0, now), nowMs));
   });
   return { allowed, limits: statuses, retryAfter };
 }
 
-/**
- * The second by which at least `amount` of the counted cost has left the window, taking
- * buckets oldest first. `pending` is cost about to be added to the newest bucket.
- */
-function releaseOfFirst(plan: LimitPlan, buckets: readonly CountedBucket[], amount: number, pending: number, now: number): number {
-  const newest = buckets.length - 1;
-  let released = 0;
-  for (let i = 0; i <= newest; i++) {
-    const bucket = buckets[i] as CountedBucket;
-    released += bucket.count + (i === newest ? pending : 0);
-    if (released >= amount) return plan.releaseAt(bucket.start, bucket.size, now);
-  }
-  // Reached only when the buckets hold less than `amount`, which callers rule out.
-  throw new Error(`the window holds less than ${amount}`);
+/** Per limit, how much cost must leave its window before a request of `cost` fits (≤ 0: it fits now). */
+export function excessOf(limits: readonly LimitCounts[], cost: number): number[] {
+  return limits.map(({ plan, buckets }) => buckets.reduce((sum, bucket) => sum + bucket.count, 0) + cost - plan.policy.limit);
 }
 
-function secondsUntil(second: number, nowMs: number): number {
+/**
+ * The bucket, oldest first, by which at least `amount` has been counted, and how much the
+ * buckets before it hold. `pending` is cost about to be added to the newest bucket.
+ */
+export function crossing(
+  buckets: readonly CountedBucket[],
+  amount: number,
+  pending = 0,
+): { bucket: CountedBucket; before: number } | undefined {
+  const newest = buckets.length - 1;
+  let before = 0;
+  for (let i = 0; i <= newest; i++) {
+    const bucket = buckets[i] as CountedBucket;
+    const count = bucket.count + (i === newest ? pending : 0);
+    if (before + count >= amount) return { bucket, before };
+    before += count;
+  }
+  return undefined;
+}
+
+/** The second by which at least `amount` of the counted cost has left the window, from these buckets alone. */
+function releaseOfFirst(plan: LimitPlan, buckets: readonly CountedBucket[], amount: number, pending: number, now: number): number {
+  const found = crossing(buckets, amount, pending);
+  // Callers never ask for more than the buckets hold (cost ≤ every limit); be safe anyway.
+  const bucket = found?.bucket ?? buckets[buckets.length - 1];
+  return bucket ? plan.releaseAt(bucket.start, bucket.size, now) : now + 1;
+}
+
+export function secondsUntil(second: number, nowMs: number): number {
   return Math.max(1, Math.ceil((second * 1000 - nowMs) / 1000));
 }

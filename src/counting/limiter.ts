@@ -1,10 +1,11 @@
 import { parsePolicies, PolicySet } from '../config/policies.js';
 import type { CounterStore } from '../store/counter-store.js';
 import { floorTo } from './cover.js';
-import { decide, type Decision, type LimitCounts } from './decision.js';
+import { decide, excessOf, secondsUntil, type Decision, type LimitCounts } from './decision.js';
 import { LimiterInputError } from './errors.js';
 import { bucketKey, counterKeyBase } from './keys.js';
 import { planEvents, type EventPlan, type LimitPlan } from './plan.js';
+import { exactRelease } from './retry.js';
 
 /** Features longer than this many UTF-8 bytes are refused. */
 export const MAX_FEATURE_BYTES = 1024;
@@ -51,6 +52,28 @@ export function createLimiter(options: LimiterOptions): Limiter {
     throw new Error(`key prefix ${JSON.stringify(keyPrefix)} must be 1 to 32 letters, digits, "_", "." or "-"`);
   }
 
+  /**
+   * A denial's retryAfter, exact to each limit's granularity: decide() alone can only say
+   * when a whole coarse bucket has left. Falls back to its answer if the store fails now.
+   */
+  async function withExactRetry(decision: Decision, counts: readonly LimitCounts[], base: string, cost: number, nowMs: number): Promise<Decision> {
+    const now = Math.floor(nowMs / 1000);
+    const read = async (size: number, starts: readonly number[]) =>
+      (await store.incrementAndRead([], starts.map((start) => bucketKey(base, size, start)))).read;
+    try {
+      let retryAfter = 0;
+      for (const [i, excess] of excessOf(counts, cost).entries()) {
+        const limit = counts[i];
+        if (limit && excess > 0) {
+          retryAfter = Math.max(retryAfter, secondsUntil(await exactRelease(limit.plan, limit.buckets, excess, now, read), nowMs));
+        }
+      }
+      return { ...decision, retryAfter };
+    } catch {
+      return decision;
+    }
+  }
+
   function resolve(request: CheckRequest): { plan: EventPlan; base: string; cost: number } {
     const plan = eventPlan(plans, request.event);
     const feature = validFeature(request.feature);
@@ -75,13 +98,12 @@ export function createLimiter(options: LimiterOptions): Limiter {
       const windows = windowBuckets(plan, base, second, true);
       const { incremented, read } = await store.incrementAndRead(increments, windows.reads);
       // Decide on the counts before this request: take its own cost out of what it incremented.
-      const values = [...incremented.map((value) => value - cost), ...read];
-      const decision = decide(windows.counts(values), cost, nowMs, true);
-      if (!decision.allowed) {
-        // A denied request is not counted: take the increment back.
-        await store.decrement(increments.map(({ key }) => ({ key, delta: cost }))).catch((error: unknown) => onRollbackError?.(error));
-      }
-      return decision;
+      const counts = windows.counts([...incremented.map((value) => value - cost), ...read]);
+      const decision = decide(counts, cost, nowMs, true);
+      if (decision.allowed) return decision;
+      // A denied request is not counted: take the increment back.
+      await store.decrement(increments.map(({ key }) => ({ key, delta: cost }))).catch((error: unknown) => onRollbackError?.(error));
+      return withExactRetry(decision, counts, base, cost, nowMs);
     },
 
     async peek(request) {
@@ -89,7 +111,9 @@ export function createLimiter(options: LimiterOptions): Limiter {
       const nowMs = now();
       const windows = windowBuckets(plan, base, Math.floor(nowMs / 1000), false);
       const { read } = await store.incrementAndRead([], windows.reads);
-      return decide(windows.counts(read), cost, nowMs, false);
+      const counts = windows.counts(read);
+      const decision = decide(counts, cost, nowMs, false);
+      return decision.allowed ? decision : withExactRetry(decision, counts, base, cost, nowMs);
     },
   };
 }
