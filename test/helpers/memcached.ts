@@ -48,8 +48,8 @@ export async function startMemcached(): Promise<TestMemcached> {
   if (fromEnv) return { servers: fromEnv, source: 'env', stop: () => Promise.resolve() };
   if (await findMemcachedBinary()) return startMemcachedProcess();
   const container = await startMemcachedContainer();
-  if (container) return container;
-  throw new Error(INSTALL_HINT);
+  if ('servers' in container) return container;
+  throw new Error(`${INSTALL_HINT} (testcontainers: ${container.reason})`);
 }
 
 /** Starts the memcached binary on a free loopback port and waits until it accepts connections. */
@@ -106,7 +106,7 @@ async function findMemcachedBinary(): Promise<string | undefined> {
   return undefined;
 }
 
-async function startMemcachedContainer(): Promise<TestMemcached | undefined> {
+async function startMemcachedContainer(): Promise<TestMemcached | { reason: string }> {
   try {
     const { GenericContainer } = await import('testcontainers');
     const container = await new GenericContainer('memcached:1.6-alpine').withExposedPorts(11211).withStartupTimeout(60_000).start();
@@ -117,9 +117,9 @@ async function startMemcachedContainer(): Promise<TestMemcached | undefined> {
         await container.stop();
       },
     };
-  } catch {
+  } catch (error) {
     // No Docker engine answers (only a client is installed, or none at all).
-    return undefined;
+    return { reason: error instanceof Error ? error.message : String(error) };
   }
 }
 
