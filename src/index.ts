@@ -1,5 +1,6 @@
 // memgate as a library: the limiter, its stores and its policy parser, free of HTTP.
-export { createLimiter, MAX_FEATURE_BYTES } from './counting/limiter.js';
+export { createLimiter } from './counting/limiter.js';
+export { MAX_FEATURE_BYTES } from './counting/request.js';
 export type { CheckRequest, Limiter, LimiterOptions } from './counting/limiter.js';
 export type { Decision, LimitStatus } from './counting/decision.js';
 export { LimiterInputError } from './counting/errors.js';

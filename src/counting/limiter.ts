@@ -1,14 +1,12 @@
 import { parsePolicies, PolicySet } from '../config/policies.js';
-import type { CounterStore } from '../store/counter-store.js';
+import { StoreUnavailableError, type CounterStore } from '../store/counter-store.js';
 import { floorTo } from './cover.js';
 import { decide, excessOf, secondsUntil, type Decision, type LimitCounts } from './decision.js';
-import { LimiterInputError } from './errors.js';
 import { bucketKey, counterKeyBase } from './keys.js';
-import { planEvents, type EventPlan, type LimitPlan } from './plan.js';
+import { planEvents, type EventPlan } from './plan.js';
+import { eventPlan, validCost, validFeature } from './request.js';
 import { exactRelease } from './retry.js';
-
-/** Features longer than this many UTF-8 bytes are refused. */
-export const MAX_FEATURE_BYTES = 1024;
+import { windowBuckets } from './window-buckets.js';
 
 const KEY_PREFIX_PATTERN = /^[A-Za-z0-9_.-]{1,32}$/;
 
@@ -69,8 +67,9 @@ export function createLimiter(options: LimiterOptions): Limiter {
         }
       }
       return { ...decision, retryAfter };
-    } catch {
-      return decision;
+    } catch (error) {
+      if (error instanceof StoreUnavailableError) return decision;
+      throw error;
     }
   }
 
@@ -116,93 +115,4 @@ export function createLimiter(options: LimiterOptions): Limiter {
       return decision.allowed ? decision : withExactRetry(decision, counts, base, cost, nowMs);
     },
   };
-}
-
-interface SlottedBucket {
-  readonly start: number;
-  readonly size: number;
-  /** Where the bucket's value is: an increment's index, else the increments' count + a read's index. */
-  readonly slot: number;
-}
-
-/**
- * The buckets of every limit's window at `second`, oldest first, each pointing at where
- * its value will be. Limits share buckets of the same size, so each key is read once; with
- * `incrementing`, current buckets come from the increments instead of a read.
- */
-function windowBuckets(plan: EventPlan, base: string, second: number, incrementing: boolean) {
-  const incrementedSizes = incrementing ? plan.levels.map((level) => level.size) : [];
-  const reads: string[] = [];
-  const readSlots = new Map<string, number>();
-  const slotOf = (size: number, start: number): number => {
-    const level = incrementedSizes.indexOf(size);
-    if (level !== -1 && start === floorTo(second, size)) return level;
-    const key = bucketKey(base, size, start);
-    let slot = readSlots.get(key);
-    if (slot === undefined) {
-      slot = incrementedSizes.length + reads.length;
-      readSlots.set(key, slot);
-      reads.push(key);
-    }
-    return slot;
-  };
-  const limits = plan.limits.map((limit: LimitPlan) => {
-    const buckets: SlottedBucket[] = [];
-    const runs = limit.cover(second);
-    for (let r = runs.length - 1; r >= 0; r--) {
-      const { size, start, count } = runs[r] as (typeof runs)[number];
-      for (let i = 0; i < count; i++) buckets.push({ start: start + i * size, size, slot: slotOf(size, start + i * size) });
-    }
-    return { plan: limit, buckets };
-  });
-  return {
-    reads,
-    counts: (values: readonly number[]): LimitCounts[] =>
-      limits.map(({ plan: limit, buckets }) => ({
-        plan: limit,
-        buckets: buckets.map(({ start, size, slot }) => ({ start, size, count: values[slot] ?? 0 })),
-      })),
-  };
-}
-
-function eventPlan(plans: ReadonlyMap<string, EventPlan>, event: unknown): EventPlan {
-  if (typeof event !== 'string' || event.length === 0) {
-    throw new LimiterInputError('invalid_event', 'event must be a non-empty string');
-  }
-  const plan = plans.get(event);
-  if (!plan) {
-    const known = [...plans.keys()];
-    const shown = known.slice(0, 10).join(', ') + (known.length > 10 ? ', …' : '');
-    throw new LimiterInputError('unknown_event', `unknown event ${JSON.stringify(event.slice(0, 64))}; known events: ${shown}`);
-  }
-  return plan;
-}
-
-function validFeature(feature: unknown): string {
-  if (typeof feature !== 'string' || feature.length === 0) {
-    throw new LimiterInputError('invalid_feature', 'feature must be a non-empty string');
-  }
-  if (!feature.isWellFormed()) {
-    throw new LimiterInputError('invalid_feature', 'feature must be well-formed Unicode (it holds a lone surrogate)');
-  }
-  const bytes = Buffer.byteLength(feature, 'utf8');
-  if (bytes > MAX_FEATURE_BYTES) {
-    throw new LimiterInputError('feature_too_long', `feature is ${bytes} bytes; at most ${MAX_FEATURE_BYTES} are allowed`);
-  }
-  return feature;
-}
-
-function validCost(cost: unknown, plan: EventPlan): number {
-  if (cost === undefined) return 1;
-  if (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 1) {
-    throw new LimiterInputError('invalid_cost', 'cost must be a positive integer');
-  }
-  if (cost > plan.maxCost) {
-    const tightest = plan.limits.find((limit) => limit.policy.limit === plan.maxCost);
-    throw new LimiterInputError(
-      'cost_exceeds_limit',
-      `cost ${cost} exceeds the limit ${plan.maxCost} of ${tightest?.policy.name ?? plan.event}; such a request could never be allowed`,
-    );
-  }
-  return cost;
 }
