@@ -31,28 +31,37 @@ async function main(): Promise<void> {
     process.exit(1);
   }
 
+  // pino writes asynchronously: flush before exiting, or the last lines can be lost.
+  const exit = (code: number): void => {
+    logger.flush(() => process.exit(code));
+  };
   let stopping = false;
   const stop = (signal: NodeJS.Signals): void => {
-    if (stopping) return;
+    if (stopping) {
+      // A second signal means "now": skip the rest of the drain.
+      logger.warn({ signal }, 'second signal while draining; exiting now');
+      exit(1);
+      return;
+    }
     stopping = true;
     logger.info({ signal }, 'draining in-flight requests, then stopping');
     setTimeout(() => {
       logger.error('shutdown took too long; exiting');
-      process.exit(1);
+      exit(1);
     }, SHUTDOWN_GRACE_MS).unref();
     service.close().then(
       () => {
         logger.info('stopped');
-        process.exit(0);
+        exit(0);
       },
       (err: unknown) => {
         logger.error({ err }, 'failed to stop cleanly');
-        process.exit(1);
+        exit(1);
       },
     );
   };
-  process.once('SIGTERM', stop);
-  process.once('SIGINT', stop);
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
 }
 
 await main();

@@ -22,7 +22,8 @@ async function startService(env: Record<string, string>, args: string[] = []): P
   const logs: Record<string, unknown>[] = [];
   let stderr = '';
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const exit = new Promise<number | null>((resolve) => child.once('exit', resolve));
+  // 'close' comes after the child's output is fully read; 'exit' can come before.
+  const exit = new Promise<number | null>((resolve) => child.once('close', resolve));
   const listening = new Promise<number>((resolve, reject) => {
     let pending = '';
     child.stdout.on('data', (chunk: Buffer) => {
@@ -95,6 +96,21 @@ describe('the memgate process', () => {
     memcached.process.kill('SIGCONT');
     expect((await inFlight).status).toBe(200);
     expect(await service.exit).toBe(0);
+  });
+
+  it('exits at once, with 1, on a second signal while draining', async () => {
+    const service = await startService({ MEMCACHED_SERVERS: memcached.servers, MEMCACHED_TIMEOUT_MS: '5000' });
+    await fetch(`${service.url}/readyz`);
+    memcached.process.kill('SIGSTOP');
+    const inFlight = fetch(`${service.url}/check?event=login&feature=impatient`).catch((error: unknown) => error);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    service.child.kill('SIGTERM');
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    service.child.kill('SIGTERM');
+    expect(await service.exit).toBe(1);
+    memcached.process.kill('SIGCONT');
+    await inFlight;
+    expect(service.logs.at(-1)?.msg).toBe('second signal while draining; exiting now');
   });
 
   it('refuses a bad policy file, naming the file, the event and the field', async () => {

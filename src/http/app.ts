@@ -26,6 +26,9 @@ export function buildApp({ limiter, store, logger }: AppOptions): FastifyInstanc
     // Strict types: a number is not a feature, and no unknown field passes silently.
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false } },
     clientErrorHandler: handleClientError,
+    // While draining, still serve requests on connections already open (the store stays
+    // open until the app has closed) rather than answer fastify's own 503 body.
+    return503OnClosing: false,
   });
   // Only JSON bodies: anything else is a 415, not a string the schema then refuses.
   app.removeContentTypeParser('text/plain');
