@@ -20,7 +20,7 @@ try {
       rows.push([
         event.event,
         `${limit.name} (${limit.limit})`,
-        event.algorithm,
+        'edge' in event ? `${event.algorithm}, ${event.edge} edge` : event.algorithm,
         formatDuration(limit.window),
         limit.bucketSizes.map(formatDuration).join(' '),
         String(limit.keysPerCheck.max),

@@ -12,7 +12,7 @@ describe('npm run policies', () => {
   it('prints each limit with its keys per check and items per feature', async () => {
     const { stdout } = await checkPolicies('config/policies.yaml');
     expect(stdout).toContain('config/policies.yaml: 3 events, valid');
-    expect(stdout).toMatch(/login-1d \(100\)\s+sliding\s+1d\s+1h 1m 1s\s+142\s+83\b/);
+    expect(stdout).toMatch(/login-1d \(100\)\s+sliding, whole edge\s+1d\s+1h 1m 1s\s+142\s+83\b/);
     expect(stdout).toContain('export: 1 increment and up to 1 keys per check, 3 items per active feature');
   });
 

@@ -27,12 +27,17 @@ describe('parsePolicies', () => {
     expect(policies.events.get('login')).toEqual({
       event: 'login',
       algorithm: 'sliding',
+      edge: 'whole',
       limits: [
         { name: 'login-1m', limit: 5, window: 60, granularity: 1 },
         { name: 'login-1d', limit: 100, window: 86_400, granularity: 1 },
       ],
     });
     expect(policies.events.get('export')?.limits).toEqual([{ name: 'export-1h', limit: 10, window: 3600, granularity: 3600 }]);
+  });
+
+  it('reads an edge rule for a sliding event', () => {
+    expect(parsePolicies({ events: { a: { edge: 'weighted', limits: [{ limit: 1, window: 60, granularity: 60 }] } } }).events.get('a')?.edge).toBe('weighted');
   });
 
   it('keeps an explicit limit name', () => {
@@ -54,6 +59,8 @@ describe('parsePolicies', () => {
     ['an unknown unit', { events: { a: { limits: [{ limit: 1, window: '1w' }] } } }, 'event "a", field limits[0].window: must be a positive whole duration'],
     ['a window that granularity does not divide', { events: { a: { limits: [{ limit: 1, window: '1m', granularity: '7s' }] } } }, 'event "a", field limits[0].window: 1m is not a multiple of the granularity 7s'],
     ['a granularity on a fixed window', { events: { a: { algorithm: 'fixed', limits: [{ limit: 1, window: '1m', granularity: '1s' }] } } }, 'event "a", field limits[0].granularity: applies to sliding windows only'],
+    ['an unknown edge rule', { events: { a: { edge: 'half', limits: [{ limit: 1, window: 1 }] } } }, 'event "a", field edge: must be equal to one of the allowed values (got "half")'],
+    ['an edge rule on a fixed window', { events: { a: { algorithm: 'fixed', edge: 'drop', limits: [{ limit: 1, window: 60 }] } } }, 'event "a", field edge: applies to sliding windows only'],
     ['an unknown algorithm', { events: { a: { algorithm: 'leaky', limits: [{ limit: 1, window: 1 }] } } }, 'event "a", field algorithm: must be equal to one of the allowed values (got "leaky")'],
     ['empty events', { events: {} }, 'field events: defines no events'],
     ['no events key', {}, 'top level: missing required key "events"'],

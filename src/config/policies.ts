@@ -7,6 +7,13 @@ import { policyFileSchema } from './policy-schema.js';
 
 export type Algorithm = 'sliding' | 'fixed';
 
+/**
+ * How a sliding window counts its oldest bucket when the bucket lies partly outside the
+ * window: `whole` (never over-admits; the default), `drop` (never under-admits that bucket's
+ * requests away; may over-admit by one bucket), or `weighted` by the part inside.
+ */
+export type Edge = 'whole' | 'drop' | 'weighted';
+
 /** One limit of an event, with durations in seconds. */
 export interface LimitPolicy {
   /** Unique within its event; used in decisions and RateLimit headers. */
@@ -20,9 +27,12 @@ export interface LimitPolicy {
 export interface EventPolicy {
   readonly event: string;
   readonly algorithm: Algorithm;
+  /** Treatment of the oldest, partly-outside bucket of each sliding limit. */
+  readonly edge: Edge;
   /** In the order of the policy file. */
   readonly limits: readonly LimitPolicy[];
 }
+
 
 /** A validated policy file: what createLimiter and the service run on. */
 export class PolicySet {
@@ -54,7 +64,7 @@ const validateShape = new Ajv({ allErrors: true, allowUnionTypes: true }).compil
 
 /** The raw document shape, as written in YAML or JSON. */
 interface PolicyDocument {
-  events: Record<string, { algorithm?: Algorithm; limits: RawLimit[] }>;
+  events: Record<string, { algorithm?: Algorithm; edge?: Edge; limits: RawLimit[] }>;
 }
 interface RawLimit {
   name?: string;
@@ -73,6 +83,9 @@ export function parsePolicies(document: unknown, source = 'policies'): PolicySet
   const events: EventPolicy[] = [];
   for (const [event, raw] of Object.entries(doc.events)) {
     const algorithm = raw.algorithm ?? 'sliding';
+    if (algorithm === 'fixed' && raw.edge !== undefined) {
+      problems.push(`event "${event}", field edge: applies to sliding windows only; a fixed window has no partial bucket`);
+    }
     const limits: LimitPolicy[] = [];
     raw.limits.forEach((rawLimit, index) => {
       const report = (field: string, message: string): void => {
@@ -90,7 +103,7 @@ export function parsePolicies(document: unknown, source = 'policies'): PolicySet
       }
       seen.add(limit.name);
     });
-    events.push({ event, algorithm, limits });
+    events.push({ event, algorithm, edge: raw.edge ?? 'whole', limits });
   }
   if (problems.length > 0) throw new PolicyError(source, problems);
   return new PolicySet(events, source);

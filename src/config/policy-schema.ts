@@ -33,6 +33,7 @@ export const policyFileSchema = {
         required: ['limits'],
         properties: {
           algorithm: { enum: ['sliding', 'fixed'] },
+          edge: { enum: ['whole', 'drop', 'weighted'] },
           limits: {
             type: 'array',
             minItems: 1,

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { bucketCount, fixedCover, floorTo, slidingCover, slidingLevels } from './cover.js';
+import { bucketCount, edgeWeight, fixedCover, floorTo, slidingCover, slidingLevels } from './cover.js';
 
 const DAY = 86_400;
 const midnight = Date.UTC(2026, 10, 22) / 1000;
@@ -82,6 +82,27 @@ describe('slidingCover', () => {
         const buckets = intervals(slidingCover(now, window, slidingLevels(window, 1)));
         expect(buckets[0]?.[0]).toBe(now - window + 1);
         expect(buckets.reduce((sum, [start, end]) => sum + Math.min(end, now + 1) - start, 0)).toBe(window);
+      }),
+    );
+  });
+});
+
+describe('edges', () => {
+  // A 60 s window of 30 s buckets at second 75 covers seconds 16..75: bucket 0 is 14/30 inside.
+  it('counts a partly-outside oldest bucket whole, drops it, or weighs it', () => {
+    expect(slidingCover(75, 60, [30], 'whole')).toEqual([{ size: 30, start: 0, count: 3 }]);
+    expect(slidingCover(75, 60, [30], 'drop')).toEqual([{ size: 30, start: 30, count: 2 }]);
+    expect(slidingCover(75, 60, [30], 'weighted')).toEqual(slidingCover(75, 60, [30], 'whole'));
+    expect(edgeWeight(75, 60, 30)).toBeCloseTo(14 / 30);
+    expect(edgeWeight(89, 60, 30)).toBe(1);
+  });
+
+  it('makes no difference with 1 s buckets, where no bucket is partial', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 4_000_000_000 }), fc.integer({ min: 1, max: 2 * DAY }), (now, window) => {
+        const levels = slidingLevels(window, 1);
+        expect(slidingCover(now, window, levels, 'drop')).toEqual(slidingCover(now, window, levels, 'whole'));
+        expect(edgeWeight(now, window, 1)).toBe(1);
       }),
     );
   });

@@ -1,3 +1,5 @@
+import type { Edge } from '../config/policies.js';
+
 /** Consecutive buckets of one level: `count` buckets of `size` seconds from `start` (epoch seconds). */
 export interface BucketRun {
   readonly size: number;
@@ -35,13 +37,15 @@ function ceilTo(value: number, size: number): number {
  * seconds (now − window, now]. Each level takes the aligned buckets that fit between the
  * window's start and the buckets already chosen, so coarse buckets cover the newest part
  * and finer ones the older edge. The oldest bucket of the finest level may start before
- * the window; it is counted whole, so the cover never undercounts. Levels must be
- * coarsest first, each a multiple of the next. Runs come back coarsest (newest) first.
+ * the window: it is in the cover unless `edge` is `drop` (see edgeWeight for `weighted`).
+ * Levels must be coarsest first, each a multiple of the next. Runs come back coarsest
+ * (newest) first.
  */
-export function slidingCover(now: number, window: number, levels: readonly number[]): BucketRun[] {
+export function slidingCover(now: number, window: number, levels: readonly number[], edge: Edge = 'whole'): BucketRun[] {
   const finest = levels[levels.length - 1];
   if (finest === undefined) throw new Error('slidingCover needs at least one level');
-  const oldest = floorTo(now - window + 1, finest);
+  const first = now - window + 1;
+  const oldest = edge === 'drop' ? ceilTo(first, finest) : floorTo(first, finest);
   let end = now + 1; // exclusive: nothing after `now` has happened yet
   const runs: BucketRun[] = [];
   for (const size of levels) {
@@ -52,6 +56,16 @@ export function slidingCover(now: number, window: number, levels: readonly numbe
     }
   }
   return runs;
+}
+
+/**
+ * The share of the oldest bucket (of size `granularity`) that lies inside the window
+ * (now − window, now]: 1 when the window starts on a bucket boundary. A `weighted` edge
+ * counts that bucket times this share, as in Cloudflare's two-counter estimate.
+ */
+export function edgeWeight(now: number, window: number, granularity: number): number {
+  const first = now - window + 1;
+  return (floorTo(first, granularity) + granularity - first) / granularity;
 }
 
 /** A fixed (epoch-aligned) window is the one bucket of its own size that holds `now`. */

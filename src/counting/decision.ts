@@ -40,7 +40,7 @@ export interface LimitCounts {
  */
 export function decide(limits: readonly LimitCounts[], cost: number, nowMs: number, counting: boolean): Decision {
   const now = Math.floor(nowMs / 1000);
-  const totals = limits.map(({ buckets }) => buckets.reduce((sum, bucket) => sum + bucket.count, 0));
+  const totals = limits.map((limit) => countedTotal(limit, now));
   const allowed = limits.every(({ plan }, i) => (totals[i] ?? 0) + cost <= plan.policy.limit);
   const counted = allowed && counting ? cost : 0;
   const statuses = limits.map(({ plan, buckets }, i): LimitStatus => {
@@ -49,14 +49,15 @@ export function decide(limits: readonly LimitCounts[], cost: number, nowMs: numb
       name: plan.policy.name,
       limit: plan.policy.limit,
       window: plan.policy.window,
-      remaining: Math.max(0, plan.policy.limit - used),
+      // A weighted edge makes `used` fractional; only whole requests fit in what remains.
+      remaining: Math.max(0, Math.floor(plan.policy.limit - used)),
       resetSeconds: used === 0 ? 0 : secondsUntil(releaseOfFirst(plan, buckets, 1, counted, now), nowMs),
     };
   });
   if (allowed) return { allowed, limits: statuses };
 
   let retryAfter = 0;
-  excessOf(limits, cost).forEach((excess, i) => {
+  excessOf(limits, cost, now).forEach((excess, i) => {
     const limit = limits[i];
     if (limit && excess > 0) retryAfter = Math.max(retryAfter, secondsUntil(releaseOfFirst(limit.plan, limit.buckets, excess, 0, now), nowMs));
   });
@@ -64,8 +65,16 @@ export function decide(limits: readonly LimitCounts[], cost: number, nowMs: numb
 }
 
 /** Per limit, how much cost must leave its window before a request of `cost` fits (≤ 0: it fits now). */
-export function excessOf(limits: readonly LimitCounts[], cost: number): number[] {
-  return limits.map(({ plan, buckets }) => buckets.reduce((sum, bucket) => sum + bucket.count, 0) + cost - plan.policy.limit);
+export function excessOf(limits: readonly LimitCounts[], cost: number, now: number): number[] {
+  return limits.map((limit) => countedTotal(limit, now) + cost - limit.plan.policy.limit);
+}
+
+/** What a limit's window holds at second `now`: its buckets, the oldest weighted by the edge rule. */
+function countedTotal({ plan, buckets }: LimitCounts, now: number): number {
+  let total = 0;
+  for (const bucket of buckets) total += bucket.count;
+  const oldest = buckets[0];
+  return oldest ? total - oldest.count * (1 - plan.oldestWeight(now)) : total;
 }
 
 /**

@@ -60,7 +60,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
       (await store.incrementAndRead([], starts.map((start) => bucketKey(base, size, start)))).read;
     try {
       let retryAfter = 0;
-      for (const [i, excess] of excessOf(counts, cost).entries()) {
+      for (const [i, excess] of excessOf(counts, cost, now).entries()) {
         const limit = counts[i];
         if (limit && excess > 0) {
           retryAfter = Math.max(retryAfter, secondsUntil(await exactRelease(limit.plan, limit.buckets, excess, now, read), nowMs));

@@ -1,6 +1,6 @@
 import { formatDuration } from '../config/duration.js';
-import { PolicyError, type Algorithm, type LimitPolicy, type PolicySet } from '../config/policies.js';
-import { bucketCount, fixedCover, floorTo, slidingCover, slidingLevels, type BucketRun } from './cover.js';
+import { PolicyError, type Algorithm, type Edge, type LimitPolicy, type PolicySet } from '../config/policies.js';
+import { bucketCount, edgeWeight, fixedCover, floorTo, slidingCover, slidingLevels, type BucketRun } from './cover.js';
 
 /**
  * Seconds every counter outlives its last possible read: absorbs clock skew between
@@ -19,10 +19,13 @@ export interface LimitPlan {
   readonly levels: readonly number[];
   /** The buckets holding this limit's window at second `now`, coarsest (newest) run first. */
   cover(now: number): BucketRun[];
+  /** How much of the cover's oldest bucket counts at second `now`: below 1 only for a `weighted` edge. */
+  oldestWeight(now: number): number;
   /**
    * The first second at which the bucket [start, start + size) no longer counts, read at
    * second `now`. Exact for buckets of the policy's granularity; for a coarser bucket it is
-   * when its last possible second leaves, so never too early.
+   * when its last possible second leaves, so never too early. A `weighted` edge fades a
+   * bucket out gradually; this is when it is gone entirely.
    */
   releaseAt(start: number, size: number, now: number): number;
   /** How long a bucket of `size` must live so every read of it finds it. */
@@ -41,6 +44,7 @@ export interface CounterLevel {
 export interface EventPlan {
   readonly event: string;
   readonly algorithm: Algorithm;
+  readonly edge: Edge;
   readonly limits: readonly LimitPlan[];
   /** All limits of an event count the same admitted requests, so they share buckets per size. */
   readonly levels: readonly CounterLevel[];
@@ -48,23 +52,37 @@ export interface EventPlan {
   readonly maxCost: number;
 }
 
-export function planLimit(policy: LimitPolicy, algorithm: Algorithm): LimitPlan {
-  const { window } = policy;
-  const levels = algorithm === 'fixed' ? [window] : slidingLevels(window, policy.granularity);
-  const cover = algorithm === 'fixed' ? (now: number) => fixedCover(now, window) : (now: number) => slidingCover(now, window, levels);
+export function planLimit(policy: LimitPolicy, algorithm: Algorithm, edge: Edge = 'whole'): LimitPlan {
+  const { window, granularity } = policy;
+  if (algorithm === 'fixed') {
+    const cover = (now: number) => fixedCover(now, window);
+    return {
+      policy,
+      algorithm,
+      levels: [window],
+      cover,
+      oldestWeight: () => 1,
+      // A fixed window frees all at once when it ends.
+      releaseAt: (start, size) => start + size,
+      retention: (size) => size,
+      keysPerCheck: measureKeysPerCheck(cover, 1),
+    };
+  }
+  const levels = slidingLevels(window, granularity);
+  const cover = (now: number) => slidingCover(now, window, levels, edge);
+  // The granularity bucket holding a bucket's newest possible second (never after now)
+  // stops counting when it first lies partly outside the window (drop), or when it lies
+  // wholly outside (whole, and weighted, which has faded to nothing by then).
+  const lastCountedOffset = edge === 'drop' ? 0 : granularity - 1;
   return {
     policy,
     algorithm,
     levels,
     cover,
-    // A fixed window frees all at once when it ends. A sliding one frees a bucket when the
-    // granularity bucket holding its newest possible second (never after now) leaves.
-    releaseAt:
-      algorithm === 'fixed'
-        ? (start, size) => start + size
-        : (start, size, now) => floorTo(Math.min(start + size - 1, now), policy.granularity) + policy.granularity - 1 + window,
-    retention: algorithm === 'fixed' ? (size) => size : (size) => window + size,
-    keysPerCheck: measureKeysPerCheck(cover, algorithm === 'fixed' ? 1 : (levels[0] ?? window)),
+    oldestWeight: edge === 'weighted' ? (now) => edgeWeight(now, window, granularity) : () => 1,
+    releaseAt: (start, size, now) => floorTo(Math.min(start + size - 1, now), granularity) + lastCountedOffset + window,
+    retention: (size) => window + size,
+    keysPerCheck: measureKeysPerCheck(cover, levels[0] ?? window),
   };
 }
 
@@ -72,8 +90,8 @@ export function planLimit(policy: LimitPolicy, algorithm: Algorithm): LimitPlan 
 export function planEvents(policies: PolicySet): Map<string, EventPlan> {
   const plans = new Map<string, EventPlan>();
   const problems: string[] = [];
-  for (const { event, algorithm, limits } of policies.events.values()) {
-    const limitPlans = limits.map((policy) => planLimit(policy, algorithm));
+  for (const { event, algorithm, edge, limits } of policies.events.values()) {
+    const limitPlans = limits.map((policy) => planLimit(policy, algorithm, edge));
     limitPlans.forEach((plan, index) => {
       if (plan.keysPerCheck.max > MAX_KEYS_PER_CHECK) {
         const { window, granularity } = plan.policy;
@@ -85,6 +103,7 @@ export function planEvents(policies: PolicySet): Map<string, EventPlan> {
     plans.set(event, {
       event,
       algorithm,
+      edge,
       limits: limitPlans,
       levels: sharedLevels(limitPlans),
       maxCost: Math.min(...limits.map((limit) => limit.limit)),

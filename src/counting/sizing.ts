@@ -15,6 +15,7 @@ function eventSizing(plan: EventPlan) {
   return {
     event: plan.event,
     algorithm: plan.algorithm,
+    ...(plan.algorithm === 'sliding' ? { edge: plan.edge } : {}),
     incrementsPerCheck: plan.levels.length,
     // Limits may share buckets, so this is an upper bound on the keys one check touches.
     keysPerCheck: { max: plan.limits.reduce((sum, limit) => sum + limit.keysPerCheck.max, 0) },

@@ -100,6 +100,7 @@ export const policiesResponse = {
         properties: {
           event: { type: 'string' },
           algorithm: { type: 'string' },
+          edge: { type: 'string' },
           incrementsPerCheck: { type: 'integer' },
           keysPerCheck,
           itemsPerFeature: { type: 'integer' },
