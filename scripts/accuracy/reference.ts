@@ -15,8 +15,8 @@ export interface ReferenceLimiter {
   check(feature: string, ms: number, cost?: number): boolean;
 }
 
-/** Admitted requests of one feature under one limit, oldest first, with their running sum. */
-class Log {
+/** Requests inside one window, oldest first, with their running sum. */
+export class WindowLog {
   private times: number[] = [];
   private costs: number[] = [];
   private head = 0;
@@ -45,17 +45,17 @@ class Log {
 
 /** The exact sliding log: a request at t fits a limit iff the cost admitted in (t − W, t], in milliseconds, plus its own is at most the limit. */
 export function slidingLog(limits: readonly ReferenceLimit[]): ReferenceLimiter {
-  const logs = new Map<string, Log[]>();
+  const logs = new Map<string, WindowLog[]>();
   return {
     check(feature, ms, cost = 1) {
       let featureLogs = logs.get(feature);
       if (!featureLogs) {
-        featureLogs = limits.map(() => new Log());
+        featureLogs = limits.map(() => new WindowLog());
         logs.set(feature, featureLogs);
       }
       let fits = true;
       for (const [i, { limit, window }] of limits.entries()) {
-        const log = featureLogs[i] as Log;
+        const log = featureLogs[i] as WindowLog;
         log.evict(ms - window * 1000);
         if (log.sum + cost > limit) fits = false;
       }

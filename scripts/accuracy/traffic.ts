@@ -17,6 +17,11 @@ export interface ShapeOptions {
   readonly window: number;
   /** Epoch milliseconds of the first moment; a UTC midnight by default. */
   readonly startMs?: number;
+  /**
+   * Timestamps are multiples of this many milliseconds: 1000 (whole seconds, like access
+   * logs and like memgate's own clock) by default, 1 for sub-second times.
+   */
+  readonly resolutionMs?: number;
 }
 
 export interface TrafficShape {
@@ -158,4 +163,16 @@ const diurnal: TrafficShape = {
   },
 };
 
-export const SHAPES: readonly TrafficShape[] = [steady(0.5), steady(1), steady(2), bursts, boundary, zipf, diurnal];
+/** Rounds every timestamp down to the shape options' resolution (whole seconds by default). */
+function atResolution(shape: TrafficShape): TrafficShape {
+  return {
+    ...shape,
+    generate(options) {
+      const step = options.resolutionMs ?? 1000;
+      const requests = shape.generate(options);
+      return step === 1 ? requests : requests.map((r) => ({ ms: r.ms - (r.ms % step), feature: r.feature }));
+    },
+  };
+}
+
+export const SHAPES: readonly TrafficShape[] = [steady(0.5), steady(1), steady(2), bursts, boundary, zipf, diurnal].map(atResolution);
