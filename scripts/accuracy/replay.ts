@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { createLimiter, type Limiter } from '../../src/counting/limiter.js';
 import { bucketKey, counterKeyBase } from '../../src/counting/keys.js';
 import { itemsPerFeature } from '../../src/counting/sizing.js';
@@ -72,9 +73,11 @@ export async function replay(requests: readonly TimedRequest[], options: ReplayO
   const storeFor = options.storeFor ?? ((time: () => number) => createEmbeddedStore({ now: time }));
   const reference = slidingLog([{ limit, window }]);
   const referenceAdmitted = overAdmissionTracker(limit, window);
-  const runs = schemes.map((scheme) => {
+  // Each scheme counts under its own prefix, so they can share one Memcached.
+  const runId = randomBytes(4).toString('hex');
+  const runs = schemes.map((scheme, i) => {
     const store = storeFor(now);
-    const limiter: Limiter = createLimiter({ policies: scheme.policies(limit, window), store, now, keyPrefix: 'lab' });
+    const limiter: Limiter = createLimiter({ policies: scheme.policies(limit, window), store, now, keyPrefix: `lab${runId}s${i}` });
     return { scheme, store, limiter, allowed: 0, falseAllows: 0, falseDenies: 0, admitted: overAdmissionTracker(limit, window) };
   });
   const features = new Set<string>();

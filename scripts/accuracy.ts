@@ -1,0 +1,180 @@
+// The accuracy lab: replays traffic through memgate's limiter under several bucket
+// granularities and edge rules, beside an exact sliding log, and reports how each errs.
+//   npm run accuracy -- --help
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import cliProgress from 'cli-progress';
+import { formatDuration, parseDuration } from '../src/config/duration.js';
+import { createMemcachedStore } from '../src/store/memcached/memcached-store.js';
+import { parseClf } from './accuracy/clf.js';
+import { replay, type ReplayOptions } from './accuracy/replay.js';
+import { costChart, errorChart, markdownReport, runHeading, runTable, type LabRun } from './accuracy/report.js';
+import { schemesFor } from './accuracy/schemes.js';
+import { SHAPES, type TimedRequest } from './accuracy/traffic.js';
+
+const USAGE = `usage: npm run accuracy -- [options]
+
+  --window W          one window to study, e.g. 60s or 1d (default: a 1m suite and a 1d suite)
+  --limit N           the limit per window (default 10 per minute, 1000 per day)
+  --requests N        requests per generated shape (default 100000)
+  --seed N            seed of the generated traffic (default 1)
+  --shapes a,b|none   generated shapes: ${SHAPES.map((s) => s.name).join(', ')}
+                      (default: all but diurnal for windows under a day; diurnal for a day)
+  --trace FILE        also replay a Common Log Format file: host = client (repeatable)
+  --trace-limit N     the limit for traces (default 10 per window)
+  --subsecond         generated timestamps in milliseconds rather than whole seconds
+  --store memcached   count in MEMCACHED_SERVERS instead of the embedded store (slower)
+  --out DIR           where report.md and the SVG charts go (default accuracy-report)`;
+
+interface Suite {
+  readonly window: number;
+  readonly limit: number;
+  readonly shapes: readonly string[];
+}
+
+function fail(message: string): never {
+  console.error(`accuracy: ${message}\n\n${USAGE}`);
+  process.exit(2);
+}
+
+function positiveInteger(text: string | undefined, name: string, fallback: number): number {
+  if (text === undefined) return fallback;
+  if (!/^[0-9]+$/.test(text) || Number(text) < 1) fail(`--${name} must be a positive whole number (got ${JSON.stringify(text)})`);
+  return Number(text);
+}
+
+const { values } = (() => {
+  try {
+    return parseArgs({
+      options: {
+        window: { type: 'string' },
+        limit: { type: 'string' },
+        requests: { type: 'string' },
+        seed: { type: 'string' },
+        shapes: { type: 'string' },
+        trace: { type: 'string', multiple: true },
+        'trace-limit': { type: 'string' },
+        subsecond: { type: 'boolean' },
+        store: { type: 'string' },
+        out: { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    });
+  } catch (error) {
+    return fail((error as Error).message);
+  }
+})();
+if (values.help) {
+  console.log(USAGE);
+  process.exit(0);
+}
+
+const requestsPerShape = positiveInteger(values.requests, 'requests', 100_000);
+const seed = positiveInteger(values.seed, 'seed', 1);
+const traceLimit = positiveInteger(values['trace-limit'], 'trace-limit', 10);
+const outDir = values.out ?? 'accuracy-report';
+if (values.store !== undefined && values.store !== 'memcached' && values.store !== 'embedded') fail('--store is embedded or memcached');
+const memcachedServers = process.env.MEMCACHED_SERVERS;
+if (values.store === 'memcached' && !memcachedServers) fail('--store memcached needs MEMCACHED_SERVERS=host:port');
+
+/** The diurnal shape spans days; the others are about minutes. */
+const naturalFor = (window: number) => (name: string) => (window >= 86_400) === (name === 'diurnal');
+const named = values.shapes === undefined ? undefined : values.shapes === 'none' ? [] : values.shapes.split(',').map((name) => name.trim());
+for (const name of named ?? []) if (!SHAPES.some((s) => s.name === name)) fail(`unknown shape ${JSON.stringify(name)}`);
+/** With --window, every named shape runs at it; without, each runs in its natural suite. */
+const chosenShapes = (window: number, fixedWindow: boolean): string[] =>
+  named === undefined ? SHAPES.map((s) => s.name).filter(naturalFor(window)) : fixedWindow ? named : named.filter(naturalFor(window));
+
+let suites: Suite[];
+if (values.window !== undefined) {
+  const window = parseDuration(values.window);
+  if (window === undefined) fail(`--window must be a duration like 60s, 5m or 1d (got ${JSON.stringify(values.window)})`);
+  suites = [{ window, limit: positiveInteger(values.limit, 'limit', window >= 86_400 ? 1000 : 10), shapes: chosenShapes(window, true) }];
+} else {
+  suites = [
+    { window: 60, limit: positiveInteger(values.limit, 'limit', 10), shapes: chosenShapes(60, false) },
+    { window: 86_400, limit: positiveInteger(values.limit, 'limit', 1000), shapes: chosenShapes(86_400, false) },
+  ].filter((suite) => suite.shapes.length > 0 || suite.window === 60);
+}
+
+// Gather every traffic to replay, with the limit it runs against.
+interface Job {
+  readonly traffic: string;
+  readonly description: string;
+  readonly window: number;
+  readonly limit: number;
+  readonly requests: readonly TimedRequest[];
+}
+const jobs: Job[] = [];
+for (const suite of suites) {
+  for (const name of suite.shapes) {
+    const shape = SHAPES.find((s) => s.name === name);
+    if (!shape) continue;
+    const requests = shape.generate({ seed, requests: requestsPerShape, limit: suite.limit, window: suite.window, resolutionMs: values.subsecond ? 1 : 1000 });
+    jobs.push({ traffic: name, description: shape.description, window: suite.window, limit: suite.limit, requests });
+  }
+}
+for (const path of values.trace ?? []) {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (error) {
+    fail(`cannot read the trace ${path}: ${(error as Error).message}`);
+  }
+  const log = parseClf(text);
+  const unreadable = log.unparseable === 0 ? '' : `; ${log.unparseable} unparseable lines skipped (first: ${JSON.stringify(log.firstUnparseable)})`;
+  if (log.unparseable > 0) console.error(`${path}: ${log.unparseable} lines are not Common Log Format and were skipped; first: ${log.firstUnparseable ?? ''}`);
+  jobs.push({ traffic: path.split('/').pop() ?? path, description: `Common Log Format trace ${path}${unreadable}`, window: suites[0]?.window ?? 60, limit: traceLimit, requests: log.requests });
+}
+if (jobs.length === 0) fail('nothing to replay: choose --shapes or give a --trace');
+
+// Replay them all, with one progress bar over every request.
+const total = jobs.reduce((sum, job) => sum + job.requests.length, 0);
+const bar = new cliProgress.SingleBar(
+  { format: 'replaying {bar} {percentage}% | {value}/{total} requests | {traffic} | {duration_formatted}', stream: process.stderr, hideCursor: true },
+  cliProgress.Presets.shades_classic,
+);
+bar.start(total, 0, { traffic: '' });
+const storeFor: ReplayOptions['storeFor'] = values.store === 'memcached' && memcachedServers ? () => createMemcachedStore({ servers: memcachedServers }) : undefined;
+const started = performance.now();
+const runs: LabRun[] = [];
+let offset = 0;
+for (const job of jobs) {
+  bar.update(offset, { traffic: job.traffic });
+  const result = await replay(job.requests, {
+    limit: job.limit,
+    window: job.window,
+    schemes: schemesFor(job.window),
+    ...(storeFor ? { storeFor } : {}),
+    onProgress: (done) => {
+      bar.update(offset + done);
+    },
+  });
+  offset += job.requests.length;
+  runs.push({ traffic: job.traffic, description: job.description, limit: job.limit, window: job.window, result });
+}
+bar.update(total);
+bar.stop();
+const seconds = (performance.now() - started) / 1000;
+
+for (const run of runs) console.log(`\n${runHeading(run)}\n\n${runTable(run)}`);
+const checks = runs.reduce((sum, run) => sum + run.result.requests * run.result.schemes.length, 0);
+console.log(`\n${total.toLocaleString('en')} requests through ${checks.toLocaleString('en')} limiter checks in ${seconds.toFixed(1)} s`);
+
+// The Markdown report and its charts.
+await mkdir(outDir, { recursive: true });
+const charts: { file: string; title: string }[] = [];
+for (const window of [...new Set(runs.map((run) => run.window))]) {
+  const ofWindow = runs.filter((run) => run.window === window);
+  const name = formatDuration(window);
+  const first = ofWindow[0];
+  if (!first) continue;
+  await writeFile(join(outDir, `error-${name}.svg`), await errorChart(ofWindow));
+  await writeFile(join(outDir, `cost-${name}.svg`), await costChart(first));
+  charts.push({ file: `error-${name}.svg`, title: `wrong decisions against granularity, ${name} window` });
+  charts.push({ file: `cost-${name}.svg`, title: `keys per check and bytes per client against granularity, ${name} window` });
+}
+const command = `npm run accuracy --${process.argv.length > 2 ? ` ${process.argv.slice(2).join(' ')}` : ''}`;
+await writeFile(join(outDir, 'report.md'), markdownReport(runs, command, charts));
+console.log(`report: ${join(outDir, 'report.md')} and ${charts.length} charts`);
