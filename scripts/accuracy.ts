@@ -3,12 +3,12 @@
 //   npm run accuracy -- --help
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 import cliProgress from 'cli-progress';
 import { formatDuration, parseDuration } from '../src/config/duration.js';
-import { createMemcachedStore } from '../src/store/memcached/memcached-store.js';
 import { parseClf } from './accuracy/clf.js';
-import { replay, type ReplayOptions } from './accuracy/replay.js';
+import { replay, type StoreChoice } from './accuracy/replay.js';
 import { costChart, errorChart, markdownReport, runHeading, runTable, type LabRun } from './accuracy/report.js';
 import { schemesFor } from './accuracy/schemes.js';
 import { SHAPES, type TimedRequest } from './accuracy/traffic.js';
@@ -25,6 +25,7 @@ const USAGE = `usage: npm run accuracy -- [options]
   --trace-limit N     the limit for traces (default 10 per window)
   --subsecond         generated timestamps in milliseconds rather than whole seconds
   --store memcached   count in MEMCACHED_SERVERS instead of the embedded store (slower)
+  --workers N         threads to spread the schemes over (default: one per core)
   --out DIR           where report.md and the SVG charts go (default accuracy-report)`;
 
 interface Suite {
@@ -58,6 +59,7 @@ const { values } = (() => {
         subsecond: { type: 'boolean' },
         store: { type: 'string' },
         out: { type: 'string' },
+        workers: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
     });
@@ -74,6 +76,7 @@ const requestsPerShape = positiveInteger(values.requests, 'requests', 100_000);
 const seed = positiveInteger(values.seed, 'seed', 1);
 const traceLimit = positiveInteger(values['trace-limit'], 'trace-limit', 10);
 const outDir = values.out ?? 'accuracy-report';
+const workers = positiveInteger(values.workers, 'workers', availableParallelism());
 if (values.store !== undefined && values.store !== 'memcached' && values.store !== 'embedded') fail('--store is embedded or memcached');
 const memcachedServers = process.env.MEMCACHED_SERVERS;
 if (values.store === 'memcached' && !memcachedServers) fail('--store memcached needs MEMCACHED_SERVERS=host:port');
@@ -129,14 +132,15 @@ for (const path of values.trace ?? []) {
 }
 if (jobs.length === 0) fail('nothing to replay: choose --shapes or give a --trace');
 
-// Replay them all, with one progress bar over every request.
-const total = jobs.reduce((sum, job) => sum + job.requests.length, 0);
+// Replay them all, with one progress bar over every check of every scheme.
+const schemeChecks = (job: Job) => job.requests.length * schemesFor(job.window).length;
+const total = jobs.reduce((sum, job) => sum + schemeChecks(job), 0);
 const bar = new cliProgress.SingleBar(
-  { format: 'replaying {bar} {percentage}% | {value}/{total} requests | {traffic} | {duration_formatted}', stream: process.stderr, hideCursor: true },
+  { format: 'replaying {bar} {percentage}% | {value}/{total} checks | {traffic} | {duration_formatted}', stream: process.stderr, hideCursor: true },
   cliProgress.Presets.shades_classic,
 );
 bar.start(total, 0, { traffic: '' });
-const storeFor: ReplayOptions['storeFor'] = values.store === 'memcached' && memcachedServers ? () => createMemcachedStore({ servers: memcachedServers }) : undefined;
+const store: StoreChoice = values.store === 'memcached' && memcachedServers ? { kind: 'memcached', servers: memcachedServers } : { kind: 'embedded' };
 const started = performance.now();
 const runs: LabRun[] = [];
 let offset = 0;
@@ -146,12 +150,13 @@ for (const job of jobs) {
     limit: job.limit,
     window: job.window,
     schemes: schemesFor(job.window),
-    ...(storeFor ? { storeFor } : {}),
+    store,
+    workers,
     onProgress: (done) => {
       bar.update(offset + done);
     },
   });
-  offset += job.requests.length;
+  offset += schemeChecks(job);
   runs.push({ traffic: job.traffic, description: job.description, limit: job.limit, window: job.window, result });
 }
 bar.update(total);
@@ -160,7 +165,8 @@ const seconds = (performance.now() - started) / 1000;
 
 for (const run of runs) console.log(`\n${runHeading(run)}\n\n${runTable(run)}`);
 const checks = runs.reduce((sum, run) => sum + run.result.requests * run.result.schemes.length, 0);
-console.log(`\n${total.toLocaleString('en')} requests through ${checks.toLocaleString('en')} limiter checks in ${seconds.toFixed(1)} s`);
+const requests = jobs.reduce((sum, job) => sum + job.requests.length, 0);
+console.log(`\n${requests.toLocaleString('en')} requests through ${checks.toLocaleString('en')} limiter checks in ${seconds.toFixed(1)} s on ${workers} thread${workers === 1 ? '' : 's'}`);
 
 // The Markdown report and its charts.
 await mkdir(outDir, { recursive: true });

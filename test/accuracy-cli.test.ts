@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
+import { useMemcached } from './helpers/memcached.js';
 
 const run = promisify(execFile);
 const accuracy = (...args: string[]) => run(process.execPath, ['--import', 'tsx', 'scripts/accuracy.ts', ...args], { maxBuffer: 10 * 1024 * 1024 });
@@ -32,6 +33,17 @@ describe('npm run accuracy', () => {
     expect(report).toContain('# memgate accuracy report');
     expect(report).toContain('![wrong decisions against granularity, 1m window](error-1m.svg)');
     expect(report).toContain('| exact sliding log');
+  });
+
+  const memcached = useMemcached();
+  it('counts in a real Memcached with --store memcached, deciding exactly as the embedded store', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'memgate-accuracy-'));
+    const args = ['--requests', '400', '--shapes', 'bursts', '--seed', '5'];
+    await accuracy(...args, '--out', join(dir, 'embedded'));
+    const env = { ...process.env, MEMCACHED_SERVERS: memcached().servers };
+    await run(process.execPath, ['--import', 'tsx', 'scripts/accuracy.ts', ...args, '--store', 'memcached', '--out', join(dir, 'memcached')], { env });
+    const tables = async (name: string) => (await readFile(join(dir, name, 'report.md'), 'utf8')).split('\n').filter((line) => line.startsWith('|'));
+    expect(await tables('memcached')).toEqual(await tables('embedded'));
   });
 
   it.each([

@@ -34,6 +34,15 @@ describe.each(cases)('replaying $name', ({ sizing, requests }) => {
   });
 });
 
+describe('replaying on worker threads', () => {
+  it('gives exactly the results of one thread', async () => {
+    const requests = SHAPES.find((s) => s.name === 'zipf')?.generate({ seed: 3, requests: 3000, ...MINUTE }) ?? [];
+    const options = { ...MINUTE, schemes: schemesFor(60) };
+    const [alone, pooled] = await Promise.all([replay(requests, options), replay(requests, { ...options, workers: 2 })]);
+    expect(pooled).toEqual(alone);
+  });
+});
+
 describe('what the lab shows', () => {
   it('a fixed window admits twice the limit under the boundary attack', async () => {
     const requests = SHAPES.find((s) => s.name === 'boundary')?.generate({ seed: 1, requests: 400, ...MINUTE }) ?? [];

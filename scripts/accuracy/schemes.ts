@@ -1,35 +1,28 @@
 import { formatDuration } from '../../src/config/duration.js';
 import type { Algorithm, Edge } from '../../src/config/policies.js';
 
-/** One way of counting, as the memgate policy that runs it. */
+/** One way of counting: plain data, so it can travel to a worker thread. */
 export interface Scheme {
   readonly name: string;
   readonly algorithm: Algorithm;
   readonly edge: Edge;
   /** Seconds; equals the window for fixed windows and the two-counter estimate. */
   readonly granularity: number;
-  /** A policy document with one event, `e`, holding the scheme's one limit. */
-  policies(limit: number, window: number): object;
+}
+
+/** The memgate policy that runs a scheme: one event, `e`, with the scheme's one limit. */
+export function schemePolicies(scheme: Scheme, limit: number, window: number): object {
+  return scheme.algorithm === 'fixed'
+    ? { events: { e: { algorithm: 'fixed', limits: [{ limit, window }] } } }
+    : { events: { e: { edge: scheme.edge, limits: [{ limit, window, granularity: scheme.granularity }] } } };
 }
 
 function sliding(granularity: number, edge: Edge, name?: string): Scheme {
-  return {
-    name: name ?? `${formatDuration(granularity)} buckets${granularity === 1 ? '' : `, ${edge} edge`}`,
-    algorithm: 'sliding',
-    edge,
-    granularity,
-    policies: (limit, window) => ({ events: { e: { edge, limits: [{ limit, window, granularity }] } } }),
-  };
+  return { name: name ?? `${formatDuration(granularity)} buckets${granularity === 1 ? '' : `, ${edge} edge`}`, algorithm: 'sliding', edge, granularity };
 }
 
 function fixed(window: number): Scheme {
-  return {
-    name: 'fixed window',
-    algorithm: 'fixed',
-    edge: 'whole',
-    granularity: window,
-    policies: (limit) => ({ events: { e: { algorithm: 'fixed', limits: [{ limit, window }] } } }),
-  };
+  return { name: 'fixed window', algorithm: 'fixed', edge: 'whole', granularity: window };
 }
 
 const EDGES: readonly Edge[] = ['whole', 'drop', 'weighted'];

@@ -97,7 +97,9 @@ export function createLimiter(options: LimiterOptions): Limiter {
       const windows = windowBuckets(plan, base, second, true);
       const { incremented, read } = await store.incrementAndRead(increments, windows.reads);
       // Decide on the counts before this request: take its own cost out of what it incremented.
-      const counts = windows.counts([...incremented.map((value) => value - cost), ...read]);
+      const values = incremented.map((value) => value - cost);
+      for (const value of read) values.push(value);
+      const counts = windows.counts(values);
       const decision = decide(counts, cost, nowMs, true);
       if (decision.allowed) return decision;
       // A denied request is not counted: take the increment back.

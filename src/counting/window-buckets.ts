@@ -1,51 +1,66 @@
 import { floorTo } from './cover.js';
-import type { LimitCounts } from './decision.js';
+import type { CountedBucket, LimitCounts } from './decision.js';
 import { bucketKey } from './keys.js';
-import type { EventPlan, LimitPlan } from './plan.js';
+import type { EventPlan } from './plan.js';
 
-interface SlottedBucket {
-  readonly start: number;
-  readonly size: number;
-  /** Where the bucket's value is: an increment's index, else the increments' count + a read's index. */
+/** A bucket of a limit's window, with where its value will be and, once read, its count. */
+interface SlottedBucket extends CountedBucket {
+  /** An increment's index, else the number of increments plus a read's index. */
   readonly slot: number;
+  count: number;
+}
+
+export interface WindowBuckets {
+  /** The keys to read, each once. */
+  readonly reads: readonly string[];
+  /** Fills every bucket's count from the increments' and reads' values, in slot order. */
+  counts(values: readonly number[]): readonly LimitCounts[];
 }
 
 /**
  * The buckets of every limit's window at `second`, oldest first, each pointing at where
- * its value will be. Limits share buckets of the same size, so each key is read once; with
- * `incrementing`, current buckets come from the increments instead of a read.
+ * its value will be. With `incrementing`, current buckets come from the increments
+ * instead of a read. Limits of one event can share buckets; each key is read once.
  */
-export function windowBuckets(plan: EventPlan, base: string, second: number, incrementing: boolean) {
-  const incrementedSizes = incrementing ? plan.levels.map((level) => level.size) : [];
+export function windowBuckets(plan: EventPlan, base: string, second: number, incrementing: boolean): WindowBuckets {
+  const increments = incrementing ? plan.levels.length : 0;
   const reads: string[] = [];
-  const readSlots = new Map<string, number>();
-  const slotOf = (size: number, start: number): number => {
-    const level = incrementedSizes.indexOf(size);
-    if (level !== -1 && start === floorTo(second, size)) return level;
-    const key = bucketKey(base, size, start);
-    let slot = readSlots.get(key);
-    if (slot === undefined) {
-      slot = incrementedSizes.length + reads.length;
-      readSlots.set(key, slot);
-      reads.push(key);
-    }
-    return slot;
-  };
-  const limits = plan.limits.map((limit: LimitPlan) => {
+  // Only an event with several limits can list one key twice.
+  const readSlots = plan.limits.length > 1 ? new Map<string, number>() : undefined;
+  const limits: { plan: EventPlan['limits'][number]; buckets: SlottedBucket[] }[] = [];
+  for (const limit of plan.limits) {
     const buckets: SlottedBucket[] = [];
     const runs = limit.cover(second);
     for (let r = runs.length - 1; r >= 0; r--) {
-      const { size, start, count } = runs[r] as (typeof runs)[number];
-      for (let i = 0; i < count; i++) buckets.push({ start: start + i * size, size, slot: slotOf(size, start + i * size) });
+      const { size, start: runStart, count } = runs[r] as (typeof runs)[number];
+      const level = incrementing ? plan.levels.findIndex((l) => l.size === size) : -1;
+      const current = floorTo(second, size);
+      for (let i = 0; i < count; i++) {
+        const start = runStart + i * size;
+        let slot: number;
+        if (level !== -1 && start === current) {
+          slot = level;
+        } else {
+          const key = bucketKey(base, size, start);
+          const known = readSlots?.get(key);
+          if (known === undefined) {
+            slot = increments + reads.length;
+            reads.push(key);
+            readSlots?.set(key, slot);
+          } else {
+            slot = known;
+          }
+        }
+        buckets.push({ start, size, slot, count: 0 });
+      }
     }
-    return { plan: limit, buckets };
-  });
+    limits.push({ plan: limit, buckets });
+  }
   return {
     reads,
-    counts: (values: readonly number[]): LimitCounts[] =>
-      limits.map(({ plan: limit, buckets }) => ({
-        plan: limit,
-        buckets: buckets.map(({ start, size, slot }) => ({ start, size, count: values[slot] ?? 0 })),
-      })),
+    counts(values) {
+      for (const { buckets } of limits) for (const bucket of buckets) bucket.count = values[bucket.slot] ?? 0;
+      return limits;
+    },
   };
 }
