@@ -24,7 +24,7 @@ describe('npm run accuracy', () => {
     const out = join(dir, 'report');
     const { stdout, stderr } = await accuracy('--requests', '300', '--shapes', 'steady-1x,boundary', '--trace', trace, '--out', out);
     expect(stdout).toContain('steady-1x: one client, Poisson arrivals at 1× the limit. Limit 10 per 1m');
-    expect(stdout).toMatch(/\| 1s buckets +\| +0% \|/);
+    expect(stdout).toMatch(/\| 1s buckets +\| +0% \| +0 \(0%\) \| +0 \(0%\) \|/);
     expect(stdout).toContain('access.log');
     expect(stderr).toContain('1 lines are not Common Log Format and were skipped; first: this line is not a log line');
     expect((await readdir(out)).sort()).toEqual(['cost-1m.svg', 'error-1m.svg', 'report.md']);

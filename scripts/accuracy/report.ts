@@ -25,8 +25,8 @@ export function runTable(run: LabRun): string {
   const rows = result.schemes.map((s) => [
     s.scheme.name,
     percent(s.falseAllows + s.falseDenies, result.requests),
-    String(s.falseAllows),
-    String(s.falseDenies),
+    `${s.falseAllows} (${percent(s.falseAllows, result.requests)})`,
+    `${s.falseDenies} (${percent(s.falseDenies, result.requests)})`,
     `${s.worstOverAdmission.toFixed(2)}×`,
     `${s.keysPerCheck.mean} / ${s.keysPerCheck.max}`,
     String(s.itemsPerFeature),

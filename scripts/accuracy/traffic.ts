@@ -44,20 +44,23 @@ function exponentialGap(random: () => number, ratePerMs: number): number {
   return -Math.log(1 - random()) / ratePerMs;
 }
 
+/** `count` Poisson arrivals at `ratePerMs` from `startMs`, each from the client `who` names. */
+function poissonArrivals(random: () => number, ratePerMs: number, count: number, startMs: number, who: () => string): TimedRequest[] {
+  const out: TimedRequest[] = [];
+  let t = startMs;
+  for (let i = 0; i < count; i++) {
+    t += exponentialGap(random, ratePerMs);
+    out.push({ ms: Math.floor(t), feature: who() });
+  }
+  return out;
+}
+
 function steady(multiple: number): TrafficShape {
   return {
     name: `steady-${multiple}x`,
     description: `one client, Poisson arrivals at ${multiple}× the limit`,
     generate({ seed, requests, limit, window, startMs = DEFAULT_START_MS }) {
-      const random = randomSource(seed);
-      const rate = (multiple * limit) / (window * 1000);
-      const out: TimedRequest[] = [];
-      let t = startMs;
-      for (let i = 0; i < requests; i++) {
-        t += exponentialGap(random, rate);
-        out.push({ ms: Math.floor(t), feature: 'client' });
-      }
-      return out;
+      return poissonArrivals(randomSource(seed), (multiple * limit) / (window * 1000), requests, startMs, () => 'client');
     },
   };
 }
@@ -100,12 +103,15 @@ const boundary: TrafficShape = {
   },
 };
 
-/** Draws ranks 1..n with probability proportional to 1 / rank^exponent. */
-export function zipfSampler(n: number, exponent: number, random: () => number): () => number {
+/**
+ * Draws ranks 1..n with probability proportional to 1 / rank^exponent. `total` is the
+ * sum of those weights, so rank 1 comes 1/total of the time.
+ */
+export function zipfSampler(n: number, exponent: number, random: () => number): (() => number) & { readonly total: number } {
   const cumulative = new Float64Array(n);
   let total = 0;
   for (let rank = 1; rank <= n; rank++) cumulative[rank - 1] = total += 1 / rank ** exponent;
-  return () => {
+  const draw = () => {
     const target = random() * total;
     let low = 0;
     let high = n - 1;
@@ -116,6 +122,7 @@ export function zipfSampler(n: number, exponent: number, random: () => number): 
     }
     return low + 1;
   };
+  return Object.assign(draw, { total });
 }
 
 const ZIPF_FEATURES = 10_000;
@@ -127,17 +134,9 @@ const zipf: TrafficShape = {
   generate({ seed, requests, limit, window, startMs = DEFAULT_START_MS }) {
     const random = randomSource(seed);
     const rank = zipfSampler(ZIPF_FEATURES, ZIPF_EXPONENT, random);
-    let harmonic = 0;
-    for (let k = 1; k <= ZIPF_FEATURES; k++) harmonic += 1 / k ** ZIPF_EXPONENT;
-    // The busiest client gets 1/harmonic of all traffic; size the total so it sends 2× the limit.
-    const rate = (2 * limit * harmonic) / (window * 1000);
-    const out: TimedRequest[] = [];
-    let t = startMs;
-    for (let i = 0; i < requests; i++) {
-      t += exponentialGap(random, rate);
-      out.push({ ms: Math.floor(t), feature: `user-${rank()}` });
-    }
-    return out;
+    // The busiest client gets 1/total of all traffic; size the total so it sends 2× the limit.
+    const rate = (2 * limit * rank.total) / (window * 1000);
+    return poissonArrivals(random, rate, requests, startMs, () => `user-${rank()}`);
   },
 };
 
