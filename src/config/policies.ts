@@ -9,8 +9,9 @@ export type Algorithm = 'sliding' | 'fixed';
 
 /**
  * How a sliding window counts its oldest bucket when the bucket lies partly outside the
- * window: `whole` (never over-admits; the default), `drop` (never under-admits that bucket's
- * requests away; may over-admit by one bucket), or `weighted` by the part inside.
+ * window: `whole` counts it (never over-admits; the default), `drop` leaves it out (never
+ * denies early; may over-admit by one bucket's requests), `weighted` counts the share of
+ * it inside the window.
  */
 export type Edge = 'whole' | 'drop' | 'weighted';
 
