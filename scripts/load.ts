@@ -2,9 +2,8 @@
 // latency and decisions.
 //   npm run load -- --url http://127.0.0.1:8080 --event login --features zipf:10000
 import { parseArgs } from 'node:util';
-import autocannon from 'autocannon';
 import { markdownTable } from 'markdown-table';
-import { randomSource, zipfSampler } from './accuracy/traffic.js';
+import { featureSpread, runLoad } from './lib/run-load.js';
 
 const USAGE = `usage: npm run load -- --url URL --event EVENT [options]
 
@@ -67,66 +66,25 @@ const connections = positiveInteger(values.connections, 'connections', 50);
 const requests = values.requests === undefined ? undefined : positiveInteger(values.requests, 'requests', 1);
 const duration = positiveInteger(values.duration, 'duration', 10);
 const cost = positiveInteger(values.cost, 'cost', 1);
-const random = randomSource(positiveInteger(values.seed, 'seed', 1));
 
-/** The next request's client, by the chosen spread. */
 const spread = values.features ?? 'hot';
-const match = /^(zipf|uniform):([0-9]+)$/.exec(spread);
-const clients = match ? Number(match[2]) : 1;
-if (spread !== 'hot' && (!match || clients < 1)) fail(`--features is hot, zipf:N or uniform:N (got ${JSON.stringify(spread)})`);
-const nextFeature: () => string =
-  spread === 'hot'
-    ? () => 'hot-client'
-    : match?.[1] === 'zipf'
-      ? (() => {
-          const rank = zipfSampler(clients, 1.1, random);
-          return () => `client-${rank()}`;
-        })()
-      : () => `client-${1 + Math.floor(random() * clients)}`;
-
-const path = (feature: string) =>
-  `${base.pathname.replace(/\/$/, '')}/check?event=${encodeURIComponent(event)}&feature=${encodeURIComponent(feature)}${cost === 1 ? '' : `&cost=${cost}`}`;
-
-const result = await new Promise<autocannon.Result>((resolve, reject) => {
-  const instance = autocannon(
-    {
-      url: base.origin,
-      connections,
-      ...(requests === undefined ? { duration } : { amount: requests }),
-      requests: [{ method: 'GET', setupRequest: (request) => ({ ...request, path: path(nextFeature()) }) }],
-    },
-    (error, finished) => {
-      if (error) reject(error instanceof Error ? error : new Error(String(error)));
-      else resolve(finished);
-    },
-  );
-  // A progress bar on a terminal; nothing in a pipe.
-  autocannon.track(instance, { outputStream: process.stderr, renderProgressBar: process.stderr.isTTY, renderResultsTable: false, renderLatencyTable: false });
-});
-
-const statuses = result.statusCodeStats as Record<string, { count: number } | undefined>;
-const allowed = statuses['200']?.count ?? 0;
-const denied = statuses['429']?.count ?? 0;
-const otherStatuses = Object.entries(statuses)
-  .filter(([code]) => code !== '200' && code !== '429')
-  .reduce((sum, [, stat]) => sum + (stat?.count ?? 0), 0);
-const answered = result['2xx'] + result.non2xx;
-const summary = {
-  url: base.origin,
+let nextFeature: () => string;
+try {
+  nextFeature = featureSpread(spread, positiveInteger(values.seed, 'seed', 1));
+} catch (error) {
+  fail((error as Error).message);
+}
+const summary = await runLoad({
+  url: base,
   event,
-  features: spread,
   connections,
-  seconds: result.duration,
-  requests: answered,
-  throughput: Math.round(answered / result.duration),
-  latencyMs: { p50: result.latency.p50, p90: result.latency.p90, p99: result.latency.p99, max: result.latency.max },
-  allowed,
-  denied,
-  errors: result.errors + result.timeouts + otherStatuses,
-};
-
+  ...(requests === undefined ? { duration } : { requests }),
+  cost,
+  nextFeature,
+  progress: process.stderr.isTTY,
+});
 if (values.json) {
-  console.log(JSON.stringify(summary, null, 2));
+  console.log(JSON.stringify({ url: base.origin, event, features: spread, connections, ...summary }, null, 2));
 } else {
   console.log(
     markdownTable(
@@ -136,14 +94,14 @@ if (values.json) {
           String(summary.requests),
           String(summary.throughput),
           ...[summary.latencyMs.p50, summary.latencyMs.p90, summary.latencyMs.p99, summary.latencyMs.max].map(String),
-          String(allowed),
-          String(denied),
+          String(summary.allowed),
+          String(summary.denied),
           String(summary.errors),
         ],
       ],
       { align: 'r' },
     ),
   );
-  console.log(`${connections} connections for ${summary.seconds.toFixed(1)} s against ${summary.url} (event ${event}, features ${spread}); latency in whole milliseconds, as autocannon records it`);
+  console.log(`${connections} connections for ${summary.seconds.toFixed(1)} s against ${base.origin} (event ${event}, features ${spread}); latency in whole milliseconds, as autocannon records it`);
 }
 if (summary.errors > 0) process.exitCode = 1;

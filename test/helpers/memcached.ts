@@ -1,10 +1,9 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { access, constants } from 'node:fs/promises';
-import { createConnection, createServer } from 'node:net';
-import { userInfo } from 'node:os';
-import { delimiter, join } from 'node:path';
+import { createConnection } from 'node:net';
 import { afterAll, beforeAll } from 'vitest';
+import { findMemcachedBinary, INSTALL_HINT, startMemcachedProcess, type MemcachedProcess } from '../../scripts/lib/memcached-process.js';
+
+export { startMemcachedProcess, type MemcachedProcess };
 
 /** A real Memcached for a test file. */
 export interface TestMemcached {
@@ -33,77 +32,20 @@ export function useMemcached(): () => TestMemcached {
   };
 }
 
-/** A memcached process this test controls, for fault tests (pause, kill). */
-export interface MemcachedProcess extends TestMemcached {
-  readonly process: ChildProcess;
-  readonly port: number;
-}
-
-const INSTALL_HINT =
-  'tests need a real Memcached: set MEMCACHED_SERVERS=host:port, or install memcached (apt-get install -y memcached), or run a Docker engine for testcontainers';
 
 /** MEMCACHED_SERVERS when set, else a memcached binary on a free port, else testcontainers. */
 export async function startMemcached(): Promise<TestMemcached> {
   const fromEnv = process.env.MEMCACHED_SERVERS?.trim();
   if (fromEnv) return { servers: fromEnv, source: 'env', stop: () => Promise.resolve() };
-  if (await findMemcachedBinary()) return startMemcachedProcess();
+  if (await findMemcachedBinary()) return { ...(await startMemcachedProcess()), source: 'binary' };
   const container = await startMemcachedContainer();
   if ('servers' in container) return container;
   throw new Error(`${INSTALL_HINT} (testcontainers: ${container.reason})`);
 }
 
-/** Starts the memcached binary on a free loopback port and waits until it accepts connections. */
-export async function startMemcachedProcess(): Promise<MemcachedProcess> {
-  const binary = await findMemcachedBinary();
-  if (!binary) throw new Error(INSTALL_HINT);
-  for (let attempt = 1; ; attempt++) {
-    const port = await freePort();
-    // memcached refuses to run as root unless told which user to be.
-    const user = process.getuid?.() === 0 ? ['-u', userInfo().username] : [];
-    const child = spawn(binary, ['-l', '127.0.0.1', '-p', String(port), '-U', '0', '-m', '64', ...user], { stdio: 'ignore' });
-    const exited = new Promise<void>((resolve) => {
-      child.once('exit', () => {
-        resolve();
-      });
-    });
-    if (await acceptsConnections(port, exited)) {
-      return {
-        servers: `127.0.0.1:${port}`,
-        source: 'binary',
-        process: child,
-        port,
-        async stop() {
-          if (child.exitCode === null && child.signalCode === null) {
-            child.kill('SIGCONT'); // in case a test paused it
-            child.kill('SIGKILL');
-            await exited;
-          }
-        },
-      };
-    }
-    child.kill('SIGKILL');
-    // Another process took the port between our probe and memcached's bind: try a new one.
-    if (attempt === 3) throw new Error(`memcached (${binary}) did not start on a free port after 3 attempts`);
-  }
-}
-
 /** A key prefix no other test run uses, so tests can share one Memcached. */
 export function uniquePrefix(): string {
   return `t${randomBytes(6).toString('hex')}`;
-}
-
-async function findMemcachedBinary(): Promise<string | undefined> {
-  const dirs = [...(process.env.PATH ?? '').split(delimiter), '/usr/bin', '/usr/sbin', '/usr/local/bin'];
-  for (const dir of dirs.filter(Boolean)) {
-    const candidate = join(dir, 'memcached');
-    try {
-      await access(candidate, constants.X_OK);
-      return candidate;
-    } catch {
-      // not here
-    }
-  }
-  return undefined;
 }
 
 async function startMemcachedContainer(): Promise<TestMemcached | { reason: string }> {
@@ -121,42 +63,6 @@ async function startMemcachedContainer(): Promise<TestMemcached | { reason: stri
     // No Docker engine answers (only a client is installed, or none at all).
     return { reason: error instanceof Error ? error.message : String(error) };
   }
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => {
-        if (typeof address === 'object' && address !== null) resolve(address.port);
-        else reject(new Error('no port assigned'));
-      });
-    });
-  });
-}
-
-async function acceptsConnections(port: number, exited: Promise<void>): Promise<boolean> {
-  const state = { gone: false };
-  void exited.then(() => {
-    state.gone = true;
-  });
-  const deadline = Date.now() + 5000;
-  while (!state.gone && Date.now() < deadline) {
-    const connected = await new Promise<boolean>((resolve) => {
-      const socket = createConnection({ port, host: '127.0.0.1' }, () => {
-        socket.end();
-        resolve(true);
-      });
-      socket.once('error', () => {
-        resolve(false);
-      });
-    });
-    if (connected) return true;
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-  return false;
 }
 
 /** The server's `stats` counters, read over the text protocol. */

@@ -1,0 +1,103 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { access, constants } from 'node:fs/promises';
+import { createConnection, createServer } from 'node:net';
+import { userInfo } from 'node:os';
+import { delimiter, join } from 'node:path';
+
+/** A memcached process of our own on a loopback port, for tests and benchmarks. */
+export interface MemcachedProcess {
+  /** `host:port`, ready for createMemcachedStore or MEMCACHED_SERVERS. */
+  readonly servers: string;
+  readonly process: ChildProcess;
+  readonly port: number;
+  stop(): Promise<void>;
+}
+
+export const INSTALL_HINT =
+  'a real Memcached is needed: set MEMCACHED_SERVERS=host:port, or install memcached (apt-get install -y memcached), or run a Docker engine for testcontainers';
+
+/** Starts the memcached binary on a free loopback port and waits until it accepts connections. */
+export async function startMemcachedProcess(): Promise<MemcachedProcess> {
+  const binary = await findMemcachedBinary();
+  if (!binary) throw new Error(INSTALL_HINT);
+  for (let attempt = 1; ; attempt++) {
+    const port = await freePort();
+    // memcached refuses to run as root unless told which user to be.
+    const user = process.getuid?.() === 0 ? ['-u', userInfo().username] : [];
+    const child = spawn(binary, ['-l', '127.0.0.1', '-p', String(port), '-U', '0', '-m', '64', ...user], { stdio: 'ignore' });
+    const exited = new Promise<void>((resolve) => {
+      child.once('exit', () => {
+        resolve();
+      });
+    });
+    if (await acceptsConnections(port, exited)) {
+      return {
+        servers: `127.0.0.1:${port}`,
+        process: child,
+        port,
+        async stop() {
+          if (child.exitCode === null && child.signalCode === null) {
+            child.kill('SIGCONT'); // in case a test paused it
+            child.kill('SIGKILL');
+            await exited;
+          }
+        },
+      };
+    }
+    child.kill('SIGKILL');
+    // Another process took the port between our probe and memcached's bind: try a new one.
+    if (attempt === 3) throw new Error(`memcached (${binary}) did not start on a free port after 3 attempts`);
+  }
+}
+
+/** The memcached binary on PATH or in the usual places, if installed. */
+export async function findMemcachedBinary(): Promise<string | undefined> {
+  const dirs = [...(process.env.PATH ?? '').split(delimiter), '/usr/bin', '/usr/sbin', '/usr/local/bin'];
+  for (const dir of dirs.filter(Boolean)) {
+    const candidate = join(dir, 'memcached');
+    try {
+      await access(candidate, constants.X_OK);
+      return candidate;
+    } catch {
+      // not here
+    }
+  }
+  return undefined;
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => {
+        if (typeof address === 'object' && address !== null) resolve(address.port);
+        else reject(new Error('no port assigned'));
+      });
+    });
+  });
+}
+
+async function acceptsConnections(port: number, exited: Promise<void>): Promise<boolean> {
+  const state = { gone: false };
+  void exited.then(() => {
+    state.gone = true;
+  });
+  const deadline = Date.now() + 5000;
+  while (!state.gone && Date.now() < deadline) {
+    const connected = await new Promise<boolean>((resolve) => {
+      const socket = createConnection({ port, host: '127.0.0.1' }, () => {
+        socket.end();
+        resolve(true);
+      });
+      socket.once('error', () => {
+        resolve(false);
+      });
+    });
+    if (connected) return true;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  return false;
+}
+

@@ -1,0 +1,84 @@
+import autocannon from 'autocannon';
+import { randomSource, zipfSampler } from '../accuracy/traffic.js';
+
+export interface LoadOptions {
+  /** The memgate (or bench server) to load; requests go to its /check. */
+  readonly url: URL;
+  readonly event: string;
+  readonly connections: number;
+  /** Seconds to run, unless `requests` is given. */
+  readonly duration?: number;
+  readonly requests?: number;
+  readonly cost?: number;
+  /** Whose request comes next. */
+  readonly nextFeature: () => string;
+  /** Show autocannon's progress bar on stderr. */
+  readonly progress?: boolean;
+}
+
+export interface LoadSummary {
+  readonly seconds: number;
+  readonly requests: number;
+  readonly throughput: number;
+  /** Whole milliseconds, as autocannon records them. */
+  readonly latencyMs: { readonly p50: number; readonly p90: number; readonly p99: number; readonly max: number };
+  readonly allowed: number;
+  readonly denied: number;
+  /** Connection errors, timeouts and answers other than 200 or 429. */
+  readonly errors: number;
+}
+
+/**
+ * A feature spread by name: `hot` (one client), `zipf:N` (N clients, Zipf 1.1 popularity)
+ * or `uniform:N` (N clients, equally often), seeded.
+ */
+export function featureSpread(spread: string, seed: number): () => string {
+  if (spread === 'hot') return () => 'hot-client';
+  const match = /^(zipf|uniform):([0-9]+)$/.exec(spread);
+  const clients = Number(match?.[2] ?? 0);
+  if (!match || clients < 1) throw new Error(`--features is hot, zipf:N or uniform:N (got ${JSON.stringify(spread)})`);
+  const random = randomSource(seed);
+  if (match[1] === 'zipf') {
+    const rank = zipfSampler(clients, 1.1, random);
+    return () => `client-${rank()}`;
+  }
+  return () => `client-${1 + Math.floor(random() * clients)}`;
+}
+
+/** Drives GET /check with autocannon and sums up throughput, latency and decisions. */
+export async function runLoad(options: LoadOptions): Promise<LoadSummary> {
+  const { url, event, connections, nextFeature } = options;
+  const cost = options.cost ?? 1;
+  const prefix = `${url.pathname.replace(/\/$/, '')}/check?event=${encodeURIComponent(event)}&feature=`;
+  const suffix = cost === 1 ? '' : `&cost=${cost}`;
+  const result = await new Promise<autocannon.Result>((resolve, reject) => {
+    const instance = autocannon(
+      {
+        url: url.origin,
+        connections,
+        ...(options.requests === undefined ? { duration: options.duration ?? 10 } : { amount: options.requests }),
+        requests: [{ method: 'GET', setupRequest: (request) => ({ ...request, path: `${prefix}${encodeURIComponent(nextFeature())}${suffix}` }) }],
+      },
+      (error, finished) => {
+        if (error) reject(error instanceof Error ? error : new Error(String(error)));
+        else resolve(finished);
+      },
+    );
+    // A progress bar on a terminal; nothing in a pipe.
+    autocannon.track(instance, { outputStream: process.stderr, renderProgressBar: options.progress ?? false, renderResultsTable: false, renderLatencyTable: false });
+  });
+  const statuses = result.statusCodeStats as Record<string, { count: number } | undefined>;
+  const otherStatuses = Object.entries(statuses)
+    .filter(([code]) => code !== '200' && code !== '429')
+    .reduce((sum, [, stat]) => sum + (stat?.count ?? 0), 0);
+  const answered = result['2xx'] + result.non2xx;
+  return {
+    seconds: result.duration,
+    requests: answered,
+    throughput: Math.round(answered / result.duration),
+    latencyMs: { p50: result.latency.p50, p90: result.latency.p90, p99: result.latency.p99, max: result.latency.max },
+    allowed: statuses['200']?.count ?? 0,
+    denied: statuses['429']?.count ?? 0,
+    errors: result.errors + result.timeouts + otherStatuses,
+  };
+}
