@@ -1,0 +1,198 @@
+// Benchmarks memgate against the cheapest possible networked limiter (one Memcached
+// increment per request), a peer library and the naive design, side by side on one
+// machine and HTTP stack, and writes the results to docs/performance.md.
+//   npm run bench -- --help
+import { spawn } from 'node:child_process';
+import { writeFile } from 'node:fs/promises';
+import { createConnection } from 'node:net';
+import { cpus, totalmem } from 'node:os';
+import { parseArgs } from 'node:util';
+import { markdownTable } from 'markdown-table';
+import { startMemcachedProcess } from './lib/memcached-process.js';
+import { featureSpread, runLoad, type LoadSummary } from './lib/run-load.js';
+
+const USAGE = `usage: npm run bench -- [options]
+
+  --duration S      seconds per run (default 5)
+  --connections N   concurrent connections (default 50)
+  --rounds N        rounds; every case runs once per round, in turn (default 3)
+  --memcached H:P   an existing Memcached (default: start one on a free port)
+  --out FILE        where the Markdown results go (default docs/performance.md; - for none)`;
+
+const CASES = ['floor', 'peer', 'naive', 'memgate-60s', 'memgate-1d'] as const;
+
+/** What each case is, for the report. */
+const DESCRIPTIONS: Record<string, string> = {
+  floor: 'one memjs increment per request and nothing else',
+  peer: "rate-limiter-flexible's RateLimiterMemcache",
+  naive: 'the design read literally: an increment, then 59 separate gets fanned out with p-limit',
+  'memgate-60s': 'memgate, 60 s sliding window, 1 s buckets',
+  'memgate-1d': 'memgate, 1-day sliding window, hour, minute and second buckets',
+  'memgate-deny': 'memgate, 60 s window, one feature far over its limit (every check a denial)',
+};
+
+interface Workload {
+  readonly name: string;
+  readonly features: string;
+  readonly cases: readonly string[];
+}
+
+const WORKLOADS: readonly Workload[] = [
+  { name: 'one hot feature', features: 'hot', cases: CASES },
+  { name: '100,000 features, Zipf', features: 'zipf:100000', cases: CASES },
+  { name: 'deny path', features: 'hot', cases: ['floor', 'memgate-deny'] },
+];
+
+/** The issue's targets: a case's throughput over the floor's, same workload and run. */
+const TARGETS: { workload: string; case: string; atLeast: number }[] = [
+  { workload: 'one hot feature', case: 'memgate-60s', atLeast: 0.9 },
+  { workload: '100,000 features, Zipf', case: 'memgate-60s', atLeast: 0.7 },
+  { workload: 'one hot feature', case: 'memgate-1d', atLeast: 0.8 },
+  { workload: 'deny path', case: 'memgate-deny', atLeast: 1.5 },
+];
+
+function fail(message: string): never {
+  console.error(`bench: ${message}\n\n${USAGE}`);
+  process.exit(2);
+}
+
+const positive = (text: string | undefined, name: string, fallback: number): number => {
+  if (text === undefined) return fallback;
+  if (!/^[0-9]+$/.test(text) || Number(text) < 1) fail(`--${name} must be a positive whole number (got ${JSON.stringify(text)})`);
+  return Number(text);
+};
+
+const { values } = (() => {
+  try {
+    return parseArgs({
+      options: {
+        duration: { type: 'string' },
+        connections: { type: 'string' },
+        rounds: { type: 'string' },
+        memcached: { type: 'string' },
+        out: { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    });
+  } catch (error) {
+    return fail((error as Error).message);
+  }
+})();
+if (values.help) {
+  console.log(USAGE);
+  process.exit(0);
+}
+const duration = positive(values.duration, 'duration', 5);
+const connections = positive(values.connections, 'connections', 50);
+const rounds = positive(values.rounds, 'rounds', 3);
+const out = values.out ?? 'docs/performance.md';
+
+const ownMemcached = values.memcached ? undefined : await startMemcachedProcess();
+const servers = values.memcached ?? ownMemcached?.servers ?? fail('no Memcached');
+
+/** The server's own version string, for the report's machine description. */
+const memcachedVersion = await new Promise<string>((resolve) => {
+  const [host = '127.0.0.1', port = '11211'] = servers.split(',')[0]?.split(':') ?? [];
+  const socket = createConnection({ host, port: Number(port) }, () => socket.write('version\r\n'));
+  socket.once('data', (data) => {
+    resolve(data.toString().trim().replace(/^VERSION /, ''));
+    socket.end();
+  });
+  socket.once('error', () => {
+    resolve('unknown');
+  });
+});
+
+/** Starts a case's server process and resolves with its URL once it listens. */
+function startCase(name: string): Promise<{ url: URL; stop: () => Promise<void> }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/bench/server.ts', name, servers], { stdio: ['ignore', 'pipe', 'inherit'] });
+  return new Promise((resolve, reject) => {
+    child.once('exit', (code) => {
+      reject(new Error(`bench server ${name} exited with ${String(code)}`));
+    });
+    child.stdout.once('data', (chunk: Buffer) => {
+      const { port } = JSON.parse(chunk.toString()) as { port: number };
+      resolve({
+        url: new URL(`http://127.0.0.1:${port}`),
+        stop: () =>
+          new Promise((done) => {
+            child.removeAllListeners('exit');
+            child.once('exit', () => {
+              done();
+            });
+            child.kill('SIGTERM');
+          }),
+      });
+    });
+  });
+}
+
+const runs = new Map<string, LoadSummary[]>();
+const key = (workload: string, name: string) => `${workload}|${name}`;
+for (let round = 1; round <= rounds; round++) {
+  for (const workload of WORKLOADS) {
+    for (const name of workload.cases) {
+      const server = await startCase(name);
+      process.stderr.write(`round ${round}/${rounds}: ${workload.name}, ${name}… `);
+      const summary = await runLoad({ url: server.url, event: 'bench', connections, duration, nextFeature: featureSpread(workload.features, round) });
+      await server.stop();
+      process.stderr.write(`${summary.throughput} req/s, p99 ${summary.latencyMs.p99} ms${summary.errors > 0 ? `, ${summary.errors} errors` : ''}\n`);
+      runs.set(key(workload.name, name), [...(runs.get(key(workload.name, name)) ?? []), summary]);
+    }
+  }
+}
+await ownMemcached?.stop();
+
+const median = (numbers: number[]) => {
+  const sorted = [...numbers].sort((a, b) => a - b);
+  const middle = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? (sorted[middle] ?? 0) : ((sorted[middle - 1] ?? 0) + (sorted[middle] ?? 0)) / 2;
+};
+const throughput = (workload: string, name: string) => median((runs.get(key(workload, name)) ?? []).map((s) => s.throughput));
+const p99 = (workload: string, name: string) => median((runs.get(key(workload, name)) ?? []).map((s) => s.latencyMs.p99));
+const errors = (workload: string, name: string) => (runs.get(key(workload, name)) ?? []).reduce((sum, s) => sum + s.errors, 0);
+
+const rows = WORKLOADS.flatMap((workload) =>
+  workload.cases.map((name) => {
+    const ratio = throughput(workload.name, name) / throughput(workload.name, 'floor');
+    const target = TARGETS.find((t) => t.workload === workload.name && t.case === name);
+    return [
+      workload.name,
+      name,
+      String(Math.round(throughput(workload.name, name))),
+      String(p99(workload.name, name)),
+      `${ratio.toFixed(2)}×`,
+      target ? `≥ ${target.atLeast}× ${ratio >= target.atLeast ? 'met' : 'not met'}` : '',
+      String(errors(workload.name, name)),
+    ];
+  }),
+);
+const peerRatio = throughput('one hot feature', 'memgate-60s') / throughput('one hot feature', 'peer');
+const table = markdownTable([['workload', 'case', 'req/s (median)', 'p99 ms', 'vs floor', 'target', 'errors'], ...rows], { align: ['l', 'l', 'r', 'r', 'r', 'l', 'r'] });
+const peerLine = `memgate-60s against the peer, one hot feature: ${peerRatio.toFixed(2)}× (target ≥ 1.3×, ${peerRatio >= 1.3 ? 'met' : 'not met'}); memgate-60s p99 ${p99('one hot feature', 'memgate-60s')} ms against the floor's ${p99('one hot feature', 'floor')} ms (target ≤ 2×).`;
+console.log(`\n${table}\n\n${peerLine}`);
+
+if (out !== '-') {
+  const cpu = cpus();
+  await writeFile(
+    out,
+    `# memgate performance
+
+Produced by \`npm run bench -- --duration ${duration} --connections ${connections} --rounds ${rounds}\`, ${new Date().toISOString().slice(0, 10)}.
+
+Each case is the same fastify HTTP stack answering \`GET /check\`, in its own process, loaded by autocannon (${connections} connections, ${duration} s per run) from the bench process, all on one machine with one Memcached. Every case runs once per round, in turn, and the table shows medians over ${rounds} rounds. **Compare ratios within this run, not absolute numbers across runs**: the machine is shared and noisy. Limits are high enough that requests are allowed, except in the deny-path case.
+
+Machine: ${cpu.length} × ${cpu[0]?.model ?? 'unknown CPU'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}, memcached ${memcachedVersion}; autocannon, the case's server and memcached share the cores.
+
+${WORKLOADS.flatMap((w) => w.cases)
+  .filter((name, i, all) => all.indexOf(name) === i)
+  .map((name) => `- **${name}**: ${DESCRIPTIONS[name] ?? name}`)
+  .join('\n')}
+
+${table}
+
+${peerLine}
+`,
+  );
+  console.log(`results: ${out}`);
+}
