@@ -4,7 +4,6 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { availableParallelism } from 'node:os';
-import { parseArgs } from 'node:util';
 import cliProgress from 'cli-progress';
 import { formatDuration, parseDuration } from '../src/config/duration.js';
 import { parseClf } from './accuracy/clf.js';
@@ -12,6 +11,7 @@ import { replay, type StoreChoice } from './accuracy/replay.js';
 import { costChart, errorChart, markdownReport, runHeading, runTable, type LabRun } from './accuracy/report.js';
 import { schemesFor } from './accuracy/schemes.js';
 import { SHAPES, type TimedRequest } from './accuracy/traffic.js';
+import { commandLine } from './lib/command-line.js';
 
 const USAGE = `usage: npm run accuracy -- [options]
 
@@ -34,43 +34,19 @@ interface Suite {
   readonly shapes: readonly string[];
 }
 
-function fail(message: string): never {
-  console.error(`accuracy: ${message}\n\n${USAGE}`);
-  process.exit(2);
-}
-
-function positiveInteger(text: string | undefined, name: string, fallback: number): number {
-  if (text === undefined) return fallback;
-  if (!/^[0-9]+$/.test(text) || Number(text) < 1) fail(`--${name} must be a positive whole number (got ${JSON.stringify(text)})`);
-  return Number(text);
-}
-
-const { values } = (() => {
-  try {
-    return parseArgs({
-      options: {
-        window: { type: 'string' },
-        limit: { type: 'string' },
-        requests: { type: 'string' },
-        seed: { type: 'string' },
-        shapes: { type: 'string' },
-        trace: { type: 'string', multiple: true },
-        'trace-limit': { type: 'string' },
-        subsecond: { type: 'boolean' },
-        store: { type: 'string' },
-        out: { type: 'string' },
-        workers: { type: 'string' },
-        help: { type: 'boolean', short: 'h' },
-      },
-    });
-  } catch (error) {
-    return fail((error as Error).message);
-  }
-})();
-if (values.help) {
-  console.log(USAGE);
-  process.exit(0);
-}
+const { values, fail, positiveInteger } = commandLine('accuracy', USAGE, {
+  window: { type: 'string' },
+  limit: { type: 'string' },
+  requests: { type: 'string' },
+  seed: { type: 'string' },
+  shapes: { type: 'string' },
+  trace: { type: 'string', multiple: true },
+  'trace-limit': { type: 'string' },
+  subsecond: { type: 'boolean' },
+  store: { type: 'string' },
+  out: { type: 'string' },
+  workers: { type: 'string' },
+});
 
 const requestsPerShape = positiveInteger(values.requests, 'requests', 100_000);
 const seed = positiveInteger(values.seed, 'seed', 1);
@@ -91,8 +67,7 @@ const chosenShapes = (window: number, fixedWindow: boolean): string[] =>
 
 let suites: Suite[];
 if (values.window !== undefined) {
-  const window = parseDuration(values.window);
-  if (window === undefined) fail(`--window must be a duration like 60s, 5m or 1d (got ${JSON.stringify(values.window)})`);
+  const window = parseDuration(values.window) ?? fail(`--window must be a duration like 60s, 5m or 1d (got ${JSON.stringify(values.window)})`);
   suites = [{ window, limit: positiveInteger(values.limit, 'limit', window >= 86_400 ? 1000 : 10), shapes: chosenShapes(window, true) }];
 } else {
   suites = [
@@ -119,12 +94,7 @@ for (const suite of suites) {
   }
 }
 for (const path of values.trace ?? []) {
-  let text: string;
-  try {
-    text = await readFile(path, 'utf8');
-  } catch (error) {
-    fail(`cannot read the trace ${path}: ${(error as Error).message}`);
-  }
+  const text = await readFile(path, 'utf8').catch((error: unknown) => fail(`cannot read the trace ${path}: ${(error as Error).message}`));
   const log = parseClf(text);
   const unreadable = log.unparseable === 0 ? '' : `; ${log.unparseable} unparseable lines skipped (first: ${JSON.stringify(log.firstUnparseable)})`;
   if (log.unparseable > 0) console.error(`${path}: ${log.unparseable} lines are not Common Log Format and were skipped; first: ${log.firstUnparseable ?? ''}`);

@@ -6,8 +6,9 @@ import { spawn } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import { createConnection } from 'node:net';
 import { cpus, totalmem } from 'node:os';
-import { parseArgs } from 'node:util';
 import { markdownTable } from 'markdown-table';
+import { benchEmbedded } from './bench/embedded.js';
+import { commandLine } from './lib/command-line.js';
 import { startMemcachedProcess } from './lib/memcached-process.js';
 import { featureSpread, runLoad, type LoadSummary } from './lib/run-load.js';
 
@@ -51,40 +52,16 @@ const TARGETS: { workload: string; case: string; atLeast: number }[] = [
   { workload: 'deny path', case: 'memgate-deny', atLeast: 1.5 },
 ];
 
-function fail(message: string): never {
-  console.error(`bench: ${message}\n\n${USAGE}`);
-  process.exit(2);
-}
-
-const positive = (text: string | undefined, name: string, fallback: number): number => {
-  if (text === undefined) return fallback;
-  if (!/^[0-9]+$/.test(text) || Number(text) < 1) fail(`--${name} must be a positive whole number (got ${JSON.stringify(text)})`);
-  return Number(text);
-};
-
-const { values } = (() => {
-  try {
-    return parseArgs({
-      options: {
-        duration: { type: 'string' },
-        connections: { type: 'string' },
-        rounds: { type: 'string' },
-        memcached: { type: 'string' },
-        out: { type: 'string' },
-        help: { type: 'boolean', short: 'h' },
-      },
-    });
-  } catch (error) {
-    return fail((error as Error).message);
-  }
-})();
-if (values.help) {
-  console.log(USAGE);
-  process.exit(0);
-}
-const duration = positive(values.duration, 'duration', 5);
-const connections = positive(values.connections, 'connections', 50);
-const rounds = positive(values.rounds, 'rounds', 3);
+const { values, fail, positiveInteger } = commandLine('bench', USAGE, {
+  duration: { type: 'string' },
+  connections: { type: 'string' },
+  rounds: { type: 'string' },
+  memcached: { type: 'string' },
+  out: { type: 'string' },
+});
+const duration = positiveInteger(values.duration, 'duration', 5);
+const connections = positiveInteger(values.connections, 'connections', 50);
+const rounds = positiveInteger(values.rounds, 'rounds', 3);
 const out = values.out ?? 'docs/performance.md';
 
 const ownMemcached = values.memcached ? undefined : await startMemcachedProcess();
@@ -126,6 +103,18 @@ function startCase(name: string): Promise<{ url: URL; stop: () => Promise<void> 
     });
   });
 }
+
+// In process first, while nothing else runs: the embedded store's own speed.
+process.stderr.write('embedded store, in process… ');
+const embedded = await benchEmbedded();
+process.stderr.write('done\n');
+const embeddedTable = markdownTable(
+  [
+    ['embedded store, in process, no HTTP', 'checks/s', 'target'],
+    ...embedded.map((e) => [e.name, String(e.checksPerSecond), `≥ 1,000,000 ${e.checksPerSecond >= 1_000_000 ? 'met' : 'not met'}`]),
+  ],
+  { align: ['l', 'r', 'l'] },
+);
 
 const runs = new Map<string, LoadSummary[]>();
 const key = (workload: string, name: string) => `${workload}|${name}`;
@@ -170,7 +159,7 @@ const rows = WORKLOADS.flatMap((workload) =>
 const peerRatio = throughput('one hot feature', 'memgate-60s') / throughput('one hot feature', 'peer');
 const table = markdownTable([['workload', 'case', 'req/s (median)', 'p99 ms', 'vs floor', 'target', 'errors'], ...rows], { align: ['l', 'l', 'r', 'r', 'r', 'l', 'r'] });
 const peerLine = `memgate-60s against the peer, one hot feature: ${peerRatio.toFixed(2)}× (target ≥ 1.3×, ${peerRatio >= 1.3 ? 'met' : 'not met'}); memgate-60s p99 ${p99('one hot feature', 'memgate-60s')} ms against the floor's ${p99('one hot feature', 'floor')} ms (target ≤ 2×).`;
-console.log(`\n${table}\n\n${peerLine}`);
+console.log(`\n${table}\n\n${peerLine}\n\n${embeddedTable}`);
 
 if (out !== '-') {
   const cpu = cpus();
@@ -192,6 +181,10 @@ ${WORKLOADS.flatMap((w) => w.cases)
 ${table}
 
 ${peerLine}
+
+The embedded store alone, \`limiter.check\` in one process on one core with no HTTP (tinybench, 2 s per case, run before the HTTP cases):
+
+${embeddedTable}
 `,
   );
   console.log(`results: ${out}`);

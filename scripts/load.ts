@@ -1,8 +1,8 @@
 // Load-tests a memgate deployment's /check with autocannon and reports throughput,
 // latency and decisions.
 //   npm run load -- --url http://127.0.0.1:8080 --event login --features zipf:10000
-import { parseArgs } from 'node:util';
 import { markdownTable } from 'markdown-table';
+import { commandLine } from './lib/command-line.js';
 import { featureSpread, runLoad } from './lib/run-load.js';
 
 const USAGE = `usage: npm run load -- --url URL --event EVENT [options]
@@ -18,62 +18,39 @@ const USAGE = `usage: npm run load -- --url URL --event EVENT [options]
   --seed N            seed of the feature spread (default 1)
   --json              print the result as JSON`;
 
-function fail(message: string): never {
-  console.error(`load: ${message}\n\n${USAGE}`);
-  process.exit(2);
-}
-
-function positiveInteger(text: string | undefined, name: string, fallback: number): number {
-  if (text === undefined) return fallback;
-  if (!/^[0-9]+$/.test(text) || Number(text) < 1) fail(`--${name} must be a positive whole number (got ${JSON.stringify(text)})`);
-  return Number(text);
-}
-
-const { values } = (() => {
+const { values, fail, positiveInteger } = commandLine('load', USAGE, {
+  url: { type: 'string' },
+  event: { type: 'string' },
+  connections: { type: 'string' },
+  duration: { type: 'string' },
+  requests: { type: 'string' },
+  features: { type: 'string' },
+  cost: { type: 'string' },
+  seed: { type: 'string' },
+  json: { type: 'boolean' },
+});
+const url = values.url ?? fail('--url is required');
+const event = values.event ?? fail('--event is required');
+const base = (() => {
   try {
-    return parseArgs({
-      options: {
-        url: { type: 'string' },
-        event: { type: 'string' },
-        connections: { type: 'string' },
-        duration: { type: 'string' },
-        requests: { type: 'string' },
-        features: { type: 'string' },
-        cost: { type: 'string' },
-        seed: { type: 'string' },
-        json: { type: 'boolean' },
-        help: { type: 'boolean', short: 'h' },
-      },
-    });
-  } catch (error) {
-    return fail((error as Error).message);
+    return new URL(url);
+  } catch {
+    return fail(`--url must be an http URL (got ${JSON.stringify(url)})`);
   }
 })();
-if (values.help) {
-  console.log(USAGE);
-  process.exit(0);
-}
-if (!values.url) fail('--url is required');
-if (!values.event) fail('--event is required');
-let base: URL;
-try {
-  base = new URL(values.url);
-} catch {
-  fail(`--url must be an http URL (got ${JSON.stringify(values.url)})`);
-}
-const event = values.event;
 const connections = positiveInteger(values.connections, 'connections', 50);
 const requests = values.requests === undefined ? undefined : positiveInteger(values.requests, 'requests', 1);
 const duration = positiveInteger(values.duration, 'duration', 10);
 const cost = positiveInteger(values.cost, 'cost', 1);
 
 const spread = values.features ?? 'hot';
-let nextFeature: () => string;
-try {
-  nextFeature = featureSpread(spread, positiveInteger(values.seed, 'seed', 1));
-} catch (error) {
-  fail((error as Error).message);
-}
+const nextFeature = (() => {
+  try {
+    return featureSpread(spread, positiveInteger(values.seed, 'seed', 1));
+  } catch (error) {
+    return fail((error as Error).message);
+  }
+})();
 const summary = await runLoad({
   url: base,
   event,
