@@ -17,7 +17,7 @@ export interface LabRun {
 const percent = (part: number, whole: number) => (whole === 0 ? '0%' : `${((100 * part) / whole).toFixed(part === 0 ? 0 : 3)}%`);
 
 /** Wrong decisions of a scheme, as a share of all requests. */
-export const wrongShare = (s: SchemeResult, requests: number) => (requests === 0 ? 0 : (s.falseAllows + s.falseDenies) / requests);
+const wrongShare = (s: SchemeResult, requests: number) => (requests === 0 ? 0 : (s.falseAllows + s.falseDenies) / requests);
 
 /** The table of one run: a row per scheme, the exact log first. */
 export function runTable(run: LabRun): string {

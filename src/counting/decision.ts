@@ -41,7 +41,8 @@ export interface LimitCounts {
 export function decide(limits: readonly LimitCounts[], cost: number, nowMs: number, counting: boolean): Decision {
   const now = Math.floor(nowMs / 1000);
   const totals = limits.map((limit) => countedTotal(limit, now));
-  const allowed = limits.every(({ plan }, i) => (totals[i] ?? 0) + cost <= plan.policy.limit);
+  const excess = limits.map(({ plan }, i) => (totals[i] ?? 0) + cost - plan.policy.limit);
+  const allowed = excess.every((e) => e <= 0);
   const counted = allowed && counting ? cost : 0;
   const statuses = limits.map(({ plan, buckets }, i): LimitStatus => {
     const used = (totals[i] ?? 0) + counted;
@@ -57,9 +58,9 @@ export function decide(limits: readonly LimitCounts[], cost: number, nowMs: numb
   if (allowed) return { allowed, limits: statuses };
 
   let retryAfter = 0;
-  excessOf(limits, cost, now).forEach((excess, i) => {
+  excess.forEach((needed, i) => {
     const limit = limits[i];
-    if (limit && excess > 0) retryAfter = Math.max(retryAfter, secondsUntil(releaseOfFirst(limit.plan, limit.buckets, excess, 0, now), nowMs));
+    if (limit && needed > 0) retryAfter = Math.max(retryAfter, secondsUntil(releaseOfFirst(limit.plan, limit.buckets, needed, 0, now), nowMs));
   });
   return { allowed, limits: statuses, retryAfter };
 }

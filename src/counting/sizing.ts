@@ -9,8 +9,6 @@ export function policySizing(policies: PolicySet, plans: ReadonlyMap<string, Eve
   return { source: policies.source, events: [...plans.values()].map(eventSizing) };
 }
 
-export type PolicySizing = ReturnType<typeof policySizing>;
-
 function eventSizing(plan: EventPlan) {
   return {
     event: plan.event,
