@@ -21,7 +21,9 @@ async function main(): Promise<void> {
     process.stdout.write(`${USAGE}\n`);
     return;
   }
-  const logger = pino({ level: settings.logLevel, base: { service: 'memgate' } });
+  // Synchronous writes: memgate logs at start, stop and on errors, never per request, so
+  // this costs nothing, and no line is lost when the process exits right after it.
+  const logger = pino({ level: settings.logLevel, base: { service: 'memgate' } }, pino.destination({ dest: 1, sync: true }));
   let service;
   try {
     service = await startService(settings, logger);
@@ -31,32 +33,28 @@ async function main(): Promise<void> {
     process.exit(1);
   }
 
-  // pino writes asynchronously: flush before exiting, or the last lines can be lost.
-  const exit = (code: number): void => {
-    logger.flush(() => process.exit(code));
-  };
   let stopping = false;
   const stop = (signal: NodeJS.Signals): void => {
     if (stopping) {
       // A second signal means "now": skip the rest of the drain.
       logger.warn({ signal }, 'second signal while draining; exiting now');
-      exit(1);
+      process.exit(1);
       return;
     }
     stopping = true;
     logger.info({ signal }, 'draining in-flight requests, then stopping');
     setTimeout(() => {
       logger.error('shutdown took too long; exiting');
-      exit(1);
+      process.exit(1);
     }, SHUTDOWN_GRACE_MS).unref();
     service.close().then(
       () => {
         logger.info('stopped');
-        exit(0);
+        process.exit(0);
       },
       (err: unknown) => {
         logger.error({ err }, 'failed to stop cleanly');
-        exit(1);
+        process.exit(1);
       },
     );
   };
