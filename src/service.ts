@@ -25,6 +25,9 @@ export async function startService(settings: Settings, logger: Logger): Promise<
     policies,
     store,
     keyPrefix: settings.keyPrefix,
+    maxClockSkewMs: settings.maxClockSkewMs,
+    featureCacheSize: settings.featureCacheSize,
+    maxDenialCacheMs: settings.maxDenialCacheMs,
     onRollbackError: (err: unknown) => {
       logger.warn({ err }, 'could not take back a denied request; its cost stays counted until its bucket expires');
     },

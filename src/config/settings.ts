@@ -1,5 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { DEFAULT_FEATURE_CACHE_SIZE, DEFAULT_MAX_CLOCK_SKEW_MS, DEFAULT_MAX_DENIAL_CACHE_MS } from '../counting/limiter.js';
 
 /** How the service runs, from the environment and the command line. */
 export interface Settings {
@@ -12,6 +13,9 @@ export interface Settings {
   readonly memcachedTimeoutMs: number;
   readonly keyPrefix: string;
   readonly logLevel: string;
+  readonly maxClockSkewMs: number;
+  readonly featureCacheSize: number;
+  readonly maxDenialCacheMs: number;
 }
 
 /** The example policies shipped in config/, beside src/ and dist/. */
@@ -28,6 +32,9 @@ Environment:
   MEMCACHED_SERVERS      host:port,host:port (unset: the embedded store, for one instance)
   MEMCACHED_TIMEOUT_MS   deadline of every Memcached call (default 250)
   MEMGATE_KEY_PREFIX     prefix of every Memcached key (default mg)
+  MEMGATE_MAX_CLOCK_SKEW_MS    how far apart instances' clocks may be (default 2000)
+  MEMGATE_FEATURE_CACHE_SIZE   features whose settled counts are kept in memory (default 10000; 0 none)
+  MEMGATE_MAX_DENIAL_CACHE_MS  longest a denial is repeated from memory (default 1000; 0 never)
   LOG_LEVEL              fatal, error, warn, info, debug, trace or silent (default info)`;
 
 /** A setting that cannot be used; the message says which and why. */
@@ -54,6 +61,9 @@ export function loadSettings(env: NodeJS.ProcessEnv, argv: readonly string[]): S
     memcachedTimeoutMs: integer(env, 'MEMCACHED_TIMEOUT_MS', 250, 1, 60_000),
     keyPrefix: setting(env, 'MEMGATE_KEY_PREFIX') ?? 'mg',
     logLevel,
+    maxClockSkewMs: integer(env, 'MEMGATE_MAX_CLOCK_SKEW_MS', DEFAULT_MAX_CLOCK_SKEW_MS, 0, 60_000),
+    featureCacheSize: integer(env, 'MEMGATE_FEATURE_CACHE_SIZE', DEFAULT_FEATURE_CACHE_SIZE, 0, 10_000_000),
+    maxDenialCacheMs: integer(env, 'MEMGATE_MAX_DENIAL_CACHE_MS', DEFAULT_MAX_DENIAL_CACHE_MS, 0, 3_600_000),
   };
 }
 

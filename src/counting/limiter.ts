@@ -1,12 +1,12 @@
 import { parsePolicies, PolicySet } from '../config/policies.js';
 import { StoreUnavailableError, type CounterStore } from '../store/counter-store.js';
-import { floorTo } from './cover.js';
 import { decide, excessOf, secondsUntil, type Decision, type LimitCounts } from './decision.js';
-import { bucketKey, counterKeyBase } from './keys.js';
+import { rememberDenial, repeatDenial } from './cached-denial.js';
+import { FeatureCache, type FeatureState } from './feature-cache.js';
+import { bucketKey } from './keys.js';
 import { planEvents, type EventPlan } from './plan.js';
 import { eventPlan, validCost, validFeature } from './request.js';
 import { exactRelease } from './retry.js';
-import { windowBuckets } from './window-buckets.js';
 
 const KEY_PREFIX_PATTERN = /^[A-Za-z0-9_.-]{1,32}$/;
 
@@ -29,7 +29,17 @@ export interface LimiterOptions {
   readonly keyPrefix?: string;
   /** Told when taking back a denied request's increment fails; the deny stands regardless. */
   readonly onRollbackError?: (error: unknown) => void;
+  /** How far apart the clocks of instances sharing the store may be, plus a request's time in flight. Default 2000. */
+  readonly maxClockSkewMs?: number;
+  /** Features whose settled counts and last denial this instance keeps. Default 10,000; 0 keeps none. */
+  readonly featureCacheSize?: number;
+  /** Longest a denial is answered from memory instead of the store. Default 1000; 0 never. */
+  readonly maxDenialCacheMs?: number;
 }
+
+export const DEFAULT_MAX_CLOCK_SKEW_MS = 2000;
+export const DEFAULT_FEATURE_CACHE_SIZE = 10_000;
+export const DEFAULT_MAX_DENIAL_CACHE_MS = 1000;
 
 export interface Limiter {
   /** Decides the request and, when allowed, counts it. */
@@ -49,35 +59,51 @@ export function createLimiter(options: LimiterOptions): Limiter {
   if (!KEY_PREFIX_PATTERN.test(keyPrefix)) {
     throw new Error(`key prefix ${JSON.stringify(keyPrefix)} must be 1 to 32 letters, digits, "_", "." or "-"`);
   }
+  const maxClockSkewMs = nonNegative('maxClockSkewMs', options.maxClockSkewMs, DEFAULT_MAX_CLOCK_SKEW_MS);
+  const maxDenialCacheMs = nonNegative('maxDenialCacheMs', options.maxDenialCacheMs, DEFAULT_MAX_DENIAL_CACHE_MS);
+  // Counters no other instance shares cannot be changed by another clock.
+  const skewSeconds = store.shared ? Math.ceil(maxClockSkewMs / 1000) : 0;
+  const features = new FeatureCache(keyPrefix, nonNegative('featureCacheSize', options.featureCacheSize, DEFAULT_FEATURE_CACHE_SIZE), skewSeconds);
 
   /**
-   * A denial's retryAfter, exact to each limit's granularity: decide() alone can only say
-   * when a whole coarse bucket has left. Falls back to its answer if the store fails now.
+   * The second by which enough cost has left every exceeded window, exact to each limit's
+   * granularity: decide() alone can only say when a whole coarse bucket has left. Undefined
+   * when the store fails now.
    */
-  async function withExactRetry(decision: Decision, counts: readonly LimitCounts[], base: string, cost: number, nowMs: number): Promise<Decision> {
-    const now = Math.floor(nowMs / 1000);
+  async function exactReleaseSecond(counts: readonly LimitCounts[], base: string, cost: number, nowMs: number): Promise<number | undefined> {
+    const second = Math.floor(nowMs / 1000);
     const read = async (size: number, starts: readonly number[]) =>
       (await store.incrementAndRead([], starts.map((start) => bucketKey(base, size, start)))).read;
     try {
-      let retryAfter = 0;
-      for (const [i, excess] of excessOf(counts, cost, now).entries()) {
+      let release = second + 1;
+      for (const [i, excess] of excessOf(counts, cost, second).entries()) {
         const limit = counts[i];
-        if (limit && excess > 0) {
-          retryAfter = Math.max(retryAfter, secondsUntil(await exactRelease(limit.plan, limit.buckets, excess, now, read), nowMs));
-        }
+        if (limit && excess > 0) release = Math.max(release, await exactRelease(limit.plan, limit.buckets, excess, second, read));
       }
-      return { ...decision, retryAfter };
+      return release;
     } catch (error) {
-      if (error instanceof StoreUnavailableError) return decision;
+      if (error instanceof StoreUnavailableError) return undefined;
       throw error;
     }
   }
 
-  function resolve(request: CheckRequest): { plan: EventPlan; base: string; cost: number } {
+  /** A denial with its exact retryAfter, remembered while its answer cannot change. */
+  async function denial(decision: Decision, counts: readonly LimitCounts[], plan: EventPlan, state: FeatureState, cost: number, nowMs: number): Promise<Decision> {
+    // The window's buckets are shared with concurrent checks of this feature: keep this check's counts.
+    const own = counts.map(({ plan, buckets }) => ({ plan, buckets: buckets.map((bucket) => ({ ...bucket })) }));
+    const release = await exactReleaseSecond(own, state.base, cost, nowMs);
+    if (release === undefined) return decision;
+    const exact = { ...decision, retryAfter: secondsUntil(release, nowMs) };
+    // A weighted edge's release time is only an upper bound: repeating it could deny too long.
+    if (plan.edge !== 'weighted' || plan.algorithm === 'fixed') state.denial = rememberDenial(exact, cost, release, nowMs, maxDenialCacheMs);
+    return exact;
+  }
+
+  function resolve(request: CheckRequest): { plan: EventPlan; state: FeatureState; cost: number } {
     const plan = eventPlan(plans, request.event);
     const feature = validFeature(request.feature);
     const cost = validCost(request.cost, plan);
-    return { plan, base: counterKeyBase(keyPrefix, plan.event, feature), cost };
+    return { plan, state: features.state(plan, feature), cost };
   }
 
   return {
@@ -85,36 +111,41 @@ export function createLimiter(options: LimiterOptions): Limiter {
     plans,
 
     async check(request) {
-      const { plan, base, cost } = resolve(request);
+      const { plan, state, cost } = resolve(request);
       const nowMs = now();
-      const second = Math.floor(nowMs / 1000);
+      const repeated = repeatDenial(state.denial, cost, nowMs);
+      if (repeated) return repeated;
+      const window = features.windowAt(state, plan, Math.floor(nowMs / 1000));
       // Increment first, so concurrent checks on any instance see each other's cost.
-      const increments = plan.levels.map((level) => ({
-        key: bucketKey(base, level.size, floorTo(second, level.size)),
-        delta: cost,
-        ttlSeconds: level.ttlSeconds,
-      }));
-      const windows = windowBuckets(plan, base, second, true);
-      const { incremented, read } = await store.incrementAndRead(increments, windows.reads);
-      // Decide on the counts before this request: take its own cost out of what it incremented.
-      const values = incremented.map((value) => value - cost);
-      for (const value of read) values.push(value);
-      const counts = windows.counts(values);
+      const increments = window.currentKeys.map((key, level) => ({ key, delta: cost, ttlSeconds: plan.levels[level]?.ttlSeconds ?? 0 }));
+      const reads = window.reads;
+      const { incremented, read } = await store.incrementAndRead(increments, reads.keys);
+      // Decide on the counts before this request: its own cost comes out of what it incremented.
+      const counts = window.fill(reads, read, incremented, cost);
       const decision = decide(counts, cost, nowMs, true);
       if (decision.allowed) return decision;
       // A denied request is not counted: take the increment back.
       await store.decrement(increments.map(({ key }) => ({ key, delta: cost }))).catch((error: unknown) => onRollbackError?.(error));
-      return withExactRetry(decision, counts, base, cost, nowMs);
+      return denial(decision, counts, plan, state, cost, nowMs);
     },
 
     async peek(request) {
-      const { plan, base, cost } = resolve(request);
+      const { plan, state, cost } = resolve(request);
       const nowMs = now();
-      const windows = windowBuckets(plan, base, Math.floor(nowMs / 1000), false);
-      const { read } = await store.incrementAndRead([], windows.reads);
-      const counts = windows.counts(read);
+      const repeated = repeatDenial(state.denial, cost, nowMs);
+      if (repeated) return repeated;
+      const window = features.windowAt(state, plan, Math.floor(nowMs / 1000));
+      const reads = window.reads;
+      const { read } = await store.incrementAndRead([], [...reads.keys, ...window.currentKeys]);
+      const counts = window.fill(reads, read, read.slice(reads.keys.length), 0);
       const decision = decide(counts, cost, nowMs, false);
-      return decision.allowed ? decision : withExactRetry(decision, counts, base, cost, nowMs);
+      return decision.allowed ? decision : denial(decision, counts, plan, state, cost, nowMs);
     },
   };
+}
+
+function nonNegative(name: string, value: number | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (!Number.isSafeInteger(value) || value < 0) throw new Error(`${name} must be a whole number ≥ 0 (got ${String(value)})`);
+  return value;
 }

@@ -28,6 +28,8 @@ export interface IncrementAndReadResult {
 export interface CounterStore {
   /** `memcached` or `embedded`, for logs and /readyz. */
   readonly kind: string;
+  /** Whether other memgate instances count in the same counters (so their clocks matter). */
+  readonly shared: boolean;
   /** Human-readable location, for the start-up log. */
   readonly description: string;
   /**

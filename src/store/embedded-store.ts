@@ -72,6 +72,7 @@ export function createEmbeddedStore(options: EmbeddedStoreOptions = {}): Counter
 
   return {
     kind: 'embedded',
+    shared: false,
     description: 'embedded (in this process; limits are not shared between instances)',
 
     incrementAndRead(increments: readonly CounterIncrement[], reads: readonly string[]): Promise<IncrementAndReadResult> {

@@ -85,8 +85,18 @@ async function memcachedStats(servers: string): Promise<Record<string, number>> 
   return stats;
 }
 
-/** Every counter write the server has seen: increments and decrements, hits and misses. */
+/**
+ * Counter writes the server has seen: increments and decrements, hits and misses, plus new
+ * items (memcached counts an increment that creates its key only there, and also counts an
+ * increment whose number outgrows its item). Zero exactly when nothing was written.
+ */
 export async function counterWrites(servers: string): Promise<number> {
   const s = await memcachedStats(servers);
-  return (s.incr_hits ?? 0) + (s.incr_misses ?? 0) + (s.decr_hits ?? 0) + (s.decr_misses ?? 0);
+  return (s.incr_hits ?? 0) + (s.incr_misses ?? 0) + (s.decr_hits ?? 0) + (s.decr_misses ?? 0) + (s.total_items ?? 0);
+}
+
+/** Every key the server was asked to read, hit or miss. */
+export async function counterReads(servers: string): Promise<number> {
+  const s = await memcachedStats(servers);
+  return (s.get_hits ?? 0) + (s.get_misses ?? 0);
 }

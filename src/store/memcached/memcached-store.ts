@@ -62,6 +62,7 @@ export function createMemcachedStore(options: MemcachedStoreOptions): CounterSto
 
   return {
     kind: 'memcached',
+    shared: true,
     description: `memcached ${endpoints.map((endpoint) => endpoint.label).join(',')}`,
 
     async incrementAndRead(increments: readonly CounterIncrement[], reads: readonly string[]): Promise<IncrementAndReadResult> {

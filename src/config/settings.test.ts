@@ -1,0 +1,22 @@
+import { describe, expect, it } from 'vitest';
+import { loadSettings, SettingsError } from './settings.js';
+
+describe('loadSettings', () => {
+  it('gives the caching settings their defaults', () => {
+    expect(loadSettings({}, [])).toMatchObject({ maxClockSkewMs: 2000, featureCacheSize: 10_000, maxDenialCacheMs: 1000 });
+  });
+
+  it('reads them from the environment, 0 turning a cache off', () => {
+    const env = { MEMGATE_MAX_CLOCK_SKEW_MS: '500', MEMGATE_FEATURE_CACHE_SIZE: '0', MEMGATE_MAX_DENIAL_CACHE_MS: '0' };
+    expect(loadSettings(env, [])).toMatchObject({ maxClockSkewMs: 500, featureCacheSize: 0, maxDenialCacheMs: 0 });
+  });
+
+  it.each([
+    ['MEMGATE_MAX_CLOCK_SKEW_MS', '-1'],
+    ['MEMGATE_FEATURE_CACHE_SIZE', 'lots'],
+    ['MEMGATE_MAX_DENIAL_CACHE_MS', '1.5'],
+  ])('refuses %s=%s, naming it', (name, value) => {
+    expect(() => loadSettings({ [name]: value }, [])).toThrow(SettingsError);
+    expect(() => loadSettings({ [name]: value }, [])).toThrow(`${name} must be a whole number`);
+  });
+});

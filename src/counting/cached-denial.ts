@@ -1,0 +1,42 @@
+import { secondsUntil, type Decision } from './decision.js';
+
+/**
+ * A denial remembered so the next identical request is answered without the store. Other
+ * instances can only add to a window's count, so a denial stands until the second its
+ * retryAfter names; memgate keeps it at most a short while less, so that a count lowered
+ * outside memgate's view (a reset, a denial taken back elsewhere) is seen soon.
+ */
+export interface CachedDenial {
+  readonly cost: number;
+  readonly decidedAtMs: number;
+  readonly untilMs: number;
+  /** The second at which enough cost has left the exceeded windows. */
+  readonly releaseSecond: number;
+  readonly decision: Decision;
+}
+
+/**
+ * Remembers a denial for requests of the same cost, which are denied with the same retryAfter.
+ * Only a denial whose release second is exact may be repeated: an early answer from the
+ * cache would deny a request the store would allow.
+ */
+export function rememberDenial(decision: Decision, cost: number, releaseSecond: number, nowMs: number, maxMs: number): CachedDenial | undefined {
+  const untilMs = Math.min(releaseSecond * 1000, nowMs + maxMs);
+  return untilMs > nowMs ? { cost, decidedAtMs: nowMs, untilMs, releaseSecond, decision } : undefined;
+}
+
+/** The cached denial as it stands at `nowMs`, or undefined when it does not answer this request. */
+export function repeatDenial(cached: CachedDenial | undefined, cost: number, nowMs: number): Decision | undefined {
+  if (cached?.cost !== cost || nowMs >= cached.untilMs || nowMs < cached.decidedAtMs) return undefined;
+  const elapsedMs = nowMs - cached.decidedAtMs;
+  const { decision } = cached;
+  return {
+    allowed: false,
+    // Counted down from the cached answer; never earlier than the store would say.
+    limits: decision.limits.map((status) => ({
+      ...status,
+      resetSeconds: status.resetSeconds === 0 ? 0 : Math.max(1, Math.ceil((status.resetSeconds * 1000 - elapsedMs) / 1000)),
+    })),
+    retryAfter: secondsUntil(cached.releaseSecond, nowMs),
+  };
+}
