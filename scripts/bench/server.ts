@@ -6,9 +6,9 @@ import Memcached from 'memcached';
 import memjs from 'memjs';
 import pLimit from 'p-limit';
 import { RateLimiterMemcache, RateLimiterRes } from 'rate-limiter-flexible';
-import { createLimiter } from '../../src/counting/limiter.js';
+import { createLimiter, type LimiterOptions } from '../../src/counting/limiter.js';
 import { buildApp } from '../../src/http/app.js';
-import { createMemcachedStore } from '../../src/store/memcached/memcached-store.js';
+import { createMemcachedStore, type MemcachedStoreOptions } from '../../src/store/memcached/memcached-store.js';
 
 /** Limits high enough that every request is allowed, except in the deny case. */
 const HIGH_LIMIT = 1_000_000_000;
@@ -25,9 +25,10 @@ function bare(route: (feature: string) => Promise<boolean>): FastifyInstance {
   return app;
 }
 
-const memgate = (servers: string, limit: number, window: string) => {
-  const store = createMemcachedStore({ servers });
-  const limiter = createLimiter({ policies: { events: { bench: { limits: [{ limit, window }] } } }, store, keyPrefix: `b${process.pid}` });
+/** memgate's own app; the options turn its optimizations off, one at a time, to measure each. */
+const memgate = (servers: string, limit: number, window: string, options: Partial<LimiterOptions & MemcachedStoreOptions> = {}) => {
+  const store = createMemcachedStore({ ...options, servers });
+  const limiter = createLimiter({ ...options, policies: { events: { bench: { limits: [{ limit, window }] } } }, store, keyPrefix: `b${process.pid}` });
   return buildApp({ limiter, store });
 };
 
@@ -70,6 +71,11 @@ const CASES: Record<string, (servers: string) => FastifyInstance> = {
   'memgate-1d': (servers) => memgate(servers, HIGH_LIMIT, '1d'),
   /** One feature far over its limit: every check after the first is a denial. */
   'memgate-deny': (servers) => memgate(servers, 1, '60s'),
+  // Each lever off in turn.
+  'memgate-60s-uncached': (servers) => memgate(servers, HIGH_LIMIT, '60s', { featureCacheSize: 0 }),
+  'memgate-60s-uncorked': (servers) => memgate(servers, HIGH_LIMIT, '60s', { coalesceWrites: false }),
+  'memgate-1d-uncached': (servers) => memgate(servers, HIGH_LIMIT, '1d', { featureCacheSize: 0 }),
+  'memgate-deny-uncached': (servers) => memgate(servers, 1, '60s', { maxDenialCacheMs: 0 }),
 };
 
 const [name, servers] = process.argv.slice(2);

@@ -31,6 +31,29 @@ export interface CountedBucket {
 export interface LimitCounts {
   readonly plan: LimitPlan;
   readonly buckets: readonly CountedBucket[];
+  /** The oldest buckets, summed once when their counts can no longer change. */
+  readonly settled?: SettledPrefix | undefined;
+}
+
+/** A summary of a limit's oldest buckets, so a check need not walk them again. */
+export interface SettledPrefix {
+  /** How many of the oldest buckets it sums; fewer than all of them. */
+  readonly length: number;
+  readonly total: number;
+  /** The index of the oldest bucket with any count, or -1 when they are all empty. */
+  readonly firstCounted: number;
+}
+
+/** Sums the first `length` buckets. */
+export function settledPrefix(buckets: readonly CountedBucket[], length: number): SettledPrefix {
+  let total = 0;
+  let firstCounted = -1;
+  for (let i = 0; i < length; i++) {
+    const count = (buckets[i] as CountedBucket).count;
+    if (firstCounted === -1 && count > 0) firstCounted = i;
+    total += count;
+  }
+  return { length, total, firstCounted };
 }
 
 /**
@@ -44,7 +67,8 @@ export function decide(limits: readonly LimitCounts[], cost: number, nowMs: numb
   const excess = limits.map(({ plan }, i) => (totals[i] ?? 0) + cost - plan.policy.limit);
   const allowed = excess.every((e) => e <= 0);
   const counted = allowed && counting ? cost : 0;
-  const statuses = limits.map(({ plan, buckets }, i): LimitStatus => {
+  const statuses = limits.map((limit, i): LimitStatus => {
+    const { plan } = limit;
     const used = (totals[i] ?? 0) + counted;
     return {
       name: plan.policy.name,
@@ -52,7 +76,7 @@ export function decide(limits: readonly LimitCounts[], cost: number, nowMs: numb
       window: plan.policy.window,
       // A weighted edge makes `used` fractional; only whole requests fit in what remains.
       remaining: Math.max(0, Math.floor(plan.policy.limit - used)),
-      resetSeconds: used === 0 ? 0 : secondsUntil(releaseOfFirst(plan, buckets, 1, counted, now), nowMs),
+      resetSeconds: used === 0 ? 0 : secondsUntil(releaseOfFirst(limit, 1, counted, now), nowMs),
     };
   });
   if (allowed) return { allowed, limits: statuses };
@@ -60,7 +84,7 @@ export function decide(limits: readonly LimitCounts[], cost: number, nowMs: numb
   let retryAfter = 0;
   excess.forEach((needed, i) => {
     const limit = limits[i];
-    if (limit && needed > 0) retryAfter = Math.max(retryAfter, secondsUntil(releaseOfFirst(limit.plan, limit.buckets, needed, 0, now), nowMs));
+    if (limit && needed > 0) retryAfter = Math.max(retryAfter, secondsUntil(releaseOfFirst(limit, needed, 0, now), nowMs));
   });
   return { allowed, limits: statuses, retryAfter };
 }
@@ -71,9 +95,9 @@ export function excessOf(limits: readonly LimitCounts[], cost: number, now: numb
 }
 
 /** What a limit's window holds at second `now`: its buckets, the oldest weighted by the edge rule. */
-function countedTotal({ plan, buckets }: LimitCounts, now: number): number {
-  let total = 0;
-  for (const bucket of buckets) total += bucket.count;
+function countedTotal({ plan, buckets, settled }: LimitCounts, now: number): number {
+  let total = settled?.total ?? 0;
+  for (let i = settled?.length ?? 0; i < buckets.length; i++) total += (buckets[i] as CountedBucket).count;
   const oldest = buckets[0];
   return oldest ? total - oldest.count * (1 - plan.oldestWeight(now)) : total;
 }
@@ -86,10 +110,21 @@ export function crossing(
   buckets: readonly CountedBucket[],
   amount: number,
   pending = 0,
+  settled?: SettledPrefix,
 ): { bucket: CountedBucket; before: number } | undefined {
   const newest = buckets.length - 1;
   let before = 0;
-  for (let i = 0; i <= newest; i++) {
+  let i = 0;
+  if (settled && settled.length <= newest) {
+    // The prefix answers without a walk when the amount is 1 (resetSeconds) or lies beyond it.
+    const first = buckets[settled.firstCounted];
+    if (amount <= 1 && first) return { bucket: first, before: 0 };
+    if (amount > settled.total) {
+      i = settled.length;
+      before = settled.total;
+    }
+  }
+  for (; i <= newest; i++) {
     const bucket = buckets[i] as CountedBucket;
     const count = bucket.count + (i === newest ? pending : 0);
     if (before + count >= amount) return { bucket, before };
@@ -99,8 +134,8 @@ export function crossing(
 }
 
 /** The second by which at least `amount` of the counted cost has left the window, from these buckets alone. */
-function releaseOfFirst(plan: LimitPlan, buckets: readonly CountedBucket[], amount: number, pending: number, now: number): number {
-  const found = crossing(buckets, amount, pending);
+function releaseOfFirst({ plan, buckets, settled }: LimitCounts, amount: number, pending: number, now: number): number {
+  const found = crossing(buckets, amount, pending, settled);
   // Callers never ask for more than the buckets hold (cost ≤ every limit); be safe anyway.
   const bucket = found?.bucket ?? buckets[buckets.length - 1];
   return bucket ? plan.releaseAt(bucket.start, bucket.size, now) : now + 1;

@@ -1,17 +1,26 @@
 import { floorTo } from './cover.js';
-import type { CountedBucket, LimitCounts } from './decision.js';
+import { settledPrefix, type CountedBucket, type LimitCounts, type SettledPrefix } from './decision.js';
 import { bucketKey } from './keys.js';
 import type { EventPlan } from './plan.js';
+import type { CounterIncrement } from '../store/counter-store.js';
 
 /** A bucket of a limit's window whose count the window fills in. */
 interface WindowBucket extends CountedBucket {
   count: number;
 }
 
-/** Keys to read and the buckets each one's value fills (limits of one event can share a bucket). */
+/** A limit's buckets, with its settled ones summed once their counts are known. */
+interface WindowLimit extends LimitCounts {
+  readonly buckets: readonly WindowBucket[];
+  /** How many of the oldest buckets are settled: time tiles the window, so they come first. */
+  readonly settledLength: number;
+  settled?: SettledPrefix | undefined;
+}
+
+/** Keys to read and, at the same index, the bucket each one's value fills. */
 export interface ReadList {
   readonly keys: readonly string[];
-  readonly targets: readonly (readonly WindowBucket[])[];
+  readonly targets: readonly WindowBucket[];
 }
 
 /**
@@ -26,27 +35,31 @@ export interface ReadList {
  */
 export class FeatureWindow {
   readonly second: number;
-  /** Each limit's buckets, oldest first, as decide() takes them. */
-  readonly limits: readonly LimitCounts[];
+  /** Each limit's buckets, oldest first, as decide() takes them. Limits share bucket objects. */
+  readonly limits: readonly WindowLimit[];
   /** The current bucket's key of each of the plan's levels, in level order. */
   readonly currentKeys: readonly string[];
-  /** What a check reads now: live buckets, and settled ones not yet known. */
+  /** What a check reads now: live buckets, and settled ones until their counts are known. */
   reads: ReadList;
   private readonly live: ReadList;
-  /** Per level, the current bucket of each limit that counts in it. */
-  private readonly current: readonly (readonly WindowBucket[])[];
-  /** Settled buckets by level and start, for the next second's window to take over. */
-  private readonly settled: readonly Map<number, WindowBucket>[];
-  private readonly unknownSettled: Set<WindowBucket>;
+  private readonly skewSeconds: number;
+  private readonly ttls: readonly number[];
+  private lastIncrements: readonly CounterIncrement[] = [];
+  /** Per level, the current bucket, when a limit counts in it. */
+  private readonly current: readonly (WindowBucket | undefined)[];
+  /** Per level, every other bucket by start: one object however many limits count it. */
+  private readonly byStart: readonly Map<number, WindowBucket>[];
 
   constructor(plan: EventPlan, base: string, second: number, skewSeconds: number, previous?: FeatureWindow) {
     this.second = second;
+    this.skewSeconds = skewSeconds;
     const levelOf = new Map(plan.levels.map(({ size }, index) => [size, index]));
     this.currentKeys = plan.levels.map(({ size }) => bucketKey(base, size, floorTo(second, size)));
-    const current: WindowBucket[][] = plan.levels.map(() => []);
-    const settled = plan.levels.map(() => new Map<number, WindowBucket>());
-    const live = new ReadListBuilder();
-    const unknown = new ReadListBuilder();
+    this.ttls = plan.levels.map(({ ttlSeconds }) => ttlSeconds);
+    const current: (WindowBucket | undefined)[] = plan.levels.map(() => undefined);
+    const byStart = plan.levels.map(() => new Map<number, WindowBucket>());
+    const live = { keys: [] as string[], targets: [] as WindowBucket[] };
+    const unknown = { keys: [] as string[], targets: [] as WindowBucket[] };
 
     this.limits = plan.limits.map((limit) => {
       const runs = limit.cover(second);
@@ -59,39 +72,50 @@ export class FeatureWindow {
         }
       }
       const buckets: WindowBucket[] = [];
+      let settledLength = 0;
       for (let r = runs.length - 1; r >= 0; r--) {
         const { size, start: runStart, count } = runs[r] as (typeof runs)[number];
-        const level = levelOf.get(size) ?? -1;
+        const level = levelOf.get(size);
+        if (level === undefined) throw new Error(`bucket size ${size} is not a level of event ${plan.event}`);
         for (let i = 0; i < count; i++) {
           const start = runStart + i * size;
-          if (start === floorTo(second, size) && level !== -1) {
-            const bucket = { start, size, count: 0 };
-            (current[level] as WindowBucket[]).push(bucket);
-            buckets.push(bucket);
-          } else if (start + size + skewSeconds <= second && level !== -1) {
-            const shared = settled[level] as Map<number, WindowBucket>;
-            let bucket = shared.get(start);
-            if (!bucket) {
-              const known = previous?.settledBucket(level, start);
-              bucket = { start, size, count: known?.count ?? 0 };
-              shared.set(start, bucket);
-              if (!known) unknown.add(bucketKey(base, size, start), bucket);
-            }
-            buckets.push(bucket);
-          } else {
-            const bucket = { start, size, count: 0 };
-            live.add(bucketKey(base, size, start), bucket);
-            buckets.push(bucket);
+          const settled = this.isSettled(start, size);
+          if (start === floorTo(second, size)) {
+            buckets.push((current[level] ??= { start, size, count: 0 }));
+            continue;
           }
+          const shared = byStart[level] as Map<number, WindowBucket>;
+          let bucket = shared.get(start);
+          if (!bucket) {
+            const known = settled ? previous?.knownSettled(level, start) : undefined;
+            bucket = { start, size, count: known ?? 0 };
+            shared.set(start, bucket);
+            if (known === undefined) {
+              const list = settled ? unknown : live;
+              list.keys.push(bucketKey(base, size, start));
+              list.targets.push(bucket);
+            }
+          }
+          // Time tiles the window, so settled buckets come first.
+          if (settled && settledLength === buckets.length) settledLength++;
+          buckets.push(bucket);
         }
       }
-      return { plan: limit, buckets };
+      return { plan: limit, buckets, settledLength };
     });
     this.current = current;
-    this.settled = settled;
-    this.live = live.build();
-    this.unknownSettled = new Set(unknown.buckets());
-    this.reads = this.unknownSettled.size === 0 ? this.live : concat(this.live, unknown.build());
+    this.byStart = byStart;
+    this.live = live;
+    this.reads = unknown.keys.length === 0 ? live : { keys: [...live.keys, ...unknown.keys], targets: [...live.targets, ...unknown.targets] };
+    if (this.reads === live) this.sumSettled();
+  }
+
+  /** A check's increments of the current buckets; the same objects for the same cost, as stores only read them. */
+  increments(cost: number): readonly CounterIncrement[] {
+    if (this.lastIncrements[0]?.delta !== cost) {
+      this.lastIncrements = this.currentKeys.map((key, level) => ({ key, delta: cost, ttlSeconds: this.ttls[level] ?? 0 }));
+    }
+    return this.lastIncrements;
   }
 
   /**
@@ -101,47 +125,35 @@ export class FeatureWindow {
    * fill: decide on them before anything else runs.
    */
   fill(reads: ReadList, read: readonly number[], current: readonly number[], ownCost: number): readonly LimitCounts[] {
-    reads.targets.forEach((buckets, i) => {
-      const value = read[i] ?? 0;
-      for (const bucket of buckets) {
-        bucket.count = value;
-        this.unknownSettled.delete(bucket);
-      }
-    });
-    this.current.forEach((buckets, level) => {
-      const value = (current[level] ?? ownCost) - ownCost;
-      for (const bucket of buckets) bucket.count = value;
-    });
-    // Once every settled count is known, later checks read only the live buckets.
-    if (this.unknownSettled.size === 0) this.reads = this.live;
+    const { targets } = reads;
+    for (let i = 0; i < targets.length; i++) (targets[i] as WindowBucket).count = read[i] ?? 0;
+    for (let level = 0; level < this.current.length; level++) {
+      const bucket = this.current[level];
+      if (bucket) bucket.count = (current[level] ?? ownCost) - ownCost;
+    }
+    // A list longer than the live one held every settled bucket: their counts are known now.
+    if (reads !== this.live && targets.length > this.live.targets.length) {
+      this.reads = this.live;
+      this.sumSettled();
+    }
     return this.limits;
   }
 
-  private settledBucket(level: number, start: number): CountedBucket | undefined {
-    const bucket = this.settled[level]?.get(start);
-    return bucket && !this.unknownSettled.has(bucket) ? bucket : undefined;
-  }
-}
-
-/** Each key once, with every bucket it fills. */
-class ReadListBuilder {
-  private readonly index = new Map<string, WindowBucket[]>();
-
-  add(key: string, bucket: WindowBucket): void {
-    const targets = this.index.get(key);
-    if (targets) targets.push(bucket);
-    else this.index.set(key, [bucket]);
+  private isSettled(start: number, size: number): boolean {
+    return start + size + this.skewSeconds <= this.second;
   }
 
-  buckets(): WindowBucket[] {
-    return [...this.index.values()].flat();
+  /** A bucket's count if it was settled and known in this window. */
+  private knownSettled(level: number, start: number): number | undefined {
+    if (this.reads !== this.live) return undefined;
+    const bucket = this.byStart[level]?.get(start);
+    return bucket && this.isSettled(bucket.start, bucket.size) ? bucket.count : undefined;
   }
 
-  build(): ReadList {
-    return { keys: [...this.index.keys()], targets: [...this.index.values()] };
+  /** Sums each limit's settled buckets once, so decide() walks only the live ones. */
+  private sumSettled(): void {
+    for (const limit of this.limits) {
+      if (limit.settledLength > 0 && limit.settledLength < limit.buckets.length) limit.settled = settledPrefix(limit.buckets, limit.settledLength);
+    }
   }
-}
-
-function concat(a: ReadList, b: ReadList): ReadList {
-  return { keys: [...a.keys, ...b.keys], targets: [...a.targets, ...b.targets] };
 }

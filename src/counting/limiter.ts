@@ -117,7 +117,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
       if (repeated) return repeated;
       const window = features.windowAt(state, plan, Math.floor(nowMs / 1000));
       // Increment first, so concurrent checks on any instance see each other's cost.
-      const increments = window.currentKeys.map((key, level) => ({ key, delta: cost, ttlSeconds: plan.levels[level]?.ttlSeconds ?? 0 }));
+      const increments = window.increments(cost);
       const reads = window.reads;
       const { incremented, read } = await store.incrementAndRead(increments, reads.keys);
       // Decide on the counts before this request: its own cost comes out of what it incremented.

@@ -12,6 +12,8 @@ export interface MemcachedStoreOptions {
   readonly timeoutMs?: number;
   /** Most servers one call talks to at once. Default 8. */
   readonly maxParallelServers?: number;
+  /** Send the calls made in one turn of the event loop in one socket write. Default true. */
+  readonly coalesceWrites?: boolean;
 }
 
 export const DEFAULT_TIMEOUT_MS = 250;
@@ -37,23 +39,24 @@ export function createMemcachedStore(options: MemcachedStoreOptions): CounterSto
   );
   const serverOf = serverRouter(endpoints);
   const maxParallelServers = options.maxParallelServers ?? 8;
+  const coalesceWrites = options.coalesceWrites ?? true;
   let lastOpaque = 0;
   const nextOpaque = (): number => (lastOpaque = lastOpaque >= 0xffff_ffff ? 1 : lastOpaque + 1);
 
   async function run(arithmetic: readonly ArithmeticRequest[], reads: readonly string[]): Promise<BatchReplies> {
     const [only] = servers;
-    if (servers.length === 1 && only) return runBatch(only, nextOpaque(), arithmetic, reads, timeoutMs);
+    if (servers.length === 1 && only) return runBatch(only, nextOpaque(), arithmetic, reads, timeoutMs, coalesceWrites);
     const shares = sharesByServer(arithmetic, reads, serverOf);
     const [single] = shares;
     if (shares.size === 1 && single) {
       const [server, share] = single;
-      return runBatch(servers[server] as memjs.Server, nextOpaque(), share.arithmetic, share.reads, timeoutMs);
+      return runBatch(servers[server] as memjs.Server, nextOpaque(), share.arithmetic, share.reads, timeoutMs, coalesceWrites);
     }
     // Keys spanning servers: one batch per server, a bounded number at once.
     const arithmeticValues = new Array<number | undefined>(arithmetic.length);
     const readValues = new Array<number>(reads.length).fill(0);
     await pLimit(maxParallelServers).map(shares, async ([server, share]) => {
-      const replies = await runBatch(servers[server] as memjs.Server, nextOpaque(), share.arithmetic, share.reads, timeoutMs);
+      const replies = await runBatch(servers[server] as memjs.Server, nextOpaque(), share.arithmetic, share.reads, timeoutMs, coalesceWrites);
       share.arithmeticPositions.forEach((position, i) => (arithmeticValues[position] = replies.arithmetic[i]));
       share.readPositions.forEach((position, i) => (readValues[position] = replies.read[i] ?? 0));
     });
@@ -82,7 +85,7 @@ export function createMemcachedStore(options: MemcachedStoreOptions): CounterSto
     },
 
     async ping(): Promise<void> {
-      await pLimit(maxParallelServers).map(servers, (server) => runBatch(server, nextOpaque(), [], [], timeoutMs));
+      await pLimit(maxParallelServers).map(servers, (server) => runBatch(server, nextOpaque(), [], [], timeoutMs, coalesceWrites));
     },
 
     close(): Promise<void> {
