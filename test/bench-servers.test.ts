@@ -27,6 +27,7 @@ describe('bench servers', () => {
 
   it.each([
     ['floor', [200, 200, 200]],
+    ['ceiling', [200, 200, 200]],
     ['peer', [200, 200, 200]],
     ['naive', [200, 200, 200]],
     ['memgate-60s', [200, 200, 200]],

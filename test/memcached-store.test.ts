@@ -23,6 +23,21 @@ describe('memcached store on one server', () => {
     await store.close();
   });
 
+  it('counts every increment when connections create the same keys at once', async () => {
+    // memcached answers NOT_STORED to the slower of two connections creating one key; the
+    // store sends that increment again.
+    const stores = Array.from({ length: 4 }, () => createMemcachedStore({ servers: memcached().servers }));
+    const prefix = uniquePrefix();
+    for (let round = 0; round < 100; round++) {
+      const keys = Array.from({ length: 8 }, (_, k) => `${prefix}:{r${round}}:${k}`);
+      const increments = keys.map((key) => ({ key, delta: 1, ttlSeconds: 60 }));
+      const results = await Promise.all(stores.flatMap((store) => [store.incrementAndRead(increments, []), store.incrementAndRead(increments, [])]));
+      expect(results.map((r) => r.incremented.length)).toEqual(results.map(() => keys.length));
+      expect((await stores[0]?.incrementAndRead([], keys))?.read).toEqual(keys.map(() => 8));
+    }
+    await Promise.all(stores.map((store) => store.close()));
+  });
+
   it('reads a large multi-get in one batch', async () => {
     const store = createMemcachedStore({ servers: memcached().servers });
     const prefix = uniquePrefix();

@@ -1,6 +1,7 @@
 // One benchmark case as a server process: `server.ts CASE MEMCACHED_SERVERS`. It listens
 // on a free loopback port, prints {"port": N} once ready, and answers
-// GET /check?event=bench&feature=F with 200 (allowed) or 429 (denied).
+// GET /check?event=bench&feature=F with 200 (allowed) or 429 (denied), and GET /bench-cpu
+// with the CPU time it has used.
 import Fastify, { type FastifyInstance } from 'fastify';
 import Memcached from 'memcached';
 import memjs from 'memjs';
@@ -33,6 +34,8 @@ const memgate = (servers: string, limit: number, window: string, options: Partia
 };
 
 const CASES: Record<string, (servers: string) => FastifyInstance> = {
+  /** The HTTP stack alone, answering without any work: the most any case could reach. */
+  ceiling: () => bare(() => Promise.resolve(true)),
   /** The cheapest networked limiter there is: one increment per request, nothing else. */
   floor(servers) {
     const client = memjs.Client.create(servers, { logger: { log: () => undefined } });
@@ -85,6 +88,11 @@ if (!make || !servers) {
   process.exit(2);
 }
 const app = make(servers);
+// The CPU this process has used, in microseconds: the bench reads it before and after each run.
+app.get('/bench-cpu', () => {
+  const { user, system } = process.cpuUsage();
+  return { micros: user + system };
+});
 await app.listen({ port: 0, host: '127.0.0.1' });
 const address = app.server.address();
 process.stdout.write(`${JSON.stringify({ port: typeof address === 'object' && address ? address.port : 0 })}\n`);

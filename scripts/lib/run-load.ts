@@ -11,7 +11,7 @@ export interface LoadOptions {
   readonly requests?: number;
   readonly cost?: number;
   /** Whose request comes next. */
-  readonly nextFeature: () => string;
+  readonly nextFeature: FeatureSpread;
   /** Show autocannon's progress bar on stderr. */
   readonly progress?: boolean;
 }
@@ -32,8 +32,8 @@ export interface LoadSummary {
  * A feature spread by name: `hot` (one client), `zipf:N` (N clients, Zipf 1.1 popularity)
  * or `uniform:N` (N clients, equally often), seeded.
  */
-export function featureSpread(spread: string, seed: number): () => string {
-  if (spread === 'hot') return () => 'hot-client';
+export function featureSpread(spread: string, seed: number): FeatureSpread {
+  if (spread === 'hot') return Object.assign(() => 'hot-client', { constant: 'hot-client' });
   const match = /^(zipf|uniform):([0-9]+)$/.exec(spread);
   const clients = Number(match?.[2] ?? 0);
   if (!match || clients < 1) throw new Error(`--features is hot, zipf:N or uniform:N (got ${JSON.stringify(spread)})`);
@@ -44,6 +44,9 @@ export function featureSpread(spread: string, seed: number): () => string {
   }
   return () => `client-${1 + Math.floor(random() * clients)}`;
 }
+
+/** Whose request comes next; `constant` when it is always the same client. */
+export type FeatureSpread = (() => string) & { readonly constant?: string };
 
 /** Drives GET /check with autocannon and sums up throughput, latency and decisions. */
 export async function runLoad(options: LoadOptions): Promise<LoadSummary> {
@@ -57,15 +60,20 @@ export async function runLoad(options: LoadOptions): Promise<LoadSummary> {
         url: url.origin,
         connections,
         ...(options.requests === undefined ? { duration: options.duration ?? 10 } : { amount: options.requests }),
-        requests: [{ method: 'GET', setupRequest: (request) => ({ ...request, path: `${prefix}${encodeURIComponent(nextFeature())}${suffix}` }) }],
+        // A constant path lets autocannon build the request once instead of once per request.
+        requests: [
+          nextFeature.constant === undefined
+            ? { method: 'GET', setupRequest: (request) => ({ ...request, path: `${prefix}${encodeURIComponent(nextFeature())}${suffix}` }) }
+            : { method: 'GET', path: `${prefix}${encodeURIComponent(nextFeature.constant)}${suffix}` },
+        ],
       },
       (error, finished) => {
         if (error) reject(error instanceof Error ? error : new Error(String(error)));
         else resolve(finished);
       },
     );
-    // A progress bar on a terminal; nothing in a pipe.
-    autocannon.track(instance, { outputStream: process.stderr, renderProgressBar: options.progress ?? false, renderResultsTable: false, renderLatencyTable: false });
+    // A progress bar on a terminal, when asked for.
+    if (options.progress) autocannon.track(instance, { outputStream: process.stderr, renderProgressBar: true, renderResultsTable: false, renderLatencyTable: false });
   });
   const statuses = result.statusCodeStats as Record<string, { count: number } | undefined>;
   const otherStatuses = Object.entries(statuses)

@@ -33,7 +33,7 @@ Environment:
   MEMCACHED_TIMEOUT_MS   deadline of every Memcached call (default 250)
   MEMGATE_KEY_PREFIX     prefix of every Memcached key (default mg)
   MEMGATE_MAX_CLOCK_SKEW_MS    how far apart instances' clocks may be (default 2000)
-  MEMGATE_FEATURE_CACHE_SIZE   features whose settled counts are kept in memory (default 10000; 0 none)
+  MEMGATE_FEATURE_CACHE_SIZE   features per event whose settled counts are kept in memory (default 10000; 0 none)
   MEMGATE_MAX_DENIAL_CACHE_MS  longest a denial is repeated from memory (default 1000; 0 never)
   LOG_LEVEL              fatal, error, warn, info, debug, trace or silent (default info)`;
 

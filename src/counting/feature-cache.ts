@@ -15,29 +15,32 @@ export interface FeatureState {
 }
 
 /**
- * The features this instance checked most recently, each with its key base, settled counts
- * and last denial. Bounded: the least recently checked feature goes first, and a feature not
- * held is simply read whole again. With `maxFeatures` 0 nothing is kept between checks.
+ * Per event, the features this instance checked most recently, each with its key base,
+ * settled counts and last denial. Bounded: past `maxFeatures` per event the least recently
+ * checked goes first, and a feature not held is simply read whole again. With `maxFeatures`
+ * 0 nothing is kept between checks.
  */
 export class FeatureCache {
-  private readonly lru: LRUCache<string, FeatureState> | undefined;
+  private readonly byEvent = new Map<EventPlan, LRUCache<string, FeatureState>>();
 
   constructor(
     private readonly keyPrefix: string,
-    maxFeatures: number,
+    private readonly maxFeatures: number,
     /** Whole seconds a bucket stays live after it ends: other instances' clocks may lag this much. */
     private readonly skewSeconds: number,
-  ) {
-    this.lru = maxFeatures > 0 ? new LRUCache({ max: maxFeatures }) : undefined;
-  }
+  ) {}
 
   state(plan: EventPlan, feature: string): FeatureState {
-    // A NUL cannot appear in an event name, so event and feature cannot run into each other.
-    const key = `${plan.event}\u0000${feature}`;
-    let state = this.lru?.get(key);
+    if (this.maxFeatures === 0) return { base: counterKeyBase(this.keyPrefix, plan.event, feature) };
+    let features = this.byEvent.get(plan);
+    if (!features) {
+      features = new LRUCache({ max: this.maxFeatures });
+      this.byEvent.set(plan, features);
+    }
+    let state = features.get(feature);
     if (!state) {
       state = { base: counterKeyBase(this.keyPrefix, plan.event, feature) };
-      this.lru?.set(key, state);
+      features.set(feature, state);
     }
     return state;
   }
@@ -50,9 +53,5 @@ export class FeatureCache {
       state.window = window;
     }
     return window;
-  }
-
-  get size(): number {
-    return this.lru?.size ?? 0;
   }
 }

@@ -31,7 +31,7 @@ export interface LimiterOptions {
   readonly onRollbackError?: (error: unknown) => void;
   /** How far apart the clocks of instances sharing the store may be, plus a request's time in flight. Default 2000. */
   readonly maxClockSkewMs?: number;
-  /** Features whose settled counts and last denial this instance keeps. Default 10,000; 0 keeps none. */
+  /** Features per event whose settled counts and last denial this instance keeps. Default 10,000; 0 keeps none. */
   readonly featureCacheSize?: number;
   /** Longest a denial is answered from memory instead of the store. Default 1000; 0 never. */
   readonly maxDenialCacheMs?: number;
@@ -99,19 +99,15 @@ export function createLimiter(options: LimiterOptions): Limiter {
     return exact;
   }
 
-  function resolve(request: CheckRequest): { plan: EventPlan; state: FeatureState; cost: number } {
-    const plan = eventPlan(plans, request.event);
-    const feature = validFeature(request.feature);
-    const cost = validCost(request.cost, plan);
-    return { plan, state: features.state(plan, feature), cost };
-  }
-
   return {
     policies,
     plans,
 
     async check(request) {
-      const { plan, state, cost } = resolve(request);
+      const plan = eventPlan(plans, request.event);
+      const feature = validFeature(request.feature);
+      const cost = validCost(request.cost, plan);
+      const state = features.state(plan, feature);
       const nowMs = now();
       const repeated = repeatDenial(state.denial, cost, nowMs);
       if (repeated) return repeated;
@@ -130,7 +126,10 @@ export function createLimiter(options: LimiterOptions): Limiter {
     },
 
     async peek(request) {
-      const { plan, state, cost } = resolve(request);
+      const plan = eventPlan(plans, request.event);
+      const feature = validFeature(request.feature);
+      const cost = validCost(request.cost, plan);
+      const state = features.state(plan, feature);
       const nowMs = now();
       const repeated = repeatDenial(state.denial, cost, nowMs);
       if (repeated) return repeated;

@@ -7,6 +7,11 @@ export interface BatchReplies {
   readonly arithmetic: readonly (number | undefined)[];
   /** Each read key's value; 0 when missing. */
   readonly read: readonly number[];
+  /**
+   * Indexes of increments memcached answered NOT_STORED: two connections creating one key at
+   * once make the slower one fail. The key exists then, so sending them again succeeds.
+   */
+  readonly raced: readonly number[];
 }
 
 /** memjs keeps a handler marked quiet registered until a reply with an empty body (our no-op). */
@@ -34,6 +39,7 @@ export function runBatch(
     const readValues = new Array<number>(reads.length).fill(0);
     const readIndex = new Map<string, number>();
     reads.forEach((key, i) => readIndex.set(key, i));
+    const raced: number[] = [];
     let arithmeticReplies = 0;
     let failure: StoreUnavailableError | undefined;
     let settled = false;
@@ -48,7 +54,7 @@ export function runBatch(
         server.onError(opaque, () => undefined);
         reject(error);
       } else {
-        resolve({ arithmetic: arithmeticValues, read: readValues });
+        resolve({ arithmetic: arithmeticValues, read: readValues, raced });
       }
     };
 
@@ -73,6 +79,8 @@ export function runBatch(
         const index = arithmeticReplies++;
         if (status === Status.ok) {
           arithmeticValues[index] = counterFromIncrement(response.val);
+        } else if (status === Status.notStored && arithmetic[index]?.opcode === Opcode.increment) {
+          raced.push(index);
         } else if (!(status === Status.keyNotFound && arithmetic[index]?.opcode === Opcode.decrement)) {
           failure ??= new StoreUnavailableError(`memcached ${address} refused a counter update: ${response.val.toString('utf8')} (status ${status})`);
         }

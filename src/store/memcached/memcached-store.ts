@@ -1,6 +1,6 @@
 import memjs from 'memjs';
 import pLimit from 'p-limit';
-import type { CounterDecrement, CounterIncrement, CounterStore, IncrementAndReadResult } from '../counter-store.js';
+import { StoreUnavailableError, type CounterDecrement, type CounterIncrement, type CounterStore, type IncrementAndReadResult } from '../counter-store.js';
 import { runBatch, type BatchReplies } from './batch.js';
 import { Opcode, type ArithmeticRequest } from './protocol.js';
 import { parseServerList, serverRouter } from './servers.js';
@@ -43,24 +43,35 @@ export function createMemcachedStore(options: MemcachedStoreOptions): CounterSto
   let lastOpaque = 0;
   const nextOpaque = (): number => (lastOpaque = lastOpaque >= 0xffff_ffff ? 1 : lastOpaque + 1);
 
+  /** One batch to one server, sending again the increments that lost a creation race. */
+  async function runOn(server: memjs.Server, arithmetic: readonly ArithmeticRequest[], reads: readonly string[]): Promise<BatchReplies> {
+    const replies = await runBatch(server, nextOpaque(), arithmetic, reads, timeoutMs, coalesceWrites);
+    if (replies.raced.length === 0) return replies;
+    const again = await runBatch(server, nextOpaque(), replies.raced.map((i) => arithmetic[i] as ArithmeticRequest), [], timeoutMs, coalesceWrites);
+    if (again.raced.length > 0) throw new StoreUnavailableError(`memcached ${server.host}:${server.port} would not create a counter`);
+    const values = [...replies.arithmetic];
+    replies.raced.forEach((index, i) => (values[index] = again.arithmetic[i]));
+    return { arithmetic: values, read: replies.read, raced: [] };
+  }
+
   async function run(arithmetic: readonly ArithmeticRequest[], reads: readonly string[]): Promise<BatchReplies> {
     const [only] = servers;
-    if (servers.length === 1 && only) return runBatch(only, nextOpaque(), arithmetic, reads, timeoutMs, coalesceWrites);
+    if (servers.length === 1 && only) return runOn(only, arithmetic, reads);
     const shares = sharesByServer(arithmetic, reads, serverOf);
     const [single] = shares;
     if (shares.size === 1 && single) {
       const [server, share] = single;
-      return runBatch(servers[server] as memjs.Server, nextOpaque(), share.arithmetic, share.reads, timeoutMs, coalesceWrites);
+      return runOn(servers[server] as memjs.Server, share.arithmetic, share.reads);
     }
     // Keys spanning servers: one batch per server, a bounded number at once.
     const arithmeticValues = new Array<number | undefined>(arithmetic.length);
     const readValues = new Array<number>(reads.length).fill(0);
     await pLimit(maxParallelServers).map(shares, async ([server, share]) => {
-      const replies = await runBatch(servers[server] as memjs.Server, nextOpaque(), share.arithmetic, share.reads, timeoutMs, coalesceWrites);
+      const replies = await runOn(servers[server] as memjs.Server, share.arithmetic, share.reads);
       share.arithmeticPositions.forEach((position, i) => (arithmeticValues[position] = replies.arithmetic[i]));
       share.readPositions.forEach((position, i) => (readValues[position] = replies.read[i] ?? 0));
     });
-    return { arithmetic: arithmeticValues, read: readValues };
+    return { arithmetic: arithmeticValues, read: readValues, raced: [] };
   }
 
   return {

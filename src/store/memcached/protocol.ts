@@ -12,6 +12,8 @@ export const Opcode = {
 export const Status = {
   ok: 0x0000,
   keyNotFound: 0x0001,
+  /** An increment's creation lost a race: another connection created the key at the same moment. */
+  notStored: 0x0005,
 } as const;
 
 const HEADER_BYTES = 24;
