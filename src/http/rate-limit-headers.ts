@@ -10,13 +10,22 @@ import type { Decision, LimitStatus } from '../counting/decision.js';
  * frees up last). Limit names are policy names, safe inside a quoted structured string.
  */
 export function rateLimitHeaders(decision: Decision): Record<string, string> {
-  const headers: Record<string, string> = {
-    'ratelimit-policy': decision.limits.map((l) => `"${l.name}";q=${l.limit};w=${l.window}`).join(', '),
-  };
-  const closest = closestToExhaustion(decision.limits);
-  if (closest) headers.ratelimit = `"${closest.name}";r=${closest.remaining};t=${closest.resetSeconds}`;
+  const headers: Record<string, string> = { 'ratelimit-policy': policyHeader(decision.limits) };
+  const closest = rateLimitHeader(decision.limits);
+  if (closest !== undefined) headers.ratelimit = closest;
   if (!decision.allowed && decision.retryAfter !== undefined) headers['retry-after'] = String(decision.retryAfter);
   return headers;
+}
+
+/** RateLimit-Policy: the same for every decision of one event. */
+export function policyHeader(limits: readonly LimitStatus[]): string {
+  return limits.map((l) => `"${l.name}";q=${l.limit};w=${l.window}`).join(', ');
+}
+
+/** RateLimit: the limit closest to exhaustion, as it stands. */
+export function rateLimitHeader(limits: readonly LimitStatus[]): string | undefined {
+  const closest = closestToExhaustion(limits);
+  return closest ? `"${closest.name}";r=${closest.remaining};t=${closest.resetSeconds}` : undefined;
 }
 
 function closestToExhaustion(limits: readonly LimitStatus[]): LimitStatus | undefined {

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Decision } from '../../counting/decision.js';
 import type { CheckRequest, Limiter } from '../../counting/limiter.js';
-import { rateLimitHeaders } from '../rate-limit-headers.js';
+import { policyHeader, rateLimitHeader } from '../rate-limit-headers.js';
 import { checkBody, checkQuerystring, decisionResponse, errorResponses, type CheckBody, type CheckQuerystring } from '../schemas.js';
 
 const response = { 200: decisionResponse, 429: decisionResponse, ...errorResponses } as const;
@@ -11,6 +11,17 @@ const response = { 200: decisionResponse, 429: decisionResponse, ...errorRespons
  * the query string (GET) or a JSON body (POST) and answer 200 when allowed, 429 when not.
  */
 export function registerDecisionRoutes(app: FastifyInstance, limiter: Limiter): void {
+  // An event's RateLimit-Policy never changes while its policies are loaded: build it once.
+  const policyHeaders = new Map<string, string>();
+  const send = (reply: FastifyReply, event: string, decision: Decision): Decision => {
+    let policy = policyHeaders.get(event);
+    if (policy === undefined) policyHeaders.set(event, (policy = policyHeader(decision.limits)));
+    reply.code(decision.allowed ? 200 : 429).header('ratelimit-policy', policy);
+    const current = rateLimitHeader(decision.limits);
+    if (current !== undefined) reply.header('ratelimit', current);
+    if (!decision.allowed && decision.retryAfter !== undefined) reply.header('retry-after', decision.retryAfter);
+    return decision;
+  };
   const routes: [string, (request: CheckRequest) => Promise<Decision>][] = [
     ['/check', (request) => limiter.check(request)],
     ['/peek', (request) => limiter.peek(request)],
@@ -18,15 +29,10 @@ export function registerDecisionRoutes(app: FastifyInstance, limiter: Limiter): 
   for (const [url, decide] of routes) {
     app.get<{ Querystring: CheckQuerystring }>(url, { schema: { querystring: checkQuerystring, response } }, async (request, reply) => {
       const { event, feature, cost } = request.query;
-      return send(reply, await decide({ event, feature, cost: cost === undefined ? undefined : Number(cost) }));
+      return send(reply, event, await decide({ event, feature, cost: cost === undefined ? undefined : Number(cost) }));
     });
     app.post<{ Body: CheckBody }>(url, { schema: { body: checkBody, response } }, async (request, reply) => {
-      return send(reply, await decide(request.body));
+      return send(reply, request.body.event, await decide(request.body));
     });
   }
-}
-
-function send(reply: FastifyReply, decision: Decision): Decision {
-  reply.code(decision.allowed ? 200 : 429).headers(rateLimitHeaders(decision));
-  return decision;
 }
