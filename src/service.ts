@@ -4,7 +4,7 @@ import { loadPolicyFile } from './config/policies.js';
 import type { Settings } from './config/settings.js';
 import { createLimiter } from './counting/limiter.js';
 import { buildApp } from './http/app.js';
-import type { CounterStore } from './store/counter-store.js';
+import type { CounterStore, StoreUnavailableError } from './store/counter-store.js';
 import { createEmbeddedStore } from './store/embedded-store.js';
 import { createMemcachedStore } from './store/memcached/memcached-store.js';
 
@@ -31,6 +31,7 @@ export async function startService(settings: Settings, logger: Logger): Promise<
     onRollbackError: (err: unknown) => {
       logger.warn({ err }, 'could not take back a denied request; its cost stays counted until its bucket expires');
     },
+    onStoreUnavailable: outageLogger(logger),
   });
   const app = buildApp({ limiter, store, logger });
   await app.listen({ port: settings.port, host: settings.host });
@@ -54,5 +55,22 @@ export async function startService(settings: Settings, logger: Logger): Promise<
       await app.close();
       await store.close();
     },
+  };
+}
+
+/**
+ * Logs that the store could not answer a check, at most once per `intervalMs` however
+ * many checks fail, with how many were decided without it since the last line.
+ */
+function outageLogger(logger: Logger, intervalMs = 5000): (err: StoreUnavailableError, event: string) => void {
+  let loggedAt = -Infinity;
+  let since = 0;
+  return (err, event) => {
+    since++;
+    const now = Date.now();
+    if (now - loggedAt < intervalMs) return;
+    logger.warn({ err, event, degradedChecks: since }, "Memcached could not answer: checks are decided by each event's onStoreError rule");
+    loggedAt = now;
+    since = 0;
   };
 }

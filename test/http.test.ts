@@ -162,20 +162,33 @@ describe('malformed HTTP on a real socket', () => {
 describe('health, readiness and policies', () => {
   it('is healthy and ready on a live memcached', async () => {
     expect((await get('/healthz')).json()).toEqual({ status: 'ok' });
-    expect((await get('/readyz')).json()).toEqual({ status: 'ready', store: 'memcached' });
+    expect((await get('/readyz')).json()).toEqual({ status: 'ready', store: 'memcached', servers: [{ server: memcached().servers, up: true }] });
   });
 
-  it('is not ready, and answers checks with 503, when memcached is unreachable', async () => {
+  it('is not ready when memcached is unreachable, naming the server, and decides checks by each event’s onStoreError', async () => {
     const store = createMemcachedStore({ servers: '127.0.0.1:1', timeoutMs: 200 });
-    const limiter = createLimiter({ policies: await loadPolicyFile('config/policies.yaml'), store });
+    const policies = {
+      events: {
+        search: { limits: [{ limit: 5, window: '1m' }] },
+        login: { onStoreError: 'deny', limits: [{ limit: 5, window: '1m' }] },
+      },
+    };
+    const limiter = createLimiter({ policies, store });
     const down = buildApp({ limiter, store });
     const ready = await down.inject({ method: 'GET', url: '/readyz' });
     expect(ready.statusCode).toBe(503);
-    expect(errorCode(ready)).toBe('store_unavailable');
-    const check = await down.inject({ method: 'GET', url: '/check?event=login&feature=x' });
-    expect(check.statusCode).toBe(503);
-    expect(check.headers['retry-after']).toBe('1');
-    expect(errorCode(check)).toBe('store_unavailable');
+    expect(ready.json()).toMatchObject({ status: 'unavailable', servers: [{ server: '127.0.0.1:1', up: false }], error: { code: 'store_unavailable' } });
+    expect(ready.json<{ error: { message: string } }>().error.message).toContain('127.0.0.1:1');
+
+    // The default, allow: an outage of the limiter is not an outage of the API.
+    const search = await down.inject({ method: 'GET', url: '/check?event=search&feature=x' });
+    expect(search.statusCode).toBe(200);
+    expect(search.json()).toEqual({ allowed: true, limits: [], degraded: true });
+    expect(search.headers).not.toHaveProperty('ratelimit');
+    const login = await down.inject({ method: 'POST', url: '/peek', payload: { event: 'login', feature: 'x' } });
+    expect(login.statusCode).toBe(429);
+    expect(login.json()).toEqual({ allowed: false, limits: [], retryAfter: 1, degraded: true });
+    expect(login.headers['retry-after']).toBe('1');
     expect((await down.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
     await down.close();
     await store.close();

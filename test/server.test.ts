@@ -71,7 +71,7 @@ describe('the memgate process', () => {
     const response = await fetch(`${service.url}/check?event=login&feature=203.0.113.7`);
     expect(response.status).toBe(200);
     expect(response.headers.get('ratelimit')).toMatch(/^"login-1m";r=4;t=\d+$/);
-    expect(await fetch(`${service.url}/readyz`).then((r) => r.json())).toEqual({ status: 'ready', store: 'embedded' });
+    expect(await fetch(`${service.url}/readyz`).then((r) => r.json())).toEqual({ status: 'ready', store: 'embedded', servers: [{ server: 'embedded', up: true }] });
     service.child.kill('SIGTERM');
     expect(await service.exit).toBe(0);
     expect(service.logs.at(-1)?.msg).toBe('stopped');
@@ -80,7 +80,17 @@ describe('the memgate process', () => {
   it('uses Memcached when MEMCACHED_SERVERS is set', async () => {
     const service = await startService({ MEMCACHED_SERVERS: memcached.servers });
     expect(service.logs.some((l) => l.store === `memcached ${memcached.servers}`)).toBe(true);
-    expect(await fetch(`${service.url}/readyz`).then((r) => r.json())).toEqual({ status: 'ready', store: 'memcached' });
+    expect(await fetch(`${service.url}/readyz`).then((r) => r.json())).toEqual({ status: 'ready', store: 'memcached', servers: [{ server: memcached.servers, up: true }] });
+    service.child.kill('SIGTERM');
+    expect(await service.exit).toBe(0);
+  });
+
+  it('decides checks by the onStoreError rule while Memcached is down, and logs that once, not per check', async () => {
+    const service = await startService({ MEMCACHED_SERVERS: '127.0.0.1:1' });
+    const answers = await Promise.all(Array.from({ length: 5 }, () => fetch(`${service.url}/check?event=url_shorten&feature=x`).then((r) => r.json())));
+    expect(answers).toEqual(answers.map(() => ({ allowed: true, limits: [], degraded: true })));
+    const outage = service.logs.filter((l) => typeof l.msg === 'string' && l.msg.includes('checks are decided by'));
+    expect(outage).toHaveLength(1);
     service.child.kill('SIGTERM');
     expect(await service.exit).toBe(0);
   });

@@ -16,12 +16,15 @@ export interface MemcachedProcess {
 export const INSTALL_HINT =
   'a real Memcached is needed: set MEMCACHED_SERVERS=host:port, or install memcached (apt-get install -y memcached), or run a Docker engine for testcontainers';
 
-/** Starts the memcached binary on a free loopback port and waits until it accepts connections. */
-export async function startMemcachedProcess(): Promise<MemcachedProcess> {
+/**
+ * Starts the memcached binary on a loopback port (a free one unless `port` is given, as to
+ * restart a server where its clients expect it) and waits until it accepts connections.
+ */
+export async function startMemcachedProcess(options: { port?: number } = {}): Promise<MemcachedProcess> {
   const binary = await findMemcachedBinary();
   if (!binary) throw new Error(INSTALL_HINT);
   for (let attempt = 1; ; attempt++) {
-    const port = await freePort();
+    const port = options.port ?? (await freePort());
     // memcached refuses to run as root unless told which user to be.
     const user = process.getuid?.() === 0 ? ['-u', userInfo().username] : [];
     const child = spawn(binary, ['-l', '127.0.0.1', '-p', String(port), '-U', '0', '-m', '64', ...user], { stdio: 'ignore' });
@@ -46,7 +49,7 @@ export async function startMemcachedProcess(): Promise<MemcachedProcess> {
     }
     child.kill('SIGKILL');
     // Another process took the port between our probe and memcached's bind: try a new one.
-    if (attempt === 3) throw new Error(`memcached (${binary}) did not start on a free port after 3 attempts`);
+    if (attempt === 3 || options.port !== undefined) throw new Error(`memcached (${binary}) did not start on a free port after 3 attempts`);
   }
 }
 

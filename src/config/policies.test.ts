@@ -28,12 +28,18 @@ describe('parsePolicies', () => {
       event: 'login',
       algorithm: 'sliding',
       edge: 'whole',
+      onStoreError: 'allow',
       limits: [
         { name: 'login-1m', limit: 5, window: 60, granularity: 1 },
         { name: 'login-1d', limit: 100, window: 86_400, granularity: 1 },
       ],
     });
     expect(policies.events.get('export')?.limits).toEqual([{ name: 'export-1h', limit: 10, window: 3600, granularity: 3600 }]);
+  });
+
+  it('reads what an event decides when the store cannot answer, and refuses anything but allow or deny', () => {
+    expect(parsePolicies({ events: { a: { onStoreError: 'deny', limits: [{ limit: 1, window: 60 }] } } }).events.get('a')?.onStoreError).toBe('deny');
+    expect(() => parsePolicies({ events: { a: { onStoreError: 'error', limits: [{ limit: 1, window: 60 }] } } }, 'p.yaml')).toThrow(/event "a", field onStoreError/);
   });
 
   it('reads an edge rule for a sliding event', () => {

@@ -15,6 +15,13 @@ export type Algorithm = 'sliding' | 'fixed';
  */
 export type Edge = 'whole' | 'drop' | 'weighted';
 
+/**
+ * What a check decides when the store cannot answer in time: `allow` (the default: an
+ * outage of the rate limiter does not become an outage of the API) or `deny` (for events
+ * where letting traffic through unchecked is the greater risk, such as logins).
+ */
+export type OnStoreError = 'allow' | 'deny';
+
 /** One limit of an event, with durations in seconds. */
 export interface LimitPolicy {
   /** Unique within its event; used in decisions and RateLimit headers. */
@@ -30,6 +37,7 @@ export interface EventPolicy {
   readonly algorithm: Algorithm;
   /** Treatment of the oldest, partly-outside bucket of each sliding limit. */
   readonly edge: Edge;
+  readonly onStoreError: OnStoreError;
   /** In the order of the policy file. */
   readonly limits: readonly LimitPolicy[];
 }
@@ -65,7 +73,7 @@ const validateShape = new Ajv({ allErrors: true, allowUnionTypes: true }).compil
 
 /** The raw document shape, as written in YAML or JSON. */
 interface PolicyDocument {
-  events: Record<string, { algorithm?: Algorithm; edge?: Edge; limits: RawLimit[] }>;
+  events: Record<string, { algorithm?: Algorithm; edge?: Edge; onStoreError?: OnStoreError; limits: RawLimit[] }>;
 }
 interface RawLimit {
   name?: string;
@@ -104,7 +112,7 @@ export function parsePolicies(document: unknown, source = 'policies'): PolicySet
       }
       seen.add(limit.name);
     });
-    events.push({ event, algorithm, edge: raw.edge ?? 'whole', limits });
+    events.push({ event, algorithm, edge: raw.edge ?? 'whole', onStoreError: raw.onStoreError ?? 'allow', limits });
   }
   if (problems.length > 0) throw new PolicyError(source, problems);
   return new PolicySet(events, source);

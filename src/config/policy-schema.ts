@@ -34,6 +34,7 @@ export const policyFileSchema = {
         properties: {
           algorithm: { enum: ['sliding', 'fixed'] },
           edge: { enum: ['whole', 'drop', 'weighted'] },
+          onStoreError: { enum: ['allow', 'deny'] },
           limits: {
             type: 'array',
             minItems: 1,

@@ -14,10 +14,22 @@ export interface LimitStatus {
 
 export interface Decision {
   readonly allowed: boolean;
-  /** In the order of the policy file. */
+  /** In the order of the policy file; empty when `degraded`, as no count is known. */
   readonly limits: readonly LimitStatus[];
   /** On a deny: whole seconds until enough cost leaves every exceeded window for this request to pass. */
   readonly retryAfter?: number;
+  /** The store could not answer: the event's `onStoreError` rule decided, not the counts. */
+  readonly degraded?: true;
+}
+
+/** Seconds a client denied because the store could not answer is told to wait. */
+export const DEGRADED_RETRY_AFTER = 1;
+
+/** The decision of an event's `onStoreError` rule, when its counts cannot be read. */
+export function degradedDecision(onStoreError: 'allow' | 'deny'): Decision {
+  return onStoreError === 'allow'
+    ? { allowed: true, limits: [], degraded: true }
+    : { allowed: false, limits: [], retryAfter: DEGRADED_RETRY_AFTER, degraded: true };
 }
 
 /** One bucket as read from the store. */

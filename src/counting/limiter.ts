@@ -1,6 +1,6 @@
 import { parsePolicies, PolicySet } from '../config/policies.js';
 import { StoreUnavailableError, type CounterStore } from '../store/counter-store.js';
-import { decide, excessOf, secondsUntil, type Decision, type LimitCounts } from './decision.js';
+import { decide, degradedDecision, excessOf, secondsUntil, type Decision, type LimitCounts } from './decision.js';
 import { rememberDenial, repeatDenial } from './cached-denial.js';
 import { FeatureCache, type FeatureState } from './feature-cache.js';
 import { bucketKey } from './keys.js';
@@ -29,6 +29,8 @@ export interface LimiterOptions {
   readonly keyPrefix?: string;
   /** Told when taking back a denied request's increment fails; the deny stands regardless. */
   readonly onRollbackError?: (error: unknown) => void;
+  /** Told when the store cannot answer a check, which the event's `onStoreError` rule then decides. */
+  readonly onStoreUnavailable?: (error: StoreUnavailableError, event: string) => void;
   /** How far apart the clocks of instances sharing the store may be, plus a request's time in flight. Default 2000. */
   readonly maxClockSkewMs?: number;
   /** Features per event whose settled counts and last denial this instance keeps. Default 10,000; 0 keeps none. */
@@ -53,7 +55,7 @@ export interface Limiter {
 export function createLimiter(options: LimiterOptions): Limiter {
   const policies = options.policies instanceof PolicySet ? options.policies : parsePolicies(options.policies, 'createLimiter({ policies })');
   const plans = planEvents(policies);
-  const { store, onRollbackError } = options;
+  const { store, onRollbackError, onStoreUnavailable } = options;
   const now = options.now ?? Date.now;
   const keyPrefix = options.keyPrefix ?? 'mg';
   if (!KEY_PREFIX_PATTERN.test(keyPrefix)) {
@@ -87,6 +89,17 @@ export function createLimiter(options: LimiterOptions): Limiter {
     }
   }
 
+  /** The store's answer, or undefined when it cannot answer in time (any other error is a bug). */
+  async function ask<T>(call: Promise<T>, plan: EventPlan): Promise<T | undefined> {
+    try {
+      return await call;
+    } catch (error) {
+      if (!(error instanceof StoreUnavailableError)) throw error;
+      onStoreUnavailable?.(error, plan.event);
+      return undefined;
+    }
+  }
+
   /** A denial with its exact retryAfter, remembered while its answer cannot change. */
   async function denial(decision: Decision, counts: readonly LimitCounts[], plan: EventPlan, state: FeatureState, cost: number, nowMs: number): Promise<Decision> {
     // The window's buckets are shared with concurrent checks of this feature: keep this check's counts.
@@ -115,7 +128,10 @@ export function createLimiter(options: LimiterOptions): Limiter {
       // Increment first, so concurrent checks on any instance see each other's cost.
       const increments = window.increments(cost);
       const reads = window.reads;
-      const { incremented, read } = await store.incrementAndRead(increments, reads.keys);
+      const answer = await ask(store.incrementAndRead(increments, reads.keys), plan);
+      // The store cannot answer: the event's onStoreError rule decides.
+      if (!answer) return degradedDecision(plan.onStoreError);
+      const { incremented, read } = answer;
       // Decide on the counts before this request: its own cost comes out of what it incremented.
       const counts = window.fill(reads, read, incremented, cost);
       const decision = decide(counts, cost, nowMs, true);
@@ -135,7 +151,9 @@ export function createLimiter(options: LimiterOptions): Limiter {
       if (repeated) return repeated;
       const window = features.windowAt(state, plan, Math.floor(nowMs / 1000));
       const reads = window.reads;
-      const { read } = await store.incrementAndRead([], [...reads.keys, ...window.currentKeys]);
+      const answer = await ask(store.incrementAndRead([], [...reads.keys, ...window.currentKeys]), plan);
+      if (!answer) return degradedDecision(plan.onStoreError);
+      const { read } = answer;
       const counts = window.fill(reads, read, read.slice(reads.keys.length), 0);
       const decision = decide(counts, cost, nowMs, false);
       return decision.allowed ? decision : denial(decision, counts, plan, state, cost, nowMs);

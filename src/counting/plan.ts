@@ -1,5 +1,5 @@
 import { formatDuration } from '../config/duration.js';
-import { PolicyError, type Algorithm, type Edge, type LimitPolicy, type PolicySet } from '../config/policies.js';
+import { PolicyError, type Algorithm, type Edge, type LimitPolicy, type OnStoreError, type PolicySet } from '../config/policies.js';
 import { bucketCount, edgeWeight, fixedCover, floorTo, slidingCover, slidingLevels, type BucketRun } from './cover.js';
 
 /**
@@ -45,6 +45,8 @@ export interface EventPlan {
   readonly event: string;
   readonly algorithm: Algorithm;
   readonly edge: Edge;
+  /** What a check decides when the store cannot answer. */
+  readonly onStoreError: OnStoreError;
   readonly limits: readonly LimitPlan[];
   /** All limits of an event count the same admitted requests, so they share buckets per size. */
   readonly levels: readonly CounterLevel[];
@@ -90,7 +92,7 @@ export function planLimit(policy: LimitPolicy, algorithm: Algorithm, edge: Edge 
 export function planEvents(policies: PolicySet): Map<string, EventPlan> {
   const plans = new Map<string, EventPlan>();
   const problems: string[] = [];
-  for (const { event, algorithm, edge, limits } of policies.events.values()) {
+  for (const { event, algorithm, edge, onStoreError, limits } of policies.events.values()) {
     const limitPlans = limits.map((policy) => planLimit(policy, algorithm, edge));
     limitPlans.forEach((plan, index) => {
       if (plan.keysPerCheck.max > MAX_KEYS_PER_CHECK) {
@@ -104,6 +106,7 @@ export function planEvents(policies: PolicySet): Map<string, EventPlan> {
       event,
       algorithm,
       edge,
+      onStoreError,
       limits: limitPlans,
       levels: sharedLevels(limitPlans),
       maxCost: Math.min(...limits.map((limit) => limit.limit)),

@@ -14,6 +14,7 @@ function eventSizing(plan: EventPlan) {
     event: plan.event,
     algorithm: plan.algorithm,
     ...(plan.algorithm === 'sliding' ? { edge: plan.edge } : {}),
+    onStoreError: plan.onStoreError,
     incrementsPerCheck: plan.levels.length,
     // Limits may share buckets, so this is an upper bound on the keys one check touches.
     keysPerCheck: { max: plan.limits.reduce((sum, limit) => sum + limit.keysPerCheck.max, 0) },

@@ -69,6 +69,7 @@ export const decisionResponse = {
       },
     },
     retryAfter: { type: 'integer', description: 'seconds; only on a deny' },
+    degraded: { type: 'boolean', description: "true when the store could not answer and the event's onStoreError rule decided" },
   },
 } as const;
 
@@ -82,6 +83,25 @@ export const statusResponse = {
   type: 'object',
   required: ['status'],
   properties: { status: { type: 'string' }, store: { type: 'string' } },
+} as const;
+
+/** /readyz: every counter server with whether it answers; `error` when some do not. */
+export const readinessResponse = {
+  type: 'object',
+  required: ['status', 'store', 'servers'],
+  properties: {
+    status: { type: 'string', description: 'ready or unavailable' },
+    store: { type: 'string' },
+    servers: {
+      type: 'array',
+      items: {
+        type: 'object',
+        required: ['server', 'up'],
+        properties: { server: { type: 'string' }, up: { type: 'boolean' }, error: { type: 'string' } },
+      },
+    },
+    error: errorResponse.properties.error,
+  },
 } as const;
 
 const keysPerCheck = {
@@ -101,6 +121,7 @@ export const policiesResponse = {
           event: { type: 'string' },
           algorithm: { type: 'string' },
           edge: { type: 'string' },
+          onStoreError: { type: 'string' },
           incrementsPerCheck: { type: 'integer' },
           keysPerCheck,
           itemsPerFeature: { type: 'integer' },

@@ -40,7 +40,17 @@ export interface CounterStore {
   decrement(decrements: readonly CounterDecrement[]): Promise<void>;
   /** Resolves when every server answers; rejects with StoreUnavailableError otherwise. */
   ping(): Promise<void>;
+  /** Each server and whether it answers now, for /readyz. */
+  health(): Promise<readonly ServerHealth[]>;
   close(): Promise<void>;
+}
+
+export interface ServerHealth {
+  /** `host:port`, or `embedded`. */
+  readonly server: string;
+  readonly up: boolean;
+  /** Why it is down. */
+  readonly error?: string;
 }
 
 /** The store did not answer in time or at all; the limiter cannot decide. */

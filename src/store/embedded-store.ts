@@ -93,6 +93,7 @@ export function createEmbeddedStore(options: EmbeddedStoreOptions = {}): Counter
     },
 
     ping: () => Promise.resolve(),
+    health: () => Promise.resolve([{ server: 'embedded', up: true }]),
 
     close(): Promise<void> {
       items.clear();

@@ -14,9 +14,13 @@ export function registerDecisionRoutes(app: FastifyInstance, limiter: Limiter): 
   // An event's RateLimit-Policy never changes while its policies are loaded: build it once.
   const policyHeaders = new Map<string, string>();
   const send = (reply: FastifyReply, event: string, decision: Decision): Decision => {
-    let policy = policyHeaders.get(event);
-    if (policy === undefined) policyHeaders.set(event, (policy = policyHeader(decision.limits)));
-    reply.code(decision.allowed ? 200 : 429).header('ratelimit-policy', policy);
+    reply.code(decision.allowed ? 200 : 429);
+    // A degraded decision knows no counts, so it sends no RateLimit headers.
+    if (decision.limits.length > 0) {
+      let policy = policyHeaders.get(event);
+      if (policy === undefined) policyHeaders.set(event, (policy = policyHeader(decision.limits)));
+      reply.header('ratelimit-policy', policy);
+    }
     const current = rateLimitHeader(decision.limits);
     if (current !== undefined) reply.header('ratelimit', current);
     if (!decision.allowed && decision.retryAfter !== undefined) reply.header('retry-after', decision.retryAfter);

@@ -1,6 +1,13 @@
 import memjs from 'memjs';
 import pLimit from 'p-limit';
-import { StoreUnavailableError, type CounterDecrement, type CounterIncrement, type CounterStore, type IncrementAndReadResult } from '../counter-store.js';
+import {
+  StoreUnavailableError,
+  type CounterDecrement,
+  type CounterIncrement,
+  type CounterStore,
+  type IncrementAndReadResult,
+  type ServerHealth,
+} from '../counter-store.js';
 import { runBatch, type BatchReplies } from './batch.js';
 import { Opcode, type ArithmeticRequest } from './protocol.js';
 import { parseServerList, serverRouter } from './servers.js';
@@ -97,6 +104,18 @@ export function createMemcachedStore(options: MemcachedStoreOptions): CounterSto
 
     async ping(): Promise<void> {
       await pLimit(maxParallelServers).map(servers, (server) => runBatch(server, nextOpaque(), [], [], timeoutMs, coalesceWrites));
+    },
+
+    health(): Promise<ServerHealth[]> {
+      return pLimit(maxParallelServers).map(servers, async (server, i) => {
+        const label = endpoints[i]?.label ?? `${server.host}:${server.port}`;
+        try {
+          await runBatch(server, nextOpaque(), [], [], timeoutMs, coalesceWrites);
+          return { server: label, up: true };
+        } catch (error) {
+          return { server: label, up: false, error: error instanceof Error ? error.message : String(error) };
+        }
+      });
     },
 
     close(): Promise<void> {

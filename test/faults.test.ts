@@ -1,0 +1,122 @@
+// Memcached faults with real processes and sockets: a check never hangs, never crashes the
+// process, and is decided by its event's onStoreError rule until the server is back.
+import { createServer, type Server, type Socket } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createLimiter, type Limiter } from '../src/counting/limiter.js';
+import type { Decision } from '../src/counting/decision.js';
+import type { CounterStore } from '../src/store/counter-store.js';
+import { createMemcachedStore } from '../src/store/memcached/memcached-store.js';
+import { startMemcachedProcess, uniquePrefix } from './helpers/memcached.js';
+
+const DEADLINE_MS = 200;
+/** What a check may take beyond the deadline on a busy 2-core machine. */
+const MARGIN_MS = 300;
+
+const policies = {
+  events: {
+    api: { limits: [{ limit: 1_000_000, window: '1m' }] },
+    login: { onStoreError: 'deny', limits: [{ limit: 1_000_000, window: '1m' }] },
+  },
+};
+
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+function limiterOn(servers: string): { limiter: Limiter; store: CounterStore } {
+  const store = createMemcachedStore({ servers, timeoutMs: DEADLINE_MS });
+  cleanups.push(() => store.close());
+  return { limiter: createLimiter({ policies, store, keyPrefix: uniquePrefix() }), store };
+}
+
+/** A TCP server that treats each connection as `onConnection` says; resolves with its `host:port`. */
+async function fakeServer(onConnection: (socket: Socket) => void): Promise<string> {
+  const sockets = new Set<Socket>();
+  const server: Server = createServer((socket) => {
+    sockets.add(socket);
+    socket.on('error', () => undefined);
+    onConnection(socket);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  cleanups.push(
+    () =>
+      new Promise<void>((resolve) => {
+        for (const socket of sockets) socket.destroy();
+        server.close(() => {
+          resolve();
+        });
+      }),
+  );
+  const address = server.address();
+  return `127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+}
+
+/** Runs checks and times each one. */
+async function timedChecks(limiter: Limiter, count: number, event = 'api'): Promise<{ decision: Decision; ms: number }[]> {
+  return Promise.all(
+    Array.from({ length: count }, async (_, i) => {
+      const started = performance.now();
+      const decision = await limiter.check({ event, feature: `client-${i % 5}` });
+      return { decision, ms: performance.now() - started };
+    }),
+  );
+}
+
+describe('a Memcached node that fails', () => {
+  it('that accepts connections and never answers: every check is decided by its rule at the deadline', async () => {
+    const servers = await fakeServer(() => undefined);
+    const { limiter, store } = limiterOn(servers);
+    const api = await timedChecks(limiter, 20);
+    expect(api.map((c) => c.decision)).toEqual(api.map(() => ({ allowed: true, limits: [], degraded: true })));
+    expect(Math.max(...api.map((c) => c.ms))).toBeLessThan(DEADLINE_MS + MARGIN_MS);
+    const login = await timedChecks(limiter, 5, 'login');
+    expect(login.map((c) => c.decision)).toEqual(login.map(() => ({ allowed: false, limits: [], retryAfter: 1, degraded: true })));
+    expect(await store.health()).toEqual([{ server: servers, up: false, error: expect.stringMatching(/did not answer|timed out/) as string }]);
+  });
+
+  it('that closes each connection at its first byte: checks are decided by their rule within the deadline, again and again', async () => {
+    const servers = await fakeServer((socket) => socket.once('data', () => socket.destroy()));
+    const { limiter } = limiterOn(servers);
+    for (let round = 0; round < 3; round++) {
+      const checks = await timedChecks(limiter, 10);
+      expect(checks.every((c) => c.decision.degraded === true && c.decision.allowed)).toBe(true);
+      expect(Math.max(...checks.map((c) => c.ms))).toBeLessThan(DEADLINE_MS + MARGIN_MS);
+    }
+  });
+
+  it('killed under load and started again: checks degrade within the deadline, then count again by themselves', async () => {
+    let memcached = await startMemcachedProcess();
+    cleanups.push(() => memcached.stop());
+    const { limiter, store } = limiterOn(memcached.servers);
+    const results: { at: number; ms: number; degraded: boolean }[] = [];
+    const start = performance.now();
+    let running = true;
+    const workers = Array.from({ length: 20 }, async (_, w) => {
+      while (running) {
+        const began = performance.now();
+        const decision = await limiter.check({ event: 'api', feature: `client-${w}` });
+        results.push({ at: began - start, ms: performance.now() - began, degraded: decision.degraded === true });
+      }
+    });
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    await memcached.stop();
+    const killedAt = performance.now() - start;
+    await new Promise((resolve) => setTimeout(resolve, 700));
+    memcached = await startMemcachedProcess({ port: memcached.port });
+    const restartedAt = performance.now() - start;
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    running = false;
+    await Promise.all(workers);
+
+    expect(results.filter((r) => r.at < killedAt - 50).every((r) => !r.degraded)).toBe(true);
+    expect(results.some((r) => r.degraded && r.at > killedAt && r.at < restartedAt)).toBe(true);
+    // No check waited past its deadline, during the outage or after.
+    expect(Math.max(...results.map((r) => r.ms))).toBeLessThan(DEADLINE_MS + MARGIN_MS);
+    // Back by itself: every check started well after the restart counted again.
+    const after = results.filter((r) => r.at > restartedAt + 300);
+    expect(after.length).toBeGreaterThan(20);
+    expect(after.every((r) => !r.degraded)).toBe(true);
+    expect((await store.health())[0]?.up).toBe(true);
+  });
+});
