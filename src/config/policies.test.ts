@@ -1,8 +1,13 @@
+import { readFileSync } from 'node:fs';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { loadPolicyFile, parsePolicies, PolicyError } from './policies.js';
+import { parse as parseYaml } from 'yaml';
+import { planEvents } from '../counting/plan.js';
+import { loadPolicyFile, parsePolicies, parsePolicyText, PolicyError, type PolicySet } from './policies.js';
 
 function problemsOf(document: unknown): readonly string[] {
   try {
@@ -124,5 +129,40 @@ describe('loadPolicyFile', () => {
 
   it('reports a missing file', async () => {
     await expect(loadPolicyFile('/nonexistent/policies.yaml')).rejects.toThrow(/cannot read the file/);
+  });
+});
+
+describe('any file at all', () => {
+  const example = readFileSync(fileURLToPath(new URL('../../config/policies.yaml', import.meta.url)), 'utf8');
+
+  /** Parses and plans, as the service does at start; anything but a PolicyError is a bug. */
+  function load(run: () => PolicySet): void {
+    try {
+      planEvents(run());
+    } catch (error) {
+      expect(error).toBeInstanceOf(PolicyError);
+      expect((error as PolicyError).message.length).toBeGreaterThan(0);
+    }
+  }
+
+  it('is planned or refused with a PolicyError, never anything else: any JSON value', () => {
+    fc.assert(
+      fc.property(fc.oneof(fc.jsonValue(), fc.record({ events: fc.dictionary(fc.string(), fc.jsonValue()) })), (document) => {
+        load(() => parsePolicies(document, 'fuzz.json'));
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it('is planned or refused with a PolicyError, never anything else: the example file with random edits', () => {
+    const edit = fc.record({ at: fc.nat(example.length), cut: fc.nat(8), insert: fc.string({ unit: 'binary', maxLength: 8 }) });
+    fc.assert(
+      fc.property(fc.array(edit, { minLength: 1, maxLength: 4 }), fc.boolean(), (edits, asJson) => {
+        let text = asJson ? JSON.stringify(parseYaml(example)) : example;
+        for (const { at, cut, insert } of edits) text = text.slice(0, at) + insert + text.slice(at + cut);
+        load(() => parsePolicyText(text, asJson ? 'fuzz.json' : 'fuzz.yaml'));
+      }),
+      { numRuns: 2000 },
+    );
   });
 });

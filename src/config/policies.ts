@@ -155,13 +155,19 @@ export async function loadPolicyFile(path: string): Promise<PolicySet> {
   } catch (error) {
     throw new PolicyError(path, [`cannot read the file: ${(error as Error).message}`]);
   }
+  return parsePolicyText(text, path);
+}
+
+/** Validates the text of a policy file: JSON when `source` ends in .json, else YAML. */
+export function parsePolicyText(text: string, source: string): PolicySet {
+  const json = extname(source).toLowerCase() === '.json';
   let document: unknown;
   try {
-    document = extname(path).toLowerCase() === '.json' ? JSON.parse(text) : parseYaml(text);
+    document = json ? JSON.parse(text) : parseYaml(text);
   } catch (error) {
-    throw new PolicyError(path, [`not valid ${extname(path) === '.json' ? 'JSON' : 'YAML'}: ${(error as Error).message}`]);
+    throw new PolicyError(source, [`not valid ${json ? 'JSON' : 'YAML'}: ${(error as Error).message}`]);
   }
-  return parsePolicies(document, path);
+  return parsePolicies(document, source);
 }
 
 /** Turns an ajv error into "event "login", field limits[0].limit: must be >= 1 (got 0)". */

@@ -1,0 +1,130 @@
+// 10,000 random and malformed HTTP requests against a listening memgate on a real memcached:
+// no 5xx, the server alive after, and no counter written for a request that was refused.
+import { connect } from 'node:net';
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLimiter } from '../src/counting/limiter.js';
+import { buildApp } from '../src/http/app.js';
+import type { CounterStore } from '../src/store/counter-store.js';
+import { createMemcachedStore } from '../src/store/memcached/memcached-store.js';
+import { uniquePrefix, useMemcached } from './helpers/memcached.js';
+
+const REQUESTS = 10_000;
+const memcached = useMemcached();
+
+/** The real store, counting the calls that write a counter. */
+function countingWrites(store: CounterStore): CounterStore & { writes: number } {
+  const counting = {
+    ...store,
+    writes: 0,
+    incrementAndRead(...args: Parameters<CounterStore['incrementAndRead']>) {
+      if (args[0].length > 0) counting.writes++;
+      return store.incrementAndRead(...args);
+    },
+    decrement(...args: Parameters<CounterStore['decrement']>) {
+      counting.writes++;
+      return store.decrement(...args);
+    },
+  };
+  return counting;
+}
+
+let port = 0;
+let store: CounterStore & { writes: number };
+let close: () => Promise<void>;
+beforeAll(async () => {
+  const real = createMemcachedStore({ servers: memcached().servers });
+  store = countingWrites(real);
+  const policies = { events: { login: { limits: [{ limit: 3, window: '1m' }] }, api: { limits: [{ limit: 1000, window: '1h', granularity: '1m' }] } } };
+  const app = buildApp({ limiter: createLimiter({ policies, store, keyPrefix: uniquePrefix() }), store });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  port = (app.server.address() as { port: number }).port;
+  close = async () => {
+    await app.close();
+    await real.close();
+  };
+});
+afterAll(async () => {
+  await close();
+});
+
+/**
+ * Sends raw bytes on a fresh connection and resolves with the status code of the answer (0
+ * if none). A request promising more body than it sends is followed by the client hanging
+ * up, so the server does not wait for the rest; a whole one is not, since a server that
+ * sees the client hang up drops an answer it has not sent yet.
+ */
+function send(raw: Buffer, incomplete = false): Promise<number> {
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1', () => {
+      socket.write(raw);
+      if (incomplete) socket.end();
+    });
+    socket.setTimeout(5000, () => socket.destroy());
+    let received = '';
+    socket.on('data', (chunk: Buffer) => (received += chunk.toString('latin1')));
+    socket.on('error', () => undefined);
+    socket.on('close', () => {
+      resolve(Number(/^HTTP\/1\.[01] (\d{3})/.exec(received)?.[1] ?? 0));
+    });
+  });
+}
+
+const text = fc.oneof(
+  fc.string({ maxLength: 20 }),
+  fc.string({ unit: 'binary', maxLength: 30 }),
+  fc.constantFrom('login', 'api', 'LOGIN', 'login ', '1', '0', '-1', '1e3', '2.5', '99999999999999999999', '', 'null', '[]', '{}', '%00', '%ff%fe', '\u0000', '名前', '\u{1F600}'),
+  fc.string({ minLength: 1000, maxLength: 1100 }),
+);
+const query = fc.array(fc.tuple(fc.constantFrom('event', 'feature', 'cost', 'other', 'event[]', 'EVENT', ''), text), { maxLength: 5 });
+const encodeQuery = (pairs: [string, string][], raw: boolean) =>
+  pairs.map(([k, v]) => (raw ? `${k}=${v}` : `${encodeURIComponent(k)}=${encodeURIComponent(v)}`)).join('&');
+
+const request = fc.record({
+  method: fc.constantFrom('GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'HEAD', 'OPTIONS', 'TRACE', 'get', 'BREW', 'G\u0000T', ''),
+  path: fc.constantFrom('/check', '/peek', '/policies', '/readyz', '/healthz', '/', '//check', '/check/', '/check/../check', '/nope', '*', 'check'),
+  query,
+  rawQuery: fc.boolean(),
+  contentType: fc.constantFrom(undefined, 'application/json', 'text/plain', 'application/json; charset=latin1', 'multipart/form-data', '\u0001'),
+  body: fc.oneof(
+    fc.constant(''),
+    fc.json({ maxDepth: 3 }),
+    query.map((pairs) => JSON.stringify(Object.fromEntries(pairs))),
+    fc.string({ unit: 'binary', maxLength: 200 }),
+    fc.constantFrom('{', '{"event":', '{"event":"login","feature":"x","cost":1}', '{"event":"login","feature":"x","feature":"y"}', '[1,2]', 'x'.repeat(20_000)),
+  ),
+  lengthSkew: fc.constantFrom(0, 0, 0, -1, 5),
+  extraHeader: fc.constantFrom('', 'X-Huge: ' + 'h'.repeat(20_000) + '\r\n', 'Transfer-Encoding: chunked\r\n', 'Host: \r\n', 'Bad Header\r\n', 'X: \u0007\r\n'),
+});
+
+describe('a fuzz of 10,000 requests', () => {
+  it('never gets a 5xx, never writes a counter for a refused request, and leaves the server serving', async () => {
+    const samples = fc.sample(request, { numRuns: REQUESTS, seed: 20261122 });
+    const statuses = new Map<number, number>();
+    let refusedWrites = 0;
+    for (const r of samples) {
+      const body = Buffer.from(r.body, 'utf8');
+      const head =
+        `${r.method} ${r.path}${r.query.length > 0 ? `?${encodeQuery(r.query, r.rawQuery)}` : ''} HTTP/1.1\r\nHost: fuzz\r\nConnection: close\r\n` +
+        (r.contentType === undefined ? '' : `Content-Type: ${r.contentType}\r\n`) +
+        (body.length > 0 ? `Content-Length: ${Math.max(0, body.length + r.lengthSkew)}\r\n` : '') +
+        r.extraHeader +
+        '\r\n';
+      const writesBefore = store.writes;
+      // More body promised than sent, or a chunked body never ended: the server waits for the rest.
+      const incomplete = (body.length > 0 && r.lengthSkew > 0) || r.extraHeader.includes('chunked');
+      const status = await send(Buffer.concat([Buffer.from(head, 'latin1'), body]), incomplete);
+      statuses.set(status, (statuses.get(status) ?? 0) + 1);
+      if (status >= 400 && store.writes !== writesBefore) refusedWrites++;
+      expect(status, `${r.method} ${r.path} answered ${status}`).toBeLessThan(500);
+      // Every request gets an answer, except one whose client hung up before sending what it promised.
+      if (!incomplete) expect(status, `${r.method} ${r.path} got no answer`).toBeGreaterThan(0);
+    }
+    expect(refusedWrites).toBe(0);
+    // Some requests were valid checks, most were refused, and each was answered.
+    expect([...statuses.keys()].filter((status) => status >= 200 && status < 300).length).toBeGreaterThan(0);
+    expect(statuses.get(400)).toBeGreaterThan(REQUESTS / 4);
+    // Still serving.
+    expect(await send(Buffer.from('GET /check?event=api&feature=after-the-fuzz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'))).toBe(200);
+  });
+});
