@@ -5,10 +5,10 @@ export type { CheckRequest, Limiter, LimiterOptions } from './counting/limiter.j
 export type { Decision, LimitStatus } from './counting/decision.js';
 export { LimiterInputError } from './counting/errors.js';
 export type { InputErrorCode } from './counting/errors.js';
-export { loadPolicyFile, parsePolicies, PolicyError, PolicySet } from './config/policies.js';
-export type { Algorithm, EventPolicy, LimitPolicy } from './config/policies.js';
-export { StoreUnavailableError } from './store/counter-store.js';
-export type { CounterStore, CounterIncrement, CounterDecrement, IncrementAndReadResult } from './store/counter-store.js';
+export { loadPolicyFile, parsePolicies, parsePolicyText, PolicyError, PolicySet } from './config/policies.js';
+export type { Algorithm, Edge, EventPolicy, LimitPolicy, OnStoreError } from './config/policies.js';
+export { StoreOverloadedError, StoreUnavailableError } from './store/counter-store.js';
+export type { CounterStore, CounterIncrement, CounterDecrement, IncrementAndReadResult, ServerHealth } from './store/counter-store.js';
 export { createEmbeddedStore } from './store/embedded-store.js';
 export type { EmbeddedStoreOptions } from './store/embedded-store.js';
 export { createMemcachedStore } from './store/memcached/memcached-store.js';

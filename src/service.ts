@@ -19,7 +19,7 @@ export interface RunningService {
 export async function startService(settings: Settings, logger: Logger): Promise<RunningService> {
   const policies = await loadPolicyFile(settings.configPath);
   const store = settings.memcachedServers
-    ? createMemcachedStore({ servers: settings.memcachedServers, timeoutMs: settings.memcachedTimeoutMs })
+    ? createMemcachedStore({ servers: settings.memcachedServers, timeoutMs: settings.memcachedTimeoutMs, maxInFlight: settings.memcachedMaxInFlight })
     : createEmbeddedStore();
   const limiter = createLimiter({
     policies,

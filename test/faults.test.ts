@@ -3,6 +3,7 @@
 import { createServer, type Server, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLimiter, type Limiter } from '../src/counting/limiter.js';
+import { buildApp } from '../src/http/app.js';
 import type { Decision } from '../src/counting/decision.js';
 import type { CounterStore } from '../src/store/counter-store.js';
 import { createMemcachedStore } from '../src/store/memcached/memcached-store.js';
@@ -24,8 +25,8 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-function limiterOn(servers: string): { limiter: Limiter; store: CounterStore } {
-  const store = createMemcachedStore({ servers, timeoutMs: DEADLINE_MS });
+function limiterOn(servers: string, maxInFlight?: number): { limiter: Limiter; store: CounterStore } {
+  const store = createMemcachedStore({ servers, timeoutMs: DEADLINE_MS, ...(maxInFlight === undefined ? {} : { maxInFlight }) });
   cleanups.push(() => store.close());
   return { limiter: createLimiter({ policies, store, keyPrefix: uniquePrefix() }), store };
 }
@@ -82,6 +83,28 @@ describe('a Memcached node that fails', () => {
       const checks = await timedChecks(limiter, 10);
       expect(checks.every((c) => c.decision.degraded === true && c.decision.allowed)).toBe(true);
       expect(Math.max(...checks.map((c) => c.ms))).toBeLessThan(DEADLINE_MS + MARGIN_MS);
+    }
+  });
+
+  it('that hangs under more load than may wait on it: only the bound waits, the excess is shed at once with 503', async () => {
+    const servers = await fakeServer(() => undefined);
+    const { limiter, store } = limiterOn(servers, 20);
+    const app = buildApp({ limiter, store });
+    cleanups.push(() => app.close());
+    for (let wave = 0; wave < 3; wave++) {
+      const started = performance.now();
+      const answers = await Promise.all(
+        Array.from({ length: 200 }, async () => {
+          const response = await app.inject({ method: 'GET', url: '/check?event=api&feature=x' });
+          return { status: response.statusCode, code: response.json<{ error?: { code: string } }>().error?.code, ms: performance.now() - started };
+        }),
+      );
+      const shed = answers.filter((a) => a.status === 503);
+      // Exactly the bound waited for the deadline and was decided by the rule; the rest were refused.
+      expect(answers.filter((a) => a.status === 200)).toHaveLength(20);
+      expect(shed).toHaveLength(180);
+      expect(shed.every((a) => a.code === 'overloaded')).toBe(true);
+      expect(Math.max(...answers.map((a) => a.ms))).toBeLessThan(DEADLINE_MS + MARGIN_MS);
     }
   });
 

@@ -1,6 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { DEFAULT_FEATURE_CACHE_SIZE, DEFAULT_MAX_CLOCK_SKEW_MS, DEFAULT_MAX_DENIAL_CACHE_MS } from '../counting/limiter.js';
+import { DEFAULT_MAX_IN_FLIGHT } from '../store/memcached/memcached-store.js';
 
 /** How the service runs, from the environment and the command line. */
 export interface Settings {
@@ -11,6 +12,7 @@ export interface Settings {
   /** `host:port,…`; the embedded store is used when absent. */
   readonly memcachedServers?: string;
   readonly memcachedTimeoutMs: number;
+  readonly memcachedMaxInFlight: number;
   readonly keyPrefix: string;
   readonly logLevel: string;
   readonly maxClockSkewMs: number;
@@ -31,6 +33,7 @@ Environment:
   MEMGATE_CONFIG         policy file, YAML or JSON (--config wins; default: the bundled example)
   MEMCACHED_SERVERS      host:port,host:port (unset: the embedded store, for one instance)
   MEMCACHED_TIMEOUT_MS   deadline of every Memcached call (default 250)
+  MEMCACHED_MAX_IN_FLIGHT      checks waiting on Memcached at once; more are shed with 503 (default 1000)
   MEMGATE_KEY_PREFIX     prefix of every Memcached key (default mg)
   MEMGATE_MAX_CLOCK_SKEW_MS    how far apart instances' clocks may be (default 2000)
   MEMGATE_FEATURE_CACHE_SIZE   features per event whose settled counts are kept in memory (default 10000; 0 none)
@@ -59,6 +62,7 @@ export function loadSettings(env: NodeJS.ProcessEnv, argv: readonly string[]): S
     configPath: args.values.config ?? setting(env, 'MEMGATE_CONFIG') ?? BUNDLED_POLICIES,
     ...(servers ? { memcachedServers: servers } : {}),
     memcachedTimeoutMs: integer(env, 'MEMCACHED_TIMEOUT_MS', 250, 1, 60_000),
+    memcachedMaxInFlight: integer(env, 'MEMCACHED_MAX_IN_FLIGHT', DEFAULT_MAX_IN_FLIGHT, 1, 1_000_000),
     keyPrefix: setting(env, 'MEMGATE_KEY_PREFIX') ?? 'mg',
     logLevel,
     maxClockSkewMs: integer(env, 'MEMGATE_MAX_CLOCK_SKEW_MS', DEFAULT_MAX_CLOCK_SKEW_MS, 0, 60_000),

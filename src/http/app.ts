@@ -16,6 +16,9 @@ export interface AppOptions {
 /** A /check request is a few hundred bytes; anything near this is not one. */
 const BODY_LIMIT_BYTES = 16 * 1024;
 
+/** Longest a client may take to send a whole request: a slow sender cannot hold a connection forever. */
+const REQUEST_TIMEOUT_MS = 10_000;
+
 /** The HTTP face of a limiter. Builds the app without listening, so tests can inject. */
 export function buildApp({ limiter, store, logger }: AppOptions): FastifyInstance {
   const app = Fastify({
@@ -23,6 +26,7 @@ export function buildApp({ limiter, store, logger }: AppOptions): FastifyInstanc
     // /check is the hot path: a log line per decision would cost more than the decision.
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: BODY_LIMIT_BYTES,
+    requestTimeout: REQUEST_TIMEOUT_MS,
     // Strict types: a number is not a feature, and no unknown field passes silently.
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false } },
     clientErrorHandler: handleClientError,

@@ -2,7 +2,7 @@ import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { LimiterInputError } from '../counting/errors.js';
-import { StoreUnavailableError } from '../store/counter-store.js';
+import { StoreOverloadedError, StoreUnavailableError } from '../store/counter-store.js';
 
 export interface ErrorBody {
   error: { code: string; message: string };
@@ -31,6 +31,10 @@ const FIELD_CODES: Record<string, string> = { event: 'invalid_event', feature: '
 export function handleError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   if (error instanceof LimiterInputError) {
     return reply.code(400).send(errorBody(error.code, error.message));
+  }
+  if (error instanceof StoreOverloadedError) {
+    // Shed, not queued: the client should retry in a moment. Not logged per request, as it comes in floods.
+    return reply.code(503).header('retry-after', '1').send(errorBody('overloaded', error.message));
   }
   if (error instanceof StoreUnavailableError) {
     request.log.warn({ err: error }, 'counter store unavailable');

@@ -60,3 +60,14 @@ export class StoreUnavailableError extends Error {
     this.name = 'StoreUnavailableError';
   }
 }
+
+/**
+ * The store already has as much work in flight as it may: this call was refused at once
+ * instead of queueing without limit. The request should be shed (HTTP 503, retry soon).
+ */
+export class StoreOverloadedError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'StoreOverloadedError';
+  }
+}

@@ -1,6 +1,7 @@
 import memjs from 'memjs';
 import pLimit from 'p-limit';
 import {
+  StoreOverloadedError,
   StoreUnavailableError,
   type CounterDecrement,
   type CounterIncrement,
@@ -21,7 +22,11 @@ export interface MemcachedStoreOptions {
   readonly maxParallelServers?: number;
   /** Send the calls made in one turn of the event loop in one socket write. Default true. */
   readonly coalesceWrites?: boolean;
+  /** Most checks waiting on Memcached at once; more are refused with StoreOverloadedError. Default 1000. */
+  readonly maxInFlight?: number;
 }
+
+export const DEFAULT_MAX_IN_FLIGHT = 1000;
 
 export const DEFAULT_TIMEOUT_MS = 250;
 
@@ -47,6 +52,8 @@ export function createMemcachedStore(options: MemcachedStoreOptions): CounterSto
   const serverOf = serverRouter(endpoints);
   const maxParallelServers = options.maxParallelServers ?? 8;
   const coalesceWrites = options.coalesceWrites ?? true;
+  const maxInFlight = options.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT;
+  let inFlight = 0;
   let lastOpaque = 0;
   const nextOpaque = (): number => (lastOpaque = lastOpaque >= 0xffff_ffff ? 1 : lastOpaque + 1);
 
@@ -87,10 +94,19 @@ export function createMemcachedStore(options: MemcachedStoreOptions): CounterSto
     description: `memcached ${endpoints.map((endpoint) => endpoint.label).join(',')}`,
 
     async incrementAndRead(increments: readonly CounterIncrement[], reads: readonly string[]): Promise<IncrementAndReadResult> {
-      const replies = await run(
-        increments.map(({ key, delta, ttlSeconds }) => ({ opcode: Opcode.increment, key, delta, ttlSeconds })),
-        reads,
-      );
+      // A slow or hung server must not make checks pile up without bound: refuse at once.
+      // Decrements are exempt: they take back denied requests, and are rare.
+      if (inFlight >= maxInFlight) throw new StoreOverloadedError(`${maxInFlight} Memcached calls are already in flight`);
+      inFlight++;
+      let replies: BatchReplies;
+      try {
+        replies = await run(
+          increments.map(({ key, delta, ttlSeconds }) => ({ opcode: Opcode.increment, key, delta, ttlSeconds })),
+          reads,
+        );
+      } finally {
+        inFlight--;
+      }
       // An increment always answers a value (it creates missing keys), so none is undefined.
       return { incremented: replies.arithmetic.map((value) => value ?? 0), read: replies.read };
     },
