@@ -6,6 +6,7 @@ import { createLimiter } from './counting/limiter.js';
 import { buildApp } from './http/app.js';
 import type { CounterStore, StoreUnavailableError } from './store/counter-store.js';
 import { createEmbeddedStore } from './store/embedded-store.js';
+import { watchEvictions } from './store/eviction-watch.js';
 import { createMemcachedStore } from './store/memcached/memcached-store.js';
 
 export interface RunningService {
@@ -41,6 +42,15 @@ export async function startService(settings: Settings, logger: Logger): Promise<
     { host: settings.host, port, store: store.description, policies: policies.source, events: [...policies.events.keys()] },
     `memgate listening on ${settings.host}:${port} with the ${store.kind} store`,
   );
+  const evictions = store.shared
+    ? watchEvictions(store, (server, evicted, total) => {
+        logger.warn(
+          { server, evicted, total },
+          `Memcached ${server} evicted ${evicted} items for lack of memory: counts it held are now too low. Give it more memory (see docs/operations.md)`,
+        );
+      })
+    : undefined;
+  void evictions?.check().catch(() => undefined);
   if (store.kind === 'embedded') {
     logger.warn('MEMCACHED_SERVERS is not set: counters live in this process only, so limits are not shared between instances');
   } else {
@@ -52,6 +62,7 @@ export async function startService(settings: Settings, logger: Logger): Promise<
     app,
     store,
     async close() {
+      evictions?.stop();
       await app.close();
       await store.close();
     },

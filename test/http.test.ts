@@ -162,7 +162,7 @@ describe('malformed HTTP on a real socket', () => {
 describe('health, readiness and policies', () => {
   it('is healthy and ready on a live memcached', async () => {
     expect((await get('/healthz')).json()).toEqual({ status: 'ok' });
-    expect((await get('/readyz')).json()).toEqual({ status: 'ready', store: 'memcached', servers: [{ server: memcached().servers, up: true }] });
+    expect((await get('/readyz')).json()).toEqual({ status: 'ready', store: 'memcached', servers: [{ server: memcached().servers, up: true, evictions: 0 }] });
   });
 
   it('is not ready when memcached is unreachable, naming the server, and decides checks by each event’s onStoreError', async () => {

@@ -80,7 +80,7 @@ describe('the memgate process', () => {
   it('uses Memcached when MEMCACHED_SERVERS is set', async () => {
     const service = await startService({ MEMCACHED_SERVERS: memcached.servers });
     expect(service.logs.some((l) => l.store === `memcached ${memcached.servers}`)).toBe(true);
-    expect(await fetch(`${service.url}/readyz`).then((r) => r.json())).toEqual({ status: 'ready', store: 'memcached', servers: [{ server: memcached.servers, up: true }] });
+    expect(await fetch(`${service.url}/readyz`).then((r) => r.json())).toEqual({ status: 'ready', store: 'memcached', servers: [{ server: memcached.servers, up: true, evictions: 0 }] });
     service.child.kill('SIGTERM');
     expect(await service.exit).toBe(0);
   });

@@ -97,7 +97,12 @@ export const readinessResponse = {
       items: {
         type: 'object',
         required: ['server', 'up'],
-        properties: { server: { type: 'string' }, up: { type: 'boolean' }, error: { type: 'string' } },
+        properties: {
+          server: { type: 'string' },
+          up: { type: 'boolean' },
+          error: { type: 'string' },
+          evictions: { type: 'integer', description: 'items evicted since the server started: raise its memory if this grows' },
+        },
       },
     },
     error: errorResponse.properties.error,

@@ -51,6 +51,8 @@ export interface ServerHealth {
   readonly up: boolean;
   /** Why it is down. */
   readonly error?: string;
+  /** Items the server evicted to make room since it started: counts silently lowered. */
+  readonly evictions?: number;
 }
 
 /** The store did not answer in time or at all; the limiter cannot decide. */

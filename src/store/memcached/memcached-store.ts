@@ -10,6 +10,7 @@ import {
   type ServerHealth,
 } from '../counter-store.js';
 import { runBatch, type BatchReplies } from './batch.js';
+import { serverStats } from './stats.js';
 import { Opcode, type ArithmeticRequest } from './protocol.js';
 import { parseServerList, serverRouter } from './servers.js';
 
@@ -126,8 +127,8 @@ export function createMemcachedStore(options: MemcachedStoreOptions): CounterSto
       return pLimit(maxParallelServers).map(servers, async (server, i) => {
         const label = endpoints[i]?.label ?? `${server.host}:${server.port}`;
         try {
-          await runBatch(server, nextOpaque(), [], [], timeoutMs, coalesceWrites);
-          return { server: label, up: true };
+          const stats = await serverStats(server, nextOpaque(), timeoutMs);
+          return { server: label, up: true, evictions: Number(stats.evictions ?? 0) };
         } catch (error) {
           return { server: label, up: false, error: error instanceof Error ? error.message : String(error) };
         }
