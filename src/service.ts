@@ -20,7 +20,12 @@ export interface RunningService {
 export async function startService(settings: Settings, logger: Logger): Promise<RunningService> {
   const policies = await loadPolicyFile(settings.configPath);
   const store = settings.memcachedServers
-    ? createMemcachedStore({ servers: settings.memcachedServers, timeoutMs: settings.memcachedTimeoutMs, maxInFlight: settings.memcachedMaxInFlight })
+    ? createMemcachedStore({
+        servers: settings.memcachedServers,
+        timeoutMs: settings.memcachedTimeoutMs,
+        maxInFlight: settings.memcachedMaxInFlight,
+        ...(settings.memcachedCredentials ? { credentials: settings.memcachedCredentials } : {}),
+      })
     : createEmbeddedStore();
   const limiter = createLimiter({
     policies,

@@ -11,6 +11,13 @@ describe('loadSettings', () => {
     expect(loadSettings(env, [])).toMatchObject({ maxClockSkewMs: 500, featureCacheSize: 0, maxDenialCacheMs: 0 });
   });
 
+  it('takes SASL credentials in pairs, and keeps the password out of anything it prints', () => {
+    expect(loadSettings({ MEMCACHED_USERNAME: 'memgate', MEMCACHED_PASSWORD: 'pw' }, []).memcachedCredentials).toEqual({ username: 'memgate', password: 'pw' });
+    expect(() => loadSettings({ MEMCACHED_USERNAME: 'memgate' }, [])).toThrow('MEMCACHED_USERNAME and MEMCACHED_PASSWORD go together');
+    expect(() => loadSettings({ MEMCACHED_PASSWORD: 'secret-value' }, [])).toThrow(SettingsError);
+    expect(() => loadSettings({ MEMCACHED_PASSWORD: 'secret-value' }, [])).not.toThrow(/secret-value/);
+  });
+
   it.each([
     ['MEMGATE_MAX_CLOCK_SKEW_MS', '-1'],
     ['MEMGATE_FEATURE_CACHE_SIZE', 'lots'],

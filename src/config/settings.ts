@@ -13,6 +13,8 @@ export interface Settings {
   readonly memcachedServers?: string;
   readonly memcachedTimeoutMs: number;
   readonly memcachedMaxInFlight: number;
+  /** SASL credentials for every server without its own `user:password@`. */
+  readonly memcachedCredentials?: { readonly username: string; readonly password: string };
   readonly keyPrefix: string;
   readonly logLevel: string;
   readonly maxClockSkewMs: number;
@@ -34,6 +36,7 @@ Environment:
   MEMCACHED_SERVERS      host:port,host:port (unset: the embedded store, for one instance)
   MEMCACHED_TIMEOUT_MS   deadline of every Memcached call (default 250)
   MEMCACHED_MAX_IN_FLIGHT      checks waiting on Memcached at once; more are shed with 503 (default 1000)
+  MEMCACHED_USERNAME, MEMCACHED_PASSWORD   SASL credentials (both or neither)
   MEMGATE_KEY_PREFIX     prefix of every Memcached key (default mg)
   MEMGATE_MAX_CLOCK_SKEW_MS    how far apart instances' clocks may be (default 2000)
   MEMGATE_FEATURE_CACHE_SIZE   features per event whose settled counts are kept in memory (default 10000; 0 none)
@@ -53,6 +56,11 @@ export function loadSettings(env: NodeJS.ProcessEnv, argv: readonly string[]): S
     throw new SettingsError(`${(error as Error).message}\n${USAGE}`);
   }
   const servers = setting(env, 'MEMCACHED_SERVERS');
+  const username = setting(env, 'MEMCACHED_USERNAME');
+  const password = env.MEMCACHED_PASSWORD;
+  if ((username === undefined) !== (password === undefined || password === '')) {
+    throw new SettingsError('MEMCACHED_USERNAME and MEMCACHED_PASSWORD go together: set both or neither');
+  }
   const logLevel = setting(env, 'LOG_LEVEL') ?? 'info';
   if (!LOG_LEVELS.includes(logLevel)) throw new SettingsError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')} (got ${JSON.stringify(logLevel)})`);
   return {
@@ -61,6 +69,7 @@ export function loadSettings(env: NodeJS.ProcessEnv, argv: readonly string[]): S
     host: setting(env, 'HOST') ?? '0.0.0.0',
     configPath: args.values.config ?? setting(env, 'MEMGATE_CONFIG') ?? BUNDLED_POLICIES,
     ...(servers ? { memcachedServers: servers } : {}),
+    ...(username !== undefined && password ? { memcachedCredentials: { username, password } } : {}),
     memcachedTimeoutMs: integer(env, 'MEMCACHED_TIMEOUT_MS', 250, 1, 60_000),
     memcachedMaxInFlight: integer(env, 'MEMCACHED_MAX_IN_FLIGHT', DEFAULT_MAX_IN_FLIGHT, 1, 1_000_000),
     keyPrefix: setting(env, 'MEMGATE_KEY_PREFIX') ?? 'mg',

@@ -12,11 +12,13 @@ import {
 import { runBatch, type BatchReplies } from './batch.js';
 import { serverStats } from './stats.js';
 import { Opcode, type ArithmeticRequest } from './protocol.js';
-import { parseServerList, serverRouter } from './servers.js';
+import { parseServerList, serverRouter, type Credentials } from './servers.js';
 
 export interface MemcachedStoreOptions {
   /** `host[:port],…`, as in MEMCACHED_SERVERS. */
   readonly servers: string;
+  /** SASL credentials for the servers that name none of their own. */
+  readonly credentials?: Credentials;
   /** Deadline of every call to a server, in milliseconds. Default 250. */
   readonly timeoutMs?: number;
   /** Most servers one call talks to at once. Default 8. */
@@ -44,7 +46,7 @@ interface ServerShare {
  * tag, so one check's keys sit on one server and the check is one write and one round trip.
  */
 export function createMemcachedStore(options: MemcachedStoreOptions): CounterStore {
-  const endpoints = parseServerList(options.servers);
+  const endpoints = parseServerList(options.servers, options.credentials);
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const servers = endpoints.map(
     ({ host, port, username, password }) =>

@@ -11,14 +11,21 @@ export interface Endpoint {
 
 const DEFAULT_PORT = 11211;
 
+/** SASL credentials for every server that names none of its own. */
+export interface Credentials {
+  readonly username: string;
+  readonly password: string;
+}
+
 /**
  * Parses `host[:port],…` as in MEMCACHED_SERVERS. IPv6 hosts go in brackets
- * (`[::1]:11211`); `user:password@host:port` sets SASL credentials for that server.
+ * (`[::1]:11211`); `user:password@host:port` sets SASL credentials for that server, and
+ * `credentials` (MEMCACHED_USERNAME and MEMCACHED_PASSWORD) for the others.
  */
-export function parseServerList(text: string): Endpoint[] {
+export function parseServerList(text: string, credentials?: Credentials): Endpoint[] {
   const entries = text.split(',').map((entry) => entry.trim());
   if (entries.every((entry) => entry === '')) throw new Error('no Memcached servers given');
-  const endpoints = entries.map(parseEndpoint);
+  const endpoints = entries.map(parseEndpoint).map((endpoint) => (endpoint.username === undefined && credentials ? { ...endpoint, ...credentials } : endpoint));
   const labels = new Set<string>();
   for (const { label } of endpoints) {
     if (labels.has(label)) throw new Error(`Memcached server ${label} is listed twice`);
@@ -35,7 +42,8 @@ function parseEndpoint(entry: string): Endpoint {
   const port = Number(match?.[3] ?? DEFAULT_PORT);
   const host = match?.[1] ?? match?.[2];
   if (!host || port < 1 || port > 65_535) {
-    throw new Error(`Memcached server ${JSON.stringify(entry)} is not host[:port] (IPv6 as [addr]:port)`);
+    // Name the address only: the entry may hold a password.
+    throw new Error(`Memcached server ${JSON.stringify(address)} is not host[:port] (IPv6 as [addr]:port)`);
   }
   const label = `${host.includes(':') ? `[${host}]` : host}:${port}`;
   if (credentials === undefined) return { host, port, label };
