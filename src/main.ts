@@ -23,7 +23,11 @@ async function main(): Promise<void> {
   }
   // Synchronous writes: memgate logs at start, stop and on errors, never per request, so
   // this costs nothing, and no line is lost when the process exits right after it.
-  const logger = pino({ level: settings.logLevel, base: { service: 'memgate' } }, pino.destination({ dest: 1, sync: true }));
+  const logger = pino(
+    // Secrets never reach the log, even if a request is logged one day.
+    { level: settings.logLevel, base: { service: 'memgate' }, redact: ['req.headers.authorization', 'password', 'token'] },
+    pino.destination({ dest: 1, sync: true }),
+  );
   let service;
   try {
     service = await startService(settings, logger);

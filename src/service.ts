@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import { loadPolicyFile } from './config/policies.js';
 import type { Settings } from './config/settings.js';
 import { createLimiter } from './counting/limiter.js';
+import { reloadable } from './counting/reloadable-limiter.js';
 import { buildApp } from './http/app.js';
 import type { CounterStore, StoreUnavailableError } from './store/counter-store.js';
 import { createEmbeddedStore } from './store/embedded-store.js';
@@ -27,8 +28,7 @@ export async function startService(settings: Settings, logger: Logger): Promise<
         ...(settings.memcachedCredentials ? { credentials: settings.memcachedCredentials } : {}),
       })
     : createEmbeddedStore();
-  const limiter = createLimiter({
-    policies,
+  const options = {
     store,
     keyPrefix: settings.keyPrefix,
     maxClockSkewMs: settings.maxClockSkewMs,
@@ -38,8 +38,16 @@ export async function startService(settings: Settings, logger: Logger): Promise<
       logger.warn({ err }, 'could not take back a denied request; its cost stays counted until its bucket expires');
     },
     onStoreUnavailable: outageLogger(logger),
-  });
-  const app = buildApp({ limiter, store, logger });
+  };
+  const limiter = reloadable(createLimiter({ ...options, policies }));
+  // Reading the file again; a bad file rejects with PolicyError and the policies in use stay.
+  const reload = async () => {
+    const next = await loadPolicyFile(settings.configPath);
+    limiter.replace(createLimiter({ ...options, policies: next }));
+    return { source: next.source, events: [...next.events.keys()] };
+  };
+  const admin = settings.adminToken === undefined ? undefined : { token: settings.adminToken, reload };
+  const app = buildApp({ limiter, store, logger, ...(admin ? { admin } : {}) });
   await app.listen({ port: settings.port, host: settings.host });
   const address = app.server.address();
   const port = typeof address === 'object' && address !== null ? address.port : settings.port;

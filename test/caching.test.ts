@@ -11,7 +11,7 @@ afterAll(async () => {
   await Promise.all(stores.map((store) => store.close()));
 });
 
-// Under a minute, so the window counts in seconds only: 29 past seconds per check when nothing is kept.
+// Under a minute, so the window counts in seconds only: 29 past seconds per check when nothing is kept, and the reset marker.
 const policies = { events: { api: { limits: [{ limit: 1000, window: '30s' }] }, tight: { limits: [{ limit: 3, window: '30s' }] } } };
 const T0 = Math.floor(Date.now() / 1000) * 1000;
 
@@ -35,16 +35,16 @@ describe('settled counts kept between checks', () => {
   it('reads a busy feature’s live buckets only, after its first check', async () => {
     const { limiter, clock } = limiterWith();
     const first = await serverWork(() => limiter.check({ event: 'api', feature: 'busy' }));
-    // 29 past seconds and the 2 ahead that a clock 2 s fast may be counting in.
-    expect(first.reads).toBe(31);
+    // The reset marker, 29 past seconds and the 2 ahead that a clock 2 s fast may be counting in.
+    expect(first.reads).toBe(32);
     const later = await serverWork(async () => {
       for (let i = 1; i <= 100; i++) {
         clock.ms = T0 + i * 100; // 10 seconds, 10 checks each
         await limiter.check({ event: 'api', feature: 'busy' });
       }
     });
-    // 2 unsettled seconds behind, 2 ahead, and once per new second the one that just settled.
-    expect(later.reads).toBe(100 * 4 + 10);
+    // The marker, 2 unsettled seconds behind, 2 ahead, and once per new second the one that just settled.
+    expect(later.reads).toBe(100 * 5 + 10);
     expect((await limiter.peek({ event: 'api', feature: 'busy' })).limits[0]?.remaining).toBe(1000 - 101);
   });
 
@@ -56,14 +56,14 @@ describe('settled counts kept between checks', () => {
         await limiter.check({ event: 'api', feature: 'busy' });
       }
     });
-    expect(work.reads).toBe(5 * 31);
+    expect(work.reads).toBe(5 * 32);
   });
 
   it('forgets the least recently checked features beyond featureCacheSize', async () => {
     const { limiter } = limiterWith({ featureCacheSize: 2 });
     for (const feature of ['a', 'b', 'c']) await limiter.check({ event: 'api', feature });
-    expect((await serverWork(() => limiter.check({ event: 'api', feature: 'c' }))).reads).toBe(4);
-    expect((await serverWork(() => limiter.check({ event: 'api', feature: 'a' }))).reads).toBe(31);
+    expect((await serverWork(() => limiter.check({ event: 'api', feature: 'c' }))).reads).toBe(5);
+    expect((await serverWork(() => limiter.check({ event: 'api', feature: 'a' }))).reads).toBe(32);
   });
 });
 

@@ -316,3 +316,41 @@ describe('concurrency', () => {
     await Promise.all(stores.map((store) => store.close()));
   });
 });
+
+describe('reset', () => {
+  const policies = { events: { login: { limits: [{ limit: 3, window: '1d' }] } } };
+
+  it('forgets a feature on every instance sharing the store, settled counts and denials included', async () => {
+    const keyPrefix = uniquePrefix();
+    const clock = { ms: T0 + 3 * 3600_000 };
+    const now = () => clock.ms;
+    const stores = [createMemcachedStore({ servers: memcached().servers }), createMemcachedStore({ servers: memcached().servers })];
+    const [a, b] = stores.map((store) => createLimiter({ policies, store, keyPrefix, now })) as [Limiter, Limiter];
+    // Three logins over two hours: hour, minute and second buckets, settled and cached on a.
+    for (const offset of [0, 3600_000, 7200_000]) {
+      clock.ms = T0 + offset + 1500;
+      expect((await a.check({ event: 'login', feature: 'mallory' })).allowed).toBe(true);
+    }
+    clock.ms += 5000;
+    expect(await a.check({ event: 'login', feature: 'mallory' })).toMatchObject({ allowed: false });
+    await b.reset({ event: 'login', feature: 'mallory' });
+    // a's repeated denial lasts at most its cache time; then a sees the reset.
+    clock.ms += 1000;
+    const after = await Promise.all([1, 2, 3, 4].map(() => a.check({ event: 'login', feature: 'mallory' })));
+    expect(after.map((d) => d.allowed).sort()).toEqual([false, true, true, true]);
+    // Other features are untouched.
+    clock.ms += 1000;
+    expect((await b.check({ event: 'login', feature: 'alice' })).limits[0]?.remaining).toBe(2);
+    await Promise.all(stores.map((store) => store.close()));
+  });
+
+  it('forgets a feature on the embedded store', async () => {
+    const clock = { ms: T0 };
+    const limiter = createLimiter({ policies, store: createEmbeddedStore({ now: () => clock.ms }), now: () => clock.ms });
+    for (let i = 0; i < 3; i++) await limiter.check({ event: 'login', feature: 'x' });
+    expect((await limiter.check({ event: 'login', feature: 'x' })).allowed).toBe(false);
+    await limiter.reset({ event: 'login', feature: 'x' });
+    expect((await limiter.peek({ event: 'login', feature: 'x' })).limits[0]?.remaining).toBe(3);
+    await expect(limiter.reset({ event: 'nope', feature: 'x' })).rejects.toThrow(LimiterInputError);
+  });
+});

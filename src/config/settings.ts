@@ -20,6 +20,8 @@ export interface Settings {
   readonly maxClockSkewMs: number;
   readonly featureCacheSize: number;
   readonly maxDenialCacheMs: number;
+  /** Turns on /admin/reset and /admin/reload, which need it as a bearer token. */
+  readonly adminToken?: string;
 }
 
 /** The example policies shipped in config/, beside src/ and dist/. */
@@ -41,6 +43,7 @@ Environment:
   MEMGATE_MAX_CLOCK_SKEW_MS    how far apart instances' clocks may be (default 2000)
   MEMGATE_FEATURE_CACHE_SIZE   features per event whose settled counts are kept in memory (default 10000; 0 none)
   MEMGATE_MAX_DENIAL_CACHE_MS  longest a denial is repeated from memory (default 1000; 0 never)
+  MEMGATE_ADMIN_TOKEN    bearer token (16+ characters) of /admin/reset and /admin/reload; unset: no admin routes
   LOG_LEVEL              fatal, error, warn, info, debug, trace or silent (default info)`;
 
 /** A setting that cannot be used; the message says which and why. */
@@ -56,6 +59,9 @@ export function loadSettings(env: NodeJS.ProcessEnv, argv: readonly string[]): S
     throw new SettingsError(`${(error as Error).message}\n${USAGE}`);
   }
   const servers = setting(env, 'MEMCACHED_SERVERS');
+  const adminToken = setting(env, 'MEMGATE_ADMIN_TOKEN');
+  // Never echo the token itself.
+  if (adminToken !== undefined && adminToken.length < 16) throw new SettingsError('MEMGATE_ADMIN_TOKEN must be at least 16 characters');
   const username = setting(env, 'MEMCACHED_USERNAME');
   const password = env.MEMCACHED_PASSWORD;
   if ((username === undefined) !== (password === undefined || password === '')) {
@@ -70,6 +76,7 @@ export function loadSettings(env: NodeJS.ProcessEnv, argv: readonly string[]): S
     configPath: args.values.config ?? setting(env, 'MEMGATE_CONFIG') ?? BUNDLED_POLICIES,
     ...(servers ? { memcachedServers: servers } : {}),
     ...(username !== undefined && password ? { memcachedCredentials: { username, password } } : {}),
+    ...(adminToken === undefined ? {} : { adminToken }),
     memcachedTimeoutMs: integer(env, 'MEMCACHED_TIMEOUT_MS', 250, 1, 60_000),
     memcachedMaxInFlight: integer(env, 'MEMCACHED_MAX_IN_FLIGHT', DEFAULT_MAX_IN_FLIGHT, 1, 1_000_000),
     keyPrefix: setting(env, 'MEMGATE_KEY_PREFIX') ?? 'mg',

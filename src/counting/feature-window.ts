@@ -1,6 +1,6 @@
 import { floorTo } from './cover.js';
 import { settledPrefix, type CountedBucket, type LimitCounts, type SettledPrefix } from './decision.js';
-import { bucketKey } from './keys.js';
+import { bucketKey, resetMarkerKey } from './keys.js';
 import type { EventPlan } from './plan.js';
 import type { CounterIncrement } from '../store/counter-store.js';
 
@@ -17,10 +17,13 @@ interface WindowLimit extends LimitCounts {
   settled?: SettledPrefix | undefined;
 }
 
-/** Keys to read and, at the same index, the bucket each one's value fills. */
+/**
+ * Keys to read and, at the same index, the bucket each one's value fills. The first key is
+ * the feature's reset marker (see Limiter.reset), which fills no bucket.
+ */
 export interface ReadList {
   readonly keys: readonly string[];
-  readonly targets: readonly WindowBucket[];
+  readonly targets: readonly (WindowBucket | undefined)[];
 }
 
 /**
@@ -45,6 +48,8 @@ export class FeatureWindow {
   private readonly skewSeconds: number;
   private readonly ttls: readonly number[];
   private lastIncrements: readonly CounterIncrement[] = [];
+  /** The second the feature's counts were last reset at: buckets that ended by then count nothing. */
+  private resetAt: number;
   /** Per level, the current bucket, when a limit counts in it. */
   private readonly current: readonly (WindowBucket | undefined)[];
   /** Per level, every other bucket by start: one object however many limits count it. */
@@ -53,12 +58,14 @@ export class FeatureWindow {
   constructor(plan: EventPlan, base: string, second: number, skewSeconds: number, previous?: FeatureWindow) {
     this.second = second;
     this.skewSeconds = skewSeconds;
+    this.resetAt = previous?.resetAt ?? 0;
     const levelOf = new Map(plan.levels.map(({ size }, index) => [size, index]));
     this.currentKeys = plan.levels.map(({ size }) => bucketKey(base, size, floorTo(second, size)));
     this.ttls = plan.levels.map(({ ttlSeconds }) => ttlSeconds);
     const current: (WindowBucket | undefined)[] = plan.levels.map(() => undefined);
     const byStart = plan.levels.map(() => new Map<number, WindowBucket>());
-    const live = { keys: [] as string[], targets: [] as WindowBucket[] };
+    // The reset marker is read with every check, so a reset elsewhere is seen at once.
+    const live = { keys: [resetMarkerKey(base)], targets: [undefined] as (WindowBucket | undefined)[] };
     const unknown = { keys: [] as string[], targets: [] as WindowBucket[] };
 
     this.limits = plan.limits.map((limit) => {
@@ -126,7 +133,12 @@ export class FeatureWindow {
    */
   fill(reads: ReadList, read: readonly number[], current: readonly number[], ownCost: number): readonly LimitCounts[] {
     const { targets } = reads;
-    for (let i = 0; i < targets.length; i++) (targets[i] as WindowBucket).count = read[i] ?? 0;
+    const resetAt = read[0] ?? 0;
+    if (resetAt !== this.resetAt) this.forgetUntil(resetAt);
+    for (let i = 1; i < targets.length; i++) {
+      const bucket = targets[i] as WindowBucket;
+      bucket.count = bucket.start + bucket.size <= resetAt ? 0 : (read[i] ?? 0);
+    }
     for (let level = 0; level < this.current.length; level++) {
       const bucket = this.current[level];
       if (bucket) bucket.count = (current[level] ?? ownCost) - ownCost;
@@ -137,6 +149,15 @@ export class FeatureWindow {
       this.sumSettled();
     }
     return this.limits;
+  }
+
+  /** A reset at `resetAt`: every bucket that ended by then counts nothing from now on. */
+  private forgetUntil(resetAt: number): void {
+    this.resetAt = resetAt;
+    for (const limit of this.limits) {
+      for (const bucket of limit.buckets) if (bucket.start + bucket.size <= resetAt) bucket.count = 0;
+    }
+    if (this.reads === this.live) this.sumSettled();
   }
 
   private isSettled(start: number, size: number): boolean {

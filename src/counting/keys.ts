@@ -28,3 +28,8 @@ export function counterKeyBase(prefix: string, event: string, feature: string): 
 export function bucketKey(base: string, size: number, start: number): string {
   return `${base}${size}:${start}`;
 }
+
+/** Where a feature's last reset time is kept (see Limiter.reset); routed with its buckets. */
+export function resetMarkerKey(base: string): string {
+  return `${base}reset`;
+}

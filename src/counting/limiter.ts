@@ -3,7 +3,8 @@ import { StoreUnavailableError, type CounterStore } from '../store/counter-store
 import { decide, degradedDecision, excessOf, secondsUntil, type Decision, type LimitCounts } from './decision.js';
 import { rememberDenial, repeatDenial } from './cached-denial.js';
 import { FeatureCache, type FeatureState } from './feature-cache.js';
-import { bucketKey } from './keys.js';
+import { floorTo } from './cover.js';
+import { bucketKey, resetMarkerKey } from './keys.js';
 import { planEvents, type EventPlan } from './plan.js';
 import { eventPlan, validCost, validFeature } from './request.js';
 import { exactRelease } from './retry.js';
@@ -48,6 +49,12 @@ export interface Limiter {
   check(request: CheckRequest): Promise<Decision>;
   /** The decision `check` would make now, counting nothing. */
   peek(request: CheckRequest): Promise<Decision>;
+  /**
+   * Forgets everything a feature has counted for an event, on every instance sharing the
+   * store: a marker records the reset second, which every check reads, and the buckets
+   * holding that second are deleted, so they count only what comes after it.
+   */
+  reset(request: Omit<CheckRequest, 'cost'>): Promise<void>;
   readonly policies: PolicySet;
   readonly plans: ReadonlyMap<string, EventPlan>;
 }
@@ -139,6 +146,17 @@ export function createLimiter(options: LimiterOptions): Limiter {
       // A denied request is not counted: take the increment back.
       await store.decrement(increments.map(({ key }) => ({ key, delta: cost }))).catch((error: unknown) => onRollbackError?.(error));
       return denial(decision, counts, plan, state, cost, nowMs);
+    },
+
+    async reset(request) {
+      const plan = eventPlan(plans, request.event);
+      const state = features.state(plan, validFeature(request.feature));
+      const second = Math.floor(now() / 1000);
+      const ttlSeconds = Math.max(...plan.levels.map((level) => level.ttlSeconds));
+      const straddling = plan.levels.map(({ size }) => bucketKey(state.base, size, floorTo(second, size)));
+      await store.reset({ key: resetMarkerKey(state.base), value: second, ttlSeconds }, straddling);
+      state.window = undefined;
+      state.denial = undefined;
     },
 
     async peek(request) {

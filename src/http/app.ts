@@ -2,6 +2,7 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } 
 import type { Limiter } from '../counting/limiter.js';
 import type { CounterStore } from '../store/counter-store.js';
 import { handleClientError, handleError, handleNotFound } from './errors.js';
+import { registerAdminRoutes, type AdminOptions } from './routes/admin.js';
 import { registerDecisionRoutes } from './routes/decisions.js';
 import { registerHealthRoutes } from './routes/health.js';
 import { registerPolicyRoutes } from './routes/policies.js';
@@ -11,6 +12,8 @@ export interface AppOptions {
   readonly store: CounterStore;
   /** Where fastify logs (a pino logger); silent when absent. */
   readonly logger?: FastifyBaseLogger;
+  /** Turns on /admin/reset and /admin/reload; without it they do not exist. */
+  readonly admin?: AdminOptions;
 }
 
 /** A /check request is a few hundred bytes; anything near this is not one. */
@@ -20,7 +23,7 @@ const BODY_LIMIT_BYTES = 16 * 1024;
 const REQUEST_TIMEOUT_MS = 10_000;
 
 /** The HTTP face of a limiter. Builds the app without listening, so tests can inject. */
-export function buildApp({ limiter, store, logger }: AppOptions): FastifyInstance {
+export function buildApp({ limiter, store, logger, admin }: AppOptions): FastifyInstance {
   const app = Fastify({
     ...(logger ? { loggerInstance: logger } : { logger: false }),
     // /check is the hot path: a log line per decision would cost more than the decision.
@@ -47,5 +50,6 @@ export function buildApp({ limiter, store, logger }: AppOptions): FastifyInstanc
   registerDecisionRoutes(app, limiter);
   registerHealthRoutes(app, store);
   registerPolicyRoutes(app, limiter);
+  if (admin) registerAdminRoutes(app, limiter, admin);
   return app;
 }

@@ -1,6 +1,7 @@
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { PolicyError } from '../config/policies.js';
 import { LimiterInputError } from '../counting/errors.js';
 import { StoreOverloadedError, StoreUnavailableError } from '../store/counter-store.js';
 
@@ -31,6 +32,10 @@ const FIELD_CODES: Record<string, string> = { event: 'invalid_event', feature: '
 export function handleError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   if (error instanceof LimiterInputError) {
     return reply.code(400).send(errorBody(error.code, error.message));
+  }
+  if (error instanceof PolicyError) {
+    // Only an admin's reload meets this: the file on disk is invalid, the loaded policies stay.
+    return reply.code(400).send(errorBody('invalid_policies', `${error.message}; the policies in use are unchanged`));
   }
   if (error instanceof StoreOverloadedError) {
     // Shed, not queued: the client should retry in a moment. Not logged per request, as it comes in floods.

@@ -150,3 +150,27 @@ export const policiesResponse = {
     },
   },
 } as const;
+
+export const resetBody = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['event', 'feature'],
+  properties: { event, feature },
+} as const;
+
+export interface ResetBody {
+  event: string;
+  feature: string;
+}
+
+export const resetResponse = {
+  type: 'object',
+  required: ['reset', 'event'],
+  properties: { reset: { type: 'boolean' }, event: { type: 'string' } },
+} as const;
+
+export const reloadResponse = {
+  type: 'object',
+  required: ['reloaded', 'source', 'events'],
+  properties: { reloaded: { type: 'boolean' }, source: { type: 'string' }, events: { type: 'array', items: { type: 'string' } } },
+} as const;

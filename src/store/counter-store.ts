@@ -5,6 +5,13 @@ export interface CounterIncrement {
   readonly ttlSeconds: number;
 }
 
+/** Set `key` to `value`, living `ttlSeconds`. */
+export interface CounterSet {
+  readonly key: string;
+  readonly value: number;
+  readonly ttlSeconds: number;
+}
+
 /** Subtract `delta` from `key` if it still exists (never below zero, never creating it). */
 export interface CounterDecrement {
   readonly key: string;
@@ -38,6 +45,11 @@ export interface CounterStore {
    */
   incrementAndRead(increments: readonly CounterIncrement[], reads: readonly string[]): Promise<IncrementAndReadResult>;
   decrement(decrements: readonly CounterDecrement[]): Promise<void>;
+  /**
+   * Sets `marker.key` to `marker.value` for `marker.ttlSeconds`, then deletes `deletes`:
+   * what forgetting a feature's counts takes (see Limiter.reset). Rare; not batched.
+   */
+  reset(marker: CounterSet, deletes: readonly string[]): Promise<void>;
   /** Resolves when every server answers; rejects with StoreUnavailableError otherwise. */
   ping(): Promise<void>;
   /** Each server and whether it answers now, for /readyz. */

@@ -1,4 +1,4 @@
-import type { CounterDecrement, CounterIncrement, CounterStore, IncrementAndReadResult } from './counter-store.js';
+import type { CounterDecrement, CounterIncrement, CounterSet, CounterStore, IncrementAndReadResult } from './counter-store.js';
 
 export interface EmbeddedStoreOptions {
   /** Milliseconds since the epoch; expiry follows it, so a driven clock frees memory too. */
@@ -89,6 +89,14 @@ export function createEmbeddedStore(options: EmbeddedStoreOptions = {}): Counter
         const item = live(key, nowMs);
         if (item) item.value = Math.max(0, item.value - delta);
       }
+      return Promise.resolve();
+    },
+
+    reset(marker: CounterSet, deletes: readonly string[]): Promise<void> {
+      const nowMs = now();
+      items.delete(marker.key);
+      increment({ key: marker.key, delta: marker.value, ttlSeconds: marker.ttlSeconds }, nowMs);
+      for (const key of deletes) items.delete(key);
       return Promise.resolve();
     },
 

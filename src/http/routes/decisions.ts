@@ -11,9 +11,12 @@ const response = { 200: decisionResponse, 429: decisionResponse, ...errorRespons
  * the query string (GET) or a JSON body (POST) and answer 200 when allowed, 429 when not.
  */
 export function registerDecisionRoutes(app: FastifyInstance, limiter: Limiter): void {
-  // An event's RateLimit-Policy never changes while its policies are loaded: build it once.
-  const policyHeaders = new Map<string, string>();
+  // An event's RateLimit-Policy never changes while its policies are loaded: build it once
+  // per loaded policy set (an admin may reload them).
+  const headersByPolicies = new WeakMap<object, Map<string, string>>();
   const send = (reply: FastifyReply, event: string, decision: Decision): Decision => {
+    let policyHeaders = headersByPolicies.get(limiter.policies);
+    if (!policyHeaders) headersByPolicies.set(limiter.policies, (policyHeaders = new Map<string, string>()));
     reply.code(decision.allowed ? 200 : 429);
     // A degraded decision knows no counts, so it sends no RateLimit headers.
     if (decision.limits.length > 0) {

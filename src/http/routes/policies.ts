@@ -5,6 +5,11 @@ import { policiesResponse } from '../schemas.js';
 
 /** /policies: the loaded policies and what each costs Memcached, to size a cluster. */
 export function registerPolicyRoutes(app: FastifyInstance, limiter: Limiter): void {
-  const body = policySizing(limiter.policies, limiter.plans);
-  app.get('/policies', { schema: { response: { 200: policiesResponse } } }, () => body);
+  // Computed once per loaded policy set (an admin may reload them).
+  const bodies = new WeakMap<object, ReturnType<typeof policySizing>>();
+  app.get('/policies', { schema: { response: { 200: policiesResponse } } }, () => {
+    let body = bodies.get(limiter.policies);
+    if (!body) bodies.set(limiter.policies, (body = policySizing(limiter.policies, limiter.plans)));
+    return body;
+  });
 }

@@ -5,11 +5,13 @@ import {
   StoreUnavailableError,
   type CounterDecrement,
   type CounterIncrement,
+  type CounterSet,
   type CounterStore,
   type IncrementAndReadResult,
   type ServerHealth,
 } from '../counter-store.js';
 import { runBatch, type BatchReplies } from './batch.js';
+import { deleteKey, setCounter } from './command.js';
 import { serverStats } from './stats.js';
 import { Opcode, type ArithmeticRequest } from './protocol.js';
 import { parseServerList, serverRouter, type Credentials } from './servers.js';
@@ -119,6 +121,12 @@ export function createMemcachedStore(options: MemcachedStoreOptions): CounterSto
         decrements.map(({ key, delta }) => ({ opcode: Opcode.decrement, key, delta })),
         [],
       );
+    },
+
+    async reset(marker: CounterSet, deletes: readonly string[]): Promise<void> {
+      const serverFor = (key: string) => servers[serverOf(key)] as memjs.Server;
+      await setCounter(serverFor(marker.key), nextOpaque(), marker.key, marker.value, marker.ttlSeconds, timeoutMs);
+      for (const key of deletes) await deleteKey(serverFor(key), nextOpaque(), key, timeoutMs);
     },
 
     async ping(): Promise<void> {
