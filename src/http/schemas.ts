@@ -158,10 +158,7 @@ export const resetBody = {
   properties: { event, feature },
 } as const;
 
-export interface ResetBody {
-  event: string;
-  feature: string;
-}
+export type ResetBody = Omit<CheckBody, 'cost'>;
 
 export const resetResponse = {
   type: 'object',
