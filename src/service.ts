@@ -47,7 +47,7 @@ export async function startService(settings: Settings, logger: Logger): Promise<
     return { source: next.source, events: [...next.events.keys()] };
   };
   const admin = settings.adminToken === undefined ? undefined : { token: settings.adminToken, reload };
-  const app = buildApp({ limiter, store, logger, ...(admin ? { admin } : {}) });
+  const app = buildApp({ limiter, store, logger, maxEventLoopDelayMs: settings.maxEventLoopDelayMs, ...(admin ? { admin } : {}) });
   await app.listen({ port: settings.port, host: settings.host });
   const address = app.server.address();
   const port = typeof address === 'object' && address !== null ? address.port : settings.port;

@@ -6,6 +6,7 @@ import { createLimiter, type Limiter } from '../src/counting/limiter.js';
 import { buildApp } from '../src/http/app.js';
 import type { Decision } from '../src/counting/decision.js';
 import type { CounterStore } from '../src/store/counter-store.js';
+import { createEmbeddedStore } from '../src/store/embedded-store.js';
 import { createMemcachedStore } from '../src/store/memcached/memcached-store.js';
 import { startMemcachedProcess, uniquePrefix } from './helpers/memcached.js';
 
@@ -141,5 +142,27 @@ describe('a Memcached node that fails', () => {
     expect(after.length).toBeGreaterThan(20);
     expect(after.every((r) => !r.degraded)).toBe(true);
     expect((await store.health())[0]?.up).toBe(true);
+  });
+});
+
+describe('an overloaded process', () => {
+  it('sheds checks with 503 while its event loop lags, keeps /healthz answering, and recovers', async () => {
+    const store = createEmbeddedStore();
+    const app = buildApp({ limiter: createLimiter({ policies, store }), store, maxEventLoopDelayMs: 100 });
+    cleanups.push(() => app.close());
+    await app.ready();
+    expect((await app.inject({ method: 'GET', url: '/check?event=api&feature=x' })).statusCode).toBe(200);
+    // Hog the event loop across a sampling period of the overload detector.
+    const until = performance.now() + 1200;
+    while (performance.now() < until);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const shed = await app.inject({ method: 'GET', url: '/check?event=api&feature=x' });
+    expect(shed.statusCode).toBe(503);
+    expect(shed.headers['retry-after']).toBe('1');
+    expect(shed.json()).toMatchObject({ error: { code: 'overloaded' } });
+    expect((await app.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
+    // The next sample sees an idle loop again.
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    expect((await app.inject({ method: 'GET', url: '/check?event=api&feature=x' })).statusCode).toBe(200);
   });
 });

@@ -1,6 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { DEFAULT_FEATURE_CACHE_SIZE, DEFAULT_MAX_CLOCK_SKEW_MS, DEFAULT_MAX_DENIAL_CACHE_MS } from '../counting/limiter.js';
+import { DEFAULT_MAX_EVENT_LOOP_DELAY_MS } from '../http/app.js';
 import { DEFAULT_MAX_IN_FLIGHT } from '../store/memcached/memcached-store.js';
 
 /** How the service runs, from the environment and the command line. */
@@ -22,6 +23,7 @@ export interface Settings {
   readonly maxDenialCacheMs: number;
   /** Turns on /admin/reset and /admin/reload, which need it as a bearer token. */
   readonly adminToken?: string;
+  readonly maxEventLoopDelayMs: number;
 }
 
 /** The example policies shipped in config/, beside src/ and dist/. */
@@ -43,6 +45,7 @@ Environment:
   MEMGATE_MAX_CLOCK_SKEW_MS    how far apart instances' clocks may be (default 2000)
   MEMGATE_FEATURE_CACHE_SIZE   features per event whose settled counts are kept in memory (default 10000; 0 none)
   MEMGATE_MAX_DENIAL_CACHE_MS  longest a denial is repeated from memory (default 1000; 0 never)
+  MEMGATE_MAX_EVENT_LOOP_DELAY_MS  shed checks with 503 while the event loop lags more (default 1000; 0 never)
   MEMGATE_ADMIN_TOKEN    bearer token (16+ characters) of /admin/reset and /admin/reload; unset: no admin routes
   LOG_LEVEL              fatal, error, warn, info, debug, trace or silent (default info)`;
 
@@ -84,6 +87,7 @@ export function loadSettings(env: NodeJS.ProcessEnv, argv: readonly string[]): S
     maxClockSkewMs: integer(env, 'MEMGATE_MAX_CLOCK_SKEW_MS', DEFAULT_MAX_CLOCK_SKEW_MS, 0, 60_000),
     featureCacheSize: integer(env, 'MEMGATE_FEATURE_CACHE_SIZE', DEFAULT_FEATURE_CACHE_SIZE, 0, 10_000_000),
     maxDenialCacheMs: integer(env, 'MEMGATE_MAX_DENIAL_CACHE_MS', DEFAULT_MAX_DENIAL_CACHE_MS, 0, 3_600_000),
+    maxEventLoopDelayMs: integer(env, 'MEMGATE_MAX_EVENT_LOOP_DELAY_MS', DEFAULT_MAX_EVENT_LOOP_DELAY_MS, 0, 60_000),
   };
 }
 

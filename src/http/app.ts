@@ -1,7 +1,8 @@
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Limiter } from '../counting/limiter.js';
 import type { CounterStore } from '../store/counter-store.js';
-import { handleClientError, handleError, handleNotFound } from './errors.js';
+import underPressure from '@fastify/under-pressure';
+import { errorBody, handleClientError, handleError, handleNotFound } from './errors.js';
 import { registerAdminRoutes, type AdminOptions } from './routes/admin.js';
 import { registerDecisionRoutes } from './routes/decisions.js';
 import { registerHealthRoutes } from './routes/health.js';
@@ -14,7 +15,11 @@ export interface AppOptions {
   readonly logger?: FastifyBaseLogger;
   /** Turns on /admin/reset and /admin/reload; without it they do not exist. */
   readonly admin?: AdminOptions;
+  /** Shed /check and /peek with 503 while the event loop lags more than this. Default 1000; 0 never. */
+  readonly maxEventLoopDelayMs?: number;
 }
+
+export const DEFAULT_MAX_EVENT_LOOP_DELAY_MS = 1000;
 
 /** A /check request is a few hundred bytes; anything near this is not one. */
 const BODY_LIMIT_BYTES = 16 * 1024;
@@ -23,7 +28,7 @@ const BODY_LIMIT_BYTES = 16 * 1024;
 const REQUEST_TIMEOUT_MS = 10_000;
 
 /** The HTTP face of a limiter. Builds the app without listening, so tests can inject. */
-export function buildApp({ limiter, store, logger, admin }: AppOptions): FastifyInstance {
+export function buildApp({ limiter, store, logger, admin, maxEventLoopDelayMs = DEFAULT_MAX_EVENT_LOOP_DELAY_MS }: AppOptions): FastifyInstance {
   const app = Fastify({
     ...(logger ? { loggerInstance: logger } : { logger: false }),
     // /check is the hot path: a log line per decision would cost more than the decision.
@@ -47,7 +52,22 @@ export function buildApp({ limiter, store, logger, admin }: AppOptions): Fastify
   });
   app.setErrorHandler(handleError);
   app.setNotFoundHandler(handleNotFound);
-  registerDecisionRoutes(app, limiter);
+  // Decisions in a scope of their own, so only they are shed when the process is overloaded:
+  // health and admin routes keep answering.
+  void app.register(async (decisions) => {
+    if (maxEventLoopDelayMs > 0) {
+      await decisions.register(underPressure, {
+        maxEventLoopDelay: maxEventLoopDelayMs,
+        pressureHandler: (_request, reply, _type, value) => {
+          void reply
+            .code(503)
+            .header('retry-after', '1')
+            .send(errorBody('overloaded', `memgate is overloaded (event loop ${Math.round(value ?? 0)} ms behind); retry shortly`));
+        },
+      });
+    }
+    registerDecisionRoutes(decisions, limiter);
+  });
   registerHealthRoutes(app, store);
   registerPolicyRoutes(app, limiter);
   if (admin) registerAdminRoutes(app, limiter, admin);
