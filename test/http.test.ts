@@ -16,7 +16,8 @@ let app: FastifyInstance;
 beforeAll(async () => {
   const store = createMemcachedStore({ servers: memcached().servers });
   const limiter = createLimiter({ policies: await loadPolicyFile('config/policies.yaml'), store, keyPrefix: uniquePrefix() });
-  app = buildApp({ limiter, store });
+  // Property tests run in this process and may stall its event loop: no load shedding here.
+  app = buildApp({ limiter, store, maxEventLoopDelayMs: 0 });
   await app.ready();
 });
 afterAll(async () => {
