@@ -344,6 +344,22 @@ describe('reset', () => {
     await Promise.all(stores.map((store) => store.close()));
   });
 
+  it('tells a denied client the retry time of what it did after the reset, not before', async () => {
+    const clock = { ms: T0 };
+    const limiter = createLimiter({ policies, store: createEmbeddedStore({ now: () => clock.ms }), now: () => clock.ms });
+    const at = async (second: number) => {
+      clock.ms = T0 + second * 1000;
+      return limiter.check({ event: 'login', feature: 'x' });
+    };
+    await at(100);
+    await at(200);
+    await limiter.reset({ event: 'login', feature: 'x' }); // at second 200
+    clock.ms = T0 + 300_000;
+    for (const second of [400, 500, 600]) expect((await at(second)).allowed).toBe(true);
+    // The request at 400 s leaves the day window first: 86,400 + 400 − 700 seconds from now.
+    expect(await at(700)).toMatchObject({ allowed: false, retryAfter: 86_100 });
+  });
+
   it('forgets a feature on the embedded store', async () => {
     const clock = { ms: T0 };
     const limiter = createLimiter({ policies, store: createEmbeddedStore({ now: () => clock.ms }), now: () => clock.ms });

@@ -151,6 +151,11 @@ export class FeatureWindow {
     return this.limits;
   }
 
+  /** The second of the feature's last reset this window has seen; 0 for none. */
+  get lastResetAt(): number {
+    return this.resetAt;
+  }
+
   /** A reset at `resetAt`: every bucket that ended by then counts nothing from now on. */
   private forgetUntil(resetAt: number): void {
     this.resetAt = resetAt;

@@ -3,6 +3,7 @@ import { StoreUnavailableError, type CounterStore } from '../store/counter-store
 import { decide, degradedDecision, excessOf, secondsUntil, type Decision, type LimitCounts } from './decision.js';
 import { rememberDenial, repeatDenial } from './cached-denial.js';
 import { FeatureCache, type FeatureState } from './feature-cache.js';
+import type { FeatureWindow } from './feature-window.js';
 import { floorTo } from './cover.js';
 import { bucketKey, resetMarkerKey } from './keys.js';
 import { planEvents, type EventPlan } from './plan.js';
@@ -79,10 +80,13 @@ export function createLimiter(options: LimiterOptions): Limiter {
    * granularity: decide() alone can only say when a whole coarse bucket has left. Undefined
    * when the store fails now.
    */
-  async function exactReleaseSecond(counts: readonly LimitCounts[], base: string, cost: number, nowMs: number): Promise<number | undefined> {
+  async function exactReleaseSecond(counts: readonly LimitCounts[], base: string, cost: number, nowMs: number, resetAt: number): Promise<number | undefined> {
     const second = Math.floor(nowMs / 1000);
-    const read = async (size: number, starts: readonly number[]) =>
-      (await store.incrementAndRead([], starts.map((start) => bucketKey(base, size, start)))).read;
+    // Parts that ended by the feature's last reset count nothing, as in the window.
+    const read = async (size: number, starts: readonly number[]) => {
+      const { read: values } = await store.incrementAndRead([], starts.map((start) => bucketKey(base, size, start)));
+      return values.map((value, i) => ((starts[i] ?? 0) + size <= resetAt ? 0 : value));
+    };
     try {
       let release = second + 1;
       for (const [i, excess] of excessOf(counts, cost, second).entries()) {
@@ -108,10 +112,10 @@ export function createLimiter(options: LimiterOptions): Limiter {
   }
 
   /** A denial with its exact retryAfter, remembered while its answer cannot change. */
-  async function denial(decision: Decision, counts: readonly LimitCounts[], plan: EventPlan, state: FeatureState, cost: number, nowMs: number): Promise<Decision> {
+  async function denial(decision: Decision, window: FeatureWindow, plan: EventPlan, state: FeatureState, cost: number, nowMs: number): Promise<Decision> {
     // The window's buckets are shared with concurrent checks of this feature: keep this check's counts.
-    const own = counts.map(({ plan, buckets }) => ({ plan, buckets: buckets.map((bucket) => ({ ...bucket })) }));
-    const release = await exactReleaseSecond(own, state.base, cost, nowMs);
+    const own = window.limits.map(({ plan, buckets }) => ({ plan, buckets: buckets.map((bucket) => ({ ...bucket })) }));
+    const release = await exactReleaseSecond(own, state.base, cost, nowMs, window.lastResetAt);
     if (release === undefined) return decision;
     const exact = { ...decision, retryAfter: secondsUntil(release, nowMs) };
     // A weighted edge's release time is only an upper bound: repeating it could deny too long.
@@ -145,7 +149,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
       if (decision.allowed) return decision;
       // A denied request is not counted: take the increment back.
       await store.decrement(increments.map(({ key }) => ({ key, delta: cost }))).catch((error: unknown) => onRollbackError?.(error));
-      return denial(decision, counts, plan, state, cost, nowMs);
+      return denial(decision, window, plan, state, cost, nowMs);
     },
 
     async reset(request) {
@@ -174,7 +178,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
       const { read } = answer;
       const counts = window.fill(reads, read, read.slice(reads.keys.length), 0);
       const decision = decide(counts, cost, nowMs, false);
-      return decision.allowed ? decision : denial(decision, counts, plan, state, cost, nowMs);
+      return decision.allowed ? decision : denial(decision, window, plan, state, cost, nowMs);
     },
   };
 }
