@@ -5,6 +5,7 @@ import type { Settings } from './config/settings.js';
 import { createLimiter } from './counting/limiter.js';
 import { reloadable } from './counting/reloadable-limiter.js';
 import { buildApp } from './http/app.js';
+import { createMetrics } from './http/metrics.js';
 import type { CounterStore, StoreUnavailableError } from './store/counter-store.js';
 import { createEmbeddedStore } from './store/embedded-store.js';
 import { watchEvictions } from './store/eviction-watch.js';
@@ -20,11 +21,13 @@ export interface RunningService {
 /** Loads the policies, opens the store and serves. Throws PolicyError for a bad policy file. */
 export async function startService(settings: Settings, logger: Logger): Promise<RunningService> {
   const policies = await loadPolicyFile(settings.configPath);
+  const metrics = createMetrics();
   const store = settings.memcachedServers
     ? createMemcachedStore({
         servers: settings.memcachedServers,
         timeoutMs: settings.memcachedTimeoutMs,
         maxInFlight: settings.memcachedMaxInFlight,
+        onOperation: metrics.onOperation,
         ...(settings.memcachedCredentials ? { credentials: settings.memcachedCredentials } : {}),
       })
     : createEmbeddedStore();
@@ -38,6 +41,7 @@ export async function startService(settings: Settings, logger: Logger): Promise<
       logger.warn({ err }, 'could not take back a denied request; its cost stays counted until its bucket expires');
     },
     onStoreUnavailable: outageLogger(logger),
+    onDecision: metrics.onDecision,
   };
   const limiter = reloadable(createLimiter({ ...options, policies }));
   // Reading the file again; a bad file rejects with PolicyError and the policies in use stay.
@@ -47,7 +51,7 @@ export async function startService(settings: Settings, logger: Logger): Promise<
     return { source: next.source, events: [...next.events.keys()] };
   };
   const admin = settings.adminToken === undefined ? undefined : { token: settings.adminToken, reload };
-  const app = buildApp({ limiter, store, logger, maxEventLoopDelayMs: settings.maxEventLoopDelayMs, ...(admin ? { admin } : {}) });
+  const app = buildApp({ limiter, store, logger, metrics, maxEventLoopDelayMs: settings.maxEventLoopDelayMs, ...(admin ? { admin } : {}) });
   await app.listen({ port: settings.port, host: settings.host });
   const address = app.server.address();
   const port = typeof address === 'object' && address !== null ? address.port : settings.port;

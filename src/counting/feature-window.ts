@@ -151,6 +151,11 @@ export class FeatureWindow {
     return this.limits;
   }
 
+  /** Whether `reads` includes settled buckets whose counts were not kept (a cold feature or second). */
+  readsSettled(reads: ReadList): boolean {
+    return reads !== this.live;
+  }
+
   /** The second of the feature's last reset this window has seen; 0 for none. */
   get lastResetAt(): number {
     return this.resetAt;

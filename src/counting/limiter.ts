@@ -33,12 +33,27 @@ export interface LimiterOptions {
   readonly onRollbackError?: (error: unknown) => void;
   /** Told when the store cannot answer a check, which the event's `onStoreError` rule then decides. */
   readonly onStoreUnavailable?: (error: StoreUnavailableError, event: string) => void;
+  /** Told of every decision of `check` and `peek`, for metrics. */
+  readonly onDecision?: (observed: ObservedDecision) => void;
   /** How far apart the clocks of instances sharing the store may be, plus a request's time in flight. Default 2000. */
   readonly maxClockSkewMs?: number;
   /** Features per event whose settled counts and last denial this instance keeps. Default 10,000; 0 keeps none. */
   readonly featureCacheSize?: number;
   /** Longest a denial is answered from memory instead of the store. Default 1000; 0 never. */
   readonly maxDenialCacheMs?: number;
+}
+
+/** What a decision cost and where it came from, for metrics. */
+export interface ObservedDecision {
+  readonly event: string;
+  readonly kind: 'check' | 'peek';
+  readonly decision: Decision;
+  /** Answered from this instance's memory of a denial, without the store. */
+  readonly fromDeniedCache: boolean;
+  /** Keys read from the store (the reset marker included); 0 for a repeated denial. */
+  readonly keysRead: number;
+  /** The window had settled buckets whose counts were not kept and had to be read. */
+  readonly settledMiss: boolean;
 }
 
 export const DEFAULT_MAX_CLOCK_SKEW_MS = 2000;
@@ -63,7 +78,7 @@ export interface Limiter {
 export function createLimiter(options: LimiterOptions): Limiter {
   const policies = options.policies instanceof PolicySet ? options.policies : parsePolicies(options.policies, 'createLimiter({ policies })');
   const plans = planEvents(policies);
-  const { store, onRollbackError, onStoreUnavailable } = options;
+  const { store, onRollbackError, onStoreUnavailable, onDecision } = options;
   const now = options.now ?? Date.now;
   const keyPrefix = options.keyPrefix ?? 'mg';
   if (!KEY_PREFIX_PATTERN.test(keyPrefix)) {
@@ -100,6 +115,11 @@ export function createLimiter(options: LimiterOptions): Limiter {
     }
   }
 
+  function observe(plan: EventPlan, kind: 'check' | 'peek', decision: Decision, keysRead: number, settledMiss: boolean, fromDeniedCache = false): Decision {
+    onDecision?.({ event: plan.event, kind, decision, fromDeniedCache, keysRead, settledMiss });
+    return decision;
+  }
+
   /** The store's answer, or undefined when it cannot answer in time (any other error is a bug). */
   async function ask<T>(call: Promise<T>, plan: EventPlan): Promise<T | undefined> {
     try {
@@ -134,22 +154,23 @@ export function createLimiter(options: LimiterOptions): Limiter {
       const state = features.state(plan, feature);
       const nowMs = now();
       const repeated = repeatDenial(state.denial, cost, nowMs);
-      if (repeated) return repeated;
+      if (repeated) return observe(plan, 'check', repeated, 0, false, true);
       const window = features.windowAt(state, plan, Math.floor(nowMs / 1000));
       // Increment first, so concurrent checks on any instance see each other's cost.
       const increments = window.increments(cost);
       const reads = window.reads;
+      const settledMiss = window.readsSettled(reads);
       const answer = await ask(store.incrementAndRead(increments, reads.keys), plan);
       // The store cannot answer: the event's onStoreError rule decides.
-      if (!answer) return degradedDecision(plan.onStoreError);
+      if (!answer) return observe(plan, 'check', degradedDecision(plan.onStoreError), reads.keys.length, settledMiss);
       const { incremented, read } = answer;
       // Decide on the counts before this request: its own cost comes out of what it incremented.
       const counts = window.fill(reads, read, incremented, cost);
       const decision = decide(counts, cost, nowMs, true);
-      if (decision.allowed) return decision;
+      if (decision.allowed) return observe(plan, 'check', decision, reads.keys.length, settledMiss);
       // A denied request is not counted: take the increment back.
       await store.decrement(increments.map(({ key }) => ({ key, delta: cost }))).catch((error: unknown) => onRollbackError?.(error));
-      return denial(decision, window, plan, state, cost, nowMs);
+      return observe(plan, 'check', await denial(decision, window, plan, state, cost, nowMs), reads.keys.length, settledMiss);
     },
 
     async reset(request) {
@@ -170,15 +191,17 @@ export function createLimiter(options: LimiterOptions): Limiter {
       const state = features.state(plan, feature);
       const nowMs = now();
       const repeated = repeatDenial(state.denial, cost, nowMs);
-      if (repeated) return repeated;
+      if (repeated) return observe(plan, 'peek', repeated, 0, false, true);
       const window = features.windowAt(state, plan, Math.floor(nowMs / 1000));
       const reads = window.reads;
-      const answer = await ask(store.incrementAndRead([], [...reads.keys, ...window.currentKeys]), plan);
-      if (!answer) return degradedDecision(plan.onStoreError);
+      const settledMiss = window.readsSettled(reads);
+      const keys = [...reads.keys, ...window.currentKeys];
+      const answer = await ask(store.incrementAndRead([], keys), plan);
+      if (!answer) return observe(plan, 'peek', degradedDecision(plan.onStoreError), keys.length, settledMiss);
       const { read } = answer;
       const counts = window.fill(reads, read, read.slice(reads.keys.length), 0);
       const decision = decide(counts, cost, nowMs, false);
-      return decision.allowed ? decision : denial(decision, window, plan, state, cost, nowMs);
+      return observe(plan, 'peek', decision.allowed ? decision : await denial(decision, window, plan, state, cost, nowMs), keys.length, settledMiss);
     },
   };
 }

@@ -3,6 +3,7 @@ import type { Limiter } from '../counting/limiter.js';
 import type { CounterStore } from '../store/counter-store.js';
 import underPressure from '@fastify/under-pressure';
 import { errorBody, handleClientError, handleError, handleNotFound } from './errors.js';
+import type { Metrics } from './metrics.js';
 import { registerAdminRoutes, type AdminOptions } from './routes/admin.js';
 import { registerDecisionRoutes } from './routes/decisions.js';
 import { registerHealthRoutes } from './routes/health.js';
@@ -17,6 +18,8 @@ export interface AppOptions {
   readonly admin?: AdminOptions;
   /** Shed /check and /peek with 503 while the event loop lags more than this. Default 1000; 0 never. */
   readonly maxEventLoopDelayMs?: number;
+  /** Serves GET /metrics when given. */
+  readonly metrics?: Metrics;
 }
 
 export const DEFAULT_MAX_EVENT_LOOP_DELAY_MS = 1000;
@@ -28,7 +31,7 @@ const BODY_LIMIT_BYTES = 16 * 1024;
 const REQUEST_TIMEOUT_MS = 10_000;
 
 /** The HTTP face of a limiter. Builds the app without listening, so tests can inject. */
-export function buildApp({ limiter, store, logger, admin, maxEventLoopDelayMs = DEFAULT_MAX_EVENT_LOOP_DELAY_MS }: AppOptions): FastifyInstance {
+export function buildApp({ limiter, store, logger, admin, metrics, maxEventLoopDelayMs = DEFAULT_MAX_EVENT_LOOP_DELAY_MS }: AppOptions): FastifyInstance {
   const app = Fastify({
     ...(logger ? { loggerInstance: logger } : { logger: false }),
     // /check is the hot path: a log line per decision would cost more than the decision.
@@ -71,5 +74,6 @@ export function buildApp({ limiter, store, logger, admin, maxEventLoopDelayMs = 
   registerHealthRoutes(app, store);
   registerPolicyRoutes(app, limiter);
   if (admin) registerAdminRoutes(app, limiter, admin);
+  metrics?.register(app);
   return app;
 }

@@ -29,7 +29,11 @@ export interface MemcachedStoreOptions {
   readonly coalesceWrites?: boolean;
   /** Most checks waiting on Memcached at once; more are refused with StoreOverloadedError. Default 1000. */
   readonly maxInFlight?: number;
+  /** Told of every call's kind, duration and outcome, for metrics. */
+  readonly onOperation?: (operation: StoreOperation, seconds: number, outcome: 'ok' | 'unavailable' | 'overloaded') => void;
 }
+
+export type StoreOperation = 'incrementAndRead' | 'decrement' | 'reset';
 
 export const DEFAULT_MAX_IN_FLIGHT = 1000;
 
@@ -59,6 +63,21 @@ export function createMemcachedStore(options: MemcachedStoreOptions): CounterSto
   const coalesceWrites = options.coalesceWrites ?? true;
   const maxInFlight = options.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT;
   let inFlight = 0;
+  const { onOperation } = options;
+
+  /** Runs one store call, telling onOperation how long it took and how it ended. */
+  async function timed<T>(operation: StoreOperation, call: () => Promise<T>): Promise<T> {
+    if (!onOperation) return call();
+    const started = performance.now();
+    try {
+      const result = await call();
+      onOperation(operation, (performance.now() - started) / 1000, 'ok');
+      return result;
+    } catch (error) {
+      onOperation(operation, (performance.now() - started) / 1000, error instanceof StoreOverloadedError ? 'overloaded' : 'unavailable');
+      throw error;
+    }
+  }
   let lastOpaque = 0;
   const nextOpaque = (): number => (lastOpaque = lastOpaque >= 0xffff_ffff ? 1 : lastOpaque + 1);
 
@@ -98,36 +117,39 @@ export function createMemcachedStore(options: MemcachedStoreOptions): CounterSto
     shared: true,
     description: `memcached ${endpoints.map((endpoint) => endpoint.label).join(',')}`,
 
-    async incrementAndRead(increments: readonly CounterIncrement[], reads: readonly string[]): Promise<IncrementAndReadResult> {
-      // A slow or hung server must not make checks pile up without bound: refuse at once.
-      // Decrements are exempt: they take back denied requests, and are rare.
-      if (inFlight >= maxInFlight) throw new StoreOverloadedError(`${maxInFlight} Memcached calls are already in flight`);
-      inFlight++;
-      let replies: BatchReplies;
-      try {
-        replies = await run(
-          increments.map(({ key, delta, ttlSeconds }) => ({ opcode: Opcode.increment, key, delta, ttlSeconds })),
-          reads,
+    incrementAndRead: (increments: readonly CounterIncrement[], reads: readonly string[]): Promise<IncrementAndReadResult> =>
+      timed('incrementAndRead', async () => {
+        // A slow or hung server must not make checks pile up without bound: refuse at once.
+        // Decrements are exempt: they take back denied requests, and are rare.
+        if (inFlight >= maxInFlight) throw new StoreOverloadedError(`${maxInFlight} Memcached calls are already in flight`);
+        inFlight++;
+        let replies: BatchReplies;
+        try {
+          replies = await run(
+            increments.map(({ key, delta, ttlSeconds }) => ({ opcode: Opcode.increment, key, delta, ttlSeconds })),
+            reads,
+          );
+        } finally {
+          inFlight--;
+        }
+        // An increment always answers a value (it creates missing keys), so none is undefined.
+        return { incremented: replies.arithmetic.map((value) => value ?? 0), read: replies.read };
+      }),
+
+    decrement: (decrements: readonly CounterDecrement[]): Promise<void> =>
+      timed('decrement', async () => {
+        await run(
+          decrements.map(({ key, delta }) => ({ opcode: Opcode.decrement, key, delta })),
+          [],
         );
-      } finally {
-        inFlight--;
-      }
-      // An increment always answers a value (it creates missing keys), so none is undefined.
-      return { incremented: replies.arithmetic.map((value) => value ?? 0), read: replies.read };
-    },
+      }),
 
-    async decrement(decrements: readonly CounterDecrement[]): Promise<void> {
-      await run(
-        decrements.map(({ key, delta }) => ({ opcode: Opcode.decrement, key, delta })),
-        [],
-      );
-    },
-
-    async reset(marker: CounterSet, deletes: readonly string[]): Promise<void> {
-      const serverFor = (key: string) => servers[serverOf(key)] as memjs.Server;
-      await setCounter(serverFor(marker.key), nextOpaque(), marker.key, marker.value, marker.ttlSeconds, timeoutMs);
-      for (const key of deletes) await deleteKey(serverFor(key), nextOpaque(), key, timeoutMs);
-    },
+    reset: (marker: CounterSet, deletes: readonly string[]): Promise<void> =>
+      timed('reset', async () => {
+        const serverFor = (key: string) => servers[serverOf(key)] as memjs.Server;
+        await setCounter(serverFor(marker.key), nextOpaque(), marker.key, marker.value, marker.ttlSeconds, timeoutMs);
+        for (const key of deletes) await deleteKey(serverFor(key), nextOpaque(), key, timeoutMs);
+      }),
 
     async ping(): Promise<void> {
       await pLimit(maxParallelServers).map(servers, (server) => runBatch(server, nextOpaque(), [], [], timeoutMs, coalesceWrites));

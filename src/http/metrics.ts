@@ -1,0 +1,72 @@
+import type { FastifyInstance } from 'fastify';
+import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
+import type { ObservedDecision } from '../counting/limiter.js';
+import type { StoreOperation } from '../store/memcached/memcached-store.js';
+
+export interface Metrics {
+  /** For LimiterOptions.onDecision. */
+  readonly onDecision: (observed: ObservedDecision) => void;
+  /** For MemcachedStoreOptions.onOperation. */
+  readonly onOperation: (operation: StoreOperation, seconds: number, outcome: 'ok' | 'unavailable' | 'overloaded') => void;
+  /** Serves GET /metrics in Prometheus's text format. */
+  register(app: FastifyInstance): void;
+}
+
+/** memgate's Prometheus metrics (prom-client), plus the process's own (CPU, memory, event loop). */
+export function createMetrics(): Metrics {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const decisions = new Counter({
+    name: 'memgate_decisions_total',
+    help: 'Decisions by event, route kind (check or peek) and outcome (allowed, denied, degraded_allowed, degraded_denied)',
+    labelNames: ['event', 'kind', 'outcome'] as const,
+    registers: [registry],
+  });
+  const localCache = new Counter({
+    name: 'memgate_local_cache_total',
+    help: 'Checks answered from memory: cache "denial" (a repeated denial, no store call) or "settled" (settled bucket counts kept), by result',
+    labelNames: ['cache', 'result'] as const,
+    registers: [registry],
+  });
+  const keysRead = new Histogram({
+    name: 'memgate_keys_read_per_check',
+    help: 'Memcached keys a check read, the reset marker included',
+    buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024],
+    registers: [registry],
+  });
+  const operations = new Counter({
+    name: 'memgate_store_operations_total',
+    help: 'Memcached calls by operation and outcome (ok, unavailable: failed or past the deadline, overloaded: shed)',
+    labelNames: ['operation', 'outcome'] as const,
+    registers: [registry],
+  });
+  const latency = new Histogram({
+    name: 'memgate_store_operation_seconds',
+    help: 'Duration of Memcached calls, by operation',
+    labelNames: ['operation'] as const,
+    buckets: [0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
+    registers: [registry],
+  });
+
+  return {
+    onDecision({ event, kind, decision, fromDeniedCache, keysRead: keys, settledMiss }) {
+      const outcome = `${decision.degraded ? 'degraded_' : ''}${decision.allowed ? 'allowed' : 'denied'}`;
+      decisions.inc({ event, kind, outcome });
+      if (fromDeniedCache) {
+        localCache.inc({ cache: 'denial', result: 'hit' });
+        return;
+      }
+      localCache.inc({ cache: 'settled', result: settledMiss ? 'miss' : 'hit' });
+      keysRead.observe(keys);
+    },
+    onOperation(operation, seconds, outcome) {
+      operations.inc({ operation, outcome });
+      latency.observe({ operation }, seconds);
+    },
+    register(app) {
+      app.get('/metrics', async (_request, reply) => {
+        return reply.type(registry.contentType).send(await registry.metrics());
+      });
+    },
+  };
+}
