@@ -1,6 +1,8 @@
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Limiter } from '../counting/limiter.js';
 import type { CounterStore } from '../store/counter-store.js';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
 import underPressure from '@fastify/under-pressure';
 import { errorBody, handleClientError, handleError, handleNotFound } from './errors.js';
 import type { Metrics } from './metrics.js';
@@ -53,6 +55,13 @@ export function buildApp({ limiter, store, logger, admin, metrics, maxEventLoopD
     app.server.keepAliveTimeout = 1;
     done();
   });
+  // OpenAPI from every route's JSON schema, served at /docs (and /docs/json).
+  void app.register(swagger, {
+    openapi: {
+      info: { title: 'memgate', version: '0.1.0', description: 'Sliding-window rate limiting on Memcached. See the README for policies and headers.' },
+    },
+  });
+  void app.register(swaggerUi, { routePrefix: '/docs' });
   app.setErrorHandler(handleError);
   app.setNotFoundHandler(handleNotFound);
   // Decisions in a scope of their own, so only they are shed when the process is overloaded:
@@ -71,9 +80,13 @@ export function buildApp({ limiter, store, logger, admin, metrics, maxEventLoopD
     }
     registerDecisionRoutes(decisions, limiter);
   });
-  registerHealthRoutes(app, store);
-  registerPolicyRoutes(app, limiter);
-  if (admin) registerAdminRoutes(app, limiter, admin);
-  metrics?.register(app);
+  // Registered as a plugin, after swagger, so the OpenAPI document lists them too.
+  void app.register((routes, _options, done) => {
+    registerHealthRoutes(routes, store);
+    registerPolicyRoutes(routes, limiter);
+    if (admin) registerAdminRoutes(routes, limiter, admin);
+    metrics?.register(routes);
+    done();
+  });
   return app;
 }
