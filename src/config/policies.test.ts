@@ -47,6 +47,21 @@ describe('parsePolicies', () => {
     expect(() => parsePolicies({ events: { a: { onStoreError: 'error', limits: [{ limit: 1, window: 60 }] } } }, 'p.yaml')).toThrow(/event "a", field onStoreError/);
   });
 
+  it('reads the gateway section, longest route prefix first, and names what is wrong in it', () => {
+    const events = { login: { limits: [{ limit: 1, window: 60 }] }, api: { limits: [{ limit: 1, window: 60 }] } };
+    const gateway = parsePolicies({ events, gateway: { feature: 'header:X-Api-Key', routes: [{ prefix: '/a', event: 'api' }, { prefix: '/a/login', event: 'login' }] } }).gateway;
+    expect(gateway).toEqual({
+      feature: { from: 'header', header: 'x-api-key' },
+      trustedProxies: 0,
+      denyStatus: 429,
+      routes: [{ prefix: '/a/login', event: 'login' }, { prefix: '/a', event: 'api' }],
+    });
+    expect(problemsOf({ events, gateway: { feature: 'cookie:x', routes: [{ prefix: '/x', event: 'nope' }] } })).toEqual([
+      'gateway, field feature: must be client-ip or header:<name> (got "cookie:x")',
+      'gateway, field routes[0].event: "nope" is not an event of this file',
+    ]);
+  });
+
   it('reads an edge rule for a sliding event', () => {
     expect(parsePolicies({ events: { a: { edge: 'weighted', limits: [{ limit: 1, window: 60, granularity: 60 }] } } }).events.get('a')?.edge).toBe('weighted');
   });

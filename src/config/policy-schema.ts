@@ -23,6 +23,25 @@ export const policyFileSchema = {
   additionalProperties: false,
   required: ['events'],
   properties: {
+    gateway: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        feature: { type: 'string', description: 'client-ip, or header:<name>' },
+        trustedProxies: { type: 'integer', minimum: 0, maximum: 16 },
+        denyStatus: { enum: [429, 403] },
+        routes: {
+          type: 'array',
+          maxItems: 1000,
+          items: {
+            type: 'object',
+            additionalProperties: false,
+            required: ['prefix', 'event'],
+            properties: { prefix: { type: 'string', pattern: '^/[^\\s]*$', maxLength: 1024 }, event: { type: 'string' } },
+          },
+        },
+      },
+    },
     events: {
       type: 'object',
       minProperties: 1,

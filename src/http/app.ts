@@ -1,4 +1,4 @@
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from 'fastify';
 import type { Limiter } from '../counting/limiter.js';
 import type { CounterStore } from '../store/counter-store.js';
 import swagger from '@fastify/swagger';
@@ -8,6 +8,7 @@ import { errorBody, handleClientError, handleError, handleNotFound } from './err
 import type { Metrics } from './metrics.js';
 import { registerAdminRoutes, type AdminOptions } from './routes/admin.js';
 import { registerDecisionRoutes } from './routes/decisions.js';
+import { registerGatewayRoutes } from './routes/gateway.js';
 import { registerHealthRoutes } from './routes/health.js';
 import { registerPolicyRoutes } from './routes/policies.js';
 
@@ -43,6 +44,13 @@ export function buildApp({ limiter, store, logger, admin, metrics, maxEventLoopD
     // Strict types: a number is not a feature, and no unknown field passes silently.
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false } },
     clientErrorHandler: handleClientError,
+    // A path that is not valid percent-encoding, answered in memgate's error shape.
+    frameworkErrors: (error, _request, reply) => {
+      void (reply as FastifyReply).code(400).send(errorBody('invalid_request', error.message));
+    },
+    // /gate's client address: the address before the trusted proxies in X-Forwarded-For
+    // (proxy-addr's hop count, written as its trust function).
+    trustProxy: (_address: string, hop: number) => hop < (limiter.policies.gateway?.trustedProxies ?? 0),
     // While draining, still serve requests on connections already open (the store stays
     // open until the app has closed) rather than answer fastify's own 503 body.
     return503OnClosing: false,
@@ -79,6 +87,7 @@ export function buildApp({ limiter, store, logger, admin, metrics, maxEventLoopD
       });
     }
     registerDecisionRoutes(decisions, limiter);
+    registerGatewayRoutes(decisions, limiter);
   });
   // Registered as a plugin, after swagger, so the OpenAPI document lists them too.
   void app.register((routes, _options, done) => {
