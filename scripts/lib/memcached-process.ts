@@ -68,7 +68,8 @@ export async function findMemcachedBinary(): Promise<string | undefined> {
   return undefined;
 }
 
-function freePort(): Promise<number> {
+/** A TCP port free on the loopback now (another process may take it before it is used). */
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.once('error', reject);
