@@ -1,0 +1,58 @@
+// The example configurations that cannot run here (Traefik, Envoy, docker compose) at
+// least parse and point at memgate as its README says. nginx runs for real in nginx.test.ts.
+import { execFile } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
+import { promisify } from 'node:util';
+import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { parsePolicyText } from '../src/config/policies.js';
+
+const run = promisify(execFile);
+const yamlOf = async (path: string) => parse(await readFile(path, 'utf8'), { merge: true }) as Record<string, unknown>;
+const hasCompose = await run('docker', ['compose', 'version']).then(
+  () => true,
+  () => false,
+);
+
+/** A nested value by path, for configs too deep to type. */
+function at(value: unknown, ...path: (string | number)[]): unknown {
+  return path.reduce<unknown>((node, key) => (node as Record<string | number, unknown> | undefined)?.[key], value);
+}
+
+describe('examples', () => {
+  it('Traefik: a forwardAuth middleware asking /gate and handing on memgate’s headers', async () => {
+    const config = await yamlOf('examples/traefik/dynamic.yml');
+    const forwardAuth = at(config, 'http', 'middlewares', 'memgate', 'forwardAuth') as { address: string; authResponseHeaders: string[] };
+    expect(forwardAuth.address).toMatch(/\/gate$/);
+    expect(forwardAuth.authResponseHeaders).toEqual(expect.arrayContaining(['RateLimit', 'RateLimit-Policy', 'Retry-After']));
+    expect(at(config, 'http', 'routers', 'api', 'middlewares')).toEqual(['memgate']);
+  });
+
+  it('Envoy: an ext_authz HTTP service at /gate that lets Retry-After through to the client', async () => {
+    const config = await yamlOf('examples/envoy/envoy.yaml');
+    const filters = at(config, 'static_resources', 'listeners', 0, 'filter_chains', 0, 'filters', 0, 'typed_config', 'http_filters') as { name: string }[];
+    expect(filters.map((f) => f.name)).toEqual(['envoy.filters.http.ext_authz', 'envoy.filters.http.router']);
+    const service = at(filters[0], 'typed_config', 'http_service') as Record<string, unknown>;
+    expect(service.path_prefix).toBe('/gate');
+    const allowed = at(service, 'authorization_response', 'allowed_client_headers', 'patterns') as { exact: string }[];
+    expect(allowed.map((p) => p.exact)).toEqual(expect.arrayContaining(['retry-after', 'ratelimit']));
+  });
+
+  it('compose: three memcached nodes, two memgate instances on them, nginx in front with the tested example', async () => {
+    const compose = await yamlOf('docker-compose.yml');
+    const services = compose.services as Record<string, { environment?: Record<string, string>; volumes?: string[] }>;
+    expect(Object.keys(services).sort()).toEqual(['api', 'memcached-1', 'memcached-2', 'memcached-3', 'memgate-a', 'memgate-b', 'nginx']);
+    for (const name of ['memgate-a', 'memgate-b']) {
+      expect(services[name]?.environment?.MEMCACHED_SERVERS).toBe('memcached-1:11211,memcached-2:11211,memcached-3:11211');
+    }
+    expect(services.nginx?.volumes).toEqual(['./examples/nginx/nginx.conf:/etc/memgate/nginx.conf:ro']);
+    // The policies the instances load (copied into the image) are valid and set up /gate for nginx.
+    const path = services['memgate-a']?.environment?.MEMGATE_CONFIG?.replace('/app/', '') ?? '';
+    const policies = parsePolicyText(await readFile(path, 'utf8'), path);
+    expect(policies.gateway).toMatchObject({ denyStatus: 403, trustedProxies: 1 });
+  });
+
+  it.skipIf(!hasCompose)('compose: docker compose config accepts the file', async () => {
+    await run('docker', ['compose', 'config', '--quiet']);
+  });
+});
