@@ -1,4 +1,6 @@
+import type { FastifyReply } from 'fastify';
 import type { Decision, LimitStatus } from '../counting/decision.js';
+import type { Limiter } from '../counting/limiter.js';
 
 /**
  * Headers of the IETF httpapi RateLimit draft for a decision:
@@ -9,23 +11,35 @@ import type { Decision, LimitStatus } from '../counting/decision.js';
  * RateLimit names the limit closest to exhaustion (least remaining; on a tie the one that
  * frees up last). Limit names are policy names, safe inside a quoted structured string.
  */
-export function rateLimitHeaders(decision: Decision): Record<string, string> {
-  const headers: Record<string, string> = { 'ratelimit-policy': policyHeader(decision.limits) };
-  const closest = rateLimitHeader(decision.limits);
-  if (closest !== undefined) headers.ratelimit = closest;
+export function rateLimitHeaders(decision: Decision, policy?: string): Record<string, string> {
+  const headers: Record<string, string> = {};
+  // A degraded decision knows no counts, so it has no RateLimit headers.
+  if (decision.limits.length > 0) headers['ratelimit-policy'] = policy ?? policyHeader(decision.limits);
+  const closest = closestToExhaustion(decision.limits);
+  if (closest) headers.ratelimit = `"${closest.name}";r=${closest.remaining};t=${closest.resetSeconds}`;
   if (!decision.allowed && decision.retryAfter !== undefined) headers['retry-after'] = String(decision.retryAfter);
   return headers;
 }
 
-/** RateLimit-Policy: the same for every decision of one event. */
-export function policyHeader(limits: readonly LimitStatus[]): string {
-  return limits.map((l) => `"${l.name}";q=${l.limit};w=${l.window}`).join(', ');
+/**
+ * Sets decisions' headers on replies. An event's RateLimit-Policy never changes while its
+ * policies are loaded, so it is built once per event and loaded policy set (an admin may
+ * reload them).
+ */
+export function rateLimitHeaderWriter(limiter: Pick<Limiter, 'policies'>): (reply: FastifyReply, event: string, decision: Decision) => void {
+  const byPolicies = new WeakMap<object, Map<string, string>>();
+  return (reply, event, decision) => {
+    let policies = byPolicies.get(limiter.policies);
+    if (!policies) byPolicies.set(limiter.policies, (policies = new Map<string, string>()));
+    let policy = policies.get(event);
+    if (policy === undefined && decision.limits.length > 0) policies.set(event, (policy = policyHeader(decision.limits)));
+    void reply.headers(rateLimitHeaders(decision, policy));
+  };
 }
 
-/** RateLimit: the limit closest to exhaustion, as it stands. */
-export function rateLimitHeader(limits: readonly LimitStatus[]): string | undefined {
-  const closest = closestToExhaustion(limits);
-  return closest ? `"${closest.name}";r=${closest.remaining};t=${closest.resetSeconds}` : undefined;
+/** RateLimit-Policy: the same for every decision of one event. */
+function policyHeader(limits: readonly LimitStatus[]): string {
+  return limits.map((l) => `"${l.name}";q=${l.limit};w=${l.window}`).join(', ');
 }
 
 function closestToExhaustion(limits: readonly LimitStatus[]): LimitStatus | undefined {

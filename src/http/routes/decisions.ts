@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Decision } from '../../counting/decision.js';
 import type { CheckRequest, Limiter } from '../../counting/limiter.js';
-import { policyHeader, rateLimitHeader } from '../rate-limit-headers.js';
+import { rateLimitHeaderWriter } from '../rate-limit-headers.js';
 import { checkBody, checkQuerystring, decisionResponse, errorResponses, type CheckBody, type CheckQuerystring } from '../schemas.js';
 
 const response = { 200: decisionResponse, 429: decisionResponse, ...errorResponses } as const;
@@ -11,22 +11,9 @@ const response = { 200: decisionResponse, 429: decisionResponse, ...errorRespons
  * the query string (GET) or a JSON body (POST) and answer 200 when allowed, 429 when not.
  */
 export function registerDecisionRoutes(app: FastifyInstance, limiter: Limiter): void {
-  // An event's RateLimit-Policy never changes while its policies are loaded: build it once
-  // per loaded policy set (an admin may reload them).
-  const headersByPolicies = new WeakMap<object, Map<string, string>>();
+  const setHeaders = rateLimitHeaderWriter(limiter);
   const send = (reply: FastifyReply, event: string, decision: Decision): Decision => {
-    let policyHeaders = headersByPolicies.get(limiter.policies);
-    if (!policyHeaders) headersByPolicies.set(limiter.policies, (policyHeaders = new Map<string, string>()));
-    reply.code(decision.allowed ? 200 : 429);
-    // A degraded decision knows no counts, so it sends no RateLimit headers.
-    if (decision.limits.length > 0) {
-      let policy = policyHeaders.get(event);
-      if (policy === undefined) policyHeaders.set(event, (policy = policyHeader(decision.limits)));
-      reply.header('ratelimit-policy', policy);
-    }
-    const current = rateLimitHeader(decision.limits);
-    if (current !== undefined) reply.header('ratelimit', current);
-    if (!decision.allowed && decision.retryAfter !== undefined) reply.header('retry-after', decision.retryAfter);
+    setHeaders(reply.code(decision.allowed ? 200 : 429), event, decision);
     return decision;
   };
   const routes: [string, (request: CheckRequest) => Promise<Decision>][] = [

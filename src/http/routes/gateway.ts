@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { GatewayPolicy } from '../../config/policies.js';
 import { LimiterInputError, type InputErrorCode } from '../../counting/errors.js';
 import type { Limiter } from '../../counting/limiter.js';
-import { policyHeader, rateLimitHeader } from '../rate-limit-headers.js';
+import { rateLimitHeaderWriter } from '../rate-limit-headers.js';
 
 /** Headers gateways use to pass the path of the request they guard. */
 const ORIGINAL_URI_HEADERS = ['x-original-uri', 'x-forwarded-uri'] as const;
@@ -16,16 +16,13 @@ const ORIGINAL_URI_HEADERS = ['x-original-uri', 'x-forwarded-uri'] as const;
  * with the RateLimit headers, and Retry-After on a denial.
  */
 export function registerGatewayRoutes(app: FastifyInstance, limiter: Limiter): void {
+  const setHeaders = rateLimitHeaderWriter(limiter);
   const handler = async (request: FastifyRequest, reply: FastifyReply) => {
     const gateway: GatewayPolicy = limiter.policies.gateway ?? DEFAULT_GATEWAY;
     const event = eventOf(request, gateway);
     const feature = featureOf(request, gateway);
     const decision = await limiter.check({ event, feature });
-    reply.code(decision.allowed ? 200 : gateway.denyStatus);
-    if (decision.limits.length > 0) reply.header('ratelimit-policy', policyHeader(decision.limits));
-    const current = rateLimitHeader(decision.limits);
-    if (current !== undefined) reply.header('ratelimit', current);
-    if (!decision.allowed && decision.retryAfter !== undefined) reply.header('retry-after', decision.retryAfter);
+    setHeaders(reply.code(decision.allowed ? 200 : gateway.denyStatus), event, decision);
     return decision;
   };
   app.all('/gate', handler);
