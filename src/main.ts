@@ -1,12 +1,11 @@
 #!/usr/bin/env node
 // The memgate service: `npm start`, configured by environment (see USAGE).
 import { pino } from 'pino';
+import { DEFAULTS } from './config/defaults.js';
 import { PolicyError } from './config/policies.js';
 import { loadSettings, SettingsError, USAGE } from './config/settings.js';
 import { startService } from './service.js';
 
-/** Longest a shutdown may take before the process exits anyway. */
-const SHUTDOWN_GRACE_MS = 10_000;
 
 async function main(): Promise<void> {
   let settings;
@@ -50,7 +49,7 @@ async function main(): Promise<void> {
     setTimeout(() => {
       logger.error('shutdown took too long; exiting');
       process.exit(1);
-    }, SHUTDOWN_GRACE_MS).unref();
+    }, DEFAULTS.shutdownGraceMs).unref();
     service.close().then(
       () => {
         logger.info('stopped');

@@ -1,8 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { DEFAULT_FEATURE_CACHE_SIZE, DEFAULT_MAX_CLOCK_SKEW_MS, DEFAULT_MAX_DENIAL_CACHE_MS } from '../counting/limiter.js';
-import { DEFAULT_MAX_EVENT_LOOP_DELAY_MS } from '../http/app.js';
-import { DEFAULT_MAX_IN_FLIGHT } from '../store/memcached/memcached-store.js';
+import { DEFAULTS } from './defaults.js';
 
 /** How the service runs, from the environment and the command line. */
 export interface Settings {
@@ -70,24 +68,24 @@ export function loadSettings(env: NodeJS.ProcessEnv, argv: readonly string[]): S
   if ((username === undefined) !== (password === undefined || password === '')) {
     throw new SettingsError('MEMCACHED_USERNAME and MEMCACHED_PASSWORD go together: set both or neither');
   }
-  const logLevel = setting(env, 'LOG_LEVEL') ?? 'info';
+  const logLevel = setting(env, 'LOG_LEVEL') ?? DEFAULTS.logLevel;
   if (!LOG_LEVELS.includes(logLevel)) throw new SettingsError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')} (got ${JSON.stringify(logLevel)})`);
   return {
     help: args.values.help ?? false,
-    port: integer(env, 'PORT', 8080, 0, 65_535),
-    host: setting(env, 'HOST') ?? '0.0.0.0',
+    port: integer(env, 'PORT', DEFAULTS.port, 0, 65_535),
+    host: setting(env, 'HOST') ?? DEFAULTS.host,
     configPath: args.values.config ?? setting(env, 'MEMGATE_CONFIG') ?? BUNDLED_POLICIES,
     ...(servers ? { memcachedServers: servers } : {}),
     ...(username !== undefined && password ? { memcachedCredentials: { username, password } } : {}),
     ...(adminToken === undefined ? {} : { adminToken }),
-    memcachedTimeoutMs: integer(env, 'MEMCACHED_TIMEOUT_MS', 250, 1, 60_000),
-    memcachedMaxInFlight: integer(env, 'MEMCACHED_MAX_IN_FLIGHT', DEFAULT_MAX_IN_FLIGHT, 1, 1_000_000),
-    keyPrefix: setting(env, 'MEMGATE_KEY_PREFIX') ?? 'mg',
+    memcachedTimeoutMs: integer(env, 'MEMCACHED_TIMEOUT_MS', DEFAULTS.memcachedTimeoutMs, 1, 60_000),
+    memcachedMaxInFlight: integer(env, 'MEMCACHED_MAX_IN_FLIGHT', DEFAULTS.memcachedMaxInFlight, 1, 1_000_000),
+    keyPrefix: setting(env, 'MEMGATE_KEY_PREFIX') ?? DEFAULTS.keyPrefix,
     logLevel,
-    maxClockSkewMs: integer(env, 'MEMGATE_MAX_CLOCK_SKEW_MS', DEFAULT_MAX_CLOCK_SKEW_MS, 0, 60_000),
-    featureCacheSize: integer(env, 'MEMGATE_FEATURE_CACHE_SIZE', DEFAULT_FEATURE_CACHE_SIZE, 0, 10_000_000),
-    maxDenialCacheMs: integer(env, 'MEMGATE_MAX_DENIAL_CACHE_MS', DEFAULT_MAX_DENIAL_CACHE_MS, 0, 3_600_000),
-    maxEventLoopDelayMs: integer(env, 'MEMGATE_MAX_EVENT_LOOP_DELAY_MS', DEFAULT_MAX_EVENT_LOOP_DELAY_MS, 0, 60_000),
+    maxClockSkewMs: integer(env, 'MEMGATE_MAX_CLOCK_SKEW_MS', DEFAULTS.maxClockSkewMs, 0, 60_000),
+    featureCacheSize: integer(env, 'MEMGATE_FEATURE_CACHE_SIZE', DEFAULTS.featureCacheSize, 0, 10_000_000),
+    maxDenialCacheMs: integer(env, 'MEMGATE_MAX_DENIAL_CACHE_MS', DEFAULTS.maxDenialCacheMs, 0, 3_600_000),
+    maxEventLoopDelayMs: integer(env, 'MEMGATE_MAX_EVENT_LOOP_DELAY_MS', DEFAULTS.maxEventLoopDelayMs, 0, 60_000),
   };
 }
 

@@ -1,3 +1,4 @@
+import { DEFAULTS } from '../config/defaults.js';
 import { parsePolicies, PolicySet } from '../config/policies.js';
 import { StoreUnavailableError, type CounterStore } from '../store/counter-store.js';
 import { decide, degradedDecision, excessOf, secondsUntil, type Decision, type LimitCounts } from './decision.js';
@@ -56,10 +57,6 @@ export interface ObservedDecision {
   readonly settledMiss: boolean;
 }
 
-export const DEFAULT_MAX_CLOCK_SKEW_MS = 2000;
-export const DEFAULT_FEATURE_CACHE_SIZE = 10_000;
-export const DEFAULT_MAX_DENIAL_CACHE_MS = 1000;
-
 export interface Limiter {
   /** Decides the request and, when allowed, counts it. */
   check(request: CheckRequest): Promise<Decision>;
@@ -80,15 +77,15 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const plans = planEvents(policies);
   const { store, onRollbackError, onStoreUnavailable, onDecision } = options;
   const now = options.now ?? Date.now;
-  const keyPrefix = options.keyPrefix ?? 'mg';
+  const keyPrefix = options.keyPrefix ?? DEFAULTS.keyPrefix;
   if (!KEY_PREFIX_PATTERN.test(keyPrefix)) {
     throw new Error(`key prefix ${JSON.stringify(keyPrefix)} must be 1 to 32 letters, digits, "_", "." or "-"`);
   }
-  const maxClockSkewMs = nonNegative('maxClockSkewMs', options.maxClockSkewMs, DEFAULT_MAX_CLOCK_SKEW_MS);
-  const maxDenialCacheMs = nonNegative('maxDenialCacheMs', options.maxDenialCacheMs, DEFAULT_MAX_DENIAL_CACHE_MS);
+  const maxClockSkewMs = nonNegative('maxClockSkewMs', options.maxClockSkewMs, DEFAULTS.maxClockSkewMs);
+  const maxDenialCacheMs = nonNegative('maxDenialCacheMs', options.maxDenialCacheMs, DEFAULTS.maxDenialCacheMs);
   // Counters no other instance shares cannot be changed by another clock.
   const skewSeconds = store.shared ? Math.ceil(maxClockSkewMs / 1000) : 0;
-  const features = new FeatureCache(keyPrefix, nonNegative('featureCacheSize', options.featureCacheSize, DEFAULT_FEATURE_CACHE_SIZE), skewSeconds);
+  const features = new FeatureCache(keyPrefix, nonNegative('featureCacheSize', options.featureCacheSize, DEFAULTS.featureCacheSize), skewSeconds);
 
   /**
    * The second by which enough cost has left every exceeded window, exact to each limit's

@@ -1,4 +1,5 @@
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from 'fastify';
+import { DEFAULTS } from '../config/defaults.js';
 import type { Limiter } from '../counting/limiter.js';
 import type { CounterStore } from '../store/counter-store.js';
 import swagger from '@fastify/swagger';
@@ -25,22 +26,16 @@ export interface AppOptions {
   readonly metrics?: Metrics;
 }
 
-export const DEFAULT_MAX_EVENT_LOOP_DELAY_MS = 1000;
-
-/** A /check request is a few hundred bytes; anything near this is not one. */
-const BODY_LIMIT_BYTES = 16 * 1024;
-
-/** Longest a client may take to send a whole request: a slow sender cannot hold a connection forever. */
-const REQUEST_TIMEOUT_MS = 10_000;
-
 /** The HTTP face of a limiter. Builds the app without listening, so tests can inject. */
-export function buildApp({ limiter, store, logger, admin, metrics, maxEventLoopDelayMs = DEFAULT_MAX_EVENT_LOOP_DELAY_MS }: AppOptions): FastifyInstance {
+export function buildApp({ limiter, store, logger, admin, metrics, maxEventLoopDelayMs = DEFAULTS.maxEventLoopDelayMs }: AppOptions): FastifyInstance {
   const app = Fastify({
     ...(logger ? { loggerInstance: logger } : { logger: false }),
     // /check is the hot path: a log line per decision would cost more than the decision.
     logController: new LogController({ disableRequestLogging: true }),
-    bodyLimit: BODY_LIMIT_BYTES,
-    requestTimeout: REQUEST_TIMEOUT_MS,
+    // A /check request is a few hundred bytes; anything near the limit is not one.
+    bodyLimit: DEFAULTS.bodyLimitBytes,
+    // A slow sender cannot hold a connection forever.
+    requestTimeout: DEFAULTS.requestTimeoutMs,
     // Strict types: a number is not a feature, and no unknown field passes silently.
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false } },
     clientErrorHandler: handleClientError,

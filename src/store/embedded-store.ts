@@ -1,3 +1,4 @@
+import { DEFAULTS } from '../config/defaults.js';
 import type { CounterDecrement, CounterIncrement, CounterSet, CounterStore, IncrementAndReadResult } from './counter-store.js';
 
 export interface EmbeddedStoreOptions {
@@ -12,7 +13,6 @@ interface Item {
   expiresAtMs: number;
 }
 
-const DEFAULT_MAX_ITEMS = 2_000_000;
 
 /**
  * Counters in this process's memory, with Memcached's semantics: an increment creates a
@@ -22,7 +22,7 @@ const DEFAULT_MAX_ITEMS = 2_000_000;
  */
 export function createEmbeddedStore(options: EmbeddedStoreOptions = {}): CounterStore {
   const now = options.now ?? Date.now;
-  const maxItems = options.maxItems ?? DEFAULT_MAX_ITEMS;
+  const maxItems = options.maxItems ?? DEFAULTS.embeddedMaxItems;
   const items = new Map<string, Item>();
   // Keys by the second they expire in, so expired items are dropped without scanning all.
   const expiring = new Map<number, string[]>();

@@ -1,3 +1,4 @@
+import { DEFAULTS } from '../config/defaults.js';
 import type { CounterStore } from './counter-store.js';
 
 export interface EvictionWatch {
@@ -14,7 +15,7 @@ export interface EvictionWatch {
 export function watchEvictions(
   store: CounterStore,
   onEvictions: (server: string, evicted: number, total: number) => void,
-  intervalMs = 30_000,
+  intervalMs: number = DEFAULTS.evictionWatchIntervalMs,
 ): EvictionWatch {
   const seen = new Map<string, number>();
   async function check(): Promise<void> {

@@ -1,5 +1,6 @@
 import memjs from 'memjs';
 import pLimit from 'p-limit';
+import { DEFAULTS } from '../../config/defaults.js';
 import {
   StoreOverloadedError,
   StoreUnavailableError,
@@ -35,10 +36,6 @@ export interface MemcachedStoreOptions {
 
 export type StoreOperation = 'incrementAndRead' | 'decrement' | 'reset';
 
-export const DEFAULT_MAX_IN_FLIGHT = 1000;
-
-export const DEFAULT_TIMEOUT_MS = 250;
-
 /** The part of one call that goes to one server, with where each answer belongs. */
 interface ServerShare {
   readonly arithmetic: ArithmeticRequest[];
@@ -53,15 +50,15 @@ interface ServerShare {
  */
 export function createMemcachedStore(options: MemcachedStoreOptions): CounterStore {
   const endpoints = parseServerList(options.servers, options.credentials);
-  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const timeoutMs = options.timeoutMs ?? DEFAULTS.memcachedTimeoutMs;
   const servers = endpoints.map(
     ({ host, port, username, password }) =>
       new memjs.Server(host, port, username, password, { timeout: timeoutMs / 1000, keepAlive: true, keepAliveDelay: 30 }),
   );
   const serverOf = serverRouter(endpoints);
-  const maxParallelServers = options.maxParallelServers ?? 8;
+  const maxParallelServers = options.maxParallelServers ?? DEFAULTS.memcachedMaxParallelServers;
   const coalesceWrites = options.coalesceWrites ?? true;
-  const maxInFlight = options.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT;
+  const maxInFlight = options.maxInFlight ?? DEFAULTS.memcachedMaxInFlight;
   let inFlight = 0;
   const { onOperation } = options;
 

@@ -1,4 +1,5 @@
 import HashRing from 'hashring';
+import { DEFAULTS } from '../../config/defaults.js';
 
 export interface Endpoint {
   readonly host: string;
@@ -9,7 +10,6 @@ export interface Endpoint {
   readonly label: string;
 }
 
-const DEFAULT_PORT = 11211;
 
 /** SASL credentials for every server that names none of its own. */
 export interface Credentials {
@@ -39,7 +39,7 @@ function parseEndpoint(entry: string): Endpoint {
   const credentials = at === -1 ? undefined : entry.slice(0, at);
   const address = entry.slice(at + 1);
   const match = /^(?:\[([0-9A-Fa-f:.]+)\]|([A-Za-z0-9.-]+))(?::([0-9]{1,5}))?$/.exec(address);
-  const port = Number(match?.[3] ?? DEFAULT_PORT);
+  const port = Number(match?.[3] ?? DEFAULTS.memcachedPort);
   const host = match?.[1] ?? match?.[2];
   if (!host || port < 1 || port > 65_535) {
     // Name the address only: the entry may hold a password.

@@ -1,0 +1,51 @@
+/**
+ * Every default of memgate in one table: the service's settings (README, `--help`) and
+ * the library's options take their values from here, so the two never disagree. A leaf:
+ * it imports nothing.
+ */
+export const DEFAULTS = {
+  /** PORT. */
+  port: 8080,
+  /** HOST. */
+  host: '0.0.0.0',
+  /** MEMGATE_KEY_PREFIX: the first part of every counter key. */
+  keyPrefix: 'mg',
+  /** LOG_LEVEL. */
+  logLevel: 'info',
+
+  /** MEMCACHED_TIMEOUT_MS: how long a server may stay silent while a call waits on it. */
+  memcachedTimeoutMs: 250,
+  /** MEMCACHED_MAX_IN_FLIGHT: checks that may wait on Memcached at once; more are shed. */
+  memcachedMaxInFlight: 1000,
+  /** Servers one call may talk to at once. */
+  memcachedMaxParallelServers: 8,
+  /** Memcached's port when a server entry names none. */
+  memcachedPort: 11211,
+  /** How often an eviction watch looks at every server's `evictions`. */
+  evictionWatchIntervalMs: 30_000,
+
+  /** MEMGATE_MAX_CLOCK_SKEW_MS: how far apart instances' clocks may be. */
+  maxClockSkewMs: 2000,
+  /** MEMGATE_FEATURE_CACHE_SIZE: features per event whose settled counts an instance keeps. */
+  featureCacheSize: 10_000,
+  /** MEMGATE_MAX_DENIAL_CACHE_MS: longest a denial is repeated from memory. */
+  maxDenialCacheMs: 1000,
+  /** Items the embedded store holds before it evicts the oldest. */
+  embeddedMaxItems: 2_000_000,
+
+  /** MEMGATE_MAX_EVENT_LOOP_DELAY_MS: checks are shed while the event loop lags more. */
+  maxEventLoopDelayMs: 1000,
+  /** Largest request body: a /check request is a few hundred bytes. */
+  bodyLimitBytes: 16 * 1024,
+  /** Longest a client may take to send a whole request. */
+  requestTimeoutMs: 10_000,
+  /** Longest a shutdown may take, after the drain, before the process exits anyway. */
+  shutdownGraceMs: 10_000,
+  /** MEMGATE_SHUTDOWN_DRAIN_MS: after SIGTERM, how long requests are still answered (with Connection: close). */
+  shutdownDrainMs: 5000,
+
+  /** Failed admin authentications one client address may make per window before 429. */
+  adminFailureLimit: 10,
+  /** The window of adminFailureLimit, in seconds. */
+  adminFailureWindowSeconds: 60,
+} as const;
