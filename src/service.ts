@@ -28,6 +28,11 @@ export async function startService(settings: Settings, logger: Logger): Promise<
         timeoutMs: settings.memcachedTimeoutMs,
         maxInFlight: settings.memcachedMaxInFlight,
         onOperation: metrics.onOperation,
+        onServerState: serverStateLogger(logger),
+        onUndo: (undone, err) => {
+          metrics.onUndo(undone);
+          if (err) logger.warn({ err }, 'could not take back increments a frozen Memcached applied late; they stay counted until their buckets expire');
+        },
         ...(settings.memcachedCredentials ? { credentials: settings.memcachedCredentials } : {}),
       })
     : createEmbeddedStore();
@@ -38,7 +43,7 @@ export async function startService(settings: Settings, logger: Logger): Promise<
     featureCacheSize: settings.featureCacheSize,
     maxDenialCacheMs: settings.maxDenialCacheMs,
     onRollbackError: (err: unknown) => {
-      logger.warn({ err }, 'could not take back a denied request; its cost stays counted until its bucket expires');
+      logger.warn({ err }, 'taking back a denied request got no answer in time; it is applied if Memcached answers on the same connection, else its cost stays counted until its bucket expires');
     },
     onStoreUnavailable: outageLogger(logger),
     onDecision: metrics.onDecision,
@@ -83,6 +88,21 @@ export async function startService(settings: Settings, logger: Logger): Promise<
       await app.close();
       await store.close();
     },
+  };
+}
+
+/** Logs each Memcached server going down and coming back, once per change. */
+function serverStateLogger(logger: Logger): (server: string, state: { up: boolean; reason?: string }) => void {
+  const downSince = new Map<string, number>();
+  return (server, { up, reason }) => {
+    if (!up) {
+      downSince.set(server, Date.now());
+      logger.warn({ server, reason }, `Memcached ${server} is down (${reason ?? 'no reason'}): checks of its clients are decided by each event's onStoreError rule until it answers`);
+      return;
+    }
+    const since = downSince.get(server);
+    downSince.delete(server);
+    logger.info({ server, downMs: since === undefined ? undefined : Date.now() - since }, `Memcached ${server} answers again`);
   };
 }
 

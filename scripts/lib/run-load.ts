@@ -26,6 +26,10 @@ export interface LoadSummary {
   readonly denied: number;
   /** Connection errors, timeouts and answers other than 200 or 429. */
   readonly errors: number;
+  /** Answers by HTTP status. */
+  readonly statuses: Readonly<Record<string, number>>;
+  /** Requests that got no answer, by error code (ECONNRESET, timeout, …). */
+  readonly failures: Readonly<Record<string, number>>;
 }
 
 /**
@@ -33,7 +37,7 @@ export interface LoadSummary {
  * or `uniform:N` (N clients, equally often), seeded.
  */
 export function featureSpread(spread: string, seed: number): FeatureSpread {
-  if (spread === 'hot') return Object.assign(() => 'hot-client', { constant: 'hot-client' });
+  if (spread === 'hot') return oneFeature('hot-client');
   const match = /^(zipf|uniform):([0-9]+)$/.exec(spread);
   const clients = Number(match?.[2] ?? 0);
   if (!match || clients < 1) throw new Error(`--features is hot, zipf:N or uniform:N (got ${JSON.stringify(spread)})`);
@@ -48,12 +52,18 @@ export function featureSpread(spread: string, seed: number): FeatureSpread {
 /** Whose request comes next; `constant` when it is always the same client. */
 export type FeatureSpread = (() => string) & { readonly constant?: string };
 
+/** Every request from one client, `feature`. */
+export function oneFeature(feature: string): FeatureSpread {
+  return Object.assign(() => feature, { constant: feature });
+}
+
 /** Drives GET /check with autocannon and sums up throughput, latency and decisions. */
 export async function runLoad(options: LoadOptions): Promise<LoadSummary> {
   const { url, event, connections, nextFeature } = options;
   const cost = options.cost ?? 1;
   const prefix = `${url.pathname.replace(/\/$/, '')}/check?event=${encodeURIComponent(event)}&feature=`;
   const suffix = cost === 1 ? '' : `&cost=${cost}`;
+  const failures: Record<string, number> = {};
   const result = await new Promise<autocannon.Result>((resolve, reject) => {
     const instance = autocannon(
       {
@@ -72,10 +82,15 @@ export async function runLoad(options: LoadOptions): Promise<LoadSummary> {
         else resolve(finished);
       },
     );
+    instance.on('reqError', (error: NodeJS.ErrnoException) => {
+      const kind = error.code ?? error.message;
+      failures[kind] = (failures[kind] ?? 0) + 1;
+    });
     // A progress bar on a terminal, when asked for.
     if (options.progress) autocannon.track(instance, { outputStream: process.stderr, renderProgressBar: true, renderResultsTable: false, renderLatencyTable: false });
   });
   const statuses = result.statusCodeStats as Record<string, { count: number } | undefined>;
+  if (result.timeouts > 0) failures.timeout = result.timeouts;
   const otherStatuses = Object.entries(statuses)
     .filter(([code]) => code !== '200' && code !== '429')
     .reduce((sum, [, stat]) => sum + (stat?.count ?? 0), 0);
@@ -88,5 +103,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadSummary> {
     allowed: statuses['200']?.count ?? 0,
     denied: statuses['429']?.count ?? 0,
     errors: result.errors + result.timeouts + otherStatuses,
+    statuses: Object.fromEntries(Object.entries(statuses).map(([status, stat]) => [status, stat?.count ?? 0])),
+    failures,
   };
 }

@@ -36,7 +36,7 @@ Environment:
   HOST                   address to bind (default 0.0.0.0)
   MEMGATE_CONFIG         policy file, YAML or JSON (--config wins; default: the bundled example)
   MEMCACHED_SERVERS      host:port,host:port (unset: the embedded store, for one instance)
-  MEMCACHED_TIMEOUT_MS   deadline of every Memcached call (default 250)
+  MEMCACHED_TIMEOUT_MS   how long a server may stay silent while a call waits (default 250)
   MEMCACHED_MAX_IN_FLIGHT      checks waiting on Memcached at once; more are shed with 503 (default 1000)
   MEMCACHED_USERNAME, MEMCACHED_PASSWORD   SASL credentials (both or neither)
   MEMGATE_KEY_PREFIX     prefix of every Memcached key (default mg)

@@ -157,7 +157,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
       const increments = window.increments(cost);
       const reads = window.reads;
       const settledMiss = window.readsSettled(reads);
-      const answer = await ask(store.incrementAndRead(increments, reads.keys), plan);
+      const answer = await ask(store.incrementAndRead(increments, reads.keys, { admittedIfUnanswered: plan.onStoreError === 'allow' }), plan);
       // The store cannot answer: the event's onStoreError rule decides.
       if (!answer) return observe(plan, 'check', degradedDecision(plan.onStoreError), reads.keys.length, settledMiss);
       const { incremented, read } = answer;

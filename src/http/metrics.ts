@@ -8,6 +8,8 @@ export interface Metrics {
   readonly onDecision: (observed: ObservedDecision) => void;
   /** For MemcachedStoreOptions.onOperation. */
   readonly onOperation: (operation: StoreOperation, seconds: number, outcome: 'ok' | 'unavailable' | 'overloaded') => void;
+  /** For MemcachedStoreOptions.onUndo: increments taken back after their check was decided without the store. */
+  readonly onUndo: (undone: number) => void;
   /** Serves GET /metrics in Prometheus's text format. */
   register(app: FastifyInstance): void;
 }
@@ -48,7 +50,16 @@ export function createMetrics(): Metrics {
     registers: [registry],
   });
 
+  const undone = new Counter({
+    name: 'memgate_store_late_increments_undone_total',
+    help: 'Increments a slow or frozen Memcached applied after their check had been refused without it, taken back when their replies came',
+    registers: [registry],
+  });
+
   return {
+    onUndo(count) {
+      undone.inc(count);
+    },
     onDecision({ event, kind, decision, fromDeniedCache, keysRead: keys, settledMiss }) {
       const outcome = `${decision.degraded ? 'degraded_' : ''}${decision.allowed ? 'allowed' : 'denied'}`;
       decisions.inc({ event, kind, outcome });

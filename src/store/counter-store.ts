@@ -18,6 +18,16 @@ export interface CounterDecrement {
   readonly delta: number;
 }
 
+export interface IncrementOptions {
+  /**
+   * Whether the caller admits its request when this call fails or is too late (an event
+   * whose `onStoreError` is `allow`). When false, increments the store still applies after
+   * the failure, a frozen server waking up, are taken back: a request that was not
+   * admitted must not count. Default true: they stay counted.
+   */
+  readonly admittedIfUnanswered?: boolean;
+}
+
 export interface IncrementAndReadResult {
   /** Each increment's new value, in order. */
   readonly incremented: readonly number[];
@@ -43,7 +53,8 @@ export interface CounterStore {
    * Applies the increments, then reads the keys: a read sees every increment this call
    * made and every one that reached the store before it.
    */
-  incrementAndRead(increments: readonly CounterIncrement[], reads: readonly string[]): Promise<IncrementAndReadResult>;
+  incrementAndRead(increments: readonly CounterIncrement[], reads: readonly string[], options?: IncrementOptions): Promise<IncrementAndReadResult>;
+  /** Takes back increments; sent even to a server that does not answer now, to be applied when it does. */
   decrement(decrements: readonly CounterDecrement[]): Promise<void>;
   /**
    * Sets `marker.key` to `marker.value` for `marker.ttlSeconds`, then deletes `deletes`:

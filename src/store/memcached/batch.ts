@@ -1,5 +1,6 @@
-import type { Response, Server } from 'memjs';
+import type { Response } from 'memjs';
 import { StoreUnavailableError } from '../counter-store.js';
+import type { ServerConnection } from './connection.js';
 import { counterFromIncrement, counterFromText, encodeBatch, Opcode, Status, type ArithmeticRequest } from './protocol.js';
 
 export interface BatchReplies {
@@ -14,27 +15,36 @@ export interface BatchReplies {
   readonly raced: readonly number[];
 }
 
-/** memjs keeps a handler marked quiet registered until a reply with an empty body (our no-op). */
-type QuietHandler = ((response: Response) => void) & { quiet?: boolean };
-
-const swallowLateReplies: QuietHandler = Object.assign(() => undefined, { quiet: true });
+export interface BatchOptions {
+  /**
+   * When this call fails or is too late, take back every increment the server applied,
+   * whenever its reply comes: the caller decided without the store and did not admit the
+   * request. Without it such increments stay counted, as for a request admitted anyway.
+   */
+  readonly undoIfAbandoned?: boolean;
+  /** Write even while the server is down: for taking increments back. */
+  readonly evenWhenDown?: boolean;
+  /** Unix time in milliseconds, for absolute expirations (TTLs over 30 days). */
+  readonly nowMs?: number;
+  /** Told of increments taken back after their call was abandoned, and of any failure to. */
+  readonly onUndo?: (undone: number, error?: unknown) => void;
+}
 
 /**
  * Sends arithmetic requests, then quiet gets, then a no-op to one server in one write, and
- * gathers the replies. memjs owns the connection (connect, reconnect, SASL, framing, and
- * dispatch by opaque); this adds pipelining and a deadline, since memjs can leave a request
- * pending forever when the server closes the connection without an error.
+ * gathers the replies; the no-op's reply closes the batch (replies come in order).
+ * Rejects with StoreUnavailableError when the server is down, fails, or stays silent past
+ * the connection's deadline.
  */
 export function runBatch(
-  server: Server,
-  opaque: number,
+  connection: ServerConnection,
   arithmetic: readonly ArithmeticRequest[],
   reads: readonly string[],
-  deadlineMs: number,
-  coalesce = true,
+  options: BatchOptions = {},
 ): Promise<BatchReplies> {
   return new Promise((resolve, reject) => {
-    const address = `${server.host}:${server.port}`;
+    const opaque = connection.nextOpaque();
+    const address = connection.label;
     const arithmeticValues = new Array<number | undefined>(arithmetic.length);
     const readValues = new Array<number>(reads.length).fill(0);
     const readIndex = new Map<string, number>();
@@ -42,31 +52,35 @@ export function runBatch(
     const raced: number[] = [];
     let arithmeticReplies = 0;
     let failure: StoreUnavailableError | undefined;
-    let settled = false;
+    /** The caller has its rejection and decided without this call. */
+    let abandoned = false;
+    /** Increments the server applied, while they may still have to be taken back. */
+    const applied: ArithmeticRequest[] = [];
 
-    const settle = (error?: StoreUnavailableError): void => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      if (error) {
-        // The no-op may still come; let memjs match it so its own timeout bookkeeping stays in step.
-        server.onResponse(opaque, swallowLateReplies);
-        server.onError(opaque, () => undefined);
-        reject(error);
-      } else {
-        resolve({ arithmetic: arithmeticValues, read: readValues, raced });
-      }
+    const takeBackApplied = (): void => {
+      if (applied.length === 0) return;
+      const decrements = applied.splice(0).map(({ key, delta }) => ({ opcode: Opcode.decrement, key, delta }) as const);
+      runBatch(connection, decrements, [], { evenWhenDown: true }).then(
+        () => options.onUndo?.(decrements.length),
+        (error: unknown) => options.onUndo?.(0, error),
+      );
+    };
+    const abandon = (error: StoreUnavailableError): void => {
+      if (abandoned) return;
+      abandoned = true;
+      reject(error);
+      takeBackApplied();
     };
 
-    const timer = setTimeout(() => {
-      settle(new StoreUnavailableError(`memcached ${address} did not answer within ${deadlineMs} ms`));
-    }, deadlineMs);
-
-    const onReply: QuietHandler = (response) => {
+    const onReply = (response: Response): boolean => {
       const { opcode, status } = response.header;
       if (opcode === Opcode.noop) {
-        settle(failure);
-      } else if (opcode === Opcode.getKQ) {
+        if (abandoned) takeBackApplied();
+        else if (failure) abandon(failure);
+        else resolve({ arithmetic: arithmeticValues, read: readValues, raced });
+        return true;
+      }
+      if (opcode === Opcode.getKQ) {
         const index = readIndex.get(response.key.toString('utf8'));
         const value = counterFromText(response.val);
         if (index === undefined || Number.isNaN(value)) {
@@ -74,46 +88,36 @@ export function runBatch(
         } else {
           readValues[index] = value;
         }
-      } else {
-        // Arithmetic replies come back in the order the requests were sent.
-        const index = arithmeticReplies++;
-        if (status === Status.ok) {
-          arithmeticValues[index] = counterFromIncrement(response.val);
-        } else if (status === Status.notStored && arithmetic[index]?.opcode === Opcode.increment) {
-          raced.push(index);
-        } else if (!(status === Status.keyNotFound && arithmetic[index]?.opcode === Opcode.decrement)) {
-          failure ??= new StoreUnavailableError(`memcached ${address} refused a counter update: ${response.val.toString('utf8')} (status ${status})`);
-        }
+        return false;
       }
+      // Arithmetic replies come back in the order the requests were sent.
+      const index = arithmeticReplies++;
+      const request = arithmetic[index];
+      if (status === Status.ok) {
+        arithmeticValues[index] = counterFromIncrement(response.val);
+        if (options.undoIfAbandoned && request?.opcode === Opcode.increment) applied.push(request);
+      } else if (status === Status.notStored && request?.opcode === Opcode.increment) {
+        raced.push(index);
+      } else if (!(status === Status.keyNotFound && request?.opcode === Opcode.decrement)) {
+        failure ??= new StoreUnavailableError(`memcached ${address} refused a counter update: ${response.val.toString('utf8')} (status ${status})`);
+      }
+      return false;
     };
-    onReply.quiet = true;
 
-    server.onResponse(opaque, onReply);
-    server.onError(opaque, (error: unknown) => {
-      const reason = error instanceof Error ? error.message : String(error);
-      settle(new StoreUnavailableError(`memcached ${address}: ${reason}`, { cause: error }));
-    });
-    if (coalesce) holdWritesForThisTurn(server);
-    server.write(encodeBatch(arithmetic, reads, opaque, Date.now()));
-  });
-}
-
-const holding = new WeakSet<Server>();
-
-/**
- * Corks a connected server's socket until the event loop's check phase, so the batches of
- * every check started in this turn (all the HTTP requests one poll delivered) leave in one
- * writev instead of one system call each: under load, socket writes were the server's
- * largest cost. A batch waits at most for the rest of the current turn.
- */
-function holdWritesForThisTurn(server: Server): void {
-  if (!server.connected || holding.has(server)) return;
-  server.sock(false, (socket) => {
-    socket.cork();
-    holding.add(server);
-    setImmediate(() => {
-      holding.delete(server);
-      socket.uncork();
-    });
+    connection.send(
+      {
+        opaque,
+        bytes: encodeBatch(arithmetic, reads, opaque, options.nowMs ?? Date.now()),
+        quiet: true,
+        onReply,
+        onLate: abandon,
+        // Replies seen before the connection failed were applied.
+        onFail: (error) => {
+          if (abandoned) takeBackApplied();
+          else abandon(error);
+        },
+      },
+      { evenWhenDown: options.evenWhenDown ?? false },
+    );
   });
 }

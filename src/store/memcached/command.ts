@@ -1,5 +1,6 @@
-import { Utils, type Response, type Server } from 'memjs';
+import { Utils } from 'memjs';
 import { StoreUnavailableError } from '../counter-store.js';
+import type { ServerConnection } from './connection.js';
 import { Status } from './protocol.js';
 
 const SET = 0x01;
@@ -10,34 +11,34 @@ const MAX_RELATIVE_EXPIRATION = 30 * 86_400;
 
 /**
  * SET of a counter (flags 0, the decimal text INCREMENT also reads) or DELETE of a key:
- * one request, one reply, within the deadline. Rare (an admin's reset), so not batched.
+ * one request, one reply, within the connection's deadline. Rare (an admin's reset), so
+ * not batched.
  */
-export function setCounter(server: Server, opaque: number, key: string, value: number, ttlSeconds: number, deadlineMs: number): Promise<void> {
+export function setCounter(connection: ServerConnection, key: string, value: number, ttlSeconds: number, nowMs: number): Promise<void> {
   const extras = Buffer.alloc(8);
-  extras.writeUInt32BE(ttlSeconds > MAX_RELATIVE_EXPIRATION ? Math.floor(Date.now() / 1000) + ttlSeconds : ttlSeconds, 4);
-  return command(server, opaque, Utils.makeRequestBuffer(SET, key, extras, String(value), opaque), deadlineMs, [Status.ok]);
+  extras.writeUInt32BE(ttlSeconds > MAX_RELATIVE_EXPIRATION ? Math.floor(nowMs / 1000) + ttlSeconds : ttlSeconds, 4);
+  return command(connection, (opaque) => Utils.makeRequestBuffer(SET, key, extras, String(value), opaque), [Status.ok]);
 }
 
-export function deleteKey(server: Server, opaque: number, key: string, deadlineMs: number): Promise<void> {
-  return command(server, opaque, Utils.makeRequestBuffer(DELETE, key, '', '', opaque), deadlineMs, [Status.ok, Status.keyNotFound]);
+export function deleteKey(connection: ServerConnection, key: string): Promise<void> {
+  return command(connection, (opaque) => Utils.makeRequestBuffer(DELETE, key, '', '', opaque), [Status.ok, Status.keyNotFound]);
 }
 
-function command(server: Server, opaque: number, request: Buffer, deadlineMs: number, accepted: readonly number[]): Promise<void> {
+function command(connection: ServerConnection, request: (opaque: number) => Buffer, accepted: readonly number[]): Promise<void> {
   return new Promise((resolve, reject) => {
-    const address = `${server.host}:${server.port}`;
-    const timer = setTimeout(() => {
-      server.onResponse(opaque, () => undefined);
-      reject(new StoreUnavailableError(`memcached ${address} did not answer within ${deadlineMs} ms`));
-    }, deadlineMs);
-    server.onResponse(opaque, (response: Response) => {
-      clearTimeout(timer);
-      if (accepted.includes(response.header.status)) resolve();
-      else reject(new StoreUnavailableError(`memcached ${address} refused: ${response.val.toString('utf8')} (status ${response.header.status})`));
+    const opaque = connection.nextOpaque();
+    connection.send({
+      opaque,
+      bytes: request(opaque),
+      quiet: false,
+      onReply: (response) => {
+        const { status } = response.header;
+        if (accepted.includes(status)) resolve();
+        else reject(new StoreUnavailableError(`memcached ${connection.label} refused: ${response.val.toString('utf8')} (status ${status})`));
+        return true;
+      },
+      onLate: reject,
+      onFail: reject,
     });
-    server.onError(opaque, (error: unknown) => {
-      clearTimeout(timer);
-      reject(new StoreUnavailableError(`memcached ${address}: ${error instanceof Error ? error.message : String(error)}`, { cause: error }));
-    });
-    server.write(request);
   });
 }

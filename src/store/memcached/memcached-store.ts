@@ -1,4 +1,3 @@
-import memjs from 'memjs';
 import pLimit from 'p-limit';
 import { DEFAULTS } from '../../config/defaults.js';
 import {
@@ -9,10 +8,12 @@ import {
   type CounterSet,
   type CounterStore,
   type IncrementAndReadResult,
+  type IncrementOptions,
   type ServerHealth,
 } from '../counter-store.js';
-import { runBatch, type BatchReplies } from './batch.js';
+import { runBatch, type BatchOptions, type BatchReplies } from './batch.js';
 import { deleteKey, setCounter } from './command.js';
+import { ServerConnection } from './connection.js';
 import { serverStats } from './stats.js';
 import { Opcode, type ArithmeticRequest } from './protocol.js';
 import { parseServerList, serverRouter, type Credentials } from './servers.js';
@@ -32,6 +33,10 @@ export interface MemcachedStoreOptions {
   readonly maxInFlight?: number;
   /** Told of every call's kind, duration and outcome, for metrics. */
   readonly onOperation?: (operation: StoreOperation, seconds: number, outcome: 'ok' | 'unavailable' | 'overloaded') => void;
+  /** Told when a server goes down (with the reason) and when it answers again. */
+  readonly onServerState?: (server: string, state: { up: boolean; reason?: string }) => void;
+  /** Told of increments taken back after their check was decided without the store. */
+  readonly onUndo?: (undone: number, error?: unknown) => void;
 }
 
 export type StoreOperation = 'incrementAndRead' | 'decrement' | 'reset';
@@ -51,16 +56,25 @@ interface ServerShare {
 export function createMemcachedStore(options: MemcachedStoreOptions): CounterStore {
   const endpoints = parseServerList(options.servers, options.credentials);
   const timeoutMs = options.timeoutMs ?? DEFAULTS.memcachedTimeoutMs;
+  const coalesceWrites = options.coalesceWrites ?? true;
   const servers = endpoints.map(
-    ({ host, port, username, password }) =>
-      new memjs.Server(host, port, username, password, { timeout: timeoutMs / 1000, keepAlive: true, keepAliveDelay: 30 }),
+    ({ host, port, username, password, label }) =>
+      new ServerConnection({
+        host,
+        port,
+        username,
+        password,
+        label,
+        deadlineMs: timeoutMs,
+        coalesceWrites,
+        onStateChange: (state) => options.onServerState?.(label, state),
+      }),
   );
   const serverOf = serverRouter(endpoints);
   const maxParallelServers = options.maxParallelServers ?? DEFAULTS.memcachedMaxParallelServers;
-  const coalesceWrites = options.coalesceWrites ?? true;
   const maxInFlight = options.maxInFlight ?? DEFAULTS.memcachedMaxInFlight;
   let inFlight = 0;
-  const { onOperation } = options;
+  const { onOperation, onUndo } = options;
 
   /** Runs one store call, telling onOperation how long it took and how it ended. */
   async function timed<T>(operation: StoreOperation, call: () => Promise<T>): Promise<T> {
@@ -75,34 +89,31 @@ export function createMemcachedStore(options: MemcachedStoreOptions): CounterSto
       throw error;
     }
   }
-  let lastOpaque = 0;
-  const nextOpaque = (): number => (lastOpaque = lastOpaque >= 0xffff_ffff ? 1 : lastOpaque + 1);
-
   /** One batch to one server, sending again the increments that lost a creation race. */
-  async function runOn(server: memjs.Server, arithmetic: readonly ArithmeticRequest[], reads: readonly string[]): Promise<BatchReplies> {
-    const replies = await runBatch(server, nextOpaque(), arithmetic, reads, timeoutMs, coalesceWrites);
+  async function runOn(server: ServerConnection, arithmetic: readonly ArithmeticRequest[], reads: readonly string[], batch: BatchOptions): Promise<BatchReplies> {
+    const replies = await runBatch(server, arithmetic, reads, batch);
     if (replies.raced.length === 0) return replies;
-    const again = await runBatch(server, nextOpaque(), replies.raced.map((i) => arithmetic[i] as ArithmeticRequest), [], timeoutMs, coalesceWrites);
-    if (again.raced.length > 0) throw new StoreUnavailableError(`memcached ${server.host}:${server.port} would not create a counter`);
+    const again = await runBatch(server, replies.raced.map((i) => arithmetic[i] as ArithmeticRequest), [], batch);
+    if (again.raced.length > 0) throw new StoreUnavailableError(`memcached ${server.label} would not create a counter`);
     const values = [...replies.arithmetic];
     replies.raced.forEach((index, i) => (values[index] = again.arithmetic[i]));
     return { arithmetic: values, read: replies.read, raced: [] };
   }
 
-  async function run(arithmetic: readonly ArithmeticRequest[], reads: readonly string[]): Promise<BatchReplies> {
+  async function run(arithmetic: readonly ArithmeticRequest[], reads: readonly string[], batch: BatchOptions): Promise<BatchReplies> {
     const [only] = servers;
-    if (servers.length === 1 && only) return runOn(only, arithmetic, reads);
+    if (servers.length === 1 && only) return runOn(only, arithmetic, reads, batch);
     const shares = sharesByServer(arithmetic, reads, serverOf);
     const [single] = shares;
     if (shares.size === 1 && single) {
       const [server, share] = single;
-      return runOn(servers[server] as memjs.Server, share.arithmetic, share.reads);
+      return runOn(servers[server] as ServerConnection, share.arithmetic, share.reads, batch);
     }
     // Keys spanning servers: one batch per server, a bounded number at once.
     const arithmeticValues = new Array<number | undefined>(arithmetic.length);
     const readValues = new Array<number>(reads.length).fill(0);
     await pLimit(maxParallelServers).map(shares, async ([server, share]) => {
-      const replies = await runOn(servers[server] as memjs.Server, share.arithmetic, share.reads);
+      const replies = await runOn(servers[server] as ServerConnection, share.arithmetic, share.reads, batch);
       share.arithmeticPositions.forEach((position, i) => (arithmeticValues[position] = replies.arithmetic[i]));
       share.readPositions.forEach((position, i) => (readValues[position] = replies.read[i] ?? 0));
     });
@@ -114,9 +125,13 @@ export function createMemcachedStore(options: MemcachedStoreOptions): CounterSto
     shared: true,
     description: `memcached ${endpoints.map((endpoint) => endpoint.label).join(',')}`,
 
-    incrementAndRead: (increments: readonly CounterIncrement[], reads: readonly string[]): Promise<IncrementAndReadResult> =>
+    incrementAndRead: (increments: readonly CounterIncrement[], reads: readonly string[], call: IncrementOptions = {}): Promise<IncrementAndReadResult> =>
       timed('incrementAndRead', async () => {
-        // A slow or hung server must not make checks pile up without bound: refuse at once.
+        // A server known to be down decides the check by its event's rule at once: that is
+        // an outage, not an overload, and must not be answered as one.
+        const target = servers[serverOf(increments[0]?.key ?? reads[0] ?? '')];
+        if (target?.down !== undefined) throw new StoreUnavailableError(`memcached ${target.label} is down (${target.down})`);
+        // A slow server must not make checks pile up without bound: refuse at once.
         // Decrements are exempt: they take back denied requests, and are rare.
         if (inFlight >= maxInFlight) throw new StoreOverloadedError(`${maxInFlight} Memcached calls are already in flight`);
         inFlight++;
@@ -125,6 +140,7 @@ export function createMemcachedStore(options: MemcachedStoreOptions): CounterSto
           replies = await run(
             increments.map(({ key, delta, ttlSeconds }) => ({ opcode: Opcode.increment, key, delta, ttlSeconds })),
             reads,
+            { undoIfAbandoned: call.admittedIfUnanswered === false, ...(onUndo ? { onUndo } : {}) },
           );
         } finally {
           inFlight--;
@@ -135,28 +151,32 @@ export function createMemcachedStore(options: MemcachedStoreOptions): CounterSto
 
     decrement: (decrements: readonly CounterDecrement[]): Promise<void> =>
       timed('decrement', async () => {
+        // Taking back must reach the server whenever it answers, or a denied request stays counted.
         await run(
           decrements.map(({ key, delta }) => ({ opcode: Opcode.decrement, key, delta })),
           [],
+          { evenWhenDown: true },
         );
       }),
 
     reset: (marker: CounterSet, deletes: readonly string[]): Promise<void> =>
       timed('reset', async () => {
-        const serverFor = (key: string) => servers[serverOf(key)] as memjs.Server;
-        await setCounter(serverFor(marker.key), nextOpaque(), marker.key, marker.value, marker.ttlSeconds, timeoutMs);
-        for (const key of deletes) await deleteKey(serverFor(key), nextOpaque(), key, timeoutMs);
+        const serverFor = (key: string) => servers[serverOf(key)] as ServerConnection;
+        await setCounter(serverFor(marker.key), marker.key, marker.value, marker.ttlSeconds, Date.now());
+        for (const key of deletes) await deleteKey(serverFor(key), key);
       }),
 
     async ping(): Promise<void> {
-      await pLimit(maxParallelServers).map(servers, (server) => runBatch(server, nextOpaque(), [], [], timeoutMs, coalesceWrites));
+      await pLimit(maxParallelServers).map(servers, (server) => runBatch(server, [], []));
     },
 
     health(): Promise<ServerHealth[]> {
-      return pLimit(maxParallelServers).map(servers, async (server, i) => {
-        const label = endpoints[i]?.label ?? `${server.host}:${server.port}`;
+      return pLimit(maxParallelServers).map(servers, async (server) => {
+        const { label } = server;
+        // A server known to be down is not asked again: its probe will tell when it is back.
+        if (server.down !== undefined) return { server: label, up: false, error: `memcached ${label} is down (${server.down})` };
         try {
-          const stats = await serverStats(server, nextOpaque(), timeoutMs);
+          const stats = await serverStats(server);
           return { server: label, up: true, evictions: Number(stats.evictions ?? 0) };
         } catch (error) {
           return { server: label, up: false, error: error instanceof Error ? error.message : String(error) };

@@ -1,0 +1,65 @@
+// A healthy memcached and a memgate that is itself the bottleneck: its event-loop turns run
+// longer than the store's deadline, so replies wait unread in the socket. That is memgate's
+// lateness, not the store's, and must never turn checks into unchecked decisions.
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createLimiter } from '../src/counting/limiter.js';
+import type { Decision } from '../src/counting/decision.js';
+import { createMemcachedStore } from '../src/store/memcached/memcached-store.js';
+import { oneFeature, runLoad } from '../scripts/lib/run-load.js';
+import { uniquePrefix, useMemcached } from './helpers/memcached.js';
+import { startServiceProcess } from './helpers/service.js';
+
+const memcached = useMemcached();
+const closers: (() => Promise<unknown>)[] = [];
+afterAll(async () => {
+  for (const close of closers) await close();
+});
+
+/** Keeps this thread busy, as a long event-loop turn does. */
+function busy(ms: number): void {
+  const until = performance.now() + ms;
+  while (performance.now() < until);
+}
+
+describe('event-loop turns longer than the deadline', () => {
+  it('decide every check on the store’s answers, which wait unread in the socket', async () => {
+    const store = createMemcachedStore({ servers: memcached().servers, timeoutMs: 30 });
+    closers.push(() => store.close());
+    const limiter = createLimiter({ policies: { events: { api: { limits: [{ limit: 50, window: '1m' }] } } }, store, keyPrefix: uniquePrefix() });
+    for (let round = 0; round < 5; round++) {
+      const checks: Promise<Decision>[] = Array.from({ length: 40 }, (_, i) => limiter.check({ event: 'api', feature: `f${i % 4}-${round}` }));
+      // The batches leave in this turn's check phase; then the loop is held ten deadlines long.
+      setImmediate(() => {
+        busy(300);
+      });
+      const decisions = await Promise.all(checks);
+      expect(decisions.filter((d) => d.degraded)).toEqual([]);
+      expect(decisions.every((d) => d.allowed)).toBe(true);
+    }
+  });
+});
+
+describe('the service at up to 2,000 connections on a healthy memcached', () => {
+  it('admits at most the limit, answers the rest 429 or 503, and decides nothing unchecked', { timeout: 120_000 }, async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'memgate-overload-'));
+    const config = join(dir, 'policies.yaml');
+    await writeFile(config, 'events:\n  api:\n    limits:\n      - { limit: 100, window: 1m }\n');
+    // A deadline of 20 ms: turns under this load run far longer than that.
+    const service = await startServiceProcess({ env: { MEMCACHED_SERVERS: memcached().servers, MEMGATE_CONFIG: config, MEMCACHED_TIMEOUT_MS: '20' } });
+    closers.push(() => service.stop());
+    for (const connections of [50, 200, 1000, 2000]) {
+      const summary = await runLoad({ url: new URL(service.url), event: 'api', connections, duration: 3, nextFeature: oneFeature(`sweep-${connections}`) });
+      const { statuses } = summary;
+      const unexpected = Object.keys(statuses).filter((status) => !['200', '429', '503'].includes(status));
+      expect(unexpected, `connections ${connections}`).toEqual([]);
+      expect(summary.allowed, `connections ${connections}`).toBeLessThanOrEqual(100);
+      expect(summary.requests).toBeGreaterThan(0);
+    }
+    const metrics = await (await fetch(`${service.url}/metrics`)).text();
+    expect(metrics).not.toMatch(/outcome="degraded_allowed"/);
+    expect(metrics).toMatch(/memgate_decisions_total\{event="api",kind="check",outcome="allowed"\} [1-9]/);
+  });
+});
