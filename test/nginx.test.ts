@@ -17,7 +17,7 @@ const LIMIT = 3;
 const store = createEmbeddedStore();
 const policies = {
   events: { login: { limits: [{ limit: LIMIT, window: '1m' }] }, api: { limits: [{ limit: 100, window: '1m' }] } },
-  gateway: { denyStatus: 403, trustedProxies: 1, routes: [{ prefix: '/login', event: 'login' }, { prefix: '/', event: 'api' }] },
+  gateway: { uri: 'header:x-original-uri', denyStatus: 403, trustedProxies: 1, routes: [{ prefix: '/login', event: 'login' }, { prefix: '/', event: 'api' }] },
 };
 const memgate = buildApp({ limiter: createLimiter({ policies, store }), store });
 let upstreamHits = 0;
