@@ -1,5 +1,6 @@
 // The example configurations that cannot run here (Traefik, Envoy, docker compose) at
-// least parse and point at memgate as its README says. nginx runs for real in nginx.test.ts.
+// least parse and point at memgate as its README says. nginx runs for real in nginx.test.ts;
+// here, its auth location is checked to send memgate only what nginx sets.
 import { execFile } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { promisify } from 'node:util';
@@ -20,6 +21,18 @@ function at(value: unknown, ...path: (string | number)[]): unknown {
 }
 
 describe('examples', () => {
+  it('nginx: the auth location sends memgate only the URI and the client address nginx itself sets', async () => {
+    const config = await readFile('examples/nginx/nginx.conf', 'utf8');
+    const auth = /location = \/_memgate \{([\s\S]*?)\n {4}\}/.exec(config)?.[1] ?? '';
+    expect(auth).toMatch(/proxy_pass_request_headers off;/);
+    expect(auth).toMatch(/proxy_method GET;/);
+    expect([...auth.matchAll(/proxy_set_header (\S+) (\S+);/g)].map(([, name, value]) => `${name ?? ''} ${value ?? ''}`)).toEqual([
+      'Content-Length ""',
+      'X-Original-URI $request_uri',
+      'X-Forwarded-For $remote_addr',
+    ]);
+  });
+
   it('Traefik: a forwardAuth middleware asking /gate and handing on memgate’s headers', async () => {
     const config = await yamlOf('examples/traefik/dynamic.yml');
     const forwardAuth = at(config, 'http', 'middlewares', 'memgate', 'forwardAuth') as { address: string; authResponseHeaders: string[] };
@@ -49,7 +62,7 @@ describe('examples', () => {
     // The policies the instances load (copied into the image) are valid and set up /gate for nginx.
     const path = services['memgate-a']?.environment?.MEMGATE_CONFIG?.replace('/app/', '') ?? '';
     const policies = parsePolicyText(await readFile(path, 'utf8'), path);
-    expect(policies.gateway).toMatchObject({ denyStatus: 403, trustedProxies: 1 });
+    expect(policies.gateway).toMatchObject({ uri: { from: 'header', header: 'x-original-uri' }, event: { from: 'routes' }, denyStatus: 403, invalidStatus: 401, trustedProxies: 1 });
   });
 
   it.skipIf(!hasCompose)('compose: docker compose config accepts the file', async () => {
