@@ -117,7 +117,14 @@ describe('/gate behind Envoy (uri from the path after /gate)', () => {
     expect(response.statusCode).toBe(400);
     expect(response.headers['memgate-error']).toBe('invalid_uri');
     expect((await viaEnvoy('GET', `/gate/${'a'.repeat(5000)}`)).statusCode).toBe(200);
-    expect((await viaEnvoy('GET', '/gate')).statusCode).toBe(200);
+  });
+
+  it('refuses a bare /gate: a gateway that sends no path sends its URI somewhere memgate was not told to read', async () => {
+    for (const url of ['/gate', '/gate?next=/login']) {
+      const response = await app.inject({ method: 'GET', url, remoteAddress: '10.0.0.3', headers: { 'x-original-uri': '/login', 'x-forwarded-for': '192.0.2.2' } });
+      expect([response.statusCode, response.headers['memgate-error']], url).toEqual([400, 'invalid_uri']);
+    }
+    expect(await remaining('login', '192.0.2.2')).toBe(2);
   });
 });
 

@@ -71,7 +71,12 @@ function outcomeOf(request: FastifyRequest, gateway: GatewayPolicy): PathOutcome
     const named = single(request, gateway.event.header, 'invalid_event');
     if (named !== undefined) return { action: 'count', event: named };
   }
-  if (gateway.uri.from === 'path') return gateway.resolve(request.url.slice('/gate'.length));
+  if (gateway.uri.from === 'path') {
+    // Envoy always sends a path after /gate; a bare /gate is a gateway sending its URI elsewhere.
+    const path = request.url.slice('/gate'.length);
+    if (!path.startsWith('/')) throw new GatewayInputError('invalid_uri', 'gateway.uri is path, but /gate was called without one: set gateway.uri to the header your gateway sends');
+    return gateway.resolve(path);
+  }
   const uri = single(request, gateway.uri.header, 'invalid_uri');
   if (uri === undefined) throw new GatewayInputError('invalid_uri', `the gateway sent no ${gateway.uri.header} header`);
   return gateway.resolve(uri);
