@@ -1,5 +1,6 @@
 // The example configurations that cannot run here (Traefik, Envoy, docker compose) at
-// least parse and point at memgate as its README says. nginx runs for real in nginx.test.ts.
+// least parse, point at memgate and pass it only the headers it reads, as its README says.
+// nginx runs for real in nginx.test.ts.
 import { execFile } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { promisify } from 'node:util';
@@ -20,22 +21,46 @@ function at(value: unknown, ...path: (string | number)[]): unknown {
 }
 
 describe('examples', () => {
-  it('Traefik: a forwardAuth middleware asking /gate and handing on memgate’s headers', async () => {
+  it('nginx: the auth location sends memgate only the URI and the client address nginx itself sets', async () => {
+    const config = await readFile('examples/nginx/nginx.conf', 'utf8');
+    const auth = /location = \/_memgate \{([\s\S]*?)\n {4}\}/.exec(config)?.[1] ?? '';
+    expect(auth).toMatch(/proxy_pass_request_headers off;/);
+    expect(auth).toMatch(/proxy_method GET;/);
+    expect([...auth.matchAll(/proxy_set_header (\S+) (\S+);/g)].map(([, name, value]) => `${name ?? ''} ${value ?? ''}`)).toEqual([
+      'Content-Length ""',
+      'X-Original-URI $request_uri',
+      'X-Forwarded-For $remote_addr',
+    ]);
+  });
+
+  it('Traefik: a forwardAuth middleware asking /gate that passes only the headers memgate reads, set by Traefik', async () => {
     const config = await yamlOf('examples/traefik/dynamic.yml');
-    const forwardAuth = at(config, 'http', 'middlewares', 'memgate', 'forwardAuth') as { address: string; authResponseHeaders: string[] };
+    const forwardAuth = at(config, 'http', 'middlewares', 'memgate', 'forwardAuth') as Record<string, unknown>;
     expect(forwardAuth.address).toMatch(/\/gate$/);
-    expect(forwardAuth.authResponseHeaders).toEqual(expect.arrayContaining(['RateLimit', 'RateLimit-Policy', 'Retry-After']));
+    // Traefik overwrites X-Forwarded-* only when it does not trust the client's; an empty list would pass every header.
+    expect(forwardAuth.trustForwardHeader).toBe(false);
+    expect((forwardAuth.authRequestHeaders as string[]).map((h) => h.toLowerCase()).sort()).toEqual(['x-forwarded-for', 'x-forwarded-uri']);
+    expect(forwardAuth.authResponseHeaders).toEqual(['RateLimit', 'RateLimit-Policy']);
     expect(at(config, 'http', 'routers', 'api', 'middlewares')).toEqual(['memgate']);
   });
 
-  it('Envoy: an ext_authz HTTP service at /gate that lets Retry-After through to the client', async () => {
-    const config = await yamlOf('examples/envoy/envoy.yaml');
-    const filters = at(config, 'static_resources', 'listeners', 0, 'filter_chains', 0, 'filters', 0, 'typed_config', 'http_filters') as { name: string }[];
+  it('Envoy: an ext_authz HTTP service at /gate that passes only X-Forwarded-For, fails closed with 503 and hands memgate’s answer on', async () => {
+    const text = await readFile('examples/envoy/envoy.yaml', 'utf8');
+    const config = parse(text) as Record<string, unknown>;
+    const manager = at(config, 'static_resources', 'listeners', 0, 'filter_chains', 0, 'filters', 0, 'typed_config') as Record<string, unknown>;
+    expect([manager.use_remote_address, manager.normalize_path, manager.merge_slashes]).toEqual([true, true, true]);
+    const filters = manager.http_filters as { name: string; typed_config: Record<string, unknown> }[];
     expect(filters.map((f) => f.name)).toEqual(['envoy.filters.http.ext_authz', 'envoy.filters.http.router']);
-    const service = at(filters[0], 'typed_config', 'http_service') as Record<string, unknown>;
+    const authz = filters[0]?.typed_config ?? {};
+    expect(at(authz, 'allowed_headers', 'patterns')).toEqual([{ exact: 'x-forwarded-for' }]);
+    expect([authz.failure_mode_allow, at(authz, 'status_on_error', 'code')]).toEqual([false, 'ServiceUnavailable']);
+    const service = authz.http_service as Record<string, unknown>;
     expect(service.path_prefix).toBe('/gate');
+    // The deprecated per-service list is gone, and so is any way for a client to name the event.
+    expect(service.authorization_request).toBeUndefined();
+    expect(text.toLowerCase()).not.toContain('x-memgate-event');
     const allowed = at(service, 'authorization_response', 'allowed_client_headers', 'patterns') as { exact: string }[];
-    expect(allowed.map((p) => p.exact)).toEqual(expect.arrayContaining(['retry-after', 'ratelimit']));
+    expect(allowed.map((p) => p.exact)).toEqual(expect.arrayContaining(['retry-after', 'ratelimit', 'ratelimit-policy', 'memgate-error']));
   });
 
   it('compose: three memcached nodes, two memgate instances on them, nginx in front with the tested example', async () => {
@@ -49,7 +74,7 @@ describe('examples', () => {
     // The policies the instances load (copied into the image) are valid and set up /gate for nginx.
     const path = services['memgate-a']?.environment?.MEMGATE_CONFIG?.replace('/app/', '') ?? '';
     const policies = parsePolicyText(await readFile(path, 'utf8'), path);
-    expect(policies.gateway).toMatchObject({ denyStatus: 403, trustedProxies: 1 });
+    expect(policies.gateway).toMatchObject({ uri: { from: 'header', header: 'x-original-uri' }, event: { from: 'routes' }, denyStatus: 403, invalidStatus: 401, trustedProxies: 1 });
   });
 
   it.skipIf(!hasCompose)('compose: docker compose config accepts the file', async () => {

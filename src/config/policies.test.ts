@@ -47,19 +47,110 @@ describe('parsePolicies', () => {
     expect(() => parsePolicies({ events: { a: { onStoreError: 'error', limits: [{ limit: 1, window: 60 }] } } }, 'p.yaml')).toThrow(/event "a", field onStoreError/);
   });
 
-  it('reads the gateway section, longest route prefix first, and names what is wrong in it', () => {
+  describe('gateway section', () => {
     const events = { login: { limits: [{ limit: 1, window: 60 }] }, api: { limits: [{ limit: 1, window: 60 }] } };
-    const gateway = parsePolicies({ events, gateway: { feature: 'header:X-Api-Key', routes: [{ prefix: '/a', event: 'api' }, { prefix: '/a/login', event: 'login' }] } }).gateway;
-    expect(gateway).toEqual({
-      feature: { from: 'header', header: 'x-api-key' },
-      trustedProxies: 0,
-      denyStatus: 429,
-      routes: [{ prefix: '/a/login', event: 'login' }, { prefix: '/a', event: 'api' }],
+    const gatewayOf = (gateway: object) => parsePolicies({ events, gateway }).gateway;
+
+    it('defaults to what a client cannot influence: its address, the path after /gate, routes, allow the unmatched, 429 and 400', () => {
+      expect(gatewayOf({ routes: [{ prefix: '/a', event: 'api' }, { prefix: '/a/login', event: 'login' }] })).toMatchObject({
+        feature: { from: 'client-ip' },
+        trustedProxies: 0,
+        uri: { from: 'path' },
+        event: { from: 'routes' },
+        routes: [{ prefix: '/a/login', event: 'login' }, { prefix: '/a', event: 'api' }],
+        pathCase: 'insensitive',
+        unmatched: 'allow',
+        denyStatus: 429,
+        invalidStatus: 400,
+      });
+      expect(parsePolicies({ events }).gateway).toBeUndefined();
     });
-    expect(problemsOf({ events, gateway: { feature: 'cookie:x', routes: [{ prefix: '/x', event: 'nope' }] } })).toEqual([
-      'gateway, field feature: must be client-ip or header:<name> (got "cookie:x")',
-      'gateway, field routes[0].event: "nope" is not an event of this file',
-    ]);
+
+    it('reads headers, statuses, a path case and an unmatched rule', () => {
+      const gateway = {
+        feature: 'header:X-Api-Key',
+        uri: 'header:X-Original-URI',
+        event: 'header:X-Memgate-Event',
+        pathCase: 'sensitive',
+        unmatched: 'api',
+        denyStatus: 403,
+        invalidStatus: 401,
+      };
+      expect(gatewayOf(gateway)).toMatchObject({
+        feature: { from: 'header', header: 'x-api-key' },
+        uri: { from: 'header', header: 'x-original-uri' },
+        event: { from: 'header', header: 'x-memgate-event' },
+        pathCase: 'sensitive',
+        unmatched: { event: 'api' },
+        denyStatus: 403,
+        invalidStatus: 401,
+      });
+      expect(gatewayOf({ unmatched: 'deny' })?.unmatched).toBe('deny');
+    });
+
+    it('trusts a hop count of proxies at any address, or a list of addresses, ranges and names', () => {
+      const byCount = gatewayOf({ trustedProxies: 2, unmatched: 'api' });
+      expect([0, 1, 2].map((hop) => byCount?.trusts('203.0.113.1', hop))).toEqual([true, true, false]);
+      const byAddress = gatewayOf({ trustedProxies: ['10.0.0.0/8', 'loopback', '2001:db8::1'], unmatched: 'api' });
+      expect(['10.1.2.3', '127.0.0.1', '::1', '2001:db8::1', '::ffff:10.0.0.1'].map((a) => byAddress?.trusts(a, 0))).toEqual([true, true, true, true, true]);
+      expect(['11.0.0.1', '192.168.0.1', '2001:db8::2'].map((a) => byAddress?.trusts(a, 0))).toEqual([false, false, false]);
+      expect(gatewayOf({ trustedProxies: [], unmatched: 'api' })?.trusts('127.0.0.1', 0)).toBe(false);
+    });
+
+    it('matches routes against the normalised path, refusing what it cannot place', () => {
+      const resolve = gatewayOf({ routes: [{ prefix: '/login', event: 'login' }, { prefix: '/API/', event: 'api' }] })?.resolve ?? (() => undefined);
+      for (const uri of ['/login', '//LOGIN', '/x/../%6cogin?next=/api/', '/login/', '/login;a=b', 'http://h/login']) expect(resolve(uri), uri).toEqual({ action: 'count', event: 'login' });
+      expect(resolve('/api')).toEqual({ action: 'count', event: 'api' });
+      expect(resolve('/elsewhere')).toEqual({ action: 'allow' });
+      expect(resolve('/login%zz')).toMatchObject({ action: 'refuse', code: 'invalid_uri' });
+      for (const uri of ['/api%2F..%2Flogin', '/api/..;/login', '/api\\..\\login', '/api//../login']) expect(resolve(uri), uri).toMatchObject({ action: 'refuse', code: 'ambiguous_uri' });
+      // Readings that agree on the route are not ambiguous.
+      expect(resolve('/api/users%2Fme')).toEqual({ action: 'count', event: 'api' });
+      const sensitive = gatewayOf({ pathCase: 'sensitive', unmatched: 'deny', routes: [{ prefix: '/login', event: 'login' }] })?.resolve ?? (() => undefined);
+      expect(sensitive('/login')).toEqual({ action: 'count', event: 'login' });
+      expect(sensitive('/LOGIN')).toMatchObject({ action: 'refuse', code: 'unmatched_path' });
+      expect(gatewayOf({ unmatched: 'api' })?.resolve('/anything')).toEqual({ action: 'count', event: 'api' });
+    });
+
+    it('names every fault at once, listing what is allowed', () => {
+      expect(
+        problemsOf({
+          events,
+          gateway: {
+            feature: 'cookie:x',
+            uri: 'query',
+            event: 'header:',
+            trustedProxies: ['10.0.0.0/33', 'loopback', 'proxy.local'],
+            unmatched: 'nope',
+            routes: [{ prefix: '/x', event: 'nope' }, { prefix: '/a%zz', event: 'api' }, { prefix: '/Login', event: 'login' }, { prefix: '/x/../LOGIN', event: 'api' }],
+          },
+        }),
+      ).toEqual([
+        'gateway, field feature: must be client-ip or header:<name> (got "cookie:x")',
+        'gateway, field trustedProxies[0]: "10.0.0.0/33" is not an IP address, a CIDR range or one of loopback, linklocal, uniquelocal',
+        'gateway, field trustedProxies[2]: "proxy.local" is not an IP address, a CIDR range or one of loopback, linklocal, uniquelocal',
+        'gateway, field uri: must be path or header:<name> (got "query")',
+        'gateway, field event: must be routes or header:<name> (got "header:")',
+        'gateway, field routes[0].event: "nope" is not an event of this file',
+        'gateway, field routes[1].prefix: "/a%zz" is not valid percent-encoding',
+        'gateway, field routes[3].prefix: "/x/../LOGIN" names the same path as an earlier route once normalised (pathCase: insensitive)',
+        'gateway, field unmatched: must be allow, deny or an event of this file (got "nope")',
+      ]);
+      expect(problemsOf({ events, gateway: { pathCase: 'upper', denyStatus: 500, invalidStatus: 422, trustedProxies: 'loopback', routes: [{ prefix: 'login', event: 'login' }] } })).toEqual([
+        'field gateway.trustedProxies: must be a number of proxies or a list of their addresses and CIDR ranges (got "loopback")',
+        'field gateway.pathCase: must be one of insensitive, sensitive (got "upper")',
+        'field gateway.denyStatus: must be one of 429, 403 (got 500)',
+        'field gateway.invalidStatus: must be one of 400, 401 (got 422)',
+        'field gateway.routes[0].prefix: must be a path: a "/" then no spaces, "?" or "#" (got "login")',
+      ]);
+    });
+
+    it('refuses a gateway that could never count anything', () => {
+      expect(problemsOf({ events, gateway: { feature: 'client-ip' } })).toEqual([
+        'gateway, field routes: none, no event header and unmatched: allow, so /gate would never count anything; add routes (prefix: / matches every path) or set unmatched',
+      ]);
+      expect(gatewayOf({ event: 'header:X-Memgate-Event' })?.event).toEqual({ from: 'header', header: 'x-memgate-event' });
+    });
   });
 
   it('reads an edge rule for a sliding event', () => {
@@ -85,9 +176,9 @@ describe('parsePolicies', () => {
     ['an unknown unit', { events: { a: { limits: [{ limit: 1, window: '1w' }] } } }, 'event "a", field limits[0].window: must be a positive whole duration'],
     ['a window that granularity does not divide', { events: { a: { limits: [{ limit: 1, window: '1m', granularity: '7s' }] } } }, 'event "a", field limits[0].window: 1m is not a multiple of the granularity 7s'],
     ['a granularity on a fixed window', { events: { a: { algorithm: 'fixed', limits: [{ limit: 1, window: '1m', granularity: '1s' }] } } }, 'event "a", field limits[0].granularity: applies to sliding windows only'],
-    ['an unknown edge rule', { events: { a: { edge: 'half', limits: [{ limit: 1, window: 1 }] } } }, 'event "a", field edge: must be equal to one of the allowed values (got "half")'],
+    ['an unknown edge rule', { events: { a: { edge: 'half', limits: [{ limit: 1, window: 1 }] } } }, 'event "a", field edge: must be one of whole, drop, weighted (got "half")'],
     ['an edge rule on a fixed window', { events: { a: { algorithm: 'fixed', edge: 'drop', limits: [{ limit: 1, window: 60 }] } } }, 'event "a", field edge: applies to sliding windows only'],
-    ['an unknown algorithm', { events: { a: { algorithm: 'leaky', limits: [{ limit: 1, window: 1 }] } } }, 'event "a", field algorithm: must be equal to one of the allowed values (got "leaky")'],
+    ['an unknown algorithm', { events: { a: { algorithm: 'leaky', limits: [{ limit: 1, window: 1 }] } } }, 'event "a", field algorithm: must be one of sliding, fixed (got "leaky")'],
     ['empty events', { events: {} }, 'field events: defines no events'],
     ['no events key', {}, 'top level: missing required key "events"'],
     ['an empty limits list', { events: { a: { limits: [] } } }, 'event "a", field limits: must NOT have fewer than 1 items'],

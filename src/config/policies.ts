@@ -3,6 +3,7 @@ import { extname } from 'node:path';
 import { Ajv, type ErrorObject } from 'ajv';
 import { parse as parseYaml } from 'yaml';
 import { formatDuration, parseDuration } from './duration.js';
+import { parseGateway, type GatewayPolicy, type RawGateway } from './gateway-policy.js';
 import { policyFileSchema } from './policy-schema.js';
 
 export type Algorithm = 'sliding' | 'fixed';
@@ -43,21 +44,6 @@ export interface EventPolicy {
 }
 
 
-/**
- * How /gate, the endpoint gateways call (nginx auth_request, Traefik ForwardAuth, Envoy
- * ext_authz), finds the event and the feature of the request it guards.
- */
-export interface GatewayPolicy {
-  /** The client's address (`client-ip`) or the value of a request header (an API key, a user id). */
-  readonly feature: { readonly from: 'client-ip' } | { readonly from: 'header'; readonly header: string };
-  /** Proxies in front of memgate that append to X-Forwarded-For; the client is the address before them. */
-  readonly trustedProxies: number;
-  /** Status of a denial: 429, or 403 for nginx auth_request, which passes on only 2xx, 401 and 403. */
-  readonly denyStatus: 429 | 403;
-  /** The event of an original request path, by longest matching prefix. */
-  readonly routes: readonly { readonly prefix: string; readonly event: string }[];
-}
-
 /** A validated policy file: what createLimiter and the service run on. */
 export class PolicySet {
   readonly events: ReadonlyMap<string, EventPolicy>;
@@ -90,7 +76,7 @@ const validateShape = new Ajv({ allErrors: true, allowUnionTypes: true }).compil
 /** The raw document shape, as written in YAML or JSON. */
 interface PolicyDocument {
   events: Record<string, { algorithm?: Algorithm; edge?: Edge; onStoreError?: OnStoreError; limits: RawLimit[] }>;
-  gateway?: { feature?: string; trustedProxies?: number; denyStatus?: 429 | 403; routes?: { prefix: string; event: string }[] };
+  gateway?: RawGateway;
 }
 interface RawLimit {
   name?: string;
@@ -134,21 +120,6 @@ export function parsePolicies(document: unknown, source = 'policies'): PolicySet
   const gateway = doc.gateway === undefined ? undefined : parseGateway(doc.gateway, new Set(Object.keys(doc.events)), problems);
   if (problems.length > 0) throw new PolicyError(source, problems);
   return new PolicySet(events, source, gateway);
-}
-
-function parseGateway(raw: NonNullable<PolicyDocument['gateway']>, events: ReadonlySet<string>, problems: string[]): GatewayPolicy {
-  const feature = raw.feature ?? 'client-ip';
-  const header = /^header:([A-Za-z0-9!#$%&'*+.^_`|~-]+)$/.exec(feature)?.[1]?.toLowerCase();
-  if (feature !== 'client-ip' && header === undefined) problems.push(`gateway, field feature: must be client-ip or header:<name> (got ${JSON.stringify(feature)})`);
-  (raw.routes ?? []).forEach(({ event }, index) => {
-    if (!events.has(event)) problems.push(`gateway, field routes[${index}].event: ${JSON.stringify(event)} is not an event of this file`);
-  });
-  return {
-    feature: header === undefined ? { from: 'client-ip' } : { from: 'header', header },
-    trustedProxies: raw.trustedProxies ?? 0,
-    denyStatus: raw.denyStatus ?? 429,
-    routes: [...(raw.routes ?? [])].sort((a, b) => b.prefix.length - a.prefix.length),
-  };
 }
 
 function parseLimit(
@@ -219,6 +190,12 @@ function describeSchemaError(error: ErrorObject, document: unknown): string {
     return `event "${name}": event names are 1 to 64 letters, digits, "_", "." or "-"`;
   } else if (error.keyword === 'type' && (path.at(-1) === 'window' || path.at(-1) === 'granularity')) {
     message = `${DURATION_HINT} (got ${JSON.stringify(valueAt(document, path))})`;
+  } else if (error.keyword === 'enum') {
+    message = `must be one of ${(error.params.allowedValues as unknown[]).join(', ')} (got ${JSON.stringify(valueAt(document, path))})`;
+  } else if (error.keyword === 'type' && path.join('/') === 'gateway/trustedProxies') {
+    message = `must be a number of proxies or a list of their addresses and CIDR ranges (got ${JSON.stringify(valueAt(document, path))})`;
+  } else if (error.keyword === 'pattern' && path.at(-1) === 'prefix') {
+    message = `must be a path: a "/" then no spaces, "?" or "#" (got ${JSON.stringify(valueAt(document, path))})`;
   } else if (error.keyword === 'minProperties' && path.join('/') === 'events') {
     return 'field events: defines no events';
   } else {

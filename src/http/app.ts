@@ -9,7 +9,7 @@ import { errorBody, handleClientError, handleError, handleNotFound } from './err
 import type { Metrics } from './metrics.js';
 import { registerAdminRoutes, type AdminOptions } from './routes/admin.js';
 import { registerDecisionRoutes } from './routes/decisions.js';
-import { registerGatewayRoutes } from './routes/gateway.js';
+import { isGateUrl, refuse, registerGatewayRoutes } from './routes/gateway.js';
 import { registerHealthRoutes } from './routes/health.js';
 import { registerPolicyRoutes } from './routes/policies.js';
 
@@ -39,13 +39,16 @@ export function buildApp({ limiter, store, logger, admin, metrics, maxEventLoopD
     // Strict types: a number is not a feature, and no unknown field passes silently.
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false } },
     clientErrorHandler: handleClientError,
-    // A path that is not valid percent-encoding, answered in memgate's error shape.
-    frameworkErrors: (error, _request, reply) => {
+    // A path that is not valid percent-encoding, answered in memgate's error shape (for
+    // /gate, in the status its gateway hands on to the client).
+    frameworkErrors: (error, request, reply) => {
+      const gateway = limiter.policies.gateway;
+      if (gateway && isGateUrl(request.url)) return void refuse(reply, gateway, 'invalid_uri', error.message);
       void (reply as FastifyReply).code(400).send(errorBody('invalid_request', error.message));
     },
-    // /gate's client address: the address before the trusted proxies in X-Forwarded-For
-    // (proxy-addr's hop count, written as its trust function).
-    trustProxy: (_address: string, hop: number) => hop < (limiter.policies.gateway?.trustedProxies ?? 0),
+    // /gate's client address: the address before the trusted proxies in X-Forwarded-For.
+    // Read at each request, so it follows /admin/reload; compiled once per policy file.
+    trustProxy: (address: string, hop: number) => limiter.policies.gateway?.trusts(address, hop) ?? false,
     // While draining, still serve requests on connections already open (the store stays
     // open until the app has closed) rather than answer fastify's own 503 body.
     return503OnClosing: false,

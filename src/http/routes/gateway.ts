@@ -1,69 +1,103 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { GatewayPolicy } from '../../config/policies.js';
-import { LimiterInputError, type InputErrorCode } from '../../counting/errors.js';
+import { METHODS } from 'node:http';
+import { isIP } from 'node:net';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { GatewayPolicy, PathOutcome } from '../../config/gateway-policy.js';
+import { LimiterInputError } from '../../counting/errors.js';
 import type { Limiter } from '../../counting/limiter.js';
+import { errorBody, handleError } from '../errors.js';
 import { rateLimitHeaderWriter } from '../rate-limit-headers.js';
 
-/** Headers gateways use to pass the path of the request they guard. */
-const ORIGINAL_URI_HEADERS = ['x-original-uri', 'x-forwarded-uri'] as const;
-
-/**
- * /gate and /gate/*, any method: the endpoint a gateway asks before it forwards a request
- * (nginx auth_request, Traefik ForwardAuth, Envoy ext_authz in HTTP mode). The event
- * comes from the `x-memgate-event` header, else from the policy file's `gateway.routes`
- * matched against the original path, else from the first path segment after /gate. The
- * feature comes from `gateway.feature`. Allowed: 200; denied: `gateway.denyStatus`; both
- * with the RateLimit headers, and Retry-After on a denial.
- */
-export function registerGatewayRoutes(app: FastifyInstance, limiter: Limiter): void {
-  const setHeaders = rateLimitHeaderWriter(limiter);
-  const handler = async (request: FastifyRequest, reply: FastifyReply) => {
-    const gateway: GatewayPolicy = limiter.policies.gateway ?? DEFAULT_GATEWAY;
-    const event = eventOf(request, gateway);
-    const feature = featureOf(request, gateway);
-    const decision = await limiter.check({ event, feature });
-    setHeaders(reply.code(decision.allowed ? 200 : gateway.denyStatus), event, decision);
-    return decision;
-  };
-  app.all('/gate', handler);
-  app.all('/gate/*', handler);
-}
-
-const DEFAULT_GATEWAY: GatewayPolicy = { feature: { from: 'client-ip' }, trustedProxies: 0, denyStatus: 429, routes: [] };
-
-function eventOf(request: FastifyRequest, gateway: GatewayPolicy): string {
-  const named = single(request, 'x-memgate-event', 'invalid_event');
-  if (named !== undefined) return named;
-  const path = pathAfterGate(request.url);
-  const original = ORIGINAL_URI_HEADERS.map((name) => single(request, name, 'invalid_event')).find((value) => value !== undefined) ?? path;
-  const originalPath = original.split('?')[0] ?? '';
-  const route = gateway.routes.find(({ prefix }) => originalPath.startsWith(prefix));
-  if (route) return route.event;
-  const segment = path.split('/')[1] ?? '';
-  if (segment === '') throw new LimiterInputError('invalid_event', 'no event: send x-memgate-event, map the path in gateway.routes, or call /gate/<event>');
-  try {
-    return decodeURIComponent(segment);
-  } catch {
-    throw new LimiterInputError('invalid_event', 'the event in the path is not valid percent-encoding');
+/** Input a gateway sent that memgate cannot place: answered with gateway.invalidStatus, counting nothing. */
+class GatewayInputError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
   }
 }
 
+/** /gate itself, or a path under it (Envoy's path_prefix); anything else is another route. */
+export const isGateUrl = (url: string): boolean => /^\/gate(?:[/?]|$)/.test(url);
+
+/**
+ * /gate and /gate/*, any method: the endpoint a gateway asks before it forwards a request
+ * (nginx auth_request, Traefik ForwardAuth, Envoy ext_authz in HTTP mode). Only what the
+ * policy file's `gateway` section names is read. Allowed: 200; denied: `denyStatus`; both
+ * with the RateLimit headers, and Retry-After on a denial. Input it cannot place gets
+ * `invalidStatus`, its code also in a `memgate-error` header (nginx cannot read bodies).
+ */
+export function registerGatewayRoutes(app: FastifyInstance, limiter: Limiter): void {
+  const setHeaders = rateLimitHeaderWriter(limiter);
+  // Envoy asks with the guarded request's own method (PROPFIND, PURGE, ...): /gate answers them all.
+  for (const method of METHODS) if (method !== 'CONNECT' && !app.supportedMethods.includes(method)) app.addHttpMethod(method);
+  void app.register((gate, _options, done) => {
+    // Nothing memgate reads is in a body: whatever a gateway forwards is ignored, never refused.
+    gate.removeAllContentTypeParsers();
+    gate.addContentTypeParser('*', (_request, _payload, parsed) => {
+      parsed(null);
+    });
+    gate.setErrorHandler((error: FastifyError, request, reply) => {
+      const gateway = limiter.policies.gateway;
+      const ours = error instanceof GatewayInputError || error instanceof LimiterInputError;
+      // fastify's own 4xx (a request it could not read) are bad input too; 503s and bugs are not.
+      if (!gateway || (!ours && (error.statusCode ?? 500) >= 500)) return handleError(error, request, reply);
+      return refuse(reply, gateway, ours ? error.code : 'invalid_request', error.message);
+    });
+    const handler = async (request: FastifyRequest, reply: FastifyReply) => {
+      const gateway = limiter.policies.gateway;
+      if (!gateway) return reply.code(404).send(errorBody('not_found', 'the policy file has no gateway section, so /gate is off'));
+      const outcome = outcomeOf(request, gateway);
+      if (outcome.action === 'allow') return { allowed: true, limits: [] };
+      if (outcome.action === 'refuse') throw new GatewayInputError(outcome.code, outcome.message);
+      const decision = await limiter.check({ event: outcome.event, feature: featureOf(request, gateway) });
+      setHeaders(reply.code(decision.allowed ? 200 : gateway.denyStatus), outcome.event, decision);
+      return decision;
+    };
+    gate.all('/gate', handler);
+    gate.all('/gate/*', handler);
+    done();
+  });
+}
+
+/** A refusal of the gateway's input, in a status every supported gateway hands on to the client. */
+export function refuse(reply: FastifyReply, gateway: GatewayPolicy, code: string, message: string): FastifyReply {
+  return reply.code(gateway.invalidStatus).header('memgate-error', code).send(errorBody(code, message));
+}
+
+function outcomeOf(request: FastifyRequest, gateway: GatewayPolicy): PathOutcome {
+  if (gateway.event.from === 'header') {
+    // An unknown name is refused by the limiter (unknown_event); no header means routes decide.
+    const named = single(request, gateway.event.header, 'invalid_event');
+    if (named !== undefined) return { action: 'count', event: named };
+  }
+  if (gateway.uri.from === 'path') {
+    // Envoy always sends a path after /gate; a bare /gate is a gateway sending its URI elsewhere.
+    const path = request.url.slice('/gate'.length);
+    if (!path.startsWith('/')) throw new GatewayInputError('invalid_uri', 'gateway.uri is path, but /gate was called without one: set gateway.uri to the header your gateway sends');
+    return gateway.resolve(path);
+  }
+  const uri = single(request, gateway.uri.header, 'invalid_uri');
+  if (uri === undefined) throw new GatewayInputError('invalid_uri', `the gateway sent no ${gateway.uri.header} header`);
+  return gateway.resolve(uri);
+}
+
 function featureOf(request: FastifyRequest, gateway: GatewayPolicy): string {
-  if (gateway.feature.from === 'client-ip') return request.ip;
+  if (gateway.feature.from === 'client-ip') {
+    // request.ip is the address before the trusted proxies; a proxy of ours writes only addresses there.
+    if (isIP(request.ip) === 0) throw new GatewayInputError('invalid_feature', 'the client address in X-Forwarded-For is not an IP address');
+    return request.ip;
+  }
   const value = single(request, gateway.feature.header, 'invalid_feature');
-  if (value === undefined) throw new LimiterInputError('invalid_feature', `the ${gateway.feature.header} header names who is asking; it is missing`);
+  if (value === undefined) throw new GatewayInputError('invalid_feature', `the ${gateway.feature.header} header names who is asking; it is missing`);
   return value;
 }
 
-/** A header's value; one that arrives as several values is refused (which one would count?). */
-function single(request: FastifyRequest, name: string, code: InputErrorCode): string | undefined {
-  const value = request.headers[name];
-  if (Array.isArray(value)) throw new LimiterInputError(code, `the ${name} header was sent more than once`);
-  return value === '' ? undefined : value;
-}
-
-/** The path after /gate, with its leading slash; '' for /gate itself. */
-function pathAfterGate(url: string): string {
-  const path = url.split('?')[0] ?? '';
-  return path.slice('/gate'.length);
+/** A header's one value; sent more than once it is refused (which one would count?), empty it is absent. */
+function single(request: FastifyRequest, name: string, code: string): string | undefined {
+  const raw = request.raw.rawHeaders;
+  const values: string[] = [];
+  for (let i = 0; i < raw.length; i += 2) if (raw[i]?.toLowerCase() === name) values.push(raw[i + 1] ?? '');
+  if (values.length > 1) throw new GatewayInputError(code, `the ${name} header was sent more than once`);
+  return values[0] === '' ? undefined : values[0];
 }
