@@ -1,48 +1,10 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMemcachedProcess, type MemcachedProcess } from './helpers/memcached.js';
-
-/** The service as `npm start` runs it, from source, on a free port. */
-interface Service {
-  readonly child: ChildProcess;
-  readonly logs: Record<string, unknown>[];
-  readonly stderr: () => string;
-  readonly exit: Promise<number | null>;
-  readonly url: string;
-}
-
-async function startService(env: Record<string, string>, args: string[] = []): Promise<Service> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', ...args], {
-    env: { PATH: process.env.PATH, PORT: '0', HOST: '127.0.0.1', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const logs: Record<string, unknown>[] = [];
-  let stderr = '';
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  // 'close' comes after the child's output is fully read; 'exit' can come before.
-  const exit = new Promise<number | null>((resolve) => child.once('close', resolve));
-  const listening = new Promise<number>((resolve, reject) => {
-    let pending = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      pending += chunk.toString();
-      const lines = pending.split('\n');
-      pending = lines.pop() ?? '';
-      for (const line of lines) {
-        const entry = JSON.parse(line) as Record<string, unknown>;
-        logs.push(entry);
-        if (typeof entry.port === 'number') resolve(entry.port);
-      }
-    });
-    void exit.then((code) => {
-      reject(new Error(`memgate exited with ${String(code)} before listening:\n${stderr}`));
-    });
-  });
-  const port = await listening;
-  return { child, logs, stderr: () => stderr, exit, url: `http://127.0.0.1:${port}` };
-}
+import { startServiceProcess as startService } from './helpers/service-process.js';
 
 /** Runs the service expecting it to refuse to start. */
 async function failedStart(env: Record<string, string>, args: string[] = []): Promise<{ code: number | null; stderr: string }> {
