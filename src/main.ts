@@ -45,12 +45,21 @@ async function main(): Promise<void> {
       return;
     }
     stopping = true;
-    logger.info({ signal }, 'draining in-flight requests, then stopping');
+    // SIGTERM comes from orchestrators (Kubernetes, docker stop), whose load balancers need
+    // the drain to move clients away. SIGINT is Ctrl-C at a terminal: nobody balances load
+    // onto that process, and its user wants it to stop now.
+    const drainMs = signal === 'SIGTERM' ? settings.shutdownDrainMs : 0;
+    logger.info(
+      { signal, drainMs },
+      drainMs > 0
+        ? `draining for ${drainMs} ms: /readyz answers 503 and every answer closes its connection; then the listener closes`
+        : 'stopping without a drain: the listener closes now',
+    );
     setTimeout(() => {
       logger.error('shutdown took too long; exiting');
       process.exit(1);
-    }, DEFAULTS.shutdownGraceMs).unref();
-    service.close().then(
+    }, drainMs + DEFAULTS.shutdownGraceMs).unref();
+    service.close({ drainMs }).then(
       () => {
         logger.info('stopped');
         process.exit(0);

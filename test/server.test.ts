@@ -6,6 +6,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMemcachedProcess, type MemcachedProcess } from './helpers/memcached.js';
 import { startServiceProcess as startService } from './helpers/service-process.js';
 
+/** For tests about something else than the drain (test/shutdown.test.ts): stop at once. */
+const NO_DRAIN = { MEMGATE_SHUTDOWN_DRAIN_MS: '0' };
+
 /** Runs the service expecting it to refuse to start. */
 async function failedStart(env: Record<string, string>, args: string[] = []): Promise<{ code: number | null; stderr: string }> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', ...args], {
@@ -28,7 +31,7 @@ describe('the memgate process', () => {
   });
 
   it('starts on the embedded store without MEMCACHED_SERVERS, says so, and stops cleanly on SIGTERM', async () => {
-    const service = await startService({});
+    const service = await startService(NO_DRAIN);
     expect(service.logs.some((l) => typeof l.msg === 'string' && l.msg.includes('with the embedded store'))).toBe(true);
     const response = await fetch(`${service.url}/check?event=login&feature=203.0.113.7`);
     expect(response.status).toBe(200);
@@ -40,7 +43,7 @@ describe('the memgate process', () => {
   });
 
   it('uses Memcached when MEMCACHED_SERVERS is set', async () => {
-    const service = await startService({ MEMCACHED_SERVERS: memcached.servers });
+    const service = await startService({ ...NO_DRAIN, MEMCACHED_SERVERS: memcached.servers });
     expect(service.logs.some((l) => l.store === `memcached ${memcached.servers}`)).toBe(true);
     expect(await fetch(`${service.url}/readyz`).then((r) => r.json())).toEqual({ status: 'ready', store: 'memcached', servers: [{ server: memcached.servers, up: true, evictions: 0 }] });
     service.child.kill('SIGTERM');
@@ -48,7 +51,7 @@ describe('the memgate process', () => {
   });
 
   it('decides checks by the onStoreError rule while Memcached is down, and logs that once, not per check', async () => {
-    const service = await startService({ MEMCACHED_SERVERS: '127.0.0.1:1' });
+    const service = await startService({ ...NO_DRAIN, MEMCACHED_SERVERS: '127.0.0.1:1' });
     const answers = await Promise.all(Array.from({ length: 5 }, () => fetch(`${service.url}/check?event=url_shorten&feature=x`).then((r) => r.json())));
     expect(answers).toEqual(answers.map(() => ({ allowed: true, limits: [], degraded: true })));
     const outage = service.logs.filter((l) => typeof l.msg === 'string' && l.msg.includes('checks are decided by'));
@@ -57,8 +60,8 @@ describe('the memgate process', () => {
     expect(await service.exit).toBe(0);
   });
 
-  it('finishes a request in flight before stopping', async () => {
-    const service = await startService({ MEMCACHED_SERVERS: memcached.servers, MEMCACHED_TIMEOUT_MS: '5000' });
+  it('finishes a request in flight after the listener has closed', async () => {
+    const service = await startService({ ...NO_DRAIN, MEMCACHED_SERVERS: memcached.servers, MEMCACHED_TIMEOUT_MS: '5000' });
     await fetch(`${service.url}/readyz`);
     memcached.process.kill('SIGSTOP');
     const inFlight = fetch(`${service.url}/check?event=login&feature=draining`);
@@ -85,6 +88,16 @@ describe('the memgate process', () => {
     expect(service.logs.at(-1)?.msg).toBe('second signal while draining; exiting now');
   });
 
+  it('skips the drain period on SIGINT (Ctrl-C), and still stops cleanly', async () => {
+    const service = await startService({ MEMGATE_SHUTDOWN_DRAIN_MS: '60000' });
+    const signalled = Date.now();
+    service.child.kill('SIGINT');
+    expect(await service.exit).toBe(0);
+    expect(Date.now() - signalled).toBeLessThan(5000);
+    expect(service.logs.find((l) => l.signal === 'SIGINT')).toMatchObject({ drainMs: 0, msg: 'stopping without a drain: the listener closes now' });
+    expect(service.logs.at(-1)?.msg).toBe('stopped');
+  });
+
   it('refuses a bad policy file, naming the file, the event and the field', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'memgate-'));
     const path = join(dir, 'policies.yaml');
@@ -104,6 +117,7 @@ describe('the memgate process', () => {
     [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL must be one of'],
     [{ MEMCACHED_SERVERS: 'host:port:extra' }, 'is not host[:port]'],
     [{ MEMGATE_KEY_PREFIX: 'has space' }, 'key prefix'],
+    [{ MEMGATE_SHUTDOWN_DRAIN_MS: '5s' }, 'MEMGATE_SHUTDOWN_DRAIN_MS must be a whole number from 0'],
   ])('refuses the setting %j with a clear message', async (env, message) => {
     const { code, stderr } = await failedStart(env);
     expect(code).not.toBe(0);
