@@ -97,7 +97,7 @@ export async function startService(settings: Settings, logger: Logger): Promise<
       const listener = await drain.closeListener(app.server, { quietMs: DEFAULTS.shutdownQuietMs, maxWaitMs: DEFAULTS.shutdownQuietMaxMs });
       const { allClosed, ...how } = listener;
       if (how.quiet) {
-        logger.info(how, `stopped accepting connections, after ${how.waitedMs} ms with none new; finishing the requests on ${how.openConnections} open`);
+        logger.info(how, `stopped accepting connections, after ${how.waitedMs} ms with none new; finishing the requests on the ${how.openConnections} connections still open`);
       } else {
         logger.warn(how, `stopped accepting connections while they kept arriving for ${how.waitedMs} ms after the drain: clients still connecting may see resets (is a load balancer still sending here?)`);
       }

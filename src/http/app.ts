@@ -49,8 +49,8 @@ export function buildApp({ limiter, store, logger, admin, metrics, maxEventLoopD
     // /gate's client address: the address before the trusted proxies in X-Forwarded-For
     // (proxy-addr's hop count, written as its trust function).
     trustProxy: (_address: string, hop: number) => hop < (limiter.policies.gateway?.trustedProxies ?? 0),
-    // While draining, still serve requests on connections already open (the store stays
-    // open until the app has closed) rather than answer fastify's own 503 body.
+    // While app.close() runs, still serve requests on connections already open (the store
+    // stays open until the app has closed) rather than answer fastify's own 503 body.
     return503OnClosing: false,
   });
   // Only JSON bodies: anything else is a 415, not a string the schema then refuses.
