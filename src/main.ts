@@ -1,10 +1,10 @@
 #!/usr/bin/env node
 // The memgate service: `npm start`, configured by environment (see USAGE).
-import { pino } from 'pino';
+import { pino, type Logger } from 'pino';
 import { DEFAULTS } from './config/defaults.js';
 import { PolicyError } from './config/policies.js';
 import { loadSettings, SettingsError, USAGE } from './config/settings.js';
-import { startService } from './service.js';
+import { startService, type RunningService } from './service.js';
 
 
 async function main(): Promise<void> {
@@ -27,7 +27,21 @@ async function main(): Promise<void> {
     { level: settings.logLevel, base: { service: 'memgate' }, redact: ['req.headers.authorization', 'password', 'token'] },
     pino.destination({ dest: 1, sync: true }),
   );
-  let service;
+  // Handlers first: until one is installed, a signal kills the process outright, and a
+  // supervisor may signal as soon as it sees the service listening.
+  let stopping: NodeJS.Signals | undefined;
+  let service: RunningService | undefined;
+  const stop = (signal: NodeJS.Signals): void => {
+    if (stopping) {
+      // A second signal means "now": skip the rest of the drain.
+      logger.warn({ signal }, 'second signal while draining; exiting now');
+      process.exit(1);
+    }
+    stopping = signal;
+    if (service) shutDown(service, signal, settings.shutdownDrainMs, logger);
+  };
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
   try {
     service = await startService(settings, logger);
   } catch (error) {
@@ -35,34 +49,36 @@ async function main(): Promise<void> {
     process.stderr.write(`memgate: ${error instanceof PolicyError ? error.message : String(error)}\n`);
     process.exit(1);
   }
+  // Signalled while starting: stop now that there is something to stop.
+  if (stopping) shutDown(service, stopping, settings.shutdownDrainMs, logger);
+}
 
-  let stopping = false;
-  const stop = (signal: NodeJS.Signals): void => {
-    if (stopping) {
-      // A second signal means "now": skip the rest of the drain.
-      logger.warn({ signal }, 'second signal while draining; exiting now');
+/** Drains (on SIGTERM only), stops, and exits 0; exits 1 when that fails or takes too long. */
+function shutDown(service: RunningService, signal: NodeJS.Signals, shutdownDrainMs: number, logger: Logger): void {
+  // SIGTERM comes from orchestrators (Kubernetes, docker stop), whose load balancers need
+  // the drain to move clients away. SIGINT is Ctrl-C at a terminal: nobody balances load
+  // onto that process, and its user wants it to stop now.
+  const drainMs = signal === 'SIGTERM' ? shutdownDrainMs : 0;
+  logger.info(
+    { signal, drainMs },
+    drainMs > 0
+      ? `draining for ${drainMs} ms: /readyz answers 503 and every answer closes its connection; then the listener closes`
+      : 'stopping without a drain: the listener closes now',
+  );
+  setTimeout(() => {
+    logger.error('shutdown took too long; exiting');
+    process.exit(1);
+  }, drainMs + DEFAULTS.shutdownGraceMs).unref();
+  service.close({ drainMs }).then(
+    () => {
+      logger.info('stopped');
+      process.exit(0);
+    },
+    (err: unknown) => {
+      logger.error({ err }, 'failed to stop cleanly');
       process.exit(1);
-      return;
-    }
-    stopping = true;
-    logger.info({ signal }, 'draining in-flight requests, then stopping');
-    setTimeout(() => {
-      logger.error('shutdown took too long; exiting');
-      process.exit(1);
-    }, DEFAULTS.shutdownGraceMs).unref();
-    service.close().then(
-      () => {
-        logger.info('stopped');
-        process.exit(0);
-      },
-      (err: unknown) => {
-        logger.error({ err }, 'failed to stop cleanly');
-        process.exit(1);
-      },
-    );
-  };
-  process.on('SIGTERM', stop);
-  process.on('SIGINT', stop);
+    },
+  );
 }
 
 await main();

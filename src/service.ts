@@ -1,10 +1,13 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
+import { DEFAULTS } from './config/defaults.js';
 import { loadPolicyFile } from './config/policies.js';
 import type { Settings } from './config/settings.js';
 import { createLimiter } from './counting/limiter.js';
 import { reloadable } from './counting/reloadable-limiter.js';
 import { buildApp } from './http/app.js';
+import { createDrain } from './http/drain.js';
 import { createMetrics } from './http/metrics.js';
 import type { CounterStore, StoreUnavailableError } from './store/counter-store.js';
 import { createEmbeddedStore } from './store/embedded-store.js';
@@ -14,8 +17,16 @@ import { createMemcachedStore } from './store/memcached/memcached-store.js';
 export interface RunningService {
   readonly app: FastifyInstance;
   readonly store: CounterStore;
-  /** Stops taking requests, lets those in flight finish, then closes the store. */
-  close(): Promise<void>;
+  /**
+   * Drains for `drainMs` (default 0): /readyz answers 503 and every answer closes its
+   * connection. Then stops accepting connections, lets the requests in flight finish,
+   * closes connections that stay quiet, and closes the store.
+   */
+  close(options?: CloseOptions): Promise<void>;
+}
+
+export interface CloseOptions {
+  readonly drainMs?: number;
 }
 
 /** Loads the policies, opens the store and serves. Throws PolicyError for a bad policy file. */
@@ -56,7 +67,8 @@ export async function startService(settings: Settings, logger: Logger): Promise<
     return { source: next.source, events: [...next.events.keys()] };
   };
   const admin = settings.adminToken === undefined ? undefined : { token: settings.adminToken, reload };
-  const app = buildApp({ limiter, store, logger, metrics, maxEventLoopDelayMs: settings.maxEventLoopDelayMs, ...(admin ? { admin } : {}) });
+  const drain = createDrain();
+  const app = buildApp({ limiter, store, logger, metrics, drain, maxEventLoopDelayMs: settings.maxEventLoopDelayMs, ...(admin ? { admin } : {}) });
   await app.listen({ port: settings.port, host: settings.host });
   const address = app.server.address();
   const port = typeof address === 'object' && address !== null ? address.port : settings.port;
@@ -83,8 +95,19 @@ export async function startService(settings: Settings, logger: Logger): Promise<
   return {
     app,
     store,
-    async close() {
+    async close({ drainMs = 0 } = {}) {
       evictions?.stop();
+      drain.begin();
+      await sleep(drainMs);
+      const listener = await drain.closeListener(app.server, { quietMs: DEFAULTS.shutdownQuietMs, maxWaitMs: DEFAULTS.shutdownQuietMaxMs });
+      const { allClosed, ...how } = listener;
+      if (how.quiet) {
+        logger.info(how, `stopped accepting connections, after ${how.waitedMs} ms with none new; finishing the requests on the ${how.openConnections} connections still open`);
+      } else {
+        logger.warn(how, `stopped accepting connections while they kept arriving for ${how.waitedMs} ms after the drain: clients still connecting may see resets (is a load balancer still sending here?)`);
+      }
+      await allClosed;
+      logger.info('every connection has closed; closing the store');
       await app.close();
       await store.close();
     },

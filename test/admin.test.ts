@@ -5,13 +5,17 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
+import { DEFAULTS } from '../src/config/defaults.js';
 import { loadSettings } from '../src/config/settings.js';
-import { startService, type RunningService } from '../src/service.js';
+import { createLimiter } from '../src/counting/limiter.js';
+import { buildApp } from '../src/http/app.js';
+import { startService } from '../src/service.js';
+import { createMemcachedStore } from '../src/store/memcached/memcached-store.js';
 import { uniquePrefix, useMemcached } from './helpers/memcached.js';
 
 const TOKEN = 'admin-token-for-the-tests-0123456789';
 const memcached = useMemcached();
-const running: RunningService[] = [];
+const running: { close(): Promise<void> }[] = [];
 afterEach(async () => {
   await Promise.all(running.splice(0).map((service) => service.close()));
 });
@@ -94,5 +98,91 @@ describe('admin routes', () => {
     expect(refused.status).toBe(400);
     expect(await refused.json()).toMatchObject({ error: { code: 'invalid_policies' } });
     expect((await check('carol')).headers.get('ratelimit-policy')).toBe('"login-1h";q=5;w=3600');
+  });
+});
+
+describe('admin token guessing', () => {
+  const LIMIT = DEFAULTS.adminFailureLimit;
+  const WINDOW_MS = DEFAULTS.adminFailureWindowSeconds * 1000;
+
+  /** An app whose counter store (Memcached) is down, with the failure count's clock in the test's hands. */
+  function guessable() {
+    const clock = { ms: Date.parse('2026-01-01T00:00:00Z') };
+    const lines: Record<string, unknown>[] = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        lines.push(JSON.parse(chunk.toString()) as Record<string, unknown>);
+        done();
+      },
+    });
+    // Nothing listens on port 1: the failure count must not need the counter store.
+    const store = createMemcachedStore({ servers: '127.0.0.1:1', timeoutMs: 100 });
+    const limiter = createLimiter({ policies: { events: { login: { limits: [{ limit: 5, window: '1m' }] } } }, store });
+    const app = buildApp({
+      limiter,
+      store,
+      logger: pino({ level: 'info' }, sink),
+      admin: { token: TOKEN, reload: () => Promise.resolve({ source: 'policies.yaml', events: ['login'] }), now: () => clock.ms },
+    });
+    running.push({
+      async close() {
+        await app.close();
+        await store.close();
+      },
+    });
+    const reload = (remoteAddress: string, token: string) =>
+      app.inject({ method: 'POST', url: '/admin/reload', remoteAddress, headers: { authorization: `Bearer ${token}` } });
+    return { clock, lines, reload };
+  }
+
+  it(`answers 401 to the first ${DEFAULTS.adminFailureLimit} wrong tokens from an address, then 429 to everything from it, the right token too`, async () => {
+    const { reload } = guessable();
+    for (let i = 0; i < LIMIT; i++) {
+      const guess = await reload('203.0.113.9', `guess-number-${i}-of-the-token`);
+      expect(guess.statusCode).toBe(401);
+      expect(guess.json()).toMatchObject({ error: { code: 'unauthorized' } });
+    }
+    const locked = await reload('203.0.113.9', 'one-guess-too-many-of-the-token');
+    expect(locked.statusCode).toBe(429);
+    expect(locked.headers['retry-after']).toBe(String(DEFAULTS.adminFailureWindowSeconds));
+    expect(locked.json()).toEqual({ error: { code: 'too_many_failures', message: expect.stringContaining('retry in 60 s') as string } });
+    const right = await reload('203.0.113.9', TOKEN);
+    expect(right.statusCode).toBe(429);
+    expect(right.body).not.toContain(TOKEN);
+  });
+
+  it('leaves other addresses alone, does not forgive on success, and frees up once the failures leave the window', async () => {
+    const { clock, reload } = guessable();
+    for (let i = 0; i < LIMIT; i++) {
+      expect((await reload('2001:db8::7', `wrong-token-guess-${i}-xxxxxxxx`)).statusCode).toBe(401);
+      clock.ms += 1000;
+    }
+    expect((await reload('2001:db8::7', TOKEN)).statusCode).toBe(429);
+    // Another address: its right token works, and its wrong ones are its own.
+    expect((await reload('198.51.100.4', TOKEN)).json()).toEqual({ reloaded: true, source: 'policies.yaml', events: ['login'] });
+    expect((await reload('198.51.100.4', 'a-wrong-token-from-elsewhere')).statusCode).toBe(401);
+    // The first failure leaves the window 60 s after it was made: the address may try once more.
+    clock.ms += WINDOW_MS - LIMIT * 1000 - 1000;
+    const stillLocked = await reload('2001:db8::7', TOKEN);
+    expect(stillLocked.statusCode).toBe(429);
+    expect(stillLocked.headers['retry-after']).toBe('1');
+    clock.ms += 1000;
+    expect((await reload('2001:db8::7', TOKEN)).statusCode).toBe(200);
+    // A success does not reset the count: one more wrong token and it is locked again.
+    expect((await reload('2001:db8::7', 'wrong-again-after-the-window')).statusCode).toBe(401);
+    expect((await reload('2001:db8::7', TOKEN)).statusCode).toBe(429);
+  });
+
+  it('logs each failure once with the address and the count, and the switch to 429, never the token', async () => {
+    const { lines, reload } = guessable();
+    const guesses = Array.from({ length: LIMIT + 3 }, (_, i) => `${TOKEN.slice(0, -2)}${String(i).padStart(2, '0')}`);
+    for (const guess of guesses) await reload('192.0.2.33', guess);
+    await reload('192.0.2.33', TOKEN);
+    const failures = lines.filter((l) => typeof l.msg === 'string' && l.msg.startsWith('admin authentication failed'));
+    expect(failures.map((l) => [l.level, l.address, l.failures])).toEqual(Array.from({ length: LIMIT }, (_, i) => [40, '192.0.2.33', i + 1]));
+    const switched = lines.filter((l) => typeof l.msg === 'string' && l.msg.includes('now get 429'));
+    expect(switched).toEqual([expect.objectContaining({ level: 40, address: '192.0.2.33', failures: LIMIT })]);
+    const logged = JSON.stringify(lines);
+    for (const token of [TOKEN, ...guesses]) expect(logged).not.toContain(token);
   });
 });

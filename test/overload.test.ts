@@ -10,7 +10,7 @@ import type { Decision } from '../src/counting/decision.js';
 import { createMemcachedStore } from '../src/store/memcached/memcached-store.js';
 import { oneFeature, runLoad } from '../scripts/lib/run-load.js';
 import { uniquePrefix, useMemcached } from './helpers/memcached.js';
-import { startServiceProcess } from './helpers/service.js';
+import { startServiceProcess } from './helpers/service-process.js';
 
 const memcached = useMemcached();
 const closers: (() => Promise<unknown>)[] = [];
@@ -47,8 +47,8 @@ describe('the service at up to 2,000 connections on a healthy memcached', () => 
     const dir = await mkdtemp(join(tmpdir(), 'memgate-overload-'));
     const config = join(dir, 'policies.yaml');
     await writeFile(config, 'events:\n  api:\n    limits:\n      - { limit: 100, window: 1m }\n');
-    // A deadline of 20 ms: turns under this load run far longer than that.
-    const service = await startServiceProcess({ env: { MEMCACHED_SERVERS: memcached().servers, MEMGATE_CONFIG: config, MEMCACHED_TIMEOUT_MS: '20' } });
+    // A deadline of 100 ms: turns under this load run longer than that.
+    const service = await startServiceProcess({ MEMCACHED_SERVERS: memcached().servers, MEMGATE_CONFIG: config, MEMCACHED_TIMEOUT_MS: '100' });
     closers.push(() => service.stop());
     for (const connections of [50, 200, 1000, 2000]) {
       const summary = await runLoad({ url: new URL(service.url), event: 'api', connections, duration: 3, nextFeature: oneFeature(`sweep-${connections}`) });

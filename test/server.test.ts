@@ -1,48 +1,13 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMemcachedProcess, type MemcachedProcess } from './helpers/memcached.js';
+import { startServiceProcess as startService } from './helpers/service-process.js';
 
-/** The service as `npm start` runs it, from source, on a free port. */
-interface Service {
-  readonly child: ChildProcess;
-  readonly logs: Record<string, unknown>[];
-  readonly stderr: () => string;
-  readonly exit: Promise<number | null>;
-  readonly url: string;
-}
-
-async function startService(env: Record<string, string>, args: string[] = []): Promise<Service> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', ...args], {
-    env: { PATH: process.env.PATH, PORT: '0', HOST: '127.0.0.1', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const logs: Record<string, unknown>[] = [];
-  let stderr = '';
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  // 'close' comes after the child's output is fully read; 'exit' can come before.
-  const exit = new Promise<number | null>((resolve) => child.once('close', resolve));
-  const listening = new Promise<number>((resolve, reject) => {
-    let pending = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      pending += chunk.toString();
-      const lines = pending.split('\n');
-      pending = lines.pop() ?? '';
-      for (const line of lines) {
-        const entry = JSON.parse(line) as Record<string, unknown>;
-        logs.push(entry);
-        if (typeof entry.port === 'number') resolve(entry.port);
-      }
-    });
-    void exit.then((code) => {
-      reject(new Error(`memgate exited with ${String(code)} before listening:\n${stderr}`));
-    });
-  });
-  const port = await listening;
-  return { child, logs, stderr: () => stderr, exit, url: `http://127.0.0.1:${port}` };
-}
+/** For tests about something else than the drain (test/shutdown.test.ts): stop at once. */
+const NO_DRAIN = { MEMGATE_SHUTDOWN_DRAIN_MS: '0' };
 
 /** Runs the service expecting it to refuse to start. */
 async function failedStart(env: Record<string, string>, args: string[] = []): Promise<{ code: number | null; stderr: string }> {
@@ -66,7 +31,7 @@ describe('the memgate process', () => {
   });
 
   it('starts on the embedded store without MEMCACHED_SERVERS, says so, and stops cleanly on SIGTERM', async () => {
-    const service = await startService({});
+    const service = await startService(NO_DRAIN);
     expect(service.logs.some((l) => typeof l.msg === 'string' && l.msg.includes('with the embedded store'))).toBe(true);
     const response = await fetch(`${service.url}/check?event=login&feature=203.0.113.7`);
     expect(response.status).toBe(200);
@@ -78,7 +43,7 @@ describe('the memgate process', () => {
   });
 
   it('uses Memcached when MEMCACHED_SERVERS is set', async () => {
-    const service = await startService({ MEMCACHED_SERVERS: memcached.servers });
+    const service = await startService({ ...NO_DRAIN, MEMCACHED_SERVERS: memcached.servers });
     expect(service.logs.some((l) => l.store === `memcached ${memcached.servers}`)).toBe(true);
     expect(await fetch(`${service.url}/readyz`).then((r) => r.json())).toEqual({ status: 'ready', store: 'memcached', servers: [{ server: memcached.servers, up: true, evictions: 0 }] });
     service.child.kill('SIGTERM');
@@ -86,7 +51,7 @@ describe('the memgate process', () => {
   });
 
   it('decides checks by the onStoreError rule while Memcached is down, and logs that once, not per check', async () => {
-    const service = await startService({ MEMCACHED_SERVERS: '127.0.0.1:1' });
+    const service = await startService({ ...NO_DRAIN, MEMCACHED_SERVERS: '127.0.0.1:1' });
     const answers = await Promise.all(Array.from({ length: 5 }, () => fetch(`${service.url}/check?event=url_shorten&feature=x`).then((r) => r.json())));
     expect(answers).toEqual(answers.map(() => ({ allowed: true, limits: [], degraded: true })));
     const outage = service.logs.filter((l) => typeof l.msg === 'string' && l.msg.includes('checks are decided by'));
@@ -95,8 +60,8 @@ describe('the memgate process', () => {
     expect(await service.exit).toBe(0);
   });
 
-  it('finishes a request in flight before stopping', async () => {
-    const service = await startService({ MEMCACHED_SERVERS: memcached.servers, MEMCACHED_TIMEOUT_MS: '5000' });
+  it('finishes a request in flight after the listener has closed', async () => {
+    const service = await startService({ ...NO_DRAIN, MEMCACHED_SERVERS: memcached.servers, MEMCACHED_TIMEOUT_MS: '5000' });
     await fetch(`${service.url}/readyz`);
     memcached.process.kill('SIGSTOP');
     const inFlight = fetch(`${service.url}/check?event=login&feature=draining`);
@@ -123,6 +88,16 @@ describe('the memgate process', () => {
     expect(service.logs.at(-1)?.msg).toBe('second signal while draining; exiting now');
   });
 
+  it('skips the drain period on SIGINT (Ctrl-C), and still stops cleanly', async () => {
+    const service = await startService({ MEMGATE_SHUTDOWN_DRAIN_MS: '60000' });
+    const signalled = Date.now();
+    service.child.kill('SIGINT');
+    expect(await service.exit).toBe(0);
+    expect(Date.now() - signalled).toBeLessThan(5000);
+    expect(service.logs.find((l) => l.signal === 'SIGINT')).toMatchObject({ drainMs: 0, msg: 'stopping without a drain: the listener closes now' });
+    expect(service.logs.at(-1)?.msg).toBe('stopped');
+  });
+
   it('refuses a bad policy file, naming the file, the event and the field', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'memgate-'));
     const path = join(dir, 'policies.yaml');
@@ -142,6 +117,7 @@ describe('the memgate process', () => {
     [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL must be one of'],
     [{ MEMCACHED_SERVERS: 'host:port:extra' }, 'is not host[:port]'],
     [{ MEMGATE_KEY_PREFIX: 'has space' }, 'key prefix'],
+    [{ MEMGATE_SHUTDOWN_DRAIN_MS: '5s' }, 'MEMGATE_SHUTDOWN_DRAIN_MS must be a whole number from 0'],
   ])('refuses the setting %j with a clear message', async (env, message) => {
     const { code, stderr } = await failedStart(env);
     expect(code).not.toBe(0);

@@ -43,6 +43,14 @@ export const DEFAULTS = {
   shutdownGraceMs: 10_000,
   /** MEMGATE_SHUTDOWN_DRAIN_MS: after SIGTERM, how long requests are still answered (with Connection: close). */
   shutdownDrainMs: 5000,
+  /**
+   * After the drain, the listener closes once no connection has arrived for this long (a
+   * connection left in the accept queue would be reset); connections with no request are
+   * closed this long after it, time for a request already on its way to arrive.
+   */
+  shutdownQuietMs: 100,
+  /** The longest the listener waits for that quiet; requests arriving meanwhile wait with it. */
+  shutdownQuietMaxMs: 1000,
 
   /** Failed admin authentications one client address may make per window before 429. */
   adminFailureLimit: 10,

@@ -1,5 +1,6 @@
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { loadSettings, SettingsError } from './settings.js';
+import { loadSettings, SettingsError, USAGE } from './settings.js';
 
 describe('loadSettings', () => {
   it('gives the caching settings their defaults', () => {
@@ -18,7 +19,23 @@ describe('loadSettings', () => {
     expect(() => loadSettings({ MEMCACHED_PASSWORD: 'secret-value' }, [])).not.toThrow(/secret-value/);
   });
 
+  it('drains for 5 s after SIGTERM unless told otherwise; 0 means no drain', () => {
+    expect(loadSettings({}, []).shutdownDrainMs).toBe(5000);
+    expect(loadSettings({ MEMGATE_SHUTDOWN_DRAIN_MS: '0' }, []).shutdownDrainMs).toBe(0);
+    expect(loadSettings({ MEMGATE_SHUTDOWN_DRAIN_MS: '400' }, []).shutdownDrainMs).toBe(400);
+    expect(USAGE).toMatch(/MEMGATE_SHUTDOWN_DRAIN_MS .*\(default 5000; 0 none; SIGINT skips it\)/);
+  });
+
+  it('lists in --help only settings that the README documents', () => {
+    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+    const documented = new Set([...readme.matchAll(/^\| `([A-Z_]+)`(?:, `([A-Z_]+)`)? \|/gm)].flatMap((m) => [m[1], m[2]]));
+    const listed = [...USAGE.matchAll(/^ {2}([A-Z][A-Z_]+)\b/gm)].map((m) => m[1]);
+    expect(listed).toContain('MEMGATE_SHUTDOWN_DRAIN_MS');
+    expect(listed.filter((name) => !documented.has(name))).toEqual([]);
+  });
+
   it.each([
+    ['MEMGATE_SHUTDOWN_DRAIN_MS', '-1'],
     ['MEMGATE_MAX_CLOCK_SKEW_MS', '-1'],
     ['MEMGATE_FEATURE_CACHE_SIZE', 'lots'],
     ['MEMGATE_MAX_DENIAL_CACHE_MS', '1.5'],

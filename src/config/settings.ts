@@ -22,6 +22,8 @@ export interface Settings {
   /** Turns on /admin/reset and /admin/reload, which need it as a bearer token. */
   readonly adminToken?: string;
   readonly maxEventLoopDelayMs: number;
+  /** After SIGTERM, how long requests are still answered, each closing its connection, before the listener closes. */
+  readonly shutdownDrainMs: number;
 }
 
 /** The example policies shipped in config/, beside src/ and dist/. */
@@ -44,6 +46,7 @@ Environment:
   MEMGATE_FEATURE_CACHE_SIZE   features per event whose settled counts are kept in memory (default 10000; 0 none)
   MEMGATE_MAX_DENIAL_CACHE_MS  longest a denial is repeated from memory (default 1000; 0 never)
   MEMGATE_MAX_EVENT_LOOP_DELAY_MS  shed checks with 503 while the event loop lags more (default 1000; 0 never)
+  MEMGATE_SHUTDOWN_DRAIN_MS    after SIGTERM, how long requests are still answered, each closing its connection, while /readyz answers 503 (default ${DEFAULTS.shutdownDrainMs}; 0 none; SIGINT skips it)
   MEMGATE_ADMIN_TOKEN    bearer token (16+ characters) of /admin/reset and /admin/reload; unset: no admin routes
   LOG_LEVEL              fatal, error, warn, info, debug, trace or silent (default info)`;
 
@@ -86,6 +89,7 @@ export function loadSettings(env: NodeJS.ProcessEnv, argv: readonly string[]): S
     featureCacheSize: integer(env, 'MEMGATE_FEATURE_CACHE_SIZE', DEFAULTS.featureCacheSize, 0, 10_000_000),
     maxDenialCacheMs: integer(env, 'MEMGATE_MAX_DENIAL_CACHE_MS', DEFAULTS.maxDenialCacheMs, 0, 3_600_000),
     maxEventLoopDelayMs: integer(env, 'MEMGATE_MAX_EVENT_LOOP_DELAY_MS', DEFAULTS.maxEventLoopDelayMs, 0, 60_000),
+    shutdownDrainMs: integer(env, 'MEMGATE_SHUTDOWN_DRAIN_MS', DEFAULTS.shutdownDrainMs, 0, 600_000),
   };
 }
 

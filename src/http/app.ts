@@ -5,6 +5,7 @@ import type { CounterStore } from '../store/counter-store.js';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import underPressure from '@fastify/under-pressure';
+import { createDrain, type Drain } from './drain.js';
 import { errorBody, handleClientError, handleError, handleNotFound } from './errors.js';
 import type { Metrics } from './metrics.js';
 import { registerAdminRoutes, type AdminOptions } from './routes/admin.js';
@@ -24,10 +25,12 @@ export interface AppOptions {
   readonly maxEventLoopDelayMs?: number;
   /** Serves GET /metrics when given. */
   readonly metrics?: Metrics;
+  /** Once it has begun, /readyz answers 503 and every response closes its connection. */
+  readonly drain?: Drain;
 }
 
 /** The HTTP face of a limiter. Builds the app without listening, so tests can inject. */
-export function buildApp({ limiter, store, logger, admin, metrics, maxEventLoopDelayMs = DEFAULTS.maxEventLoopDelayMs }: AppOptions): FastifyInstance {
+export function buildApp({ limiter, store, logger, admin, metrics, maxEventLoopDelayMs = DEFAULTS.maxEventLoopDelayMs, drain = createDrain() }: AppOptions): FastifyInstance {
   const app = Fastify({
     ...(logger ? { loggerInstance: logger } : { logger: false }),
     // /check is the hot path: a log line per decision would cost more than the decision.
@@ -49,14 +52,24 @@ export function buildApp({ limiter, store, logger, admin, metrics, maxEventLoopD
     // /gate's client address: the address before the trusted proxies in X-Forwarded-For.
     // Read at each request, so it follows /admin/reload; compiled once per policy file.
     trustProxy: (address: string, hop: number) => limiter.policies.gateway?.trusts(address, hop) ?? false,
-    // While draining, still serve requests on connections already open (the store stays
-    // open until the app has closed) rather than answer fastify's own 503 body.
+    // While app.close() runs, still serve requests on connections already open (the store
+    // stays open until the app has closed) rather than answer fastify's own 503 body.
     return503OnClosing: false,
   });
   // Only JSON bodies: anything else is a 415, not a string the schema then refuses.
   app.removeContentTypeParser('text/plain');
-  // While draining, close each keep-alive connection once its last response is out, or
-  // server.close() would wait for clients to hang up.
+  // While the listener closes, requests wait for it (see drain.ts).
+  app.addHook('onRequest', (_request, _reply, done) => {
+    drain.admit(done);
+  });
+  // While draining, every answer closes its connection: the client learns it must leave
+  // from the answer itself, and never writes a request on a connection being closed.
+  app.addHook('onSend', (_request, reply, payload, done) => {
+    if (drain.draining) void reply.header('connection', 'close');
+    done(null, payload);
+  });
+  // app.close() without a drain first: close each keep-alive connection once its last
+  // response is out, or server.close() would wait for clients to hang up.
   app.addHook('preClose', (done) => {
     app.server.keepAliveTimeout = 1;
     done();
@@ -89,7 +102,7 @@ export function buildApp({ limiter, store, logger, admin, metrics, maxEventLoopD
   });
   // Registered as a plugin, after swagger, so the OpenAPI document lists them too.
   void app.register((routes, _options, done) => {
-    registerHealthRoutes(routes, store);
+    registerHealthRoutes(routes, store, drain);
     registerPolicyRoutes(routes, limiter);
     if (admin) registerAdminRoutes(routes, limiter, admin);
     metrics?.register(routes);

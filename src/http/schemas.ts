@@ -85,12 +85,12 @@ export const statusResponse = {
   properties: { status: { type: 'string' }, store: { type: 'string' } },
 } as const;
 
-/** /readyz: every counter server with whether it answers; `error` when some do not. */
+/** /readyz: every counter server with whether it answers; `error` when some do not, or while draining (no servers then). */
 export const readinessResponse = {
   type: 'object',
-  required: ['status', 'store', 'servers'],
+  required: ['status', 'store'],
   properties: {
-    status: { type: 'string', description: 'ready or unavailable' },
+    status: { type: 'string', description: 'ready, unavailable, or draining (shutting down)' },
     store: { type: 'string' },
     servers: {
       type: 'array',

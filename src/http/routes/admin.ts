@@ -1,7 +1,9 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { DEFAULTS } from '../../config/defaults.js';
 import type { Limiter } from '../../counting/limiter.js';
 import { errorBody } from '../errors.js';
+import { createFailureThrottle } from '../failure-throttle.js';
 import { errorResponses, resetBody, resetResponse, reloadResponse, type ResetBody } from '../schemas.js';
 
 export interface AdminOptions {
@@ -9,26 +11,49 @@ export interface AdminOptions {
   readonly token: string;
   /** Loads the policy file again and starts using it; rejects (PolicyError) and changes nothing when it is invalid. */
   readonly reload: () => Promise<{ source: string; events: string[] }>;
+  /** The clock of the failed-authentication count, in milliseconds since the epoch; tests drive it. */
+  readonly now?: () => number;
 }
 
 /**
  * /admin/reset forgets a feature's counts on every instance; /admin/reload loads the
  * policy file again without a restart. Both need `Authorization: Bearer <token>`.
+ * An address that fails to give it `adminFailureLimit` times in a window gets 429 for
+ * every admin request until its failures leave the window: guessing the token is slow,
+ * and a lock that let the right token through would tell a guesser when it had won.
  */
-export function registerAdminRoutes(app: FastifyInstance, limiter: Limiter, { token, reload }: AdminOptions): void {
+export function registerAdminRoutes(app: FastifyInstance, limiter: Limiter, { token, reload, now }: AdminOptions): void {
   // Compare digests, so the comparison takes the same time whatever the guess.
   const expected = digest(token);
+  const failures = createFailureThrottle({ limit: DEFAULTS.adminFailureLimit, windowSeconds: DEFAULTS.adminFailureWindowSeconds, ...(now ? { now } : {}) });
+  app.addHook('onClose', () => failures.close());
+  const tooMany = (reply: FastifyReply, retryAfter: number) =>
+    reply
+      .code(429)
+      .header('retry-after', String(retryAfter))
+      .send(errorBody('too_many_failures', `too many failed admin authentications from this address; retry in ${retryAfter} s`));
+
+  // On request, before the body is read: an unauthenticated request gets nothing parsed.
   const authorize = async (request: FastifyRequest, reply: FastifyReply) => {
-    const header = request.headers.authorization ?? '';
-    const given = /^Bearer (.+)$/.exec(header)?.[1];
-    if (given === undefined || !timingSafeEqual(digest(given), expected)) {
-      return reply.code(401).header('www-authenticate', 'Bearer').send(errorBody('unauthorized', 'an admin request needs Authorization: Bearer <MEMGATE_ADMIN_TOKEN>'));
+    // The client's address, after the gateway's trusted proxies.
+    const address = request.ip;
+    const wait = await failures.retryAfter(address);
+    if (wait !== undefined) return tooMany(reply, wait);
+    const given = /^Bearer (.+)$/.exec(request.headers.authorization ?? '')?.[1];
+    if (given !== undefined && timingSafeEqual(digest(given), expected)) return;
+    const failure = await failures.fail(address);
+    if (!failure.counted) return tooMany(reply, failure.retryAfter);
+    const { limit, windowSeconds } = failures;
+    request.log.warn({ address, failures: failure.failures, limit }, `admin authentication failed from ${address}: ${failure.failures} of ${limit} in ${windowSeconds} s`);
+    if (failure.failures >= limit) {
+      request.log.warn({ address, failures: failure.failures, limit }, `admin requests from ${address} now get 429 until its failures fall below ${limit} in ${windowSeconds} s`);
     }
+    return reply.code(401).header('www-authenticate', 'Bearer').send(errorBody('unauthorized', 'an admin request needs Authorization: Bearer <MEMGATE_ADMIN_TOKEN>'));
   };
 
   app.post<{ Body: ResetBody }>(
     '/admin/reset',
-    { preHandler: authorize, schema: { body: resetBody, response: { 200: resetResponse, ...errorResponses } } },
+    { onRequest: authorize, schema: { body: resetBody, response: { 200: resetResponse, ...errorResponses } } },
     async (request) => {
       const { event, feature } = request.body;
       await limiter.reset({ event, feature });
@@ -37,7 +62,7 @@ export function registerAdminRoutes(app: FastifyInstance, limiter: Limiter, { to
     },
   );
 
-  app.post('/admin/reload', { preHandler: authorize, schema: { response: { 200: reloadResponse, ...errorResponses } } }, async (request) => {
+  app.post('/admin/reload', { onRequest: authorize, schema: { response: { 200: reloadResponse, ...errorResponses } } }, async (request) => {
     const loaded = await reload();
     request.log.info(loaded, 'admin reloaded the policies');
     return { reloaded: true, ...loaded };

@@ -1,0 +1,50 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+
+/** The service as `npm start` runs it, from source, on a free port. */
+export interface ServiceProcess {
+  readonly child: ChildProcess;
+  /** Its log lines so far, parsed. */
+  readonly logs: Record<string, unknown>[];
+  readonly stderr: () => string;
+  /** Its exit code, once its output has been read to the end. */
+  readonly exit: Promise<number | null>;
+  readonly port: number;
+  readonly url: string;
+  /** SIGTERM unless it has exited, then its exit code. */
+  stop(): Promise<number | null>;
+}
+
+/** Starts `src/main.ts` with PORT=0 on 127.0.0.1 plus `env`, and resolves once it listens. */
+export async function startServiceProcess(env: Record<string, string>, args: string[] = []): Promise<ServiceProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', ...args], {
+    env: { PATH: process.env.PATH, PORT: '0', HOST: '127.0.0.1', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const logs: Record<string, unknown>[] = [];
+  let stderr = '';
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  // 'close' comes after the child's output is fully read; 'exit' can come before.
+  const exit = new Promise<number | null>((resolve) => child.once('close', resolve));
+  const listening = new Promise<number>((resolve, reject) => {
+    let pending = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      pending += chunk.toString();
+      const lines = pending.split('\n');
+      pending = lines.pop() ?? '';
+      for (const line of lines) {
+        const entry = JSON.parse(line) as Record<string, unknown>;
+        logs.push(entry);
+        if (typeof entry.port === 'number') resolve(entry.port);
+      }
+    });
+    void exit.then((code) => {
+      reject(new Error(`memgate exited with ${String(code)} before listening:\n${stderr}`));
+    });
+  });
+  const port = await listening;
+  const stop = () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+    return exit;
+  };
+  return { child, logs, stderr: () => stderr, exit, port, url: `http://127.0.0.1:${port}`, stop };
+}
