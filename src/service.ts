@@ -10,6 +10,7 @@ import { buildApp } from './http/app.js';
 import { createDrain } from './http/drain.js';
 import { createMetrics } from './http/metrics.js';
 import type { CounterStore, StoreUnavailableError } from './store/counter-store.js';
+import type { ClockSync } from './store/memcached/clock-sync.js';
 import { createEmbeddedStore } from './store/embedded-store.js';
 import { watchEvictions } from './store/eviction-watch.js';
 import { createMemcachedStore } from './store/memcached/memcached-store.js';
@@ -40,6 +41,7 @@ export async function startService(settings: Settings, logger: Logger): Promise<
         maxInFlight: settings.memcachedMaxInFlight,
         onOperation: metrics.onOperation,
         onServerState: serverStateLogger(logger),
+        onClockSync: clockWatcher(logger, settings.maxClockSkewMs, metrics.onClockOffset),
         onUndo: (undone, err) => {
           metrics.onUndo(undone);
           if (err) logger.warn({ err }, 'could not take back increments a frozen Memcached applied late; they stay counted until their buckets expire');
@@ -67,6 +69,8 @@ export async function startService(settings: Settings, logger: Logger): Promise<
     return { source: next.source, events: [...next.events.keys()] };
   };
   const admin = settings.adminToken === undefined ? undefined : { token: settings.adminToken, reload };
+  // Bucket time is the store's clock: read it once before the first check.
+  await store.clock?.ready();
   const drain = createDrain();
   const app = buildApp({ limiter, store, logger, metrics, drain, maxEventLoopDelayMs: settings.maxEventLoopDelayMs, ...(admin ? { admin } : {}) });
   await app.listen({ port: settings.port, host: settings.host });
@@ -111,6 +115,28 @@ export async function startService(settings: Settings, logger: Logger): Promise<
       await app.close();
       await store.close();
     },
+  };
+}
+
+/**
+ * Records each server's clock offset, and warns when this host's clock is further from
+ * the store's than the skew allowance (and says when it is back within): memgate counts
+ * by the store's clock, so nothing is wrong with the limits, but the host's clock is.
+ */
+function clockWatcher(logger: Logger, maxClockSkewMs: number, record: (server: string, offsetMs: number) => void) {
+  const beyond = new Set<string>();
+  return (server: string, { offsetMs, uncertaintyMs }: ClockSync) => {
+    record(server, offsetMs);
+    const rounded = Math.round(offsetMs);
+    if (Math.abs(offsetMs) > maxClockSkewMs && !beyond.has(server)) {
+      beyond.add(server);
+      logger.warn(
+        { server, clockOffsetMs: rounded, uncertaintyMs: Math.round(uncertaintyMs), maxClockSkewMs },
+        `this host's clock is ${Math.abs(rounded)} ms ${offsetMs > 0 ? 'behind' : 'ahead of'} Memcached ${server}'s, beyond MEMGATE_MAX_CLOCK_SKEW_MS: memgate counts by Memcached's clock, but check this host's time sync (NTP)`,
+      );
+    } else if (Math.abs(offsetMs) <= maxClockSkewMs && beyond.delete(server)) {
+      logger.info({ server, clockOffsetMs: rounded }, `this host's clock is back within MEMGATE_MAX_CLOCK_SKEW_MS of Memcached ${server}'s`);
+    }
   };
 }
 

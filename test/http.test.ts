@@ -7,14 +7,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadPolicyFile } from '../src/config/policies.js';
 import { createLimiter } from '../src/counting/limiter.js';
 import { buildApp } from '../src/http/app.js';
+import type { CounterStore } from '../src/store/counter-store.js';
 import { createMemcachedStore } from '../src/store/memcached/memcached-store.js';
 import { counterWrites, uniquePrefix, useMemcached } from './helpers/memcached.js';
 
 const memcached = useMemcached();
 let app: FastifyInstance;
+let store: CounterStore;
 
 beforeAll(async () => {
-  const store = createMemcachedStore({ servers: memcached().servers });
+  store = createMemcachedStore({ servers: memcached().servers });
   const limiter = createLimiter({ policies: await loadPolicyFile('config/policies.yaml'), store, keyPrefix: uniquePrefix() });
   // Property tests run in this process and may stall its event loop: no load shedding here.
   app = buildApp({ limiter, store, maxEventLoopDelayMs: 0 });
@@ -163,7 +165,13 @@ describe('malformed HTTP on a real socket', () => {
 describe('health, readiness and policies', () => {
   it('is healthy and ready on a live memcached', async () => {
     expect((await get('/healthz')).json()).toEqual({ status: 'ok' });
-    expect((await get('/readyz')).json()).toEqual({ status: 'ready', store: 'memcached', servers: [{ server: memcached().servers, up: true, evictions: 0 }] });
+    await store.clock?.ready();
+    expect((await get('/readyz')).json()).toEqual({
+      status: 'ready',
+      store: 'memcached',
+      clockOffsetMs: expect.any(Number) as number,
+      servers: [{ server: memcached().servers, up: true, evictions: 0, clockOffsetMs: expect.any(Number) as number }],
+    });
   });
 
   it('is not ready when memcached is unreachable, naming the server, and decides checks by each event’s onStoreError', async () => {

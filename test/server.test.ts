@@ -36,7 +36,7 @@ describe('the memgate process', () => {
     const response = await fetch(`${service.url}/check?event=login&feature=203.0.113.7`);
     expect(response.status).toBe(200);
     expect(response.headers.get('ratelimit')).toMatch(/^"login-1m";r=4;t=\d+$/);
-    expect(await fetch(`${service.url}/readyz`).then((r) => r.json())).toEqual({ status: 'ready', store: 'embedded', servers: [{ server: 'embedded', up: true }] });
+    expect(await fetch(`${service.url}/readyz`).then((r) => r.json())).toEqual({ status: 'ready', store: 'embedded', clockOffsetMs: 0, servers: [{ server: 'embedded', up: true }] });
     service.child.kill('SIGTERM');
     expect(await service.exit).toBe(0);
     expect(service.logs.at(-1)?.msg).toBe('stopped');
@@ -45,7 +45,12 @@ describe('the memgate process', () => {
   it('uses Memcached when MEMCACHED_SERVERS is set', async () => {
     const service = await startService({ ...NO_DRAIN, MEMCACHED_SERVERS: memcached.servers });
     expect(service.logs.some((l) => l.store === `memcached ${memcached.servers}`)).toBe(true);
-    expect(await fetch(`${service.url}/readyz`).then((r) => r.json())).toEqual({ status: 'ready', store: 'memcached', servers: [{ server: memcached.servers, up: true, evictions: 0 }] });
+    expect(await fetch(`${service.url}/readyz`).then((r) => r.json())).toEqual({
+      status: 'ready',
+      store: 'memcached',
+      clockOffsetMs: expect.any(Number) as number,
+      servers: [{ server: memcached.servers, up: true, evictions: 0, clockOffsetMs: expect.any(Number) as number }],
+    });
     service.child.kill('SIGTERM');
     expect(await service.exit).toBe(0);
   });

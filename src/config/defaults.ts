@@ -24,6 +24,8 @@ export const DEFAULTS = {
   /** How often an eviction watch looks at every server's `evictions`. */
   evictionWatchIntervalMs: 30_000,
 
+  /** How often each Memcached server's clock is read again (it and this host's monotonic clock drift apart). */
+  clockSyncIntervalMs: 30_000,
   /** MEMGATE_MAX_CLOCK_SKEW_MS: how far apart instances' clocks may be. */
   maxClockSkewMs: 2000,
   /** MEMGATE_FEATURE_CACHE_SIZE: features per event whose settled counts an instance keeps. */

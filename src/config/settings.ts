@@ -42,7 +42,7 @@ Environment:
   MEMCACHED_MAX_IN_FLIGHT      checks waiting on Memcached at once; more are shed with 503 (default 1000)
   MEMCACHED_USERNAME, MEMCACHED_PASSWORD   SASL credentials (both or neither)
   MEMGATE_KEY_PREFIX     prefix of every Memcached key (default mg)
-  MEMGATE_MAX_CLOCK_SKEW_MS    how far apart instances' clocks may be (default 2000)
+  MEMGATE_MAX_CLOCK_SKEW_MS    how far apart instances' times may be; a host clock further from Memcached's is warned about (default 2000)
   MEMGATE_FEATURE_CACHE_SIZE   features per event whose settled counts are kept in memory (default 10000; 0 none)
   MEMGATE_MAX_DENIAL_CACHE_MS  longest a denial is repeated from memory (default 1000; 0 never)
   MEMGATE_MAX_EVENT_LOOP_DELAY_MS  shed checks with 503 while the event loop lags more (default 1000; 0 never)

@@ -26,7 +26,11 @@ export interface LimiterOptions {
   /** A validated PolicySet, or a policy document in the file's shape (validated here). */
   readonly policies: PolicySet | object;
   readonly store: CounterStore;
-  /** Milliseconds since the epoch; tests and replays drive the clock through it. */
+  /**
+   * Milliseconds since the epoch; tests and replays drive the clock through it. Without
+   * it, time is the store's clock (Memcached's, which every instance reads) or this
+   * process's (the embedded store).
+   */
   readonly now?: () => number;
   /** Starts every key, so several deployments can share one Memcached. Default `mg`. */
   readonly keyPrefix?: string;
@@ -76,7 +80,11 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const policies = options.policies instanceof PolicySet ? options.policies : parsePolicies(options.policies, 'createLimiter({ policies })');
   const plans = planEvents(policies);
   const { store, onRollbackError, onStoreUnavailable, onDecision } = options;
-  const now = options.now ?? Date.now;
+  // Time is the store's when it has a clock every instance reads (per server, so per
+  // feature); the local clock otherwise; a driven clock when the caller gives one.
+  const { now: drivenNow } = options;
+  const { clock } = store;
+  const nowFor: (base: string) => number = drivenNow ? () => drivenNow() : clock ? (base) => clock.now(base) : () => Date.now();
   const keyPrefix = options.keyPrefix ?? DEFAULTS.keyPrefix;
   if (!KEY_PREFIX_PATTERN.test(keyPrefix)) {
     throw new Error(`key prefix ${JSON.stringify(keyPrefix)} must be 1 to 32 letters, digits, "_", "." or "-"`);
@@ -149,7 +157,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
       const feature = validFeature(request.feature);
       const cost = validCost(request.cost, plan);
       const state = features.state(plan, feature);
-      const nowMs = now();
+      const nowMs = nowFor(state.base);
       const repeated = repeatDenial(state.denial, cost, nowMs);
       if (repeated) return observe(plan, 'check', repeated, 0, false, true);
       const window = features.windowAt(state, plan, Math.floor(nowMs / 1000));
@@ -173,7 +181,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
     async reset(request) {
       const plan = eventPlan(plans, request.event);
       const state = features.state(plan, validFeature(request.feature));
-      const second = Math.floor(now() / 1000);
+      const second = Math.floor(nowFor(state.base) / 1000);
       const ttlSeconds = Math.max(...plan.levels.map((level) => level.ttlSeconds));
       const straddling = plan.levels.map(({ size }) => bucketKey(state.base, size, floorTo(second, size)));
       await store.reset({ key: resetMarkerKey(state.base), value: second, ttlSeconds }, straddling);
@@ -186,7 +194,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
       const feature = validFeature(request.feature);
       const cost = validCost(request.cost, plan);
       const state = features.state(plan, feature);
-      const nowMs = now();
+      const nowMs = nowFor(state.base);
       const repeated = repeatDenial(state.denial, cost, nowMs);
       if (repeated) return observe(plan, 'peek', repeated, 0, false, true);
       const window = features.windowAt(state, plan, Math.floor(nowMs / 1000));

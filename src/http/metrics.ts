@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { ObservedDecision } from '../counting/limiter.js';
 import type { StoreOperation } from '../store/memcached/memcached-store.js';
 
@@ -8,6 +8,8 @@ export interface Metrics {
   readonly onDecision: (observed: ObservedDecision) => void;
   /** For MemcachedStoreOptions.onOperation. */
   readonly onOperation: (operation: StoreOperation, seconds: number, outcome: 'ok' | 'unavailable' | 'overloaded') => void;
+  /** For MemcachedStoreOptions.onClockSync: a server's clock minus this host's. */
+  readonly onClockOffset: (server: string, offsetMs: number) => void;
   /** For MemcachedStoreOptions.onUndo: increments taken back after their check was decided without the store. */
   readonly onUndo: (undone: number) => void;
   /** Serves GET /metrics in Prometheus's text format. */
@@ -56,7 +58,17 @@ export function createMetrics(): Metrics {
     registers: [registry],
   });
 
+  const clockOffset = new Gauge({
+    name: 'memgate_clock_offset_seconds',
+    help: "A Memcached server's clock minus this host's, as last measured: memgate counts by the server's clock",
+    labelNames: ['server'] as const,
+    registers: [registry],
+  });
+
   return {
+    onClockOffset(server, offsetMs) {
+      clockOffset.set({ server }, offsetMs / 1000);
+    },
     onUndo(count) {
       undone.inc(count);
     },

@@ -92,6 +92,10 @@ export const readinessResponse = {
   properties: {
     status: { type: 'string', description: 'ready, unavailable, or draining (shutting down)' },
     store: { type: 'string' },
+    clockOffsetMs: {
+      type: 'integer',
+      description: "the store's clock, which memgate counts by, minus this host's, in milliseconds (the servers' median; 0 for the embedded store)",
+    },
     servers: {
       type: 'array',
       items: {
@@ -102,6 +106,7 @@ export const readinessResponse = {
           up: { type: 'boolean' },
           error: { type: 'string' },
           evictions: { type: 'integer', description: 'items evicted since the server started: raise its memory if this grows' },
+          clockOffsetMs: { type: 'integer', description: "this server's clock minus this host's, in milliseconds, as last measured" },
         },
       },
     },

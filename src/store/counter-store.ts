@@ -50,6 +50,12 @@ export interface CounterStore {
   /** Human-readable location, for the start-up log. */
   readonly description: string;
   /**
+   * The clock every instance sharing the store agrees on, when the store has one: bucket
+   * time must not depend on each instance's own clock. Absent for the embedded store,
+   * whose single instance uses its own clock.
+   */
+  readonly clock?: StoreClock;
+  /**
    * Applies the increments, then reads the keys: a read sees every increment this call
    * made and every one that reached the store before it.
    */
@@ -68,6 +74,13 @@ export interface CounterStore {
   close(): Promise<void>;
 }
 
+export interface StoreClock {
+  /** Unix time in milliseconds by the clock of the server that holds `key`; never decreases. */
+  now(key: string): number;
+  /** Resolves once every server's clock has been read once, or could not be. */
+  ready(): Promise<void>;
+}
+
 export interface ServerHealth {
   /** `host:port`, or `embedded`. */
   readonly server: string;
@@ -76,6 +89,8 @@ export interface ServerHealth {
   readonly error?: string;
   /** Items the server evicted to make room since it started: counts silently lowered. */
   readonly evictions?: number;
+  /** The server's clock minus this host's, in milliseconds, once measured. */
+  readonly clockOffsetMs?: number;
 }
 
 /** The store did not answer in time or at all; the limiter cannot decide. */

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import type { CounterStore } from '../../store/counter-store.js';
+import type { CounterStore, ServerHealth } from '../../store/counter-store.js';
 import type { Drain } from '../drain.js';
 import { errorBody } from '../errors.js';
 import { readinessResponse, statusResponse } from '../schemas.js';
@@ -17,9 +17,23 @@ export function registerHealthRoutes(app: FastifyInstance, store: CounterStore, 
       return reply.code(503).send({ status: 'draining', store: store.kind, ...errorBody('draining', 'memgate is shutting down: send requests to another instance') });
     }
     const servers = await store.health();
+    const offset = store.clock ? medianClockOffset(servers) : 0;
+    const clock = offset === undefined ? {} : { clockOffsetMs: offset };
     const down = servers.filter((server) => !server.up);
-    if (down.length === 0) return { status: 'ready', store: store.kind, servers };
+    if (down.length === 0) return { status: 'ready', store: store.kind, ...clock, servers };
     const message = down.map((server) => `${server.server}: ${server.error ?? 'down'}`).join('; ');
-    return reply.code(503).header('retry-after', '1').send({ status: 'unavailable', store: store.kind, servers, ...errorBody('store_unavailable', message) });
+    return reply.code(503).header('retry-after', '1').send({ status: 'unavailable', store: store.kind, ...clock, servers, ...errorBody('store_unavailable', message) });
   });
+}
+
+/**
+ * How far the time memgate counts by is from this host's clock: the median of the
+ * servers' measured offsets (they agree when the servers' clocks do); undefined before
+ * any was measured. A store without a clock of its own counts by this host's: 0.
+ */
+function medianClockOffset(servers: readonly ServerHealth[]): number | undefined {
+  const offsets = servers.flatMap(({ clockOffsetMs }) => (clockOffsetMs === undefined ? [] : [clockOffsetMs])).sort((a, b) => a - b);
+  if (offsets.length === 0) return undefined;
+  const middle = offsets.length >> 1;
+  return offsets.length % 2 === 1 ? (offsets[middle]) : Math.round(((offsets[middle - 1] as number) + (offsets[middle] as number)) / 2);
 }

@@ -24,8 +24,8 @@ export interface BatchOptions {
   readonly undoIfAbandoned?: boolean;
   /** Write even while the server is down: for taking increments back. */
   readonly evenWhenDown?: boolean;
-  /** Unix time in milliseconds, for absolute expirations (TTLs over 30 days). */
-  readonly nowMs?: number;
+  /** Unix time in milliseconds, asked only for absolute expirations (TTLs over 30 days). */
+  readonly now?: () => number;
   /** Told of increments taken back after their call was abandoned, and of any failure to. */
   readonly onUndo?: (undone: number, error?: unknown) => void;
 }
@@ -107,7 +107,7 @@ export function runBatch(
     connection.send(
       {
         opaque,
-        bytes: encodeBatch(arithmetic, reads, opaque, options.nowMs ?? Date.now()),
+        bytes: encodeBatch(arithmetic, reads, opaque, options.now ?? Date.now),
         quiet: true,
         onReply,
         onLate: abandon,

@@ -24,6 +24,8 @@ export interface Exchange {
   onLate(error: StoreUnavailableError): void;
   /** No (more) replies will come: the connection failed, or the server is known to be down. */
   onFail(error: StoreUnavailableError): void;
+  /** The bytes were handed to the socket, at this performance.now(). */
+  onSent?(at: number): void;
 }
 
 export interface SendOptions {
@@ -141,6 +143,10 @@ export class ServerConnection {
 
   /** Sends an exchange. While the server is down it fails at once, unless `evenWhenDown`. */
   send(exchange: Exchange, options: SendOptions = {}): void {
+    if (this.closed) {
+      exchange.onFail(new StoreUnavailableError(`memcached ${this.label}: the store is closed`));
+      return;
+    }
     if (this.downReason !== undefined && !options.evenWhenDown) {
       exchange.onFail(new StoreUnavailableError(`memcached ${this.label} is down (${this.downReason})`));
       return;
@@ -165,7 +171,7 @@ export class ServerConnection {
       pending.socket = socket;
       this.pendingOn(socket).add(pending);
       if (this.coalesceWrites) this.cork(socket, pending);
-      else pending.sentAt = performance.now();
+      else this.sent(pending, performance.now());
       socket.write(exchange.bytes);
     });
   }
@@ -260,8 +266,13 @@ export class ServerConnection {
       if (this.corked === corked) this.corked = undefined;
       socket.uncork();
       const now = performance.now();
-      for (const each of corked.pending) each.sentAt = now;
+      for (const each of corked.pending) this.sent(each, now);
     });
+  }
+
+  private sent(pending: Pending, at: number): void {
+    pending.sentAt = at;
+    pending.exchange.onSent?.(at);
   }
 
   private markDown(reason: string): void {
@@ -285,7 +296,7 @@ export class ServerConnection {
     this.send(
       {
         opaque,
-        bytes: encodeBatch([], [], opaque, 0),
+        bytes: encodeBatch([], [], opaque, Date.now),
         quiet: false,
         onReply: () => {
           this.probing = false;

@@ -13,6 +13,7 @@ import {
 } from '../counter-store.js';
 import { runBatch, type BatchOptions, type BatchReplies } from './batch.js';
 import { deleteKey, setCounter } from './command.js';
+import { syncClock, type ClockSync, type SyncedClock } from './clock-sync.js';
 import { ServerConnection } from './connection.js';
 import { serverStats } from './stats.js';
 import { Opcode, type ArithmeticRequest } from './protocol.js';
@@ -37,6 +38,8 @@ export interface MemcachedStoreOptions {
   readonly onServerState?: (server: string, state: { up: boolean; reason?: string }) => void;
   /** Told of increments taken back after their check was decided without the store. */
   readonly onUndo?: (undone: number, error?: unknown) => void;
+  /** Told after each reading of a server's clock (see clock-sync.ts). */
+  readonly onClockSync?: (server: string, sync: ClockSync) => void;
 }
 
 export type StoreOperation = 'incrementAndRead' | 'decrement' | 'reset';
@@ -71,6 +74,9 @@ export function createMemcachedStore(options: MemcachedStoreOptions): CounterSto
       }),
   );
   const serverOf = serverRouter(endpoints);
+  // Bucket time is the clock of the server holding the buckets, which every instance reads.
+  const clocks = servers.map((server) => syncClock(server, { onSync: (sync) => options.onClockSync?.(server.label, sync) }));
+  const clockOf = (index: number) => clocks[index] as SyncedClock;
   const maxParallelServers = options.maxParallelServers ?? DEFAULTS.memcachedMaxParallelServers;
   const maxInFlight = options.maxInFlight ?? DEFAULTS.memcachedMaxInFlight;
   let inFlight = 0;
@@ -90,7 +96,10 @@ export function createMemcachedStore(options: MemcachedStoreOptions): CounterSto
     }
   }
   /** One batch to one server, sending again the increments that lost a creation race. */
-  async function runOn(server: ServerConnection, arithmetic: readonly ArithmeticRequest[], reads: readonly string[], batch: BatchOptions): Promise<BatchReplies> {
+  async function runOn(index: number, arithmetic: readonly ArithmeticRequest[], reads: readonly string[], options: BatchOptions): Promise<BatchReplies> {
+    const server = servers[index] as ServerConnection;
+    // Absolute expirations are read by the server's clock.
+    const batch = { ...options, now: () => clockOf(index).now() };
     const replies = await runBatch(server, arithmetic, reads, batch);
     if (replies.raced.length === 0) return replies;
     const again = await runBatch(server, replies.raced.map((i) => arithmetic[i] as ArithmeticRequest), [], batch);
@@ -101,19 +110,18 @@ export function createMemcachedStore(options: MemcachedStoreOptions): CounterSto
   }
 
   async function run(arithmetic: readonly ArithmeticRequest[], reads: readonly string[], batch: BatchOptions): Promise<BatchReplies> {
-    const [only] = servers;
-    if (servers.length === 1 && only) return runOn(only, arithmetic, reads, batch);
+    if (servers.length === 1) return runOn(0, arithmetic, reads, batch);
     const shares = sharesByServer(arithmetic, reads, serverOf);
     const [single] = shares;
     if (shares.size === 1 && single) {
       const [server, share] = single;
-      return runOn(servers[server] as ServerConnection, share.arithmetic, share.reads, batch);
+      return runOn(server, share.arithmetic, share.reads, batch);
     }
     // Keys spanning servers: one batch per server, a bounded number at once.
     const arithmeticValues = new Array<number | undefined>(arithmetic.length);
     const readValues = new Array<number>(reads.length).fill(0);
     await pLimit(maxParallelServers).map(shares, async ([server, share]) => {
-      const replies = await runOn(servers[server] as ServerConnection, share.arithmetic, share.reads, batch);
+      const replies = await runOn(server, share.arithmetic, share.reads, batch);
       share.arithmeticPositions.forEach((position, i) => (arithmeticValues[position] = replies.arithmetic[i]));
       share.readPositions.forEach((position, i) => (readValues[position] = replies.read[i] ?? 0));
     });
@@ -124,6 +132,12 @@ export function createMemcachedStore(options: MemcachedStoreOptions): CounterSto
     kind: 'memcached',
     shared: true,
     description: `memcached ${endpoints.map((endpoint) => endpoint.label).join(',')}`,
+    clock: {
+      now: (key) => clockOf(serverOf(key)).now(),
+      ready: async () => {
+        await Promise.all(clocks.map((clock) => clock.ready()));
+      },
+    },
 
     incrementAndRead: (increments: readonly CounterIncrement[], reads: readonly string[], call: IncrementOptions = {}): Promise<IncrementAndReadResult> =>
       timed('incrementAndRead', async () => {
@@ -162,7 +176,7 @@ export function createMemcachedStore(options: MemcachedStoreOptions): CounterSto
     reset: (marker: CounterSet, deletes: readonly string[]): Promise<void> =>
       timed('reset', async () => {
         const serverFor = (key: string) => servers[serverOf(key)] as ServerConnection;
-        await setCounter(serverFor(marker.key), marker.key, marker.value, marker.ttlSeconds, Date.now());
+        await setCounter(serverFor(marker.key), marker.key, marker.value, marker.ttlSeconds, clockOf(serverOf(marker.key)).now());
         for (const key of deletes) await deleteKey(serverFor(key), key);
       }),
 
@@ -171,20 +185,23 @@ export function createMemcachedStore(options: MemcachedStoreOptions): CounterSto
     },
 
     health(): Promise<ServerHealth[]> {
-      return pLimit(maxParallelServers).map(servers, async (server) => {
+      return pLimit(maxParallelServers).map(servers, async (server, i) => {
         const { label } = server;
+        const offset = clockOf(i).offsetFromWallMs;
+        const clockOffset = offset === undefined ? {} : { clockOffsetMs: Math.round(offset) };
         // A server known to be down is not asked again: its probe will tell when it is back.
-        if (server.down !== undefined) return { server: label, up: false, error: `memcached ${label} is down (${server.down})` };
+        if (server.down !== undefined) return { server: label, up: false, error: `memcached ${label} is down (${server.down})`, ...clockOffset };
         try {
-          const stats = await serverStats(server);
-          return { server: label, up: true, evictions: Number(stats.evictions ?? 0) };
+          const { stats } = await serverStats(server);
+          return { server: label, up: true, evictions: Number(stats.evictions ?? 0), ...clockOffset };
         } catch (error) {
-          return { server: label, up: false, error: error instanceof Error ? error.message : String(error) };
+          return { server: label, up: false, error: error instanceof Error ? error.message : String(error), ...clockOffset };
         }
       });
     },
 
     close(): Promise<void> {
+      for (const clock of clocks) clock.stop();
       for (const server of servers) server.close();
       return Promise.resolve();
     },

@@ -39,7 +39,7 @@ export interface ArithmeticRequest {
  * opaque. The server answers in order: one reply per arithmetic request, one per read key
  * that exists, then the no-op's reply, which closes the batch.
  */
-export function encodeBatch(arithmetic: readonly ArithmeticRequest[], reads: readonly string[], opaque: number, nowMs: number): Buffer {
+export function encodeBatch(arithmetic: readonly ArithmeticRequest[], reads: readonly string[], opaque: number, now: () => number): Buffer {
   let size = HEADER_BYTES;
   for (const op of arithmetic) size += HEADER_BYTES + ARITHMETIC_EXTRAS_BYTES + Buffer.byteLength(op.key);
   for (const key of reads) size += HEADER_BYTES + Buffer.byteLength(key);
@@ -52,7 +52,7 @@ export function encodeBatch(arithmetic: readonly ArithmeticRequest[], reads: rea
     buffer.writeBigUInt64BE(BigInt(op.delta), extras);
     // A missing key is created holding the delta itself: the first request counts once.
     buffer.writeBigUInt64BE(BigInt(op.opcode === Opcode.increment ? op.delta : 0), extras + 8);
-    buffer.writeUInt32BE(op.opcode === Opcode.increment ? expiration(op.ttlSeconds ?? 0, nowMs) : NEVER_CREATE, extras + 16);
+    buffer.writeUInt32BE(op.opcode === Opcode.increment ? expiration(op.ttlSeconds ?? 0, now) : NEVER_CREATE, extras + 16);
     buffer.write(op.key, extras + ARITHMETIC_EXTRAS_BYTES, 'utf8');
     offset += HEADER_BYTES + ARITHMETIC_EXTRAS_BYTES + keyBytes;
   }
@@ -76,8 +76,9 @@ function writeHeader(buffer: Buffer, offset: number, opcode: number, keyBytes: n
   // Data type, vbucket and CAS stay zero (Buffer.alloc).
 }
 
-function expiration(ttlSeconds: number, nowMs: number): number {
-  return ttlSeconds > MAX_RELATIVE_EXPIRATION ? Math.floor(nowMs / 1000) + ttlSeconds : ttlSeconds;
+/** Memcached's expiration field: relative seconds, or the Unix time (by `now`) when longer than 30 days. */
+function expiration(ttlSeconds: number, now: () => number): number {
+  return ttlSeconds > MAX_RELATIVE_EXPIRATION ? Math.floor(now() / 1000) + ttlSeconds : ttlSeconds;
 }
 
 /**
