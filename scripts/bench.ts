@@ -31,7 +31,7 @@ const DESCRIPTIONS: Record<string, string> = {
   'memgate-60s': 'memgate, 60 s sliding window, 1 s buckets',
   'memgate-1d': 'memgate, 1-day sliding window, hour, minute and second buckets',
   'memgate-deny': 'memgate, 60 s window, one feature far over its limit (every check a denial)',
-  'memgate-60s-uncached': 'memgate-60s without settled counts kept between checks (`featureCacheSize: 0`): every check reads its whole window',
+  'memgate-60s-uncached': 'memgate-60s without settled counts kept between checks (`cacheBytes: 0`): every check reads its whole window',
   'memgate-60s-uncorked': 'memgate-60s with one socket write per check instead of one per event-loop turn (`coalesceWrites: false`)',
   'memgate-1d-uncached': 'memgate-1d without settled counts kept between checks',
   'memgate-deny-uncached': 'memgate-deny without denials repeated from memory (`maxDenialCacheMs: 0`)',

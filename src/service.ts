@@ -53,7 +53,7 @@ export async function startService(settings: Settings, logger: Logger): Promise<
     store,
     keyPrefix: settings.keyPrefix,
     maxClockSkewMs: settings.maxClockSkewMs,
-    featureCacheSize: settings.featureCacheSize,
+    cacheBytes: settings.cacheMb * 2 ** 20,
     maxDenialCacheMs: settings.maxDenialCacheMs,
     onRollbackError: (err: unknown) => {
       logger.warn({ err }, 'taking back a denied request got no answer in time; it is applied if Memcached answers on the same connection, else its cost stays counted until its bucket expires');
@@ -62,6 +62,7 @@ export async function startService(settings: Settings, logger: Logger): Promise<
     onDecision: metrics.onDecision,
   };
   const limiter = reloadable(createLimiter({ ...options, policies }));
+  metrics.watchCache(() => limiter.cacheUsage);
   // Reading the file again; a bad file rejects with PolicyError and the policies in use stay.
   const reload = async () => {
     const next = await loadPolicyFile(settings.configPath);
@@ -101,7 +102,7 @@ export async function startService(settings: Settings, logger: Logger): Promise<
     store,
     async close({ drainMs = 0 } = {}) {
       evictions?.stop();
-      drain.begin();
+      drain.begin(app.server);
       await sleep(drainMs);
       const listener = await drain.closeListener(app.server, { quietMs: DEFAULTS.shutdownQuietMs, maxWaitMs: DEFAULTS.shutdownQuietMaxMs });
       const { allClosed, ...how } = listener;

@@ -48,8 +48,8 @@ describe('settled counts kept between checks', () => {
     expect((await limiter.peek({ event: 'api', feature: 'busy' })).limits[0]?.remaining).toBe(1000 - 101);
   });
 
-  it('keeps nothing with featureCacheSize 0', async () => {
-    const { limiter, clock } = limiterWith({ featureCacheSize: 0 });
+  it('keeps nothing with cacheBytes 0', async () => {
+    const { limiter, clock } = limiterWith({ cacheBytes: 0 });
     const work = await serverWork(async () => {
       for (let i = 0; i < 5; i++) {
         clock.ms = T0 + i * 100;
@@ -59,11 +59,31 @@ describe('settled counts kept between checks', () => {
     expect(work.reads).toBe(5 * 32);
   });
 
-  it('forgets the least recently checked features beyond featureCacheSize', async () => {
-    const { limiter } = limiterWith({ featureCacheSize: 2 });
-    for (const feature of ['a', 'b', 'c']) await limiter.check({ event: 'api', feature });
+  it('forgets the least recently checked features, of any event, beyond its memory budget', async () => {
+    const probe = limiterWith();
+    await probe.limiter.check({ event: 'api', feature: 'a' });
+    const perFeature = probe.limiter.cacheUsage.bytes;
+    expect(perFeature).toBeGreaterThan(1000);
+    // Room for two: each feature costs its plan's worst case plus its key ("tight" is 2 characters longer).
+    const { limiter } = limiterWith({ cacheBytes: 2 * perFeature + 100 });
+    await limiter.check({ event: 'api', feature: 'a' });
+    await limiter.check({ event: 'tight', feature: 'b' });
+    await limiter.check({ event: 'api', feature: 'c' });
+    expect(limiter.cacheUsage).toEqual({ features: 2, bytes: 2 * perFeature + 4 });
     expect((await serverWork(() => limiter.check({ event: 'api', feature: 'c' }))).reads).toBe(5);
+    expect((await serverWork(() => limiter.check({ event: 'tight', feature: 'b' }))).reads).toBe(5);
     expect((await serverWork(() => limiter.check({ event: 'api', feature: 'a' }))).reads).toBe(32);
+  });
+
+  it('holds many features of many events within its budget, and the heap follows its estimate', async () => {
+    const budget = 4 * 2 ** 20;
+    const { limiter } = limiterWith({ cacheBytes: budget });
+    for (let i = 0; i < 3000; i++) await limiter.check({ event: i % 2 ? 'api' : 'tight', feature: `client-${i}` });
+    const { features, bytes } = limiter.cacheUsage;
+    expect(bytes).toBeLessThanOrEqual(budget);
+    expect(bytes).toBeGreaterThan(budget - 10_000);
+    expect(features).toBeLessThan(3000);
+    expect(features).toBeGreaterThan(500);
   });
 });
 

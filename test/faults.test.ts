@@ -154,7 +154,8 @@ describe('a Memcached node that fails', () => {
     expect(results.filter((r) => r.at < killedAt - 50).every((r) => !r.degraded)).toBe(true);
     expect(results.some((r) => r.degraded && r.at > killedAt && r.at < restartedAt)).toBe(true);
     // No check waited past its deadline, during the outage or after.
-    expect(Math.max(...results.map((r) => r.ms))).toBeLessThan(DEADLINE_MS + MARGIN_MS);
+    // (reduce: checks decided at once while the node is down are too many to spread into Math.max)
+    expect(results.reduce((most, r) => Math.max(most, r.ms), 0)).toBeLessThan(DEADLINE_MS + MARGIN_MS);
     // Back by itself: every check started well after the restart counted again.
     const after = results.filter((r) => r.at > restartedAt + 300);
     expect(after.length).toBeGreaterThan(20);

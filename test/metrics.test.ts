@@ -16,6 +16,7 @@ beforeAll(() => {
   const store = createMemcachedStore({ servers: memcached().servers, onOperation: metrics.onOperation });
   const policies = { events: { login: { limits: [{ limit: 2, window: '1m' }] } } };
   const limiter = createLimiter({ policies, store, keyPrefix: uniquePrefix(), onDecision: metrics.onDecision });
+  metrics.watchCache(() => limiter.cacheUsage);
   const app = buildApp({ limiter, store, metrics });
   scrape = async () => (await app.inject({ method: 'GET', url: '/metrics' })).body;
   check = async (feature) => (await app.inject({ method: 'GET', url: `/check?event=login&feature=${feature}` })).statusCode;
@@ -49,5 +50,8 @@ describe('/metrics', () => {
     expect(sample(text, 'memgate_store_operation_seconds_count', 'operation="incrementAndRead"')).toBeGreaterThanOrEqual(3);
     expect(sample(text, 'memgate_keys_read_per_check_count', '')).toBe(3);
     expect(text).toContain('process_cpu_user_seconds_total');
+    // One client kept in memory, at its plan's worst-case size.
+    expect(sample(text, 'memgate_local_cache_features', '')).toBe(1);
+    expect(sample(text, 'memgate_local_cache_bytes', '')).toBeGreaterThan(1000);
   });
 });

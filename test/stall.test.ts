@@ -21,7 +21,7 @@ afterAll(async () => {
   await memcached.stop();
 });
 
-function limiterFor(onStoreError: 'allow' | 'deny', limit: number, keyPrefix: string, caches: { featureCacheSize?: number; maxDenialCacheMs?: number } = {}): Limiter {
+function limiterFor(onStoreError: 'allow' | 'deny', limit: number, keyPrefix: string, caches: { cacheBytes?: number; maxDenialCacheMs?: number } = {}): Limiter {
   const store = createMemcachedStore({ servers: memcached.servers, timeoutMs: DEADLINE_MS });
   stores.push(store);
   const policies = { events: { api: { onStoreError, limits: [{ limit, window: '1h' }] } } };
@@ -67,7 +67,7 @@ async function trafficThroughStall(limiter: Limiter, frozenMs: number): Promise<
 async function counted(keyPrefix: string): Promise<Map<string, number>> {
   await new Promise((resolve) => setTimeout(resolve, 300));
   const limit = 1_000_000_000;
-  const reader = limiterFor('allow', limit, keyPrefix, { featureCacheSize: 0 });
+  const reader = limiterFor('allow', limit, keyPrefix, { cacheBytes: 0 });
   const result = new Map<string, number>();
   for (const feature of FEATURES) {
     const decision = await reader.peek({ event: 'api', feature });

@@ -75,9 +75,9 @@ const CASES: Record<string, (servers: string) => FastifyInstance> = {
   /** One feature far over its limit: every check after the first is a denial. */
   'memgate-deny': (servers) => memgate(servers, 1, '60s'),
   // Each lever off in turn.
-  'memgate-60s-uncached': (servers) => memgate(servers, HIGH_LIMIT, '60s', { featureCacheSize: 0 }),
+  'memgate-60s-uncached': (servers) => memgate(servers, HIGH_LIMIT, '60s', { cacheBytes: 0 }),
   'memgate-60s-uncorked': (servers) => memgate(servers, HIGH_LIMIT, '60s', { coalesceWrites: false }),
-  'memgate-1d-uncached': (servers) => memgate(servers, HIGH_LIMIT, '1d', { featureCacheSize: 0 }),
+  'memgate-1d-uncached': (servers) => memgate(servers, HIGH_LIMIT, '1d', { cacheBytes: 0 }),
   'memgate-deny-uncached': (servers) => memgate(servers, 1, '60s', { maxDenialCacheMs: 0 }),
 };
 

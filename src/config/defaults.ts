@@ -3,6 +3,16 @@
  * the library's options take their values from here, so the two never disagree. A leaf:
  * it imports nothing.
  */
+/**
+ * Ajv options for every validator memgate compiles. Ajv's code optimizer (`code.optimize`)
+ * leaves the process slower at everything afterwards: with one schema compiled by it,
+ * every HTTP request of a bare fastify route cost 9 µs more CPU (35 → 44 µs, measured
+ * side by side with autocannon), whether or not the validator ever ran; without it the
+ * validators are as fast and the requests cost nothing more. Cause unknown (no V8
+ * protector is invalidated); the figures are in docs/performance.md.
+ */
+export const AJV_CODE_OPTIONS = { optimize: false } as const;
+
 export const DEFAULTS = {
   /** PORT. */
   port: 8080,
@@ -28,8 +38,8 @@ export const DEFAULTS = {
   clockSyncIntervalMs: 30_000,
   /** MEMGATE_MAX_CLOCK_SKEW_MS: how far apart instances' clocks may be. */
   maxClockSkewMs: 2000,
-  /** MEMGATE_FEATURE_CACHE_SIZE: features per event whose settled counts an instance keeps. */
-  featureCacheSize: 10_000,
+  /** MEMGATE_CACHE_MB: memory for features' settled counts and denials, every event together, in MiB. */
+  cacheMb: 256,
   /** MEMGATE_MAX_DENIAL_CACHE_MS: longest a denial is repeated from memory. */
   maxDenialCacheMs: 1000,
   /** Items the embedded store holds before it evicts the oldest. */

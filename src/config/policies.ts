@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { extname } from 'node:path';
 import { Ajv, type ErrorObject } from 'ajv';
 import { parse as parseYaml } from 'yaml';
+import { AJV_CODE_OPTIONS } from './defaults.js';
 import { formatDuration, parseDuration } from './duration.js';
 import { parseGateway, type GatewayPolicy, type RawGateway } from './gateway-policy.js';
 import { policyFileSchema } from './policy-schema.js';
@@ -71,7 +72,7 @@ export class PolicyError extends Error {
 
 const DURATION_HINT = 'must be a positive whole duration like 30s, 5m, 1h, 1d or a number of seconds';
 
-const validateShape = new Ajv({ allErrors: true, allowUnionTypes: true }).compile(policyFileSchema);
+const validateShape = new Ajv({ allErrors: true, allowUnionTypes: true, code: AJV_CODE_OPTIONS }).compile(policyFileSchema);
 
 /** The raw document shape, as written in YAML or JSON. */
 interface PolicyDocument {

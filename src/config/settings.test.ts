@@ -4,12 +4,16 @@ import { loadSettings, SettingsError, USAGE } from './settings.js';
 
 describe('loadSettings', () => {
   it('gives the caching settings their defaults', () => {
-    expect(loadSettings({}, [])).toMatchObject({ maxClockSkewMs: 2000, featureCacheSize: 10_000, maxDenialCacheMs: 1000 });
+    expect(loadSettings({}, [])).toMatchObject({ maxClockSkewMs: 2000, cacheMb: 256, maxDenialCacheMs: 1000 });
   });
 
   it('reads them from the environment, 0 turning a cache off', () => {
-    const env = { MEMGATE_MAX_CLOCK_SKEW_MS: '500', MEMGATE_FEATURE_CACHE_SIZE: '0', MEMGATE_MAX_DENIAL_CACHE_MS: '0' };
-    expect(loadSettings(env, [])).toMatchObject({ maxClockSkewMs: 500, featureCacheSize: 0, maxDenialCacheMs: 0 });
+    const env = { MEMGATE_MAX_CLOCK_SKEW_MS: '500', MEMGATE_CACHE_MB: '0', MEMGATE_MAX_DENIAL_CACHE_MS: '0' };
+    expect(loadSettings(env, [])).toMatchObject({ maxClockSkewMs: 500, cacheMb: 0, maxDenialCacheMs: 0 });
+  });
+
+  it('refuses the replaced MEMGATE_FEATURE_CACHE_SIZE, naming its replacement', () => {
+    expect(() => loadSettings({ MEMGATE_FEATURE_CACHE_SIZE: '10000' }, [])).toThrow('MEMGATE_FEATURE_CACHE_SIZE was replaced by MEMGATE_CACHE_MB');
   });
 
   it('takes SASL credentials in pairs, and keeps the password out of anything it prints', () => {
@@ -37,7 +41,7 @@ describe('loadSettings', () => {
   it.each([
     ['MEMGATE_SHUTDOWN_DRAIN_MS', '-1'],
     ['MEMGATE_MAX_CLOCK_SKEW_MS', '-1'],
-    ['MEMGATE_FEATURE_CACHE_SIZE', 'lots'],
+    ['MEMGATE_CACHE_MB', 'lots'],
     ['MEMGATE_MAX_DENIAL_CACHE_MS', '1.5'],
   ])('refuses %s=%s, naming it', (name, value) => {
     expect(() => loadSettings({ [name]: value }, [])).toThrow(SettingsError);

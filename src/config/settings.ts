@@ -17,7 +17,8 @@ export interface Settings {
   readonly keyPrefix: string;
   readonly logLevel: string;
   readonly maxClockSkewMs: number;
-  readonly featureCacheSize: number;
+  /** Memory budget of the local caches, in MiB. */
+  readonly cacheMb: number;
   readonly maxDenialCacheMs: number;
   /** Turns on /admin/reset and /admin/reload, which need it as a bearer token. */
   readonly adminToken?: string;
@@ -43,7 +44,7 @@ Environment:
   MEMCACHED_USERNAME, MEMCACHED_PASSWORD   SASL credentials (both or neither)
   MEMGATE_KEY_PREFIX     prefix of every Memcached key (default mg)
   MEMGATE_MAX_CLOCK_SKEW_MS    how far apart instances' times may be; a host clock further from Memcached's is warned about (default 2000)
-  MEMGATE_FEATURE_CACHE_SIZE   features per event whose settled counts are kept in memory (default 10000; 0 none)
+  MEMGATE_CACHE_MB       memory for settled counts and denials kept between checks, all events (default 256; 0 none)
   MEMGATE_MAX_DENIAL_CACHE_MS  longest a denial is repeated from memory (default 1000; 0 never)
   MEMGATE_MAX_EVENT_LOOP_DELAY_MS  shed checks with 503 while the event loop lags more (default 1000; 0 never)
   MEMGATE_SHUTDOWN_DRAIN_MS    after SIGTERM, how long requests are still answered, each closing its connection, while /readyz answers 503 (default ${DEFAULTS.shutdownDrainMs}; 0 none; SIGINT skips it)
@@ -66,6 +67,10 @@ export function loadSettings(env: NodeJS.ProcessEnv, argv: readonly string[]): S
   const adminToken = setting(env, 'MEMGATE_ADMIN_TOKEN');
   // Never echo the token itself.
   if (adminToken !== undefined && adminToken.length < 16) throw new SettingsError('MEMGATE_ADMIN_TOKEN must be at least 16 characters');
+  // A setting that was replaced must not be ignored in silence.
+  if (setting(env, 'MEMGATE_FEATURE_CACHE_SIZE') !== undefined) {
+    throw new SettingsError('MEMGATE_FEATURE_CACHE_SIZE was replaced by MEMGATE_CACHE_MB, one memory budget for every event (default 256; 0 keeps nothing)');
+  }
   const username = setting(env, 'MEMCACHED_USERNAME');
   const password = env.MEMCACHED_PASSWORD;
   if ((username === undefined) !== (password === undefined || password === '')) {
@@ -86,7 +91,7 @@ export function loadSettings(env: NodeJS.ProcessEnv, argv: readonly string[]): S
     keyPrefix: setting(env, 'MEMGATE_KEY_PREFIX') ?? DEFAULTS.keyPrefix,
     logLevel,
     maxClockSkewMs: integer(env, 'MEMGATE_MAX_CLOCK_SKEW_MS', DEFAULTS.maxClockSkewMs, 0, 60_000),
-    featureCacheSize: integer(env, 'MEMGATE_FEATURE_CACHE_SIZE', DEFAULTS.featureCacheSize, 0, 10_000_000),
+    cacheMb: integer(env, 'MEMGATE_CACHE_MB', DEFAULTS.cacheMb, 0, 1_048_576),
     maxDenialCacheMs: integer(env, 'MEMGATE_MAX_DENIAL_CACHE_MS', DEFAULTS.maxDenialCacheMs, 0, 3_600_000),
     maxEventLoopDelayMs: integer(env, 'MEMGATE_MAX_EVENT_LOOP_DELAY_MS', DEFAULTS.maxEventLoopDelayMs, 0, 60_000),
     shutdownDrainMs: integer(env, 'MEMGATE_SHUTDOWN_DRAIN_MS', DEFAULTS.shutdownDrainMs, 0, 600_000),

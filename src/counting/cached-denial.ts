@@ -13,6 +13,8 @@ export interface CachedDenial {
   /** The second at which enough cost has left the exceeded windows. */
   readonly releaseSecond: number;
   readonly decision: Decision;
+  /** The last repeat given: the same object while its countdown shows the same seconds. */
+  last?: Decision;
 }
 
 /**
@@ -29,14 +31,22 @@ export function rememberDenial(decision: Decision, cost: number, releaseSecond: 
 export function repeatDenial(cached: CachedDenial | undefined, cost: number, nowMs: number): Decision | undefined {
   if (cached?.cost !== cost || nowMs >= cached.untilMs || nowMs < cached.decidedAtMs) return undefined;
   const elapsedMs = nowMs - cached.decidedAtMs;
-  const { decision } = cached;
-  return {
+  const { decision, last } = cached;
+  const retryAfter = secondsUntil(cached.releaseSecond, nowMs);
+  // The same answer as the last repeat is the same object, so its HTTP form is built once a second.
+  if (last?.retryAfter === retryAfter && decision.limits.every((status, i) => last.limits[i]?.resetSeconds === countedDown(status.resetSeconds, elapsedMs))) {
+    return last;
+  }
+  const repeated: Decision = {
     allowed: false,
-    // Counted down from the cached answer; never earlier than the store would say.
-    limits: decision.limits.map((status) => ({
-      ...status,
-      resetSeconds: status.resetSeconds === 0 ? 0 : Math.max(1, Math.ceil((status.resetSeconds * 1000 - elapsedMs) / 1000)),
-    })),
-    retryAfter: secondsUntil(cached.releaseSecond, nowMs),
+    limits: decision.limits.map((status) => ({ ...status, resetSeconds: countedDown(status.resetSeconds, elapsedMs) })),
+    retryAfter,
   };
+  cached.last = repeated;
+  return repeated;
+}
+
+/** A resetSeconds counted down from the cached answer; never earlier than the store would say. */
+function countedDown(resetSeconds: number, elapsedMs: number): number {
+  return resetSeconds === 0 ? 0 : Math.max(1, Math.ceil((resetSeconds * 1000 - elapsedMs) / 1000));
 }

@@ -3,7 +3,7 @@ import { parsePolicies, PolicySet } from '../config/policies.js';
 import { StoreUnavailableError, type CounterStore } from '../store/counter-store.js';
 import { decide, degradedDecision, excessOf, secondsUntil, type Decision, type LimitCounts } from './decision.js';
 import { rememberDenial, repeatDenial } from './cached-denial.js';
-import { FeatureCache, type FeatureState } from './feature-cache.js';
+import { FeatureCache, type CacheUsage, type FeatureState } from './feature-cache.js';
 import type { FeatureWindow } from './feature-window.js';
 import { floorTo } from './cover.js';
 import { bucketKey, resetMarkerKey } from './keys.js';
@@ -42,8 +42,11 @@ export interface LimiterOptions {
   readonly onDecision?: (observed: ObservedDecision) => void;
   /** How far apart the clocks of instances sharing the store may be, plus a request's time in flight. Default 2000. */
   readonly maxClockSkewMs?: number;
-  /** Features per event whose settled counts and last denial this instance keeps. Default 10,000; 0 keeps none. */
-  readonly featureCacheSize?: number;
+  /**
+   * Memory this instance may spend keeping features' settled counts and last denials, all
+   * events together, in bytes; the least recently checked go first. Default 256 MiB; 0 keeps none.
+   */
+  readonly cacheBytes?: number;
   /** Longest a denial is answered from memory instead of the store. Default 1000; 0 never. */
   readonly maxDenialCacheMs?: number;
 }
@@ -74,6 +77,8 @@ export interface Limiter {
   reset(request: Omit<CheckRequest, 'cost'>): Promise<void>;
   readonly policies: PolicySet;
   readonly plans: ReadonlyMap<string, EventPlan>;
+  /** What this instance keeps in memory between checks, against its budget (cacheBytes). */
+  readonly cacheUsage: CacheUsage;
 }
 
 export function createLimiter(options: LimiterOptions): Limiter {
@@ -93,7 +98,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const maxDenialCacheMs = nonNegative('maxDenialCacheMs', options.maxDenialCacheMs, DEFAULTS.maxDenialCacheMs);
   // Counters no other instance shares cannot be changed by another clock.
   const skewSeconds = store.shared ? Math.ceil(maxClockSkewMs / 1000) : 0;
-  const features = new FeatureCache(keyPrefix, nonNegative('featureCacheSize', options.featureCacheSize, DEFAULTS.featureCacheSize), skewSeconds);
+  const features = new FeatureCache(keyPrefix, nonNegative('cacheBytes', options.cacheBytes, DEFAULTS.cacheMb * 2 ** 20), skewSeconds);
 
   /**
    * The second by which enough cost has left every exceeded window, exact to each limit's
@@ -151,6 +156,9 @@ export function createLimiter(options: LimiterOptions): Limiter {
   return {
     policies,
     plans,
+    get cacheUsage() {
+      return features.usage;
+    },
 
     async check(request) {
       const plan = eventPlan(plans, request.event);

@@ -19,6 +19,9 @@ export function reloadable(initial: Limiter): ReloadableLimiter {
     get plans() {
       return current.plans;
     },
+    get cacheUsage() {
+      return current.cacheUsage;
+    },
     check: (request: CheckRequest) => current.check(request),
     peek: (request: CheckRequest) => current.peek(request),
     reset: (request: Omit<CheckRequest, 'cost'>) => current.reset(request),

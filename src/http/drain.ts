@@ -1,4 +1,4 @@
-import type { Server } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { Server as NetServer } from 'node:net';
 import { setImmediate as afterPoll, setTimeout as sleep } from 'node:timers/promises';
 
@@ -9,16 +9,18 @@ import { setImmediate as afterPoll, setTimeout as sleep } from 'node:timers/prom
  * so clients leave after their next answer. `closeListener()` then stops accepting
  * connections. Closing a listening socket resets every connection still in the kernel's
  * accept queue, whose client may already have written its request. So from then on
- * requests wait (`admit`) until the listener has closed: a client waiting for an answer
- * opens no new connection, and the listener closes once none has arrived for `quietMs`.
+ * requests wait until the listener has closed: a client waiting for an answer opens no
+ * new connection, and the listener closes once none has arrived for `quietMs`.
  * Connections that still carry no request are closed `quietMs` after that.
+ *
+ * Both act on the server's 'request' event, and only once begun: a request served before
+ * the drain pays nothing for it (hooks on every request were a measurable share of the
+ * cost of a repeated denial).
  */
 export interface Drain {
   /** True once the drain has begun. */
   readonly draining: boolean;
-  begin(): void;
-  /** Lets a request be handled: now, or once the listener has closed if it is closing. */
-  admit(handle: () => void): void;
+  begin(server: Server): void;
   /** Stops accepting connections; the result says how, and when every connection has closed. */
   closeListener(server: Server, timing: ListenerTiming): Promise<ListenerClosed>;
 }
@@ -43,27 +45,42 @@ export interface ListenerClosed {
   readonly allClosed: Promise<void>;
 }
 
+type RequestListener = (request: IncomingMessage, response: ServerResponse) => void;
+
 export function createDrain(): Drain {
   let draining = false;
   let held: (() => void)[] | undefined;
   let heldRequests = 0;
+  const begin = (server: Server) => {
+    if (draining) return;
+    draining = true;
+    // Node then answers with Connection: close and ends the connection after the answer.
+    server.prependListener('request', (_request: IncomingMessage, response: ServerResponse) => {
+      response.shouldKeepAlive = false;
+    });
+    // The app's own listener, from now on called only when no request must wait.
+    const handlers = server.listeners('request') as RequestListener[];
+    const app = handlers.at(-1);
+    if (!app) return;
+    server.removeListener('request', app);
+    server.on('request', (request: IncomingMessage, response: ServerResponse) => {
+      if (!held) {
+        app(request, response);
+        return;
+      }
+      heldRequests++;
+      held.push(() => {
+        app(request, response);
+      });
+    });
+  };
   return {
     get draining() {
       return draining;
     },
-    begin() {
-      draining = true;
-    },
-    admit(handle) {
-      if (!held) {
-        handle();
-        return;
-      }
-      heldRequests++;
-      held.push(handle);
-    },
+    begin,
     async closeListener(server, { quietMs, maxWaitMs }) {
-      draining = true;
+      begin(server);
       held = [];
       const { waitedMs, quiet } = await untilQuiet(server, quietMs, maxWaitMs);
       // net.Server's close, not http.Server's: since Node 19 that one also destroys at

@@ -1,6 +1,6 @@
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
-import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyBaseLogger, FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { PolicyError } from '../config/policies.js';
 import { LimiterInputError } from '../counting/errors.js';
 import { StoreOverloadedError, StoreUnavailableError } from '../store/counter-store.js';
@@ -29,7 +29,14 @@ const FIELD_CODES: Record<string, string> = { event: 'invalid_event', feature: '
  * Every error becomes `{ error: { code, message } }`: a 4xx for what the client sent,
  * 503 when the store cannot answer, and 500 only for memgate's own bugs (logged).
  */
-export function handleError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+export type ErrorHandler = (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => FastifyReply;
+
+/** The app's error handler, logging store trouble and bugs to `log`. */
+export function createErrorHandler(log: FastifyBaseLogger): ErrorHandler {
+  return (error, request, reply) => handleError(error, request, reply, log);
+}
+
+function handleError(error: FastifyError, request: FastifyRequest, reply: FastifyReply, log: FastifyBaseLogger): FastifyReply {
   if (error instanceof LimiterInputError) {
     return reply.code(400).send(errorBody(error.code, error.message));
   }
@@ -42,7 +49,7 @@ export function handleError(error: FastifyError, request: FastifyRequest, reply:
     return reply.code(503).header('retry-after', '1').send(errorBody('overloaded', error.message));
   }
   if (error instanceof StoreUnavailableError) {
-    request.log.warn({ err: error }, 'counter store unavailable');
+    log.warn({ err: error, reqId: request.id }, 'counter store unavailable');
     return reply.code(503).header('retry-after', '1').send(errorBody('store_unavailable', error.message));
   }
   if (error.validation) {
@@ -56,7 +63,7 @@ export function handleError(error: FastifyError, request: FastifyRequest, reply:
   if (error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500) {
     return reply.code(error.statusCode).send(errorBody('bad_request', error.message));
   }
-  request.log.error({ err: error }, 'unexpected error');
+  log.error({ err: error, reqId: request.id }, 'unexpected error');
   return reply.code(500).send(errorBody('internal_error', 'memgate failed to handle this request'));
 }
 

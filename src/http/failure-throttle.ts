@@ -40,7 +40,7 @@ export function createFailureThrottle({ limit, windowSeconds, now }: FailureThro
     store,
     ...clock,
     // The store is in this process: a cache of its counts would only add memory.
-    featureCacheSize: 0,
+    cacheBytes: 0,
   });
   return {
     limit,

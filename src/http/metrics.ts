@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { CacheUsage } from '../counting/feature-cache.js';
 import type { ObservedDecision } from '../counting/limiter.js';
 import type { StoreOperation } from '../store/memcached/memcached-store.js';
 
@@ -12,25 +13,50 @@ export interface Metrics {
   readonly onClockOffset: (server: string, offsetMs: number) => void;
   /** For MemcachedStoreOptions.onUndo: increments taken back after their check was decided without the store. */
   readonly onUndo: (undone: number) => void;
+  /** Reports a limiter's local caches against their budget at each scrape. */
+  watchCache(usage: () => CacheUsage): void;
   /** Serves GET /metrics in Prometheus's text format. */
   register(app: FastifyInstance): void;
 }
+
+const KINDS = ['check', 'peek'] as const;
+const OUTCOMES = ['allowed', 'denied', 'degraded_allowed', 'degraded_denied'] as const;
+type OutcomeCounts = Record<(typeof KINDS)[number], Record<(typeof OUTCOMES)[number], number>>;
+const noOutcomes = () => ({ allowed: 0, denied: 0, degraded_allowed: 0, degraded_denied: 0 });
 
 /** memgate's Prometheus metrics (prom-client), plus the process's own (CPU, memory, event loop). */
 export function createMetrics(): Metrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
-  const decisions = new Counter({
+  // Decisions are counted as plain numbers and handed to prom-client at each scrape: its
+  // inc() hashes a label object each time, a share of a repeated denial's cost to notice.
+  const decisionCounts = new Map<string, OutcomeCounts>();
+  const cacheCounts = { denialHit: 0, settledHit: 0, settledMiss: 0 };
+  new Counter({
     name: 'memgate_decisions_total',
     help: 'Decisions by event, route kind (check or peek) and outcome (allowed, denied, degraded_allowed, degraded_denied)',
     labelNames: ['event', 'kind', 'outcome'] as const,
     registers: [registry],
+    collect() {
+      this.reset();
+      for (const [event, kinds] of decisionCounts) {
+        for (const kind of KINDS) {
+          for (const outcome of OUTCOMES) if (kinds[kind][outcome] > 0) this.inc({ event, kind, outcome }, kinds[kind][outcome]);
+        }
+      }
+    },
   });
-  const localCache = new Counter({
+  new Counter({
     name: 'memgate_local_cache_total',
     help: 'Checks answered from memory: cache "denial" (a repeated denial, no store call) or "settled" (settled bucket counts kept), by result',
     labelNames: ['cache', 'result'] as const,
     registers: [registry],
+    collect() {
+      this.reset();
+      if (cacheCounts.denialHit > 0) this.inc({ cache: 'denial', result: 'hit' }, cacheCounts.denialHit);
+      if (cacheCounts.settledHit > 0) this.inc({ cache: 'settled', result: 'hit' }, cacheCounts.settledHit);
+      if (cacheCounts.settledMiss > 0) this.inc({ cache: 'settled', result: 'miss' }, cacheCounts.settledMiss);
+    },
   });
   const keysRead = new Histogram({
     name: 'memgate_keys_read_per_check',
@@ -65,7 +91,34 @@ export function createMetrics(): Metrics {
     registers: [registry],
   });
 
+  const countsOf = (event: string): OutcomeCounts => {
+    let counts = decisionCounts.get(event);
+    if (!counts) decisionCounts.set(event, (counts = { check: noOutcomes(), peek: noOutcomes() }));
+    return counts;
+  };
+
+  let cacheUsage: () => CacheUsage = () => ({ features: 0, bytes: 0 });
+  new Gauge({
+    name: 'memgate_local_cache_bytes',
+    help: "Memory the local caches (settled counts, denials) hold by their estimate, within MEMGATE_CACHE_MB",
+    registers: [registry],
+    collect() {
+      this.set(cacheUsage().bytes);
+    },
+  });
+  new Gauge({
+    name: 'memgate_local_cache_features',
+    help: 'Clients (event and feature) whose settled counts and last denial this instance keeps',
+    registers: [registry],
+    collect() {
+      this.set(cacheUsage().features);
+    },
+  });
+
   return {
+    watchCache(usage) {
+      cacheUsage = usage;
+    },
     onClockOffset(server, offsetMs) {
       clockOffset.set({ server }, offsetMs / 1000);
     },
@@ -73,13 +126,14 @@ export function createMetrics(): Metrics {
       undone.inc(count);
     },
     onDecision({ event, kind, decision, fromDeniedCache, keysRead: keys, settledMiss }) {
-      const outcome = `${decision.degraded ? 'degraded_' : ''}${decision.allowed ? 'allowed' : 'denied'}`;
-      decisions.inc({ event, kind, outcome });
+      const outcome = decision.degraded ? (decision.allowed ? 'degraded_allowed' : 'degraded_denied') : decision.allowed ? 'allowed' : 'denied';
+      countsOf(event)[kind][outcome]++;
       if (fromDeniedCache) {
-        localCache.inc({ cache: 'denial', result: 'hit' });
+        cacheCounts.denialHit++;
         return;
       }
-      localCache.inc({ cache: 'settled', result: settledMiss ? 'miss' : 'hit' });
+      if (settledMiss) cacheCounts.settledMiss++;
+      else cacheCounts.settledHit++;
       keysRead.observe(keys);
     },
     onOperation(operation, seconds, outcome) {

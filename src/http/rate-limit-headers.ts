@@ -28,12 +28,19 @@ export function rateLimitHeaders(decision: Decision, policy?: string): Record<st
  */
 export function rateLimitHeaderWriter(limiter: Pick<Limiter, 'policies'>): (reply: FastifyReply, event: string, decision: Decision) => void {
   const byPolicies = new WeakMap<object, Map<string, string>>();
+  // A decision repeated as the same object (a denial from memory) has the same headers.
+  const byDecision = new WeakMap<Decision, Record<string, string>>();
   return (reply, event, decision) => {
-    let policies = byPolicies.get(limiter.policies);
-    if (!policies) byPolicies.set(limiter.policies, (policies = new Map<string, string>()));
-    let policy = policies.get(event);
-    if (policy === undefined && decision.limits.length > 0) policies.set(event, (policy = policyHeader(decision.limits)));
-    void reply.headers(rateLimitHeaders(decision, policy));
+    let headers = byDecision.get(decision);
+    if (!headers) {
+      let policies = byPolicies.get(limiter.policies);
+      if (!policies) byPolicies.set(limiter.policies, (policies = new Map<string, string>()));
+      let policy = policies.get(event);
+      if (policy === undefined && decision.limits.length > 0) policies.set(event, (policy = policyHeader(decision.limits)));
+      headers = rateLimitHeaders(decision, policy);
+      if (!decision.allowed) byDecision.set(decision, headers);
+    }
+    void reply.headers(headers);
   };
 }
 

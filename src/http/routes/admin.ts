@@ -1,5 +1,5 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { DEFAULTS } from '../../config/defaults.js';
 import type { Limiter } from '../../counting/limiter.js';
 import { errorBody } from '../errors.js';
@@ -22,7 +22,7 @@ export interface AdminOptions {
  * every admin request until its failures leave the window: guessing the token is slow,
  * and a lock that let the right token through would tell a guesser when it had won.
  */
-export function registerAdminRoutes(app: FastifyInstance, limiter: Limiter, { token, reload, now }: AdminOptions): void {
+export function registerAdminRoutes(app: FastifyInstance, limiter: Limiter, { token, reload, now }: AdminOptions, log: FastifyBaseLogger): void {
   // Compare digests, so the comparison takes the same time whatever the guess.
   const expected = digest(token);
   const failures = createFailureThrottle({ limit: DEFAULTS.adminFailureLimit, windowSeconds: DEFAULTS.adminFailureWindowSeconds, ...(now ? { now } : {}) });
@@ -44,9 +44,9 @@ export function registerAdminRoutes(app: FastifyInstance, limiter: Limiter, { to
     const failure = await failures.fail(address);
     if (!failure.counted) return tooMany(reply, failure.retryAfter);
     const { limit, windowSeconds } = failures;
-    request.log.warn({ address, failures: failure.failures, limit }, `admin authentication failed from ${address}: ${failure.failures} of ${limit} in ${windowSeconds} s`);
+    log.warn({ address, failures: failure.failures, limit }, `admin authentication failed from ${address}: ${failure.failures} of ${limit} in ${windowSeconds} s`);
     if (failure.failures >= limit) {
-      request.log.warn({ address, failures: failure.failures, limit }, `admin requests from ${address} now get 429 until its failures fall below ${limit} in ${windowSeconds} s`);
+      log.warn({ address, failures: failure.failures, limit }, `admin requests from ${address} now get 429 until its failures fall below ${limit} in ${windowSeconds} s`);
     }
     return reply.code(401).header('www-authenticate', 'Bearer').send(errorBody('unauthorized', 'an admin request needs Authorization: Bearer <MEMGATE_ADMIN_TOKEN>'));
   };
@@ -57,14 +57,14 @@ export function registerAdminRoutes(app: FastifyInstance, limiter: Limiter, { to
     async (request) => {
       const { event, feature } = request.body;
       await limiter.reset({ event, feature });
-      request.log.info({ event }, 'admin reset a feature');
+      log.info({ event }, 'admin reset a feature');
       return { reset: true, event };
     },
   );
 
-  app.post('/admin/reload', { onRequest: authorize, schema: { response: { 200: reloadResponse, ...errorResponses } } }, async (request) => {
+  app.post('/admin/reload', { onRequest: authorize, schema: { response: { 200: reloadResponse, ...errorResponses } } }, async () => {
     const loaded = await reload();
-    request.log.info(loaded, 'admin reloaded the policies');
+    log.info(loaded, 'admin reloaded the policies');
     return { reloaded: true, ...loaded };
   });
 }

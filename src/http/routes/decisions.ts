@@ -6,15 +6,23 @@ import { checkBody, checkQuerystring, decisionResponse, errorResponses, type Che
 
 const response = { 200: decisionResponse, 429: decisionResponse, ...errorResponses } as const;
 
+const JSON_TYPE = 'application/json; charset=utf-8';
+
 /**
  * /check decides and counts; /peek gives the same decision and counts nothing. Both take
  * the query string (GET) or a JSON body (POST) and answer 200 when allowed, 429 when not.
  */
 export function registerDecisionRoutes(app: FastifyInstance, limiter: Limiter): void {
   const setHeaders = rateLimitHeaderWriter(limiter);
-  const send = (reply: FastifyReply, event: string, decision: Decision): Decision => {
+  // A denial repeated from memory is one object for as long as its answer reads the same
+  // (a second at most): the traffic of a client far over its limit, serialized once.
+  const denialBodies = new WeakMap<Decision, string>();
+  const send = (reply: FastifyReply, event: string, decision: Decision): Decision | FastifyReply => {
     setHeaders(reply.code(decision.allowed ? 200 : 429), event, decision);
-    return decision;
+    if (decision.allowed) return decision;
+    let body = denialBodies.get(decision);
+    if (body === undefined) denialBodies.set(decision, (body = reply.serialize(decision) as string));
+    return reply.type(JSON_TYPE).send(body);
   };
   const routes: [string, (request: CheckRequest) => Promise<Decision>][] = [
     ['/check', (request) => limiter.check(request)],

@@ -4,7 +4,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import type { GatewayPolicy, PathOutcome } from '../../config/gateway-policy.js';
 import { LimiterInputError } from '../../counting/errors.js';
 import type { Limiter } from '../../counting/limiter.js';
-import { errorBody, handleError } from '../errors.js';
+import { errorBody, type ErrorHandler } from '../errors.js';
 import { rateLimitHeaderWriter } from '../rate-limit-headers.js';
 
 /** Input a gateway sent that memgate cannot place: answered with gateway.invalidStatus, counting nothing. */
@@ -27,7 +27,7 @@ export const isGateUrl = (url: string): boolean => /^\/gate(?:[/?]|$)/.test(url)
  * with the RateLimit headers, and Retry-After on a denial. Input it cannot place gets
  * `invalidStatus`, its code also in a `memgate-error` header (nginx cannot read bodies).
  */
-export function registerGatewayRoutes(app: FastifyInstance, limiter: Limiter): void {
+export function registerGatewayRoutes(app: FastifyInstance, limiter: Limiter, handleError: ErrorHandler): void {
   const setHeaders = rateLimitHeaderWriter(limiter);
   // Envoy asks with the guarded request's own method (PROPFIND, PURGE, ...): /gate answers them all.
   for (const method of METHODS) if (method !== 'CONNECT' && !app.supportedMethods.includes(method)) app.addHttpMethod(method);
