@@ -1,4 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import { getHeapStatistics } from 'node:v8';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { DEFAULTS } from './config/defaults.js';
@@ -78,7 +79,16 @@ export async function startService(settings: Settings, logger: Logger): Promise<
   const address = app.server.address();
   const port = typeof address === 'object' && address !== null ? address.port : settings.port;
   logger.info(
-    { host: settings.host, port, store: store.description, policies: policies.source, events: [...policies.events.keys()] },
+    {
+      host: settings.host,
+      port,
+      store: store.description,
+      policies: policies.source,
+      events: [...policies.events.keys()],
+      cacheMb: settings.cacheMb,
+      // How far V8 may grow the heap before it must collect: see docs/operations.md, sizing.
+      heapLimitMb: Math.round(getHeapStatistics().heap_size_limit / 2 ** 20),
+    },
     `memgate listening on ${settings.host}:${port} with the ${store.kind} store`,
   );
   const evictions = store.shared

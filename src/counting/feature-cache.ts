@@ -30,16 +30,28 @@ export interface CacheUsage {
 const FIXED_BYTES = 1600;
 const BYTES_PER_BUCKET = 120;
 
+/** One client's states, of every event it was checked for: one LRU entry, one lookup by its string. */
+interface Entry {
+  /** By the event's place in this cache (see eventIndex). */
+  readonly states: (FeatureState | undefined)[];
+  bytes: number;
+}
+
 /**
  * The features this instance checked most recently, of every event together, each with
  * its key base, settled counts and last denial, within one memory budget: past
- * `maxBytes` the least recently checked goes first, and a feature not held is simply read
- * whole again. With `maxBytes` 0 nothing is kept between checks.
+ * `maxBytes` the least recently checked client goes first, with its states of every
+ * event, and a feature not held is simply read whole again. With `maxBytes` 0 nothing is
+ * kept between checks.
+ *
+ * Entries are keyed by the feature alone, so a check looks up the string it was given
+ * rather than one built per check (hashing a fresh string is most of a lookup's cost).
  */
 export class FeatureCache {
-  private readonly states: LRUCache<string, FeatureState> | undefined;
+  private readonly entries: LRUCache<string, Entry> | undefined;
+  private readonly eventIndex = new Map<EventPlan, number>();
   /** Each plan's worst case per feature, worked out once. */
-  private readonly bytesByPlan = new WeakMap<EventPlan, number>();
+  private readonly bytesByPlan = new Map<EventPlan, number>();
 
   constructor(
     private readonly keyPrefix: string,
@@ -47,19 +59,22 @@ export class FeatureCache {
     /** Whole seconds a bucket stays live after it ends: other instances' clocks may lag this much. */
     private readonly skewSeconds: number,
   ) {
-    this.states = maxBytes > 0 ? new LRUCache<string, FeatureState>({ maxSize: maxBytes }) : undefined;
+    this.entries = maxBytes > 0 ? new LRUCache<string, Entry>({ maxSize: maxBytes }) : undefined;
   }
 
   state(plan: EventPlan, feature: string): FeatureState {
-    if (!this.states) return { base: counterKeyBase(this.keyPrefix, plan.event, feature) };
-    // Event names hold no NUL, so event and feature cannot run into each other.
-    const key = `${plan.event}\u0000${feature}`;
-    let state = this.states.get(key);
-    if (!state) {
-      state = { base: counterKeyBase(this.keyPrefix, plan.event, feature) };
-      // The key's own bytes (UTF-16) on top of the plan's worst case.
-      this.states.set(key, state, { size: this.bytesPerFeature(plan) + 2 * key.length });
-    }
+    if (!this.entries) return { base: counterKeyBase(this.keyPrefix, plan.event, feature) };
+    let index = this.eventIndex.get(plan);
+    if (index === undefined) this.eventIndex.set(plan, (index = this.eventIndex.size));
+    let entry = this.entries.get(feature);
+    let state = entry?.states[index];
+    if (state) return state;
+    // The feature's own bytes (UTF-16) once, and each event's worst case.
+    entry ??= { states: [], bytes: 2 * feature.length };
+    state = { base: counterKeyBase(this.keyPrefix, plan.event, feature) };
+    entry.states[index] = state;
+    entry.bytes += this.bytesPerFeature(plan);
+    this.entries.set(feature, entry, { size: entry.bytes });
     return state;
   }
 
@@ -73,8 +88,11 @@ export class FeatureCache {
     return window;
   }
 
+  /** `features` counts each client once per event it holds states of. */
   get usage(): CacheUsage {
-    return { features: this.states?.size ?? 0, bytes: this.states?.calculatedSize ?? 0 };
+    let features = 0;
+    for (const entry of this.entries?.values() ?? []) for (const state of entry.states) if (state) features++;
+    return { features, bytes: this.entries?.calculatedSize ?? 0 };
   }
 
   /** The most one feature of `plan` can hold: every bucket of every window, plus those ahead. */

@@ -1,6 +1,6 @@
 import { DEFAULTS } from '../config/defaults.js';
 import { parsePolicies, PolicySet } from '../config/policies.js';
-import { StoreUnavailableError, type CounterStore } from '../store/counter-store.js';
+import { StoreUnavailableError, type CounterStore, type IncrementOptions } from '../store/counter-store.js';
 import { decide, degradedDecision, excessOf, secondsUntil, type Decision, type LimitCounts } from './decision.js';
 import { rememberDenial, repeatDenial } from './cached-denial.js';
 import { FeatureCache, type CacheUsage, type FeatureState } from './feature-cache.js';
@@ -12,6 +12,10 @@ import { eventPlan, validCost, validFeature } from './request.js';
 import { exactRelease } from './retry.js';
 
 const KEY_PREFIX_PATTERN = /^[A-Za-z0-9_.-]{1,32}$/;
+
+/** What a check tells the store about a request it cannot get an answer for (see IncrementOptions). */
+const ADMITTED_IF_UNANSWERED: IncrementOptions = { admittedIfUnanswered: true };
+const REFUSED_IF_UNANSWERED: IncrementOptions = { admittedIfUnanswered: false };
 
 export interface CheckRequest {
   /** An event of the policy file, e.g. `login`. */
@@ -173,7 +177,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
       const increments = window.increments(cost);
       const reads = window.reads;
       const settledMiss = window.readsSettled(reads);
-      const answer = await ask(store.incrementAndRead(increments, reads.keys, { admittedIfUnanswered: plan.onStoreError === 'allow' }), plan);
+      const answer = await ask(store.incrementAndRead(increments, reads.keys, plan.onStoreError === 'allow' ? ADMITTED_IF_UNANSWERED : REFUSED_IF_UNANSWERED), plan);
       // The store cannot answer: the event's onStoreError rule decides.
       if (!answer) return observe(plan, 'check', degradedDecision(plan.onStoreError), reads.keys.length, settledMiss);
       const { incremented, read } = answer;

@@ -54,6 +54,9 @@ export interface ConnectionOptions {
 /** A probe of a down server that fails (refused, reset) is sent again after this long. */
 const PROBE_RETRY_MS = 100;
 
+/** memjs keeps a handler marked quiet registered until a reply with an empty body. */
+type QuietHandler = ((response: Response) => void) & { quiet?: boolean };
+
 /** memjs's handler tables, which it clears only when a socket errors, not when one closes. */
 interface HandlerTables {
   readonly responseCallbacks: Record<number, unknown>;
@@ -152,20 +155,16 @@ export class ServerConnection {
       return;
     }
     const pending: Pending = { exchange, createdAt: performance.now(), late: false, ended: false };
-    const onReply = Object.assign(
-      (response: Response) => {
-        if (pending.ended) return;
-        if (exchange.onReply(response)) this.end(pending);
-      },
-      { quiet: exchange.quiet },
-    );
+    const onReply: QuietHandler = (response: Response) => {
+      if (pending.ended) return;
+      if (exchange.onReply(response)) this.end(pending);
+    };
+    onReply.quiet = exchange.quiet;
     this.server.onResponse(exchange.opaque, onReply);
     this.server.onError(exchange.opaque, (error: unknown) => {
       this.fail(pending, `memcached ${this.label}: ${error instanceof Error ? error.message : String(error)}`);
     });
-    pending.timer = setTimeout(() => {
-      this.judge(pending);
-    }, this.deadlineMs);
+    pending.timer = setTimeout(this.judgeLater, this.deadlineMs, pending);
     this.server.sock(false, (socket) => {
       this.watch(socket);
       pending.socket = socket;
@@ -189,6 +188,11 @@ export class ServerConnection {
    * Then the exchange is late only if the server sent nothing at all for a whole deadline
    * since the exchange left.
    */
+  /** judge(), for timers: one function for every exchange rather than a closure each. */
+  private readonly judgeLater = (pending: Pending): void => {
+    this.judge(pending);
+  };
+
   private judge(pending: Pending): void {
     setImmediate(() => {
       setImmediate(() => {
@@ -199,9 +203,7 @@ export class ServerConnection {
         const sentAt = pending.sentAt ?? (pending.socket ? now : pending.createdAt);
         const silentMs = now - Math.max(sentAt, this.lastHeardAt);
         if (silentMs < this.deadlineMs) {
-          pending.timer = setTimeout(() => {
-            this.judge(pending);
-          }, this.deadlineMs - silentMs);
+          pending.timer = setTimeout(this.judgeLater, this.deadlineMs - silentMs, pending);
           return;
         }
         pending.late = true;

@@ -11,7 +11,7 @@ import {
   type IncrementOptions,
   type ServerHealth,
 } from '../counter-store.js';
-import { runBatch, type BatchOptions, type BatchReplies } from './batch.js';
+import { PLAIN_BATCH, runBatch, type BatchOptions, type BatchReplies } from './batch.js';
 import { deleteKey, setCounter } from './command.js';
 import { syncClock, type ClockSync, type SyncedClock } from './clock-sync.js';
 import { ServerConnection } from './connection.js';
@@ -77,10 +77,15 @@ export function createMemcachedStore(options: MemcachedStoreOptions): CounterSto
   // Bucket time is the clock of the server holding the buckets, which every instance reads.
   const clocks = servers.map((server) => syncClock(server, { onSync: (sync) => options.onClockSync?.(server.label, sync) }));
   const clockOf = (index: number) => clocks[index] as SyncedClock;
+  // Built once each: a batch is the hot path, and objects of one shape keep it fast.
+  const nowOf = clocks.map((clock) => () => clock.now());
+  const { onUndo } = options;
+  const undoing: BatchOptions = { undoIfAbandoned: true, evenWhenDown: false, onUndo };
+  const takingBack: BatchOptions = { undoIfAbandoned: false, evenWhenDown: true, onUndo };
   const maxParallelServers = options.maxParallelServers ?? DEFAULTS.memcachedMaxParallelServers;
   const maxInFlight = options.maxInFlight ?? DEFAULTS.memcachedMaxInFlight;
   let inFlight = 0;
-  const { onOperation, onUndo } = options;
+  const { onOperation } = options;
 
   /** Runs one store call, telling onOperation how long it took and how it ended. */
   async function timed<T>(operation: StoreOperation, call: () => Promise<T>): Promise<T> {
@@ -99,10 +104,10 @@ export function createMemcachedStore(options: MemcachedStoreOptions): CounterSto
   async function runOn(index: number, arithmetic: readonly ArithmeticRequest[], reads: readonly string[], options: BatchOptions): Promise<BatchReplies> {
     const server = servers[index] as ServerConnection;
     // Absolute expirations are read by the server's clock.
-    const batch = { ...options, now: () => clockOf(index).now() };
-    const replies = await runBatch(server, arithmetic, reads, batch);
+    const now = nowOf[index];
+    const replies = await runBatch(server, arithmetic, reads, options, now);
     if (replies.raced.length === 0) return replies;
-    const again = await runBatch(server, replies.raced.map((i) => arithmetic[i] as ArithmeticRequest), [], batch);
+    const again = await runBatch(server, replies.raced.map((i) => arithmetic[i] as ArithmeticRequest), [], options, now);
     if (again.raced.length > 0) throw new StoreUnavailableError(`memcached ${server.label} would not create a counter`);
     const values = [...replies.arithmetic];
     replies.raced.forEach((index, i) => (values[index] = again.arithmetic[i]));
@@ -154,7 +159,7 @@ export function createMemcachedStore(options: MemcachedStoreOptions): CounterSto
           replies = await run(
             increments.map(({ key, delta, ttlSeconds }) => ({ opcode: Opcode.increment, key, delta, ttlSeconds })),
             reads,
-            { undoIfAbandoned: call.admittedIfUnanswered === false, ...(onUndo ? { onUndo } : {}) },
+            call.admittedIfUnanswered === false ? undoing : PLAIN_BATCH,
           );
         } finally {
           inFlight--;
@@ -169,7 +174,7 @@ export function createMemcachedStore(options: MemcachedStoreOptions): CounterSto
         await run(
           decrements.map(({ key, delta }) => ({ opcode: Opcode.decrement, key, delta })),
           [],
-          { evenWhenDown: true },
+          takingBack,
         );
       }),
 

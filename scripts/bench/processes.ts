@@ -1,0 +1,69 @@
+// The processes a benchmark runs and measures: a bench case's server (scripts/bench/server.ts)
+// or the memgate service itself, each on a free loopback port.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
+import { createInterface } from 'node:readline';
+
+export interface Measured {
+  readonly url: URL;
+  readonly pid: number;
+  stop(): Promise<void>;
+}
+
+/** User and system CPU a process has used so far, in microseconds, from /proc (Linux). */
+export async function cpuMicros(pid: number): Promise<{ user: number; system: number }> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+  // Fields after the command name (which may hold spaces), counting from 3: utime is 14, stime 15.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const ticksPerSecond = 100;
+  return { user: (Number(fields[11]) * 1e6) / ticksPerSecond, system: (Number(fields[12]) * 1e6) / ticksPerSecond };
+}
+
+function stopper(child: ChildProcess): () => Promise<void> {
+  return () =>
+    new Promise((done) => {
+      if (child.exitCode !== null || child.signalCode !== null) {
+        done();
+        return;
+      }
+      child.removeAllListeners('exit');
+      child.once('exit', () => {
+        done();
+      });
+      child.kill('SIGTERM');
+    });
+}
+
+/** A bench case's server (see server.ts); it prints {"port": N} once it listens. */
+export function startCase(name: string, servers: string): Promise<Measured> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/bench/server.ts', name, servers], { stdio: ['ignore', 'pipe', 'inherit'] });
+  return new Promise((resolve, reject) => {
+    child.once('exit', (code) => {
+      reject(new Error(`bench server ${name} exited with ${String(code)}`));
+    });
+    child.stdout.once('data', (chunk: Buffer) => {
+      const { port } = JSON.parse(chunk.toString()) as { port: number };
+      resolve({ url: new URL(`http://127.0.0.1:${port}`), pid: child.pid ?? 0, stop: stopper(child) });
+    });
+  });
+}
+
+/**
+ * The memgate service as `npm start` runs it (dist/main.js: the bench builds it first),
+ * with `env` on top of a free port; resolves once it logs that it listens.
+ */
+export function startService(env: Record<string, string>): Promise<Measured> {
+  const child = spawn(process.execPath, ['dist/main.js'], {
+    env: { PATH: process.env.PATH, PORT: '0', HOST: '127.0.0.1', MEMGATE_SHUTDOWN_DRAIN_MS: '0', ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  return new Promise((resolve, reject) => {
+    child.once('exit', (code) => {
+      reject(new Error(`memgate exited with ${String(code)} before listening`));
+    });
+    createInterface({ input: child.stdout }).on('line', (line) => {
+      const entry = JSON.parse(line) as { port?: unknown };
+      if (typeof entry.port === 'number') resolve({ url: new URL(`http://127.0.0.1:${entry.port}`), pid: child.pid ?? 0, stop: stopper(child) });
+    });
+  });
+}
