@@ -1,7 +1,8 @@
 // memgate as a library: the limiter, its stores and its policy parser, free of HTTP.
 export { createLimiter } from './counting/limiter.js';
-export { MAX_FEATURE_BYTES } from './counting/request.js';
-export type { CheckRequest, Limiter, LimiterOptions } from './counting/limiter.js';
+export { MAX_FEATURE_BYTES } from './counting/check-request.js';
+export type { CheckRequest } from './counting/check-request.js';
+export type { Limiter, LimiterOptions } from './counting/limiter.js';
 export type { Decision, LimitStatus } from './counting/decision.js';
 export { LimiterInputError } from './counting/errors.js';
 export type { InputErrorCode } from './counting/errors.js';

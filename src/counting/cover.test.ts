@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { bucketCount, edgeWeight, fixedCover, floorTo, slidingCover, slidingLevels } from './cover.js';
+import { bucketCount, bucketStart } from './buckets.js';
+import { edgeWeight, fixedCover, slidingCover, slidingLevels } from './cover.js';
 
 const DAY = 86_400;
 const midnight = Date.UTC(2026, 10, 22) / 1000;
@@ -63,7 +64,7 @@ describe('slidingCover', () => {
           const levels = slidingLevels(window, granularity);
           const buckets = intervals(slidingCover(now, window, levels));
           // Starts at the finest bucket holding the window's first second…
-          expect(buckets[0]?.[0]).toBe(floorTo(now - window + 1, granularity));
+          expect(buckets[0]?.[0]).toBe(bucketStart(now - window + 1, granularity));
           // …ends with the bucket holding `now`…
           const last = buckets[buckets.length - 1];
           expect(last && last[0] <= now && now < last[1]).toBe(true);

@@ -1,11 +1,5 @@
 import type { Edge } from '../config/policies.js';
-
-/** Consecutive buckets of one level: `count` buckets of `size` seconds from `start` (epoch seconds). */
-export interface BucketRun {
-  readonly size: number;
-  readonly start: number;
-  readonly count: number;
-}
+import { bucketStart, type BucketRun } from './buckets.js';
 
 /** Bucket sizes beyond the policy's granularity that a sliding window may use. */
 const COARSE_LEVELS = [60, 3600] as const;
@@ -22,10 +16,6 @@ export function slidingLevels(window: number, granularity: number): number[] {
     if (size > finer && size % finer === 0 && size <= window) levels.push(size);
   }
   return levels.reverse();
-}
-
-export function floorTo(value: number, size: number): number {
-  return Math.floor(value / size) * size;
 }
 
 function ceilTo(value: number, size: number): number {
@@ -45,13 +35,13 @@ export function slidingCover(now: number, window: number, levels: readonly numbe
   const finest = levels[levels.length - 1];
   if (finest === undefined) throw new Error('slidingCover needs at least one level');
   const first = now - window + 1;
-  const oldest = edge === 'drop' ? ceilTo(first, finest) : floorTo(first, finest);
+  const oldest = edge === 'drop' ? ceilTo(first, finest) : bucketStart(first, finest);
   let end = now + 1; // exclusive: nothing after `now` has happened yet
   const runs: BucketRun[] = [];
   for (const size of levels) {
     const start = ceilTo(oldest, size);
     if (start < end) {
-      runs.push({ size, start, count: (floorTo(end - 1, size) - start) / size + 1 });
+      runs.push({ size, start, count: (bucketStart(end - 1, size) - start) / size + 1 });
       end = start;
     }
   }
@@ -65,16 +55,10 @@ export function slidingCover(now: number, window: number, levels: readonly numbe
  */
 export function edgeWeight(now: number, window: number, granularity: number): number {
   const first = now - window + 1;
-  return (floorTo(first, granularity) + granularity - first) / granularity;
+  return (bucketStart(first, granularity) + granularity - first) / granularity;
 }
 
 /** A fixed (epoch-aligned) window is the one bucket of its own size that holds `now`. */
 export function fixedCover(now: number, window: number): BucketRun[] {
-  return [{ size: window, start: floorTo(now, window), count: 1 }];
-}
-
-export function bucketCount(runs: readonly BucketRun[]): number {
-  let total = 0;
-  for (const run of runs) total += run.count;
-  return total;
+  return [{ size: window, start: bucketStart(now, window), count: 1 }];
 }

@@ -1,3 +1,4 @@
+import { crossing, type CountedBucket, type SettledPrefix } from './buckets.js';
 import type { LimitPlan } from './plan.js';
 
 /** How one limit stands after a decision. */
@@ -32,13 +33,6 @@ export function degradedDecision(onStoreError: 'allow' | 'deny'): Decision {
     : { allowed: false, limits: [], retryAfter: DEGRADED_RETRY_AFTER, degraded: true };
 }
 
-/** One bucket as read from the store. */
-export interface CountedBucket {
-  readonly start: number;
-  readonly size: number;
-  readonly count: number;
-}
-
 /** One limit's buckets, oldest first, not counting the request being decided. */
 export interface LimitCounts {
   readonly plan: LimitPlan;
@@ -47,38 +41,24 @@ export interface LimitCounts {
   readonly settled?: SettledPrefix | undefined;
 }
 
-/** A summary of a limit's oldest buckets, so a check need not walk them again. */
-export interface SettledPrefix {
-  /** How many of the oldest buckets it sums; fewer than all of them. */
-  readonly length: number;
-  readonly total: number;
-  /** The index of the oldest bucket with any count, or -1 when they are all empty. */
-  readonly firstCounted: number;
-}
-
-/** Sums the first `length` buckets. */
-export function settledPrefix(buckets: readonly CountedBucket[], length: number): SettledPrefix {
-  let total = 0;
-  let firstCounted = -1;
-  for (let i = 0; i < length; i++) {
-    const count = (buckets[i] as CountedBucket).count;
-    if (firstCounted === -1 && count > 0) firstCounted = i;
-    total += count;
-  }
-  return { length, total, firstCounted };
+/** The request a decision is about, and whether deciding it counts it. */
+export interface DecideOptions {
+  readonly cost: number;
+  readonly nowMs: number;
+  /** A `check` counts an allowed request, so its statuses report its cost as used; a `peek` counts nothing. */
+  readonly kind: 'check' | 'peek';
 }
 
 /**
- * Decides a request of `cost` at `nowMs` from the counts of each limit's window: allowed
- * only if every limit has room for the whole cost. With `counting`, an allowed request's
- * cost is part of what the statuses report as used (a check); without, nothing is (a peek).
+ * Decides a request from the counts of each limit's window: allowed only if every limit
+ * has room for the whole cost.
  */
-export function decide(limits: readonly LimitCounts[], cost: number, nowMs: number, counting: boolean): Decision {
+export function decide(limits: readonly LimitCounts[], { cost, nowMs, kind }: DecideOptions): Decision {
   const now = Math.floor(nowMs / 1000);
   const totals = limits.map((limit) => countedTotal(limit, now));
   const excess = limits.map(({ plan }, i) => (totals[i] ?? 0) + cost - plan.policy.limit);
   const allowed = excess.every((e) => e <= 0);
-  const counted = allowed && counting ? cost : 0;
+  const counted = allowed && kind === 'check' ? cost : 0;
   const statuses = limits.map((limit, i): LimitStatus => {
     const { plan } = limit;
     const used = (totals[i] ?? 0) + counted;
@@ -112,37 +92,6 @@ function countedTotal({ plan, buckets, settled }: LimitCounts, now: number): num
   for (let i = settled?.length ?? 0; i < buckets.length; i++) total += (buckets[i] as CountedBucket).count;
   const oldest = buckets[0];
   return oldest ? total - oldest.count * (1 - plan.oldestWeight(now)) : total;
-}
-
-/**
- * The bucket, oldest first, by which at least `amount` has been counted, and how much the
- * buckets before it hold. `pending` is cost about to be added to the newest bucket.
- */
-export function crossing(
-  buckets: readonly CountedBucket[],
-  amount: number,
-  pending = 0,
-  settled?: SettledPrefix,
-): { bucket: CountedBucket; before: number } | undefined {
-  const newest = buckets.length - 1;
-  let before = 0;
-  let i = 0;
-  if (settled && settled.length <= newest) {
-    // The prefix answers without a walk when the amount is 1 (resetSeconds) or lies beyond it.
-    const first = buckets[settled.firstCounted];
-    if (amount <= 1 && first) return { bucket: first, before: 0 };
-    if (amount > settled.total) {
-      i = settled.length;
-      before = settled.total;
-    }
-  }
-  for (; i <= newest; i++) {
-    const bucket = buckets[i] as CountedBucket;
-    const count = bucket.count + (i === newest ? pending : 0);
-    if (before + count >= amount) return { bucket, before };
-    before += count;
-  }
-  return undefined;
 }
 
 /** The second by which at least `amount` of the counted cost has left the window, from these buckets alone. */

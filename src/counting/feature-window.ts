@@ -1,5 +1,5 @@
-import { floorTo } from './cover.js';
-import { settledPrefix, type CountedBucket, type LimitCounts, type SettledPrefix } from './decision.js';
+import { bucketStart, settledPrefix, type CountedBucket, type SettledPrefix } from './buckets.js';
+import type { LimitCounts } from './decision.js';
 import { bucketKey, resetMarkerKey } from './keys.js';
 import type { EventPlan } from './plan.js';
 import type { CounterIncrement } from '../store/counter-store.js';
@@ -60,7 +60,7 @@ export class FeatureWindow {
     this.skewSeconds = skewSeconds;
     this.resetAt = previous?.resetAt ?? 0;
     const levelOf = new Map(plan.levels.map(({ size }, index) => [size, index]));
-    this.currentKeys = plan.levels.map(({ size }) => bucketKey(base, size, floorTo(second, size)));
+    this.currentKeys = plan.levels.map(({ size }) => bucketKey(base, size, bucketStart(second, size)));
     this.ttls = plan.levels.map(({ ttlSeconds }) => ttlSeconds);
     const current: (WindowBucket | undefined)[] = plan.levels.map(() => undefined);
     const byStart = plan.levels.map(() => new Map<number, WindowBucket>());
@@ -73,8 +73,8 @@ export class FeatureWindow {
       const newest = runs[0];
       // Buckets after now, where an instance whose clock is ahead already counts.
       if (newest) {
-        const last = floorTo(second + skewSeconds, newest.size);
-        for (let start = floorTo(second, newest.size) + newest.size; start <= last; start += newest.size) {
+        const last = bucketStart(second + skewSeconds, newest.size);
+        for (let start = bucketStart(second, newest.size) + newest.size; start <= last; start += newest.size) {
           runs.unshift({ size: newest.size, start, count: 1 });
         }
       }
@@ -87,7 +87,7 @@ export class FeatureWindow {
         for (let i = 0; i < count; i++) {
           const start = runStart + i * size;
           const settled = this.isSettled(start, size);
-          if (start === floorTo(second, size)) {
+          if (start === bucketStart(second, size)) {
             buckets.push((current[level] ??= { start, size, count: 0 }));
             continue;
           }

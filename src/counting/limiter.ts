@@ -5,11 +5,11 @@ import { decide, degradedDecision, excessOf, secondsUntil, type Decision, type L
 import { rememberDenial, repeatDenial } from './cached-denial.js';
 import { FeatureCache, type CacheUsage, type FeatureState } from './feature-cache.js';
 import type { FeatureWindow } from './feature-window.js';
-import { floorTo } from './cover.js';
+import { bucketStart } from './buckets.js';
 import { bucketKey, resetMarkerKey } from './keys.js';
 import { planEvents, type EventPlan } from './plan.js';
-import { eventPlan, validCost, validFeature } from './request.js';
-import { exactRelease } from './retry.js';
+import { eventPlan, validCost, validFeature, type CheckRequest } from './check-request.js';
+import { exactRelease } from './release.js';
 
 const KEY_PREFIX_PATTERN = /^[A-Za-z0-9_.-]{1,32}$/;
 
@@ -17,14 +17,8 @@ const KEY_PREFIX_PATTERN = /^[A-Za-z0-9_.-]{1,32}$/;
 const ADMITTED_IF_UNANSWERED: IncrementOptions = { admittedIfUnanswered: true };
 const REFUSED_IF_UNANSWERED: IncrementOptions = { admittedIfUnanswered: false };
 
-export interface CheckRequest {
-  /** An event of the policy file, e.g. `login`. */
-  readonly event: string;
-  /** Who is doing it: an IP, a user id, an e-mail; any string up to 1 KB. */
-  readonly feature: string;
-  /** How much of the limit this request uses; a positive integer, 1 by default. */
-  readonly cost?: number | undefined;
-}
+/** A denial repeated from memory: no store call, no key read. */
+const FROM_DENIED_CACHE: HowDecided = { fromDeniedCache: true, keysRead: 0, settledMiss: false };
 
 export interface LimiterOptions {
   /** A validated PolicySet, or a policy document in the file's shape (validated here). */
@@ -56,10 +50,14 @@ export interface LimiterOptions {
 }
 
 /** What a decision cost and where it came from, for metrics. */
-export interface ObservedDecision {
+export interface ObservedDecision extends HowDecided {
   readonly event: string;
   readonly kind: 'check' | 'peek';
   readonly decision: Decision;
+}
+
+/** How a decision was reached: from memory, or with how many keys read. */
+export interface HowDecided {
   /** Answered from this instance's memory of a denial, without the store. */
   readonly fromDeniedCache: boolean;
   /** Keys read from the store (the reset marker included); 0 for a repeated denial. */
@@ -129,8 +127,9 @@ export function createLimiter(options: LimiterOptions): Limiter {
     }
   }
 
-  function observe(plan: EventPlan, kind: 'check' | 'peek', decision: Decision, keysRead: number, settledMiss: boolean, fromDeniedCache = false): Decision {
-    onDecision?.({ event: plan.event, kind, decision, fromDeniedCache, keysRead, settledMiss });
+  /** Tells onDecision how a decision was reached, and returns it. */
+  function observed(plan: EventPlan, kind: ObservedDecision['kind'], decision: Decision, how: HowDecided): Decision {
+    onDecision?.({ event: plan.event, kind, decision, ...how });
     return decision;
   }
 
@@ -171,23 +170,23 @@ export function createLimiter(options: LimiterOptions): Limiter {
       const state = features.state(plan, feature);
       const nowMs = nowFor(state.base);
       const repeated = repeatDenial(state.denial, cost, nowMs);
-      if (repeated) return observe(plan, 'check', repeated, 0, false, true);
+      if (repeated) return observed(plan, 'check', repeated, FROM_DENIED_CACHE);
       const window = features.windowAt(state, plan, Math.floor(nowMs / 1000));
       // Increment first, so concurrent checks on any instance see each other's cost.
       const increments = window.increments(cost);
       const reads = window.reads;
-      const settledMiss = window.readsSettled(reads);
+      const how: HowDecided = { keysRead: reads.keys.length, settledMiss: window.readsSettled(reads), fromDeniedCache: false };
       const answer = await ask(store.incrementAndRead(increments, reads.keys, plan.onStoreError === 'allow' ? ADMITTED_IF_UNANSWERED : REFUSED_IF_UNANSWERED), plan);
       // The store cannot answer: the event's onStoreError rule decides.
-      if (!answer) return observe(plan, 'check', degradedDecision(plan.onStoreError), reads.keys.length, settledMiss);
+      if (!answer) return observed(plan, 'check', degradedDecision(plan.onStoreError), how);
       const { incremented, read } = answer;
       // Decide on the counts before this request: its own cost comes out of what it incremented.
       const counts = window.fill(reads, read, incremented, cost);
-      const decision = decide(counts, cost, nowMs, true);
-      if (decision.allowed) return observe(plan, 'check', decision, reads.keys.length, settledMiss);
+      const decision = decide(counts, { cost, nowMs, kind: 'check' });
+      if (decision.allowed) return observed(plan, 'check', decision, how);
       // A denied request is not counted: take the increment back.
       await store.decrement(increments.map(({ key }) => ({ key, delta: cost }))).catch((error: unknown) => onRollbackError?.(error));
-      return observe(plan, 'check', await denial(decision, window, plan, state, cost, nowMs), reads.keys.length, settledMiss);
+      return observed(plan, 'check', await denial(decision, window, plan, state, cost, nowMs), how);
     },
 
     async reset(request) {
@@ -195,7 +194,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
       const state = features.state(plan, validFeature(request.feature));
       const second = Math.floor(nowFor(state.base) / 1000);
       const ttlSeconds = Math.max(...plan.levels.map((level) => level.ttlSeconds));
-      const straddling = plan.levels.map(({ size }) => bucketKey(state.base, size, floorTo(second, size)));
+      const straddling = plan.levels.map(({ size }) => bucketKey(state.base, size, bucketStart(second, size)));
       await store.reset({ key: resetMarkerKey(state.base), value: second, ttlSeconds }, straddling);
       state.window = undefined;
       state.denial = undefined;
@@ -208,17 +207,17 @@ export function createLimiter(options: LimiterOptions): Limiter {
       const state = features.state(plan, feature);
       const nowMs = nowFor(state.base);
       const repeated = repeatDenial(state.denial, cost, nowMs);
-      if (repeated) return observe(plan, 'peek', repeated, 0, false, true);
+      if (repeated) return observed(plan, 'peek', repeated, FROM_DENIED_CACHE);
       const window = features.windowAt(state, plan, Math.floor(nowMs / 1000));
       const reads = window.reads;
-      const settledMiss = window.readsSettled(reads);
       const keys = [...reads.keys, ...window.currentKeys];
+      const how: HowDecided = { keysRead: keys.length, settledMiss: window.readsSettled(reads), fromDeniedCache: false };
       const answer = await ask(store.incrementAndRead([], keys), plan);
-      if (!answer) return observe(plan, 'peek', degradedDecision(plan.onStoreError), keys.length, settledMiss);
+      if (!answer) return observed(plan, 'peek', degradedDecision(plan.onStoreError), how);
       const { read } = answer;
       const counts = window.fill(reads, read, read.slice(reads.keys.length), 0);
-      const decision = decide(counts, cost, nowMs, false);
-      return observe(plan, 'peek', decision.allowed ? decision : await denial(decision, window, plan, state, cost, nowMs), keys.length, settledMiss);
+      const decision = decide(counts, { cost, nowMs, kind: 'peek' });
+      return observed(plan, 'peek', decision.allowed ? decision : await denial(decision, window, plan, state, cost, nowMs), how);
     },
   };
 }

@@ -1,6 +1,7 @@
 import { formatDuration } from '../config/duration.js';
 import { PolicyError, type Algorithm, type Edge, type LimitPolicy, type OnStoreError, type PolicySet } from '../config/policies.js';
-import { bucketCount, edgeWeight, fixedCover, floorTo, slidingCover, slidingLevels, type BucketRun } from './cover.js';
+import { bucketCount, bucketStart, type BucketRun } from './buckets.js';
+import { edgeWeight, fixedCover, slidingCover, slidingLevels } from './cover.js';
 
 /**
  * Seconds every counter outlives its last possible read: absorbs clock skew between
@@ -82,7 +83,7 @@ export function planLimit(policy: LimitPolicy, algorithm: Algorithm, edge: Edge 
     levels,
     cover,
     oldestWeight: edge === 'weighted' ? (now) => edgeWeight(now, window, granularity) : () => 1,
-    releaseAt: (start, size, now) => floorTo(Math.min(start + size - 1, now), granularity) + lastCountedOffset + window,
+    releaseAt: (start, size, now) => bucketStart(Math.min(start + size - 1, now), granularity) + lastCountedOffset + window,
     retention: (size) => window + size,
     keysPerCheck: measureKeysPerCheck(cover, levels[0] ?? window),
   };

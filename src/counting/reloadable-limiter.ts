@@ -1,4 +1,5 @@
-import type { CheckRequest, Limiter } from './limiter.js';
+import type { CheckRequest } from './check-request.js';
+import type { Limiter } from './limiter.js';
 
 /** A limiter whose policies can be replaced while it serves: checks go to the current one. */
 export interface ReloadableLimiter extends Limiter {

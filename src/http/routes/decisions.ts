@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Decision } from '../../counting/decision.js';
-import type { CheckRequest, Limiter } from '../../counting/limiter.js';
+import type { CheckRequest } from '../../counting/check-request.js';
+import type { Limiter } from '../../counting/limiter.js';
 import { rateLimitHeaderWriter } from '../rate-limit-headers.js';
 import { checkBody, checkQuerystring, decisionResponse, errorResponses, type CheckBody, type CheckQuerystring } from '../schemas.js';
 

@@ -1,6 +1,16 @@
-// Validates a check request before anything is counted: a refused request touches no counter.
+// A check request: its shape, and the validation that runs before anything is counted (a refused request touches no counter).
 import { LimiterInputError } from './errors.js';
 import type { EventPlan } from './plan.js';
+
+/** One question to the limiter: may this feature do this event now, at this cost? */
+export interface CheckRequest {
+  /** An event of the policy file, e.g. `login`. */
+  readonly event: string;
+  /** Who is doing it: an IP, a user id, an e-mail; any string up to 1 KB. */
+  readonly feature: string;
+  /** How much of the limit this request uses; a positive integer, 1 by default. */
+  readonly cost?: number | undefined;
+}
 
 /** Features longer than this many UTF-8 bytes are refused. */
 export const MAX_FEATURE_BYTES = 1024;

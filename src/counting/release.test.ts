@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { planLimit } from './plan.js';
-import { exactRelease, type BucketReader } from './retry.js';
+import { exactRelease, type BucketReader } from './release.js';
 
 // A 1-day, 1 s limit at 05:00:00 whose three counted requests all sit in the 00:00 hour bucket.
 const plan = planLimit({ name: 'd', limit: 3, window: 86_400, granularity: 1 }, 'sliding');

@@ -1,5 +1,4 @@
-import { floorTo } from './cover.js';
-import { crossing, type CountedBucket } from './decision.js';
+import { bucketStart, crossing, type CountedBucket } from './buckets.js';
 import type { LimitPlan } from './plan.js';
 
 /** Reads the counts of one limit's buckets of one size, by start. */
@@ -27,7 +26,7 @@ export async function exactRelease(
     const finer = plan.levels.find((size) => size < coarse.size);
     if (!found || finer === undefined) return plan.releaseAt(coarse.start, coarse.size, now);
     const starts: number[] = [];
-    const last = Math.min(coarse.start + coarse.size - finer, floorTo(now, finer));
+    const last = Math.min(coarse.start + coarse.size - finer, bucketStart(now, finer));
     for (let start = coarse.start; start <= last; start += finer) starts.push(start);
     const counts = await read(finer, starts);
     const parts = starts.map((start, i) => ({ start, size: finer, count: counts[i] ?? 0 }));
