@@ -1,12 +1,15 @@
 /**
- * The few Memcached binary-protocol requests memgate sends, encoded into one buffer so a
- * whole batch is one socket write. Layout: https://github.com/memcached/memcached/wiki/BinaryProtocolRevamped
+ * The Memcached binary protocol as memgate speaks it: every opcode it sends, and the batch
+ * encoding that makes a whole batch one socket write. Layout: https://github.com/memcached/memcached/wiki/BinaryProtocolRevamped
  */
 export const Opcode = {
+  set: 0x01,
+  delete: 0x04,
   increment: 0x05,
   decrement: 0x06,
   noop: 0x0a,
   getKQ: 0x0d,
+  stat: 0x10,
 } as const;
 
 export const Status = {
@@ -77,7 +80,7 @@ function writeHeader(buffer: Buffer, offset: number, opcode: number, keyBytes: n
 }
 
 /** Memcached's expiration field: relative seconds, or the Unix time (by `now`) when longer than 30 days. */
-function expiration(ttlSeconds: number, now: () => number): number {
+export function expiration(ttlSeconds: number, now: () => number): number {
   return ttlSeconds > MAX_RELATIVE_EXPIRATION ? Math.floor(now() / 1000) + ttlSeconds : ttlSeconds;
 }
 

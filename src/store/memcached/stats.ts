@@ -1,7 +1,6 @@
 import { Utils } from 'memjs';
 import type { ServerConnection } from './connection.js';
-
-const STAT_OPCODE = 0x10;
+import { Opcode } from './protocol.js';
 
 export interface TimedStats {
   readonly stats: Readonly<Record<string, string>>;
@@ -22,7 +21,7 @@ export function serverStats(connection: ServerConnection): Promise<TimedStats> {
     let sentAt = performance.now();
     connection.send({
       opaque,
-      bytes: Utils.makeRequestBuffer(STAT_OPCODE, '', '', '', opaque),
+      bytes: Utils.makeRequestBuffer(Opcode.stat, '', '', '', opaque),
       quiet: true,
       onSent: (at) => (sentAt = at),
       onReply: (response) => {
