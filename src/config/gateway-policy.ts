@@ -1,4 +1,5 @@
 import proxyAddr from '@fastify/proxy-addr';
+import type { PathErrorCode } from './error-codes.js';
 import { normalisePath, PATH_READINGS, type PathReading } from './gateway-path.js';
 
 /** Where /gate reads something: a fixed place (`keyword`) or a request header the gateway sets. */
@@ -8,7 +9,7 @@ export type Source<K extends string> = { readonly from: K } | { readonly from: '
 export type PathOutcome =
   | { readonly action: 'count'; readonly event: string }
   | { readonly action: 'allow' }
-  | { readonly action: 'refuse'; readonly code: 'invalid_uri' | 'ambiguous_uri' | 'unmatched_path'; readonly message: string };
+  | { readonly action: 'refuse'; readonly code: PathErrorCode; readonly message: string };
 
 /**
  * How /gate, the endpoint gateways call (nginx auth_request, Traefik ForwardAuth, Envoy

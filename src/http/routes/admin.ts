@@ -2,7 +2,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { DEFAULTS } from '../../config/defaults.js';
 import type { Limiter } from '../../counting/limiter.js';
-import { errorBody } from '../errors.js';
+import { sendError } from '../errors.js';
 import { createFailureThrottle } from '../failure-throttle.js';
 import { errorResponses, resetBody, resetResponse, reloadResponse, type ResetBody } from '../schemas.js';
 
@@ -28,10 +28,7 @@ export function registerAdminRoutes(app: FastifyInstance, limiter: Limiter, { to
   const failures = createFailureThrottle({ limit: DEFAULTS.adminFailureLimit, windowSeconds: DEFAULTS.adminFailureWindowSeconds, ...(now ? { now } : {}) });
   app.addHook('onClose', () => failures.close());
   const tooMany = (reply: FastifyReply, retryAfter: number) =>
-    reply
-      .code(429)
-      .header('retry-after', String(retryAfter))
-      .send(errorBody('too_many_failures', `too many failed admin authentications from this address; retry in ${retryAfter} s`));
+    sendError(reply.header('retry-after', String(retryAfter)), 'too_many_failures', `too many failed admin authentications from this address; retry in ${retryAfter} s`);
 
   // On request, before the body is read: an unauthenticated request gets nothing parsed.
   const authorize = async (request: FastifyRequest, reply: FastifyReply) => {
@@ -48,7 +45,7 @@ export function registerAdminRoutes(app: FastifyInstance, limiter: Limiter, { to
     if (failure.failures >= limit) {
       log.warn({ address, failures: failure.failures, limit }, `admin requests from ${address} now get 429 until its failures fall below ${limit} in ${windowSeconds} s`);
     }
-    return reply.code(401).header('www-authenticate', 'Bearer').send(errorBody('unauthorized', 'an admin request needs Authorization: Bearer <MEMGATE_ADMIN_TOKEN>'));
+    return sendError(reply.header('www-authenticate', 'Bearer'), 'unauthorized', 'an admin request needs Authorization: Bearer <MEMGATE_ADMIN_TOKEN>');
   };
 
   app.post<{ Body: ResetBody }>(
