@@ -13,7 +13,7 @@ async function main(): Promise<void> {
     settings = loadSettings(process.env, process.argv.slice(2));
   } catch (error) {
     if (!(error instanceof SettingsError)) throw error;
-    process.stderr.write(`memgate: ${error.message}\n`);
+    for (const problem of error.problems) process.stderr.write(`memgate: ${problem}\n`);
     process.exit(2);
   }
   if (settings.help) {

@@ -120,7 +120,7 @@ describe('the memgate process', () => {
     [{ PORT: 'eighty' }, 'PORT must be a whole number'],
     [{ MEMCACHED_TIMEOUT_MS: '0' }, 'MEMCACHED_TIMEOUT_MS must be a whole number from 1'],
     [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL must be one of'],
-    [{ MEMCACHED_SERVERS: 'host:port:extra' }, 'is not host[:port]'],
+    [{ MEMCACHED_SERVERS: 'host:port:extra' }, 'MEMCACHED_SERVERS entry "host:port:extra" has port'],
     [{ MEMGATE_KEY_PREFIX: 'has space' }, 'key prefix'],
     [{ MEMGATE_SHUTDOWN_DRAIN_MS: '5s' }, 'MEMGATE_SHUTDOWN_DRAIN_MS must be a whole number from 0'],
   ])('refuses the setting %j with a clear message', async (env, message) => {
