@@ -1,6 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { DEFAULTS } from '../../config/defaults.js';
+import { PolicyError } from '../../config/policies.js';
 import type { Limiter } from '../../counting/limiter.js';
 import { sendError } from '../errors.js';
 import { createFailureThrottle } from '../failure-throttle.js';
@@ -59,9 +60,20 @@ export function registerAdminRoutes(app: FastifyInstance, limiter: Limiter, { to
     },
   );
 
-  app.post('/admin/reload', { onRequest: authorize, schema: { response: { 200: reloadResponse, ...errorResponses } } }, async () => {
-    const loaded = await reload();
-    log.info(loaded, 'admin reloaded the policies');
+  app.post('/admin/reload', { onRequest: authorize, schema: { response: { 200: reloadResponse, ...errorResponses } } }, async (request) => {
+    const address = request.ip;
+    let loaded;
+    try {
+      loaded = await reload();
+    } catch (error) {
+      // The answer tells the caller; the log tells whoever runs memgate, who may not be the caller.
+      if (error instanceof PolicyError) {
+        const { source, problems } = error;
+        log.warn({ address, source, problems }, `admin reload from ${address} refused, the policies in use stay: ${source} is invalid: ${problems.join('; ')}`);
+      }
+      throw error;
+    }
+    log.info({ address, ...loaded }, `admin reload from ${address}: now using ${loaded.source}`);
     return { reloaded: true, ...loaded };
   });
 }
