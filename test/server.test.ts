@@ -1,9 +1,10 @@
 import { spawn } from 'node:child_process';
-import { mkdtemp, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DEFAULTS } from '../src/config/defaults.js';
 import { USAGE } from '../src/config/settings.js';
 import { VERSION } from '../src/config/version.js';
 import { startMemcachedProcess, type MemcachedProcess } from './helpers/memcached.js';
@@ -217,5 +218,35 @@ describe('the memgate process', () => {
     } finally {
       taken.close();
     }
+  });
+
+  describe("the Docker image's HEALTHCHECK", () => {
+    /** The HEALTHCHECK's command, run here with `env`; `preload` is imported first. */
+    async function healthcheck(env: Record<string, string>, preload?: string): Promise<{ code: number | null; stdout: string }> {
+      const dockerfile = await readFile(new URL('../Dockerfile', import.meta.url), 'utf8');
+      const command = /^HEALTHCHECK .* CMD (\[.*\])$/m.exec(dockerfile)?.[1];
+      expect(command, 'a HEALTHCHECK with an exec-form CMD').toBeDefined();
+      const [binary, ...args] = JSON.parse(command ?? '[]') as string[];
+      expect(binary).toBe('node');
+      const child = spawn(process.execPath, [...(preload ? ['--import', preload] : []), ...args], { env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+      let stdout = '';
+      child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+      return { code: await new Promise<number | null>((resolve) => child.once('close', resolve)), stdout };
+    }
+
+    it('asks /healthz on $PORT: healthy while Memcached is unreachable (/readyz is 503), unhealthy when nothing listens', async () => {
+      const service = await startService({ ...NO_DRAIN, MEMCACHED_SERVERS: '127.0.0.1:1' });
+      expect((await fetch(`${service.url}/readyz`)).status).toBe(503);
+      expect((await healthcheck({ PORT: String(service.port) })).code).toBe(0);
+      service.child.kill('SIGTERM');
+      expect(await service.exit).toBe(0);
+      expect((await healthcheck({ PORT: String(service.port) })).code).toBe(1);
+    });
+
+    it('asks the default port when PORT is unset', async () => {
+      // Stands in for fetch, printing the URL the check asks.
+      const stub = 'data:text/javascript,globalThis.fetch=async(url)=>{console.log(String(url));process.exit(0)}';
+      expect(await healthcheck({}, stub)).toEqual({ code: 0, stdout: `http://127.0.0.1:${DEFAULTS.port}/healthz\n` });
+    });
   });
 });
