@@ -89,6 +89,18 @@ describe('the memgate process', () => {
     expect(await service.exit).toBe(0);
   });
 
+  it('warns at start when the heap limit leaves the caches no room', async () => {
+    const service = await startService({ ...NO_DRAIN, NODE_OPTIONS: '--max-old-space-size=300', MEMGATE_CACHE_MB: '256' });
+    await expect.poll(() => service.logs.length).toBe(3);
+    const heapLimitMb = service.logs[0]?.heapLimitMb as number;
+    expect(heapLimitMb).toBeLessThan(256 + 150);
+    expect(messages(service.logs, 40)).toContain(
+      `the heap limit (${heapLimitMb} MiB) is below MEMGATE_CACHE_MB (256) plus the 150 MiB the rest of memgate needs: once the caches fill, the process runs out of memory. Raise --max-old-space-size or lower MEMGATE_CACHE_MB`,
+    );
+    service.child.kill('SIGTERM');
+    expect(await service.exit).toBe(0);
+  });
+
   it('starts while Memcached cannot be reached, warns once saying what checks get, and that is what they get', async () => {
     const service = await startService({ ...NO_DRAIN, MEMCACHED_SERVERS: '127.0.0.1:1', MEMGATE_CONFIG: await policiesWithBothRules() });
     await expect.poll(() => service.logs.length).toBe(2);
