@@ -20,5 +20,8 @@ COPY config ./config
 COPY examples/compose ./examples/compose
 USER node
 EXPOSE 8080
-HEALTHCHECK --interval=10s --timeout=3s CMD ["node", "-e", "fetch('http://127.0.0.1:8080/readyz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+# Liveness, on the port the service listens on (PORT, read when the check runs; 8080 unset).
+# Not /readyz: it fails while Memcached is unreachable, and restarting memgate then would
+# bring no Memcached back but drop the checks it answers by onStoreError meanwhile.
+HEALTHCHECK --interval=10s --timeout=3s CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 8080) + '/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 CMD ["node", "dist/main.js"]

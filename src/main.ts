@@ -1,11 +1,16 @@
 #!/usr/bin/env node
-// The memgate service: `npm start`, configured by environment (see USAGE).
+// The memgate service: `npm start`, configured by environment (see USAGE). Exits 0 once
+// stopped cleanly, 1 when it failed, 2 for bad usage or configuration (a setting, the
+// policy file).
+import { inspect } from 'node:util';
 import { pino, type Logger } from 'pino';
 import { DEFAULTS } from './config/defaults.js';
 import { PolicyError } from './config/policies.js';
 import { loadSettings, SettingsError, USAGE } from './config/settings.js';
 import { startService, type RunningService } from './service.js';
 
+const EXIT_FAILED = 1;
+const EXIT_BAD_CONFIGURATION = 2;
 
 async function main(): Promise<void> {
   let settings;
@@ -13,8 +18,8 @@ async function main(): Promise<void> {
     settings = loadSettings(process.env, process.argv.slice(2));
   } catch (error) {
     if (!(error instanceof SettingsError)) throw error;
-    process.stderr.write(`memgate: ${error.message}\n`);
-    process.exit(2);
+    for (const problem of error.problems) process.stderr.write(`memgate: ${problem}\n`);
+    process.exit(EXIT_BAD_CONFIGURATION);
   }
   if (settings.help) {
     process.stdout.write(`${USAGE}\n`);
@@ -45,12 +50,24 @@ async function main(): Promise<void> {
   try {
     service = await startService(settings, logger);
   } catch (error) {
-    // Start-up faults are for a person at a terminal: plain text, then a non-zero exit.
-    process.stderr.write(`memgate: ${error instanceof PolicyError ? error.message : String(error)}\n`);
-    process.exit(1);
+    // Start-up faults are for a person at a terminal: plain text, one line (a bad policy
+    // file: one per problem), the stack only when asked for.
+    if (error instanceof PolicyError) {
+      process.stderr.write(`memgate: ${error.message}\n`);
+      process.exit(EXIT_BAD_CONFIGURATION);
+    }
+    const debug = settings.logLevel === 'debug' || settings.logLevel === 'trace';
+    process.stderr.write(`memgate: ${debug ? inspect(error) : firstLine(error)}\n`);
+    process.exit(EXIT_FAILED);
   }
   // Signalled while starting: stop now that there is something to stop.
   if (stopping) shutDown(service, stopping, settings.shutdownDrainMs, logger);
+}
+
+/** An error's message without its class name or stack: "cannot listen on 0.0.0.0:8080: listen EADDRINUSE …". */
+function firstLine(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  return message.split('\n')[0] ?? message;
 }
 
 /** Drains (on SIGTERM only), stops, and exits 0; exits 1 when that fails or takes too long. */

@@ -3,8 +3,10 @@ import { getHeapStatistics } from 'node:v8';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { DEFAULTS } from './config/defaults.js';
-import { loadPolicyFile } from './config/policies.js';
+import { parseServerList } from './config/memcached-servers.js';
+import { loadPolicyFile, type PolicySet } from './config/policies.js';
 import type { Settings } from './config/settings.js';
+import { VERSION } from './config/version.js';
 import { createLimiter } from './counting/limiter.js';
 import { reloadable } from './counting/reloadable-limiter.js';
 import { buildApp } from './http/app.js';
@@ -31,9 +33,20 @@ export interface CloseOptions {
   readonly drainMs?: number;
 }
 
-/** Loads the policies, opens the store and serves. Throws PolicyError for a bad policy file. */
+/** What the rest of the process needs beside the local caches, in MiB (docs/operations.md, sizing). */
+const PROCESS_BASE_MB = 150;
+
+/**
+ * Loads the policies, opens the store and serves. Throws PolicyError for a bad policy
+ * file. Logs one line once it listens, saying what runs; each problem found while
+ * starting follows it as one warning.
+ */
 export async function startService(settings: Settings, logger: Logger): Promise<RunningService> {
   const policies = await loadPolicyFile(settings.configPath);
+  // What onStoreError decides follows the policies in use, after a reload too.
+  let current: PolicySet = policies;
+  const log = deferredLog(logger);
+  const storeTrouble = storeTroubleLogger(log, () => current);
   const metrics = createMetrics();
   const store = settings.memcachedServers
     ? createMemcachedStore({
@@ -41,8 +54,8 @@ export async function startService(settings: Settings, logger: Logger): Promise<
         timeoutMs: settings.memcachedTimeoutMs,
         maxInFlight: settings.memcachedMaxInFlight,
         onOperation: metrics.onOperation,
-        onServerState: serverStateLogger(logger),
-        onClockSync: clockWatcher(logger, settings.maxClockSkewMs, metrics.onClockOffset),
+        onServerState: storeTrouble.onServerState,
+        onClockSync: clockWatcher(log, settings.maxClockSkewMs, metrics.onClockOffset),
         onUndo: (undone, err) => {
           metrics.onUndo(undone);
           if (err) logger.warn({ err }, 'could not take back increments a frozen Memcached applied late; they stay counted until their buckets expire');
@@ -59,7 +72,7 @@ export async function startService(settings: Settings, logger: Logger): Promise<
     onRollbackError: (err: unknown) => {
       logger.warn({ err }, 'taking back a denied request got no answer in time; it is applied if Memcached answers on the same connection, else its cost stays counted until its bucket expires');
     },
-    onStoreUnavailable: outageLogger(logger),
+    onStoreUnavailable: storeTrouble.onStoreUnavailable,
     onDecision: metrics.onDecision,
   };
   const limiter = reloadable(createLimiter({ ...options, policies }));
@@ -68,6 +81,7 @@ export async function startService(settings: Settings, logger: Logger): Promise<
   const reload = async () => {
     const next = await loadPolicyFile(settings.configPath);
     limiter.replace(createLimiter({ ...options, policies: next }));
+    current = next;
     return { source: next.source, events: [...next.events.keys()] };
   };
   const admin = settings.adminToken === undefined ? undefined : { token: settings.adminToken, reload };
@@ -75,22 +89,49 @@ export async function startService(settings: Settings, logger: Logger): Promise<
   await store.clock?.ready();
   const drain = createDrain();
   const app = buildApp({ limiter, store, logger, metrics, drain, maxEventLoopDelayMs: settings.maxEventLoopDelayMs, ...(admin ? { admin } : {}) });
-  await app.listen({ port: settings.port, host: settings.host });
+  try {
+    await app.listen({ port: settings.port, host: settings.host });
+  } catch (error) {
+    await store.close();
+    // "listen EADDRINUSE: address already in use 0.0.0.0:8080" names the address again.
+    const { message, code } = error as NodeJS.ErrnoException;
+    const why = /^listen [A-Z]+: (.*?)(?: \S+:\d+)?$/.exec(message)?.[1] ?? message;
+    throw new Error(`cannot listen on ${settings.host}:${settings.port}: ${why}${code ? ` (${code})` : ''}`, { cause: error });
+  }
   const address = app.server.address();
   const port = typeof address === 'object' && address !== null ? address.port : settings.port;
+  // How far V8 may grow the heap before it must collect: see docs/operations.md, sizing.
+  const heapLimitMb = Math.round(getHeapStatistics().heap_size_limit / 2 ** 20);
+  const servers = settings.memcachedServers === undefined ? [] : parseServerList(settings.memcachedServers).map((endpoint) => endpoint.label);
+  const storeText = store.shared ? `memcached ${servers.join(',')} (timeout ${settings.memcachedTimeoutMs} ms)` : 'embedded';
+  const events = [...policies.events.keys()];
   logger.info(
     {
+      version: VERSION,
       host: settings.host,
       port,
-      store: store.description,
+      store: store.kind,
+      ...(store.shared ? { servers, memcachedTimeoutMs: settings.memcachedTimeoutMs } : {}),
       policies: policies.source,
-      events: [...policies.events.keys()],
+      events,
+      gateway: policies.gateway !== undefined,
+      admin: admin !== undefined,
       cacheMb: settings.cacheMb,
-      // How far V8 may grow the heap before it must collect: see docs/operations.md, sizing.
-      heapLimitMb: Math.round(getHeapStatistics().heap_size_limit / 2 ** 20),
+      heapLimitMb,
     },
-    `memgate listening on ${settings.host}:${port} with the ${store.kind} store`,
+    `memgate ${VERSION} listening on ${settings.host}:${port}; store: ${storeText}; policies: ${policies.source} (${events.join(', ')}${policies.gateway ? '; /gate on' : ''}); cache ${settings.cacheMb} MiB, heap limit ${heapLimitMb} MiB; admin routes ${admin ? 'on' : 'off'}`,
   );
+  if (!store.shared) {
+    log.warn({}, 'MEMCACHED_SERVERS is not set: counters live in this process only, so limits are not shared between instances');
+  }
+  if (heapLimitMb < settings.cacheMb + PROCESS_BASE_MB) {
+    log.warn(
+      { heapLimitMb, cacheMb: settings.cacheMb },
+      `the heap limit (${heapLimitMb} MiB) is below MEMGATE_CACHE_MB (${settings.cacheMb}) plus the ${PROCESS_BASE_MB} MiB the rest of memgate needs: once the caches fill, the process runs out of memory. Raise --max-old-space-size or lower MEMGATE_CACHE_MB`,
+    );
+  }
+  storeTrouble.started(servers);
+  log.flush();
   const evictions = store.shared
     ? watchEvictions(store, (server, evicted, total) => {
         logger.warn(
@@ -100,13 +141,6 @@ export async function startService(settings: Settings, logger: Logger): Promise<
       })
     : undefined;
   void evictions?.check().catch(() => undefined);
-  if (store.kind === 'embedded') {
-    logger.warn('MEMCACHED_SERVERS is not set: counters live in this process only, so limits are not shared between instances');
-  } else {
-    store.ping().catch((err: unknown) => {
-      logger.warn({ err }, 'Memcached does not answer yet; /readyz reports 503 and checks fail with 503 until it does');
-    });
-  }
   return {
     app,
     store,
@@ -129,56 +163,124 @@ export async function startService(settings: Settings, logger: Logger): Promise<
   };
 }
 
+/** A log whose lines wait until the start-up line is out, so that it comes first. */
+interface DeferredLog {
+  warn(fields: object, message: string): void;
+  info(fields: object, message: string): void;
+  /** Writes the waiting lines; from then on each is written at once. */
+  flush(): void;
+}
+
+function deferredLog(logger: Logger): DeferredLog {
+  let waiting: (() => void)[] | undefined = [];
+  const later = (line: () => void) => {
+    if (waiting) waiting.push(line);
+    else line();
+  };
+  return {
+    warn: (fields, message) => {
+      later(() => {
+        logger.warn(fields, message);
+      });
+    },
+    info: (fields, message) => {
+      later(() => {
+        logger.info(fields, message);
+      });
+    },
+    flush() {
+      for (const line of waiting ?? []) line();
+      waiting = undefined;
+    },
+  };
+}
+
 /**
  * Records each server's clock offset, and warns when this host's clock is further from
  * the store's than the skew allowance (and says when it is back within): memgate counts
  * by the store's clock, so nothing is wrong with the limits, but the host's clock is.
  */
-function clockWatcher(logger: Logger, maxClockSkewMs: number, record: (server: string, offsetMs: number) => void) {
+function clockWatcher(log: DeferredLog, maxClockSkewMs: number, record: (server: string, offsetMs: number) => void) {
   const beyond = new Set<string>();
   return (server: string, { offsetMs, uncertaintyMs }: ClockSync) => {
     record(server, offsetMs);
     const rounded = Math.round(offsetMs);
     if (Math.abs(offsetMs) > maxClockSkewMs && !beyond.has(server)) {
       beyond.add(server);
-      logger.warn(
+      log.warn(
         { server, clockOffsetMs: rounded, uncertaintyMs: Math.round(uncertaintyMs), maxClockSkewMs },
         `this host's clock is ${Math.abs(rounded)} ms ${offsetMs > 0 ? 'behind' : 'ahead of'} Memcached ${server}'s, beyond MEMGATE_MAX_CLOCK_SKEW_MS: memgate counts by Memcached's clock, but check this host's time sync (NTP)`,
       );
     } else if (Math.abs(offsetMs) <= maxClockSkewMs && beyond.delete(server)) {
-      logger.info({ server, clockOffsetMs: rounded }, `this host's clock is back within MEMGATE_MAX_CLOCK_SKEW_MS of Memcached ${server}'s`);
+      log.info({ server, clockOffsetMs: rounded }, `this host's clock is back within MEMGATE_MAX_CLOCK_SKEW_MS of Memcached ${server}'s`);
     }
   };
 }
 
-/** Logs each Memcached server going down and coming back, once per change. */
-function serverStateLogger(logger: Logger): (server: string, state: { up: boolean; reason?: string }) => void {
-  const downSince = new Map<string, number>();
-  return (server, { up, reason }) => {
-    if (!up) {
-      downSince.set(server, Date.now());
-      logger.warn({ server, reason }, `Memcached ${server} is down (${reason ?? 'no reason'}): checks of its clients are decided by each event's onStoreError rule until it answers`);
-      return;
-    }
-    const since = downSince.get(server);
-    downSince.delete(server);
-    logger.info({ server, downMs: since === undefined ? undefined : Date.now() - since }, `Memcached ${server} answers again`);
-  };
+/** What checks of unreachable servers' clients get, per each event's onStoreError, in words. */
+function degradedChecks(policies: PolicySet, servers: 'one' | 'several'): string {
+  const byRule = { allow: [] as string[], deny: [] as string[] };
+  for (const { event, onStoreError } of policies.events.values()) byRule[onStoreError].push(event);
+  const verb = (events: string[]) => (events.length === 1 ? 'is' : 'are');
+  const parts = [
+    ...(byRule.allow.length > 0 ? [`${byRule.allow.join(', ')} ${verb(byRule.allow)} allowed, marked "degraded" (onStoreError: allow)`] : []),
+    ...(byRule.deny.length > 0 ? [`${byRule.deny.join(', ')} ${verb(byRule.deny)} denied with 429 and retry-after: 1 (onStoreError: deny)`] : []),
+  ];
+  return `checks of the clients ${servers === 'one' ? 'it holds' : 'they hold'} are decided without the store: ${parts.join('; ')}`;
 }
 
 /**
- * Logs that the store could not answer a check, at most once per `intervalMs` however
- * many checks fail, with how many were decided without it since the last line.
+ * Logs store trouble once per problem: a server going down and coming back (with how many
+ * checks were decided without the store meanwhile), rather than every failed check. The
+ * servers that do not answer while the service starts make one warning after the
+ * start-up line. A failed check no down server explains is logged at most every 5 s.
  */
-function outageLogger(logger: Logger, intervalMs = 5000): (err: StoreUnavailableError, event: string) => void {
-  let loggedAt = -Infinity;
-  let since = 0;
-  return (err, event) => {
-    since++;
-    const now = Date.now();
-    if (now - loggedAt < intervalMs) return;
-    logger.warn({ err, event, degradedChecks: since }, "Memcached could not answer: checks are decided by each event's onStoreError rule");
-    loggedAt = now;
-    since = 0;
+function storeTroubleLogger(log: DeferredLog, policies: () => PolicySet) {
+  const down = new Map<string, { since: number; reason: string }>();
+  let starting = true;
+  let degraded = 0;
+  let unexplainedAt = -Infinity;
+  let unexplained = 0;
+  return {
+    onServerState: (server: string, { up, reason = 'no reason' }: { up: boolean; reason?: string }): void => {
+      if (!up) {
+        down.set(server, { since: Date.now(), reason });
+        if (!starting) {
+          log.warn({ server, reason }, `Memcached ${server} is down (${reason}): until it answers, /readyz answers 503 and ${degradedChecks(policies(), 'one')}`);
+        }
+        return;
+      }
+      const was = down.get(server);
+      down.delete(server);
+      if (starting || !was) return;
+      log.info(
+        { server, downMs: Date.now() - was.since, degradedChecks: degraded },
+        `Memcached ${server} answers again, after ${Date.now() - was.since} ms; ${degraded} checks were decided without the store meanwhile`,
+      );
+      degraded = 0;
+    },
+    onStoreUnavailable: (err: StoreUnavailableError, event: string): void => {
+      if (down.size > 0) {
+        degraded++;
+        return;
+      }
+      unexplained++;
+      const now = Date.now();
+      if (now - unexplainedAt < 5000) return;
+      log.warn({ error: err.message, event, degradedChecks: unexplained }, `Memcached could not answer (${err.message}): checks are decided by each event's onStoreError rule`);
+      unexplainedAt = now;
+      unexplained = 0;
+    },
+    /** The start-up line is out: say which of `servers` did not answer while starting, in one line. */
+    started: (servers: readonly string[]): void => {
+      starting = false;
+      if (down.size === 0) return;
+      const silent = servers.filter((server) => down.has(server));
+      const reasons = silent.map((server) => down.get(server)?.reason ?? 'no reason');
+      log.warn(
+        { servers: silent, reasons },
+        `Memcached ${silent.map((server, i) => `${server} (${reasons[i] ?? ''})`).join(', ')} cannot be reached: memgate serves anyway; until ${silent.length === 1 ? 'it answers' : 'they answer'}, /readyz answers 503 and ${degradedChecks(policies(), silent.length === 1 ? 'one' : 'several')}`,
+      );
+    },
   };
 }

@@ -86,8 +86,8 @@ describe('admin routes', () => {
     expect((await admin('/admin/reset', { event: 'nope', feature: 'eve' })).status).toBe(400);
   });
 
-  it('reload the policy file without a restart, and keep the old policies when the new file is bad', async () => {
-    const { admin, check, path } = await start({ MEMGATE_ADMIN_TOKEN: TOKEN });
+  it('reload the policy file without a restart, and keep the old policies when the new file is bad, logging why and who asked', async () => {
+    const { admin, check, path, lines } = await start({ MEMGATE_ADMIN_TOKEN: TOKEN });
     await writeFile(path, 'events:\n  login:\n    limits:\n      - { limit: 5, window: 1h }\n');
     const reloaded = await admin('/admin/reload', undefined);
     expect(await reloaded.json()).toEqual({ reloaded: true, source: path, events: ['login'] });
@@ -98,6 +98,15 @@ describe('admin routes', () => {
     expect(refused.status).toBe(400);
     expect(await refused.json()).toMatchObject({ error: { code: 'invalid_policies' } });
     expect((await check('carol')).headers.get('ratelimit-policy')).toBe('"login-1h";q=5;w=3600');
+    const logged = lines.map((line) => JSON.parse(line) as Record<string, unknown>);
+    const problems = [
+      'event "login", field limits[0].limit: must be >= 1 (got 0)',
+      'event "login", field limits[0].window: must be a positive whole duration like 30s, 5m, 1h, 1d or a number of seconds (got "1w")',
+    ];
+    expect(logged.filter((line) => line.level === 40)).toEqual([
+      expect.objectContaining({ address: '127.0.0.1', source: path, problems, msg: `admin reload from 127.0.0.1 refused, the policies in use stay: ${path} is invalid: ${problems.join('; ')}` }),
+    ]);
+    expect(logged.filter((line) => typeof line.msg === 'string' && line.msg.startsWith('admin reload from'))).toHaveLength(2);
   });
 });
 

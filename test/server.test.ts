@@ -1,25 +1,42 @@
 import { spawn } from 'node:child_process';
-import { mkdtemp, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DEFAULTS } from '../src/config/defaults.js';
+import { USAGE } from '../src/config/settings.js';
+import { VERSION } from '../src/config/version.js';
 import { startMemcachedProcess, type MemcachedProcess } from './helpers/memcached.js';
 import { startServiceProcess as startService } from './helpers/service-process.js';
 
 /** For tests about something else than the drain (test/shutdown.test.ts): stop at once. */
 const NO_DRAIN = { MEMGATE_SHUTDOWN_DRAIN_MS: '0' };
 
-/** Runs the service expecting it to refuse to start. */
-async function failedStart(env: Record<string, string>, args: string[] = []): Promise<{ code: number | null; stderr: string }> {
+/** Runs the service expecting it to end by itself (refusing to start, or --help). */
+async function run(env: Record<string, string>, args: string[] = []): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', ...args], {
     env: { PATH: process.env.PATH, PORT: '0', ...env },
-    stdio: ['ignore', 'ignore', 'pipe'],
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
+  let stdout = '';
   let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
-  return { code, stderr };
+  const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
+  return { code, stdout, stderr };
 }
+const failedStart = run;
+
+/** A policy file with one event of each onStoreError rule. */
+async function policiesWithBothRules(): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'memgate-'));
+  const path = join(dir, 'policies.yaml');
+  await writeFile(path, 'events:\n  login:\n    onStoreError: deny\n    limits: [{ limit: 5, window: 1m }]\n  search:\n    limits: [{ limit: 5, window: 1m }]\n');
+  return path;
+}
+
+const messages = (logs: Record<string, unknown>[], level: number) => logs.filter((l) => l.level === level).map((l) => String(l.msg));
 
 describe('the memgate process', () => {
   let memcached: MemcachedProcess;
@@ -30,9 +47,25 @@ describe('the memgate process', () => {
     await memcached.stop();
   });
 
-  it('starts on the embedded store without MEMCACHED_SERVERS, says so, and stops cleanly on SIGTERM', async () => {
+  it('starts on the embedded store without MEMCACHED_SERVERS, in one line and one warning, and stops cleanly on SIGTERM', async () => {
     const service = await startService(NO_DRAIN);
-    expect(service.logs.some((l) => typeof l.msg === 'string' && l.msg.includes('with the embedded store'))).toBe(true);
+    // Everything a person needs in the one start-up line; the warning separate, after it.
+    await expect.poll(() => service.logs.length).toBe(2);
+    expect(service.logs[0]).toMatchObject({
+      level: 30,
+      version: VERSION,
+      host: '127.0.0.1',
+      port: service.port,
+      store: 'embedded',
+      policies: expect.stringMatching(/config\/policies\.yaml$/) as string,
+      events: ['login', 'url_shorten', 'export'],
+      gateway: false,
+      admin: false,
+      cacheMb: 256,
+      heapLimitMb: expect.any(Number) as number,
+    });
+    expect(service.logs[0]?.msg).toMatch(new RegExp(`^memgate ${VERSION} listening on 127\\.0\\.0\\.1:${service.port}; store: embedded; policies: .*config/policies\\.yaml \\(login, url_shorten, export\\); cache 256 MiB, heap limit \\d+ MiB; admin routes off$`));
+    expect(messages(service.logs, 40)).toEqual(['MEMCACHED_SERVERS is not set: counters live in this process only, so limits are not shared between instances']);
     const response = await fetch(`${service.url}/check?event=login&feature=203.0.113.7`);
     expect(response.status).toBe(200);
     expect(response.headers.get('ratelimit')).toMatch(/^"login-1m";r=4;t=\d+$/);
@@ -42,9 +75,10 @@ describe('the memgate process', () => {
     expect(service.logs.at(-1)?.msg).toBe('stopped');
   });
 
-  it('uses Memcached when MEMCACHED_SERVERS is set', async () => {
+  it('uses Memcached when MEMCACHED_SERVERS is set, saying so in its one start-up line', async () => {
     const service = await startService({ ...NO_DRAIN, MEMCACHED_SERVERS: memcached.servers });
-    expect(service.logs.some((l) => l.store === `memcached ${memcached.servers}`)).toBe(true);
+    expect(service.logs).toEqual([expect.objectContaining({ level: 30, store: 'memcached', servers: [memcached.servers], memcachedTimeoutMs: 250 })]);
+    expect(service.logs[0]?.msg).toContain(`; store: memcached ${memcached.servers} (timeout 250 ms); `);
     expect(await fetch(`${service.url}/readyz`).then((r) => r.json())).toEqual({
       status: 'ready',
       store: 'memcached',
@@ -55,14 +89,58 @@ describe('the memgate process', () => {
     expect(await service.exit).toBe(0);
   });
 
-  it('decides checks by the onStoreError rule while Memcached is down, and logs that once, not per check', async () => {
-    const service = await startService({ ...NO_DRAIN, MEMCACHED_SERVERS: '127.0.0.1:1' });
-    const answers = await Promise.all(Array.from({ length: 5 }, () => fetch(`${service.url}/check?event=url_shorten&feature=x`).then((r) => r.json())));
-    expect(answers).toEqual(answers.map(() => ({ allowed: true, limits: [], degraded: true })));
-    const outage = service.logs.filter((l) => typeof l.msg === 'string' && l.msg.includes('checks are decided by'));
-    expect(outage).toHaveLength(1);
+  it('warns at start when the heap limit leaves the caches no room', async () => {
+    const service = await startService({ ...NO_DRAIN, NODE_OPTIONS: '--max-old-space-size=300', MEMGATE_CACHE_MB: '256' });
+    await expect.poll(() => service.logs.length).toBe(3);
+    const heapLimitMb = service.logs[0]?.heapLimitMb as number;
+    expect(heapLimitMb).toBeLessThan(256 + 150);
+    expect(messages(service.logs, 40)).toContain(
+      `the heap limit (${heapLimitMb} MiB) is below MEMGATE_CACHE_MB (256) plus the 150 MiB the rest of memgate needs: once the caches fill, the process runs out of memory. Raise --max-old-space-size or lower MEMGATE_CACHE_MB`,
+    );
     service.child.kill('SIGTERM');
     expect(await service.exit).toBe(0);
+  });
+
+  it('starts while Memcached cannot be reached, warns once saying what checks get, and that is what they get', async () => {
+    const service = await startService({ ...NO_DRAIN, MEMCACHED_SERVERS: '127.0.0.1:1', MEMGATE_CONFIG: await policiesWithBothRules() });
+    await expect.poll(() => service.logs.length).toBe(2);
+    expect(messages(service.logs, 30)).toHaveLength(1);
+    expect(messages(service.logs, 40)).toEqual([
+      'Memcached 127.0.0.1:1 (connect ECONNREFUSED 127.0.0.1:1) cannot be reached: memgate serves anyway; until it answers, /readyz answers 503 and checks of the clients it holds are decided without the store: search is allowed, marked "degraded" (onStoreError: allow); login is denied with 429 and retry-after: 1 (onStoreError: deny)',
+    ]);
+    const logged = service.logs.length;
+    const ask = (event: string) => fetch(`${service.url}/check?event=${event}&feature=x`);
+    for (let i = 0; i < 5; i++) {
+      const allowed = await ask('search');
+      expect([allowed.status, await allowed.json()]).toEqual([200, { allowed: true, limits: [], degraded: true }]);
+      const denied = await ask('login');
+      expect([denied.status, denied.headers.get('retry-after'), await denied.json()]).toEqual([429, '1', { allowed: false, limits: [], retryAfter: 1, degraded: true }]);
+    }
+    expect((await fetch(`${service.url}/readyz`)).status).toBe(503);
+    // Each problem once: no line per check.
+    expect(service.logs).toHaveLength(logged);
+    service.child.kill('SIGTERM');
+    expect(await service.exit).toBe(0);
+  });
+
+  it('says once when a server goes down while serving and once when it answers again', async () => {
+    const own = await startMemcachedProcess();
+    try {
+      const service = await startService({ ...NO_DRAIN, MEMCACHED_SERVERS: own.servers, MEMCACHED_TIMEOUT_MS: '200' });
+      await fetch(`${service.url}/check?event=url_shorten&feature=x`);
+      own.process.kill('SIGSTOP');
+      const stalled = await Promise.all(Array.from({ length: 10 }, () => fetch(`${service.url}/check?event=url_shorten&feature=x`).then((r) => r.json())));
+      expect(stalled).toContainEqual({ allowed: true, limits: [], degraded: true });
+      own.process.kill('SIGCONT');
+      await expect.poll(() => messages(service.logs, 30).some((m) => m.includes('answers again')), { timeout: 5000 }).toBe(true);
+      expect(messages(service.logs, 40)).toEqual([expect.stringMatching(new RegExp(`^Memcached ${own.servers} is down \\(did not answer within 200 ms\\): until it answers, /readyz answers 503 and checks`)) as string]);
+      expect(messages(service.logs, 30).filter((m) => m.includes('answers again'))).toEqual([expect.stringMatching(/checks were decided without the store meanwhile$/) as string]);
+      service.child.kill('SIGTERM');
+      expect(await service.exit).toBe(0);
+    } finally {
+      own.process.kill('SIGCONT');
+      await own.stop();
+    }
   });
 
   it('finishes a request in flight after the listener has closed', async () => {
@@ -103,29 +181,84 @@ describe('the memgate process', () => {
     expect(service.logs.at(-1)?.msg).toBe('stopped');
   });
 
-  it('refuses a bad policy file, naming the file, the event and the field', async () => {
+  it('refuses a bad policy file as bad configuration (exit 2), naming the file, the event and the field of every problem', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'memgate-'));
     const path = join(dir, 'policies.yaml');
-    await writeFile(path, 'events:\n  login:\n    limits:\n      - { limit: 0, window: 1m }\n');
+    await writeFile(path, 'events:\n  login:\n    limits:\n      - { limit: 0, window: 1w }\n');
     const viaEnv = await failedStart({ MEMGATE_CONFIG: path });
-    expect(viaEnv.code).toBe(1);
-    expect(viaEnv.stderr).toContain(`invalid policies in ${path}`);
-    expect(viaEnv.stderr).toContain('event "login", field limits[0].limit: must be >= 1');
+    expect(viaEnv.code).toBe(2);
+    expect(viaEnv.stderr).toBe(
+      `memgate: invalid policies in ${path}:\n` +
+        '  - event "login", field limits[0].limit: must be >= 1 (got 0)\n' +
+        '  - event "login", field limits[0].window: must be a positive whole duration like 30s, 5m, 1h, 1d or a number of seconds (got "1w")\n',
+    );
     const viaFlag = await failedStart({}, ['--config', path]);
-    expect(viaFlag.code).toBe(1);
+    expect(viaFlag.code).toBe(2);
     expect(viaFlag.stderr).toContain(path);
+    const missing = await failedStart({ MEMGATE_CONFIG: join(dir, 'none.yaml') });
+    expect([missing.code, missing.stderr]).toEqual([2, expect.stringContaining('cannot read the file') as string]);
   });
 
   it.each([
-    [{ PORT: 'eighty' }, 'PORT must be a whole number'],
-    [{ MEMCACHED_TIMEOUT_MS: '0' }, 'MEMCACHED_TIMEOUT_MS must be a whole number from 1'],
-    [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL must be one of'],
-    [{ MEMCACHED_SERVERS: 'host:port:extra' }, 'is not host[:port]'],
-    [{ MEMGATE_KEY_PREFIX: 'has space' }, 'key prefix'],
-    [{ MEMGATE_SHUTDOWN_DRAIN_MS: '5s' }, 'MEMGATE_SHUTDOWN_DRAIN_MS must be a whole number from 0'],
-  ])('refuses the setting %j with a clear message', async (env, message) => {
-    const { code, stderr } = await failedStart(env);
-    expect(code).not.toBe(0);
-    expect(stderr).toContain(message);
+    [{ PORT: 'eighty' }, 'PORT must be a whole number from 0 to 65535 (got "eighty")'],
+    [{ MEMCACHED_TIMEOUT_MS: '0' }, 'MEMCACHED_TIMEOUT_MS must be a whole number from 1 to 60000 ms (got "0")'],
+    [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent (got "loud")'],
+    [{ MEMCACHED_SERVERS: 'garbage' }, 'MEMCACHED_SERVERS entry "garbage" names no port: write host:port, as garbage:11211 (Memcached\'s usual port)'],
+    [{ MEMCACHED_SERVERS: 'cache:99999' }, 'MEMCACHED_SERVERS entry "cache:99999" has port "99999": a port is a whole number from 1 to 65535'],
+    [{ MEMCACHED_SERVERS: 'host:port:extra' }, 'MEMCACHED_SERVERS entry "host:port:extra" has port "port:extra": a port is a whole number from 1 to 65535'],
+    [{ MEMGATE_KEY_PREFIX: 'has space' }, 'MEMGATE_KEY_PREFIX must be 1 to 32 letters, digits, "_", "." or "-" (got "has space")'],
+    [{ MEMGATE_SHUTDOWN_DRAIN_MS: '5s' }, 'MEMGATE_SHUTDOWN_DRAIN_MS must be a whole number from 0 to 600000 ms (got "5s")'],
+  ])('refuses the setting %j as bad configuration (exit 2), in one line', async (env, message) => {
+    expect(await failedStart(env)).toEqual({ code: 2, stdout: '', stderr: `memgate: ${message}\n` });
+  });
+
+  it('refuses a bad command line with exit 2 in one line, and answers --help with exit 0', async () => {
+    expect(await run({}, ['--confg', 'x.yaml'])).toEqual({ code: 2, stdout: '', stderr: "memgate: Unknown option '--confg' (memgate --help lists the options)\n" });
+    expect(await run({}, ['--help'])).toEqual({ code: 0, stdout: `${USAGE}\n`, stderr: '' });
+  });
+
+  it('exits 1 when it cannot start for another reason, in one line; the stack only with LOG_LEVEL=debug', async () => {
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const { port } = taken.address() as { port: number };
+    try {
+      const env = { PORT: String(port), HOST: '127.0.0.1' };
+      expect(await run(env)).toEqual({ code: 1, stdout: '', stderr: `memgate: cannot listen on 127.0.0.1:${port}: address already in use (EADDRINUSE)\n` });
+      const debug = await run({ ...env, LOG_LEVEL: 'debug' });
+      expect(debug.code).toBe(1);
+      expect(debug.stderr).toMatch(/^memgate: Error: cannot listen on .*\n\s+at /);
+    } finally {
+      taken.close();
+    }
+  });
+
+  describe("the Docker image's HEALTHCHECK", () => {
+    /** The HEALTHCHECK's command, run here with `env`; `preload` is imported first. */
+    async function healthcheck(env: Record<string, string>, preload?: string): Promise<{ code: number | null; stdout: string }> {
+      const dockerfile = await readFile(new URL('../Dockerfile', import.meta.url), 'utf8');
+      const command = /^HEALTHCHECK .* CMD (\[.*\])$/m.exec(dockerfile)?.[1];
+      expect(command, 'a HEALTHCHECK with an exec-form CMD').toBeDefined();
+      const [binary, ...args] = JSON.parse(command ?? '[]') as string[];
+      expect(binary).toBe('node');
+      const child = spawn(process.execPath, [...(preload ? ['--import', preload] : []), ...args], { env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+      let stdout = '';
+      child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+      return { code: await new Promise<number | null>((resolve) => child.once('close', resolve)), stdout };
+    }
+
+    it('asks /healthz on $PORT: healthy while Memcached is unreachable (/readyz is 503), unhealthy when nothing listens', async () => {
+      const service = await startService({ ...NO_DRAIN, MEMCACHED_SERVERS: '127.0.0.1:1' });
+      expect((await fetch(`${service.url}/readyz`)).status).toBe(503);
+      expect((await healthcheck({ PORT: String(service.port) })).code).toBe(0);
+      service.child.kill('SIGTERM');
+      expect(await service.exit).toBe(0);
+      expect((await healthcheck({ PORT: String(service.port) })).code).toBe(1);
+    });
+
+    it('asks the default port when PORT is unset', async () => {
+      // Stands in for fetch, printing the URL the check asks.
+      const stub = 'data:text/javascript,globalThis.fetch=async(url)=>{console.log(String(url));process.exit(0)}';
+      expect(await healthcheck({}, stub)).toEqual({ code: 0, stdout: `http://127.0.0.1:${DEFAULTS.port}/healthz\n` });
+    });
   });
 });

@@ -13,6 +13,9 @@
  */
 export const AJV_CODE_OPTIONS = { optimize: false } as const;
 
+/** What a key prefix (MEMGATE_KEY_PREFIX, createLimiter's keyPrefix) may be: it is part of every Memcached key. */
+export const KEY_PREFIX_PATTERN = /^[A-Za-z0-9_.-]{1,32}$/;
+
 export const DEFAULTS = {
   /** PORT. */
   port: 8080,
@@ -29,8 +32,6 @@ export const DEFAULTS = {
   memcachedMaxInFlight: 1000,
   /** Servers one call may talk to at once. */
   memcachedMaxParallelServers: 8,
-  /** Memcached's port when a server entry names none. */
-  memcachedPort: 11211,
   /** How often an eviction watch looks at every server's `evictions`. */
   evictionWatchIntervalMs: 30_000,
 

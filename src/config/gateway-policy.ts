@@ -1,4 +1,5 @@
 import proxyAddr from '@fastify/proxy-addr';
+import type { PathErrorCode } from './error-codes.js';
 import { normalisePath, PATH_READINGS, type PathReading } from './gateway-path.js';
 
 /** Where /gate reads something: a fixed place (`keyword`) or a request header the gateway sets. */
@@ -8,7 +9,7 @@ export type Source<K extends string> = { readonly from: K } | { readonly from: '
 export type PathOutcome =
   | { readonly action: 'count'; readonly event: string }
   | { readonly action: 'allow' }
-  | { readonly action: 'refuse'; readonly code: 'invalid_uri' | 'ambiguous_uri' | 'unmatched_path'; readonly message: string };
+  | { readonly action: 'refuse'; readonly code: PathErrorCode; readonly message: string };
 
 /**
  * How /gate, the endpoint gateways call (nginx auth_request, Traefik ForwardAuth, Envoy
@@ -60,8 +61,12 @@ export interface RawGateway {
 const PROXY_NAMES = 'loopback, linklocal, uniquelocal';
 const longestFirst = (a: Route, b: Route) => b.prefix.length - a.prefix.length;
 
-/** Validates the gateway section against the file's events, adding each fault to `problems`. */
-export function parseGateway(raw: RawGateway, events: ReadonlySet<string>, problems: string[]): GatewayPolicy {
+/**
+ * Validates the gateway section against the file's events, adding each fault to
+ * `problems`. `refused` names fields whose shape was already refused (they are absent
+ * from `raw`): checks that need them are skipped rather than report a second fault.
+ */
+export function parseGateway(raw: RawGateway, events: ReadonlySet<string>, problems: string[], refused: ReadonlySet<keyof RawGateway> = new Set()): GatewayPolicy {
   const report = (field: string, message: string) => problems.push(`gateway, field ${field}: ${message}`);
   const source = <K extends string>(field: 'feature' | 'uri' | 'event', keyword: K): Source<K> => {
     const text = raw[field] ?? keyword;
@@ -83,7 +88,8 @@ export function parseGateway(raw: RawGateway, events: ReadonlySet<string>, probl
   if (typeof unmatched === 'object' && !events.has(unmatched.event)) {
     report('unmatched', `must be allow, deny or an event of this file (got ${JSON.stringify(unmatched.event)})`);
   }
-  if (routes.length === 0 && event.from === 'routes' && unmatched === 'allow') {
+  const decided = !refused.has('routes') && !refused.has('event') && !refused.has('unmatched');
+  if (decided && routes.length === 0 && event.from === 'routes' && unmatched === 'allow') {
     report('routes', 'none, no event header and unmatched: allow, so /gate would never count anything; add routes (prefix: / matches every path) or set unmatched');
   }
   return {

@@ -136,11 +136,12 @@ describe('parsePolicies', () => {
         'gateway, field routes[3].prefix: "/x/../LOGIN" names the same path as an earlier route once normalised (pathCase: insensitive)',
         'gateway, field unmatched: must be allow, deny or an event of this file (got "nope")',
       ]);
+      // In the order of the file.
       expect(problemsOf({ events, gateway: { pathCase: 'upper', denyStatus: 500, invalidStatus: 422, trustedProxies: 'loopback', routes: [{ prefix: 'login', event: 'login' }] } })).toEqual([
-        'field gateway.trustedProxies: must be a number of proxies or a list of their addresses and CIDR ranges (got "loopback")',
         'field gateway.pathCase: must be one of insensitive, sensitive (got "upper")',
         'field gateway.denyStatus: must be one of 429, 403 (got 500)',
         'field gateway.invalidStatus: must be one of 400, 401 (got 422)',
+        'field gateway.trustedProxies: must be a number of proxies or a list of their addresses and CIDR ranges (got "loopback")',
         'field gateway.routes[0].prefix: must be a path: a "/" then no spaces, "?" or "#" (got "login")',
       ]);
     });
@@ -164,8 +165,8 @@ describe('parsePolicies', () => {
 
   it.each([
     ['an unknown top-level key', { events: { a: { limits: [{ limit: 1, window: 1 }] } }, extra: 1 }, 'top level: unknown key "extra"'],
-    ['an unknown event key', { events: { a: { limit: 1, limits: [{ limit: 1, window: 1 }] } } }, 'event "a": unknown key "limit"'],
-    ['an unknown limit key', { events: { a: { limits: [{ limit: 1, window: 1, windw: 2 }] } } }, 'event "a", field limits[0]: unknown key "windw"'],
+    ['an unknown event key', { events: { a: { limitz: 1, limits: [{ limit: 1, window: 1 }] } } }, 'event "a": unknown key "limitz"; the event takes algorithm, edge, onStoreError, limits'],
+    ['an unknown limit key', { events: { a: { limits: [{ limit: 1, window: 1, windw: 2 }] } } }, 'event "a", field limits[0]: unknown key "windw"; a limit takes name, limit, window, granularity'],
     ['a missing window', { events: { a: { limits: [{ limit: 1 }] } } }, 'event "a", field limits[0]: missing required key "window"'],
     ['a missing limits list', { events: { a: {} } }, 'event "a": missing required key "limits"'],
     ['a zero limit', { events: { a: { limits: [{ limit: 0, window: 1 }] } } }, 'event "a", field limits[0].limit: must be >= 1 (got 0)'],
@@ -190,11 +191,59 @@ describe('parsePolicies', () => {
     expect(problems.some((p) => p.startsWith(expected)), `${problems.join('\n')}\nshould contain ${expected}`).toBe(true);
   });
 
-  it('reports every problem at once', () => {
-    const problems = problemsOf({ events: { a: { limits: [{ limit: 0, window: 1 }] }, b: { limits: [{ limit: 1, window: 'x' }] } } });
-    expect(problems).toHaveLength(1); // shape errors stop before duration checks
-    const both = problemsOf({ events: { a: { limits: [{ limit: 1, window: 'x' }] }, b: { limits: [{ limit: 1, window: 'y' }] } } });
-    expect(both).toHaveLength(2);
+  it('reports every problem in one pass, shapes and value formats together, in the order of the file', () => {
+    expect(
+      problemsOf({
+        events: {
+          a: { limits: [{ limit: 0, window: '1w', onStoreError: 'deny' }] },
+          b: { algorithm: 'leaky', limits: [{ limit: 1, window: '1m', granularity: '7s' }] },
+          c: { limits: [{ limit: 1, window: '1m', granularity: '7s' }] },
+          d: { algorithm: 'fixed', edge: 'drop', limits: [{ limit: 1, window: '1h', granularity: '1m' }] },
+        },
+        gateway: { pathCase: 'upper', routes: [{ prefix: '/x', event: 'nope' }] },
+      }),
+    ).toEqual([
+      'event "a", field limits[0].limit: must be >= 1 (got 0)',
+      'event "a", field limits[0].window: must be a positive whole duration like 30s, 5m, 1h, 1d or a number of seconds (got "1w")',
+      'event "a", field limits[0]: "onStoreError" belongs to the event, not to a limit',
+      'event "b", field algorithm: must be one of sliding, fixed (got "leaky")',
+      'event "c", field limits[0].window: 1m is not a multiple of the granularity 7s',
+      'event "d", field edge: applies to sliding windows only; a fixed window has no partial bucket',
+      'event "d", field limits[0].granularity: applies to sliding windows only; a fixed window is one counter per window',
+      'field gateway.pathCase: must be one of insensitive, sensitive (got "upper")',
+      'gateway, field routes[0].event: "nope" is not an event of this file',
+    ]);
+  });
+
+  it.each([
+    ['a fractional window', { limit: 1, window: 1.5 }],
+    ['a missing window', { limit: 1 }],
+    ['a window of the wrong type', { limit: 1, window: true }],
+    ['a granularity of the wrong type', { limit: 1, window: 60, granularity: [1] }],
+  ])('reports %s once, not once per check', (_case, limit) => {
+    expect(problemsOf({ events: { a: { limits: [limit] } } })).toHaveLength(1);
+  });
+
+  it.each([
+    ['onStoreError under a limit', { events: { a: { limits: [{ limit: 1, window: 60, onStoreError: 'deny' }] } } }, 'event "a", field limits[0]: "onStoreError" belongs to the event, not to a limit'],
+    ['algorithm under a limit', { events: { a: { limits: [{ limit: 1, window: 60, algorithm: 'fixed' }] } } }, 'event "a", field limits[0]: "algorithm" belongs to the event, not to a limit'],
+    ['limit on the event', { events: { a: { limit: 5, limits: [{ limit: 1, window: 60 }] } } }, 'event "a": "limit" belongs to a limit (an item of limits), not to the event'],
+    ['granularity on the event', { events: { a: { granularity: '1s', limits: [{ limit: 1, window: 60 }] } } }, 'event "a": "granularity" belongs to a limit (an item of limits), not to the event'],
+    ['routes under an event', { events: { a: { routes: [], limits: [{ limit: 1, window: 60 }] } } }, 'event "a": "routes" belongs to the gateway section, at the top level, not to the event'],
+    ['trustedProxies under an event', { events: { a: { trustedProxies: 1, limits: [{ limit: 1, window: 60 }] } } }, 'event "a": "trustedProxies" belongs to the gateway section, at the top level, not to the event'],
+    ['limits under the gateway', { events: { a: { limits: [{ limit: 1, window: 60 }] } }, gateway: { unmatched: 'a', limits: [] } }, 'field gateway: "limits" belongs to the event, not to the gateway section'],
+    ['a route key on the gateway', { events: { a: { limits: [{ limit: 1, window: 60 }] } }, gateway: { unmatched: 'a', prefix: '/' } }, 'field gateway: "prefix" belongs to a route (an item of gateway.routes), not to the gateway section'],
+    ['an event at the top level', { events: { a: { limits: [{ limit: 1, window: 60 }] } }, login: { limits: [] } }, 'top level: unknown key "login": it looks like an event; events go under events:'],
+    ['onStoreError at the top level', { events: { a: { limits: [{ limit: 1, window: 60 }] } }, onStoreError: 'deny' }, 'top level: "onStoreError" belongs to the event, not to the top level'],
+  ])('says where a known key in the wrong place belongs: %s', (_case, document, expected) => {
+    expect(problemsOf(document)).toEqual([expected]);
+  });
+
+  it('lists the allowed values of every field that has a few', () => {
+    expect(problemsOf({ events: { a: { onStoreError: 'error', edge: 'half', limits: [{ limit: 1, window: 60 }] } } })).toEqual([
+      'event "a", field onStoreError: must be one of allow, deny (got "error")',
+      'event "a", field edge: must be one of whole, drop, weighted (got "half")',
+    ]);
   });
 });
 

@@ -74,82 +74,120 @@ const DURATION_HINT = 'must be a positive whole duration like 30s, 5m, 1h, 1d or
 
 const validateShape = new Ajv({ allErrors: true, allowUnionTypes: true, code: AJV_CODE_OPTIONS }).compile(policyFileSchema);
 
-/** The raw document shape, as written in YAML or JSON. */
-interface PolicyDocument {
-  events: Record<string, { algorithm?: Algorithm; edge?: Edge; onStoreError?: OnStoreError; limits: RawLimit[] }>;
-  gateway?: RawGateway;
-}
-interface RawLimit {
-  name?: string;
-  limit: number;
-  window: string | number;
-  granularity?: string | number;
+/** One fault of a policy file, with where it is, so faults are listed in the file's order. */
+interface Problem {
+  /** Path of the fault in the document: `['events', 'login', 'limits', '0', 'window']`. */
+  readonly path: readonly string[];
+  readonly text: string;
 }
 
-/** Validates a parsed policy document (the object form of the file). */
+/**
+ * Validates a parsed policy document (the object form of the file). Every fault is
+ * reported in one pass: the shape (keys, types, ranges) by the JSON schema, and what the
+ * schema cannot say (durations, a granularity that divides its window, the gateway's
+ * sources and routes) for every field whose shape is sound.
+ */
 export function parsePolicies(document: unknown, source = 'policies'): PolicySet {
-  if (!validateShape(document)) {
-    throw new PolicyError(source, (validateShape.errors ?? []).map((e) => describeSchemaError(e, document)));
-  }
-  const doc: PolicyDocument = document;
-  const problems: string[] = [];
+  const shapeErrors = validateShape(document) ? [] : (validateShape.errors ?? []);
+  const problems: Problem[] = shapeErrors.flatMap((error) => describeSchemaError(error, document));
+  // A field the schema refused is not checked again: one fault, one line.
+  const refused = shapeErrors.map((error) => pathOf(error).join('/'));
+  const sound = (path: readonly string[]) => {
+    const at = path.join('/');
+    return !refused.some((p) => p === at || p.startsWith(`${at}/`));
+  };
+  const root = asRecord(document);
+  const rawEvents = asRecord(root?.events) ?? {};
   const events: EventPolicy[] = [];
-  for (const [event, raw] of Object.entries(doc.events)) {
-    const algorithm = raw.algorithm ?? 'sliding';
-    if (algorithm === 'fixed' && raw.edge !== undefined) {
-      problems.push(`event "${event}", field edge: applies to sliding windows only; a fixed window has no partial bucket`);
-    }
-    const limits: LimitPolicy[] = [];
-    raw.limits.forEach((rawLimit, index) => {
-      const report = (field: string, message: string): void => {
-        problems.push(`event "${event}", field limits[${index}].${field}: ${message}`);
-      };
-      const limit = parseLimit(rawLimit, algorithm, report);
-      if (limit) limits.push({ ...limit, name: rawLimit.name ?? `${event}-${formatDuration(limit.window)}` });
+  for (const [event, value] of Object.entries(rawEvents)) {
+    const parsed = parseEvent(event, asRecord(value), (path) => sound(['events', event, ...path]), (path, text) => {
+      problems.push({ path: ['events', event, ...path], text: `event "${event}", field ${formatField(path)}: ${text}` });
     });
-    const seen = new Set<string>();
-    limits.forEach((limit, index) => {
-      if (seen.has(limit.name)) {
-        problems.push(
-          `event "${event}", field limits[${index}].name: "${limit.name}" is used by another limit of this event; give each limit a distinct name`,
-        );
-      }
-      seen.add(limit.name);
-    });
-    events.push({ event, algorithm, edge: raw.edge ?? 'whole', onStoreError: raw.onStoreError ?? 'allow', limits });
+    if (parsed) events.push(parsed);
   }
-  const gateway = doc.gateway === undefined ? undefined : parseGateway(doc.gateway, new Set(Object.keys(doc.events)), problems);
-  if (problems.length > 0) throw new PolicyError(source, problems);
+  const rawGateway = asRecord(root?.gateway);
+  let gateway: GatewayPolicy | undefined;
+  if (rawGateway) {
+    const gatewayProblems: string[] = [];
+    const fields = Object.keys(policyFileSchema.properties.gateway.properties) as (keyof RawGateway)[];
+    // Fields of the wrong shape are left out, as if unset; checks that need them are skipped.
+    const soundFields = Object.fromEntries(fields.filter((field) => sound(['gateway', field])).map((field) => [field, rawGateway[field]])) as RawGateway;
+    const incomplete = new Set(fields.filter((field) => !sound(['gateway', field])));
+    gateway = parseGateway(soundFields, new Set(Object.keys(rawEvents)), gatewayProblems, incomplete);
+    problems.push(...gatewayProblems.map((text) => ({ path: ['gateway'], text })));
+  }
+  if (problems.length > 0 || !root) throw new PolicyError(source, inFileOrder(problems, document).map((problem) => problem.text));
   return new PolicySet(events, source, gateway);
 }
 
+/**
+ * One event's policy, or undefined when it cannot be built; `report` takes each fault with
+ * its field's path under the event. Fields whose shape is not `sound` were refused by
+ * the schema already and are not checked again.
+ */
+function parseEvent(
+  event: string,
+  raw: Record<string, unknown> | undefined,
+  sound: (path: readonly string[]) => boolean,
+  report: (path: readonly string[], text: string) => void,
+): EventPolicy | undefined {
+  if (!raw || !Array.isArray(raw.limits)) return undefined;
+  // An algorithm the schema refused is unknown: nothing that depends on it is checked.
+  const algorithm = sound(['algorithm']) ? ((raw.algorithm as Algorithm | undefined) ?? 'sliding') : undefined;
+  if (algorithm === 'fixed' && raw.edge !== undefined && sound(['edge'])) {
+    report(['edge'], 'applies to sliding windows only; a fixed window has no partial bucket');
+  }
+  const limits: LimitPolicy[] = [];
+  (raw.limits as unknown[]).forEach((value, index) => {
+    const rawLimit = asRecord(value);
+    if (!rawLimit) return;
+    const at = (field: string) => ['limits', String(index), field];
+    const limit = parseLimit(rawLimit, algorithm, (field) => sound(at(field)), (field, message) => {
+      report(at(field), message);
+    });
+    if (limit && sound(at('name'))) limits.push({ ...limit, name: (rawLimit.name as string | undefined) ?? `${event}-${formatDuration(limit.window)}` });
+  });
+  const seen = new Set<string>();
+  limits.forEach((limit, index) => {
+    if (seen.has(limit.name)) {
+      report(['limits', String(index), 'name'], `"${limit.name}" is used by another limit of this event; give each limit a distinct name`);
+    }
+    seen.add(limit.name);
+  });
+  // Only used when the file has no fault at all, so every field is sound by then.
+  if (algorithm === undefined || limits.length !== raw.limits.length) return undefined;
+  const edge = (raw.edge as Edge | undefined) ?? 'whole';
+  const onStoreError = (raw.onStoreError as OnStoreError | undefined) ?? 'allow';
+  return { event, algorithm, edge, onStoreError, limits };
+}
+
 function parseLimit(
-  raw: RawLimit,
-  algorithm: Algorithm,
+  raw: Record<string, unknown>,
+  algorithm: Algorithm | undefined,
+  sound: (field: string) => boolean,
   report: (field: string, message: string) => void,
 ): Omit<LimitPolicy, 'name'> | undefined {
-  const window = parseDuration(raw.window);
-  if (window === undefined) {
-    report('window', `${DURATION_HINT} (got ${JSON.stringify(raw.window)})`);
-    return undefined;
+  const limit = sound('limit') ? (raw.limit as number | undefined) : undefined;
+  let window: number | undefined;
+  if (raw.window !== undefined && sound('window')) {
+    window = parseDuration(raw.window);
+    if (window === undefined) report('window', `${DURATION_HINT} (got ${JSON.stringify(raw.window)})`);
   }
-  if (algorithm === 'fixed') {
-    if (raw.granularity !== undefined) {
+  let granularity: number | undefined = algorithm === 'fixed' ? window : 1;
+  if (raw.granularity !== undefined && sound('granularity')) {
+    if (algorithm === 'fixed') {
       report('granularity', 'applies to sliding windows only; a fixed window is one counter per window');
       return undefined;
     }
-    return { limit: raw.limit, window, granularity: window };
+    granularity = parseDuration(raw.granularity);
+    if (granularity === undefined) report('granularity', `${DURATION_HINT} (got ${JSON.stringify(raw.granularity)})`);
   }
-  const granularity = raw.granularity === undefined ? 1 : parseDuration(raw.granularity);
-  if (granularity === undefined) {
-    report('granularity', `${DURATION_HINT} (got ${JSON.stringify(raw.granularity)})`);
-    return undefined;
-  }
+  if (limit === undefined || window === undefined || granularity === undefined || algorithm === undefined) return undefined;
   if (window % granularity !== 0) {
     report('window', `${formatDuration(window)} is not a multiple of the granularity ${formatDuration(granularity)}`);
     return undefined;
   }
-  return { limit: raw.limit, window, granularity };
+  return { limit, window, granularity };
 }
 
 /** Reads and validates a YAML or JSON policy file. */
@@ -175,38 +213,124 @@ export function parsePolicyText(text: string, source: string): PolicySet {
   return parsePolicies(document, source);
 }
 
-/** Turns an ajv error into "event "login", field limits[0].limit: must be >= 1 (got 0)". */
-function describeSchemaError(error: ErrorObject, document: unknown): string {
+/** Where a key may appear in a policy file, and how a person names that place. */
+type Place = 'top' | 'event' | 'limit' | 'gateway' | 'route';
+
+const PLACE_NAMES: Record<Place, { long: string; short: string }> = {
+  top: { long: 'the top level, beside events', short: 'the top level' },
+  event: { long: 'the event', short: 'the event' },
+  limit: { long: 'a limit (an item of limits)', short: 'a limit' },
+  gateway: { long: 'the gateway section, at the top level', short: 'the gateway section' },
+  route: { long: 'a route (an item of gateway.routes)', short: 'a route' },
+};
+
+/** The keys of each place, from the schema itself. */
+const eventSchema = policyFileSchema.properties.events.additionalProperties;
+const gatewaySchema = policyFileSchema.properties.gateway;
+const PLACE_KEYS: Record<Place, readonly string[]> = {
+  top: Object.keys(policyFileSchema.properties),
+  event: Object.keys(eventSchema.properties),
+  limit: Object.keys(eventSchema.properties.limits.items.properties),
+  gateway: Object.keys(gatewaySchema.properties),
+  route: Object.keys(gatewaySchema.properties.routes.items.properties),
+};
+
+function placeOf(path: readonly string[]): Place | undefined {
+  const shape = path.map((segment, i) => (i === 1 && path[0] === 'events' ? '*' : /^[0-9]+$/.test(segment) ? '#' : segment)).join('/');
+  const places: Record<string, Place> = { '': 'top', 'events/*': 'event', 'events/*/limits/#': 'limit', gateway: 'gateway', 'gateway/routes/#': 'route' };
+  return places[shape];
+}
+
+/** For a known key in the wrong place: where it belongs. */
+function placementHint(key: string, path: readonly string[]): string | undefined {
+  const here = placeOf(path);
+  if (here === undefined) return undefined;
+  const homes = (Object.keys(PLACE_KEYS) as Place[]).filter((place) => place !== here && PLACE_KEYS[place].includes(key));
+  if (homes.length === 0) return undefined;
+  return `"${key}" belongs to ${homes.map((place) => PLACE_NAMES[place].long).join(' or ')}, not to ${PLACE_NAMES[here].short}`;
+}
+
+/** The path of the field an ajv error is about. */
+function pathOf(error: ErrorObject): string[] {
   const path = error.instancePath
     .split('/')
     .slice(1)
     .map((segment) => segment.replaceAll('~1', '/').replaceAll('~0', '~'));
+  if (error.keyword === 'required') return [...path, String(error.params.missingProperty)];
+  if (error.keyword === 'additionalProperties') return [...path, String(error.params.additionalProperty)];
+  if (error.keyword === 'propertyNames') return [...path, String(error.params.propertyName)];
+  return path;
+}
+
+/** Turns an ajv error into "event "login", field limits[0].limit: must be >= 1 (got 0)". */
+function describeSchemaError(error: ErrorObject, document: unknown): Problem[] {
+  // A bad event name is reported once, by its propertyNames error, not again by the pattern inside it.
+  if (error.propertyName !== undefined) return [];
+  const path = error.instancePath
+    .split('/')
+    .slice(1)
+    .map((segment) => segment.replaceAll('~1', '/').replaceAll('~0', '~'));
+  const got = () => JSON.stringify(valueAt(document, path));
   let message: string;
   if (error.keyword === 'additionalProperties') {
-    message = `unknown key "${String(error.params.additionalProperty)}"`;
+    const key = String(error.params.additionalProperty);
+    const here = placeOf(path);
+    const looksLikeEvent = here === 'top' && asRecord(valueAt(document, [key]))?.limits !== undefined;
+    message = looksLikeEvent
+      ? `unknown key "${key}": it looks like an event; events go under events:`
+      : (placementHint(key, path) ?? `unknown key "${key}"${here ? `; ${PLACE_NAMES[here].short} takes ${PLACE_KEYS[here].join(', ')}` : ''}`);
   } else if (error.keyword === 'required') {
     message = `missing required key "${String(error.params.missingProperty)}"`;
   } else if (error.keyword === 'propertyNames') {
     const name = String(error.params.propertyName);
-    return `event "${name}": event names are 1 to 64 letters, digits, "_", "." or "-"`;
+    return [{ path: pathOf(error), text: `event "${name}": event names are 1 to 64 letters, digits, "_", "." or "-"` }];
   } else if (error.keyword === 'type' && (path.at(-1) === 'window' || path.at(-1) === 'granularity')) {
-    message = `${DURATION_HINT} (got ${JSON.stringify(valueAt(document, path))})`;
+    message = `${DURATION_HINT} (got ${got()})`;
   } else if (error.keyword === 'enum') {
-    message = `must be one of ${(error.params.allowedValues as unknown[]).join(', ')} (got ${JSON.stringify(valueAt(document, path))})`;
+    message = `must be one of ${(error.params.allowedValues as unknown[]).join(', ')} (got ${got()})`;
   } else if (error.keyword === 'type' && path.join('/') === 'gateway/trustedProxies') {
-    message = `must be a number of proxies or a list of their addresses and CIDR ranges (got ${JSON.stringify(valueAt(document, path))})`;
+    message = `must be a number of proxies or a list of their addresses and CIDR ranges (got ${got()})`;
   } else if (error.keyword === 'pattern' && path.at(-1) === 'prefix') {
-    message = `must be a path: a "/" then no spaces, "?" or "#" (got ${JSON.stringify(valueAt(document, path))})`;
+    message = `must be a path: a "/" then no spaces, "?" or "#" (got ${got()})`;
   } else if (error.keyword === 'minProperties' && path.join('/') === 'events') {
-    return 'field events: defines no events';
+    return [{ path, text: 'field events: defines no events' }];
   } else {
-    message = `${error.message ?? 'is invalid'} (got ${JSON.stringify(valueAt(document, path))})`;
+    message = `${error.message ?? 'is invalid'} (got ${got()})`;
   }
+  const at = pathOf(error);
   if (path[0] === 'events' && path[1] !== undefined) {
     const field = formatField(path.slice(2));
-    return `event "${path[1]}"${field ? `, field ${field}` : ''}: ${message}`;
+    return [{ path: at, text: `event "${path[1]}"${field ? `, field ${field}` : ''}: ${message}` }];
   }
-  return `${path.length > 0 ? `field ${formatField(path)}` : 'top level'}: ${message}`;
+  return [{ path: at, text: `${path.length > 0 ? `field ${formatField(path)}` : 'top level'}: ${message}` }];
+}
+
+/** Problems in the order of what they are about in the file; several about one field keep their order. */
+function inFileOrder(problems: readonly Problem[], document: unknown): Problem[] {
+  const rank = (path: readonly string[]): number[] => {
+    const ranks: number[] = [];
+    let value: unknown = document;
+    for (const segment of path) {
+      const record = asRecord(value);
+      const index = Array.isArray(value) ? Number(segment) : record ? Object.keys(record).indexOf(segment) : -1;
+      // A missing key (a required one) goes after the keys that are there.
+      ranks.push(index === -1 ? Number.MAX_SAFE_INTEGER : index);
+      value = Array.isArray(value) ? (value as unknown[])[Number(segment)] : record?.[segment];
+    }
+    return ranks;
+  };
+  const compare = (a: readonly number[], b: readonly number[]): number => {
+    for (let i = 0; i < Math.min(a.length, b.length); i++) if (a[i] !== b[i]) return (a[i] as number) - (b[i] as number);
+    return 0;
+  };
+  return problems
+    .map((problem) => ({ problem, rank: rank(problem.path) }))
+    .sort((a, b) => compare(a.rank, b.rank))
+    .map(({ problem }) => problem);
+}
+
+function asRecord(value: unknown): Record<string, unknown> | undefined {
+  return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
 }
 
 function formatField(path: readonly string[]): string {

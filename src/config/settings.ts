@@ -1,115 +1,252 @@
+import { isIP } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { DEFAULTS } from './defaults.js';
+import { DEFAULTS, KEY_PREFIX_PATTERN } from './defaults.js';
+import { parseServerList, ServerListError, type Credentials } from './memcached-servers.js';
 
-/** How the service runs, from the environment and the command line. */
-export interface Settings {
-  readonly port: number;
-  readonly host: string;
-  /** The policy file: --config, else MEMGATE_CONFIG, else the bundled example. */
-  readonly configPath: string;
-  /** `host:port,…`; the embedded store is used when absent. */
-  readonly memcachedServers?: string;
-  readonly memcachedTimeoutMs: number;
-  readonly memcachedMaxInFlight: number;
-  /** SASL credentials for every server without its own `user:password@`. */
-  readonly memcachedCredentials?: { readonly username: string; readonly password: string };
-  readonly keyPrefix: string;
-  readonly logLevel: string;
-  readonly maxClockSkewMs: number;
-  /** Memory budget of the local caches, in MiB. */
-  readonly cacheMb: number;
-  readonly maxDenialCacheMs: number;
-  /** Turns on /admin/reset and /admin/reload, which need it as a bearer token. */
-  readonly adminToken?: string;
-  readonly maxEventLoopDelayMs: number;
-  /** After SIGTERM, how long requests are still answered, each closing its connection, before the listener closes. */
-  readonly shutdownDrainMs: number;
+type Env = Readonly<Record<string, string | undefined>>;
+
+/**
+ * One environment variable (or a pair read together): how it is read, and how `--help`
+ * and the README's table of settings describe it. Both are generated from SETTINGS.
+ */
+export interface Setting<T> {
+  /** The variables, as the environment names them: a contract, never renamed. */
+  readonly env: readonly [string, ...string[]];
+  /** The default as a person reads it; `unset` when there is none. */
+  readonly default: string;
+  /** What values it takes. */
+  readonly values: string;
+  /** One line, for `--help` and the README (markdown: backticks and links are dropped for --help). */
+  readonly summary: string;
+  /** More for the README, after the summary. */
+  readonly details?: string;
+  /** The value; throws SettingsError naming the variable when it cannot be used. */
+  readonly read: (env: Env) => T;
+}
+
+/** A setting that cannot be used; each problem is one line naming the variable and why. */
+export class SettingsError extends Error {
+  constructor(readonly problems: readonly string[]) {
+    super(problems.join('\n'));
+    this.name = 'SettingsError';
+  }
 }
 
 /** The example policies shipped in config/, beside src/ and dist/. */
 export const BUNDLED_POLICIES = fileURLToPath(new URL('../../config/policies.yaml', import.meta.url));
 
-const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
 
-export const USAGE = `usage: memgate [--config FILE]
+/** Every setting of the service, in the order --help and the README list them. */
+export const SETTINGS = {
+  port: integer('PORT', DEFAULTS.port, 0, 65_535, '', { summary: 'port to serve on; 0 picks a free one' }),
+  host: {
+    env: ['HOST'],
+    default: DEFAULTS.host,
+    values: 'an IP address or a host name',
+    summary: 'address to bind',
+    read: (env) => {
+      const host = value(env, 'HOST') ?? DEFAULTS.host;
+      if (isIP(host) === 0 && !/^[A-Za-z0-9_](?:[A-Za-z0-9_.-]{0,252})$/.test(host)) {
+        throw new SettingsError([`HOST must be an IP address or a host name (got ${JSON.stringify(host)})`]);
+      }
+      return host;
+    },
+  },
+  configPath: {
+    env: ['MEMGATE_CONFIG'],
+    default: 'config/policies.yaml',
+    values: 'a YAML or JSON policy file',
+    summary: 'the policy file; `--config FILE` overrides it',
+    read: (env) => value(env, 'MEMGATE_CONFIG') ?? BUNDLED_POLICIES,
+  },
+  memcachedServers: {
+    env: ['MEMCACHED_SERVERS'],
+    default: 'unset',
+    values: '`host:port,…`; IPv6 as `[addr]:port`, SASL as `user:pass@host:port`',
+    summary: 'the Memcached servers; unset, the embedded store, in-process, for a single instance',
+    details: 'Each entry names its port. A malformed entry stops the service at start; a server that does not answer does not (see [Failure modes](docs/operations.md#failure-modes))',
+    read: (env): string | undefined => {
+      const servers = value(env, 'MEMCACHED_SERVERS');
+      if (servers === undefined) return undefined;
+      try {
+        parseServerList(servers);
+      } catch (error) {
+        if (!(error instanceof ServerListError)) throw error;
+        throw new SettingsError([`MEMCACHED_SERVERS entry ${error.entry} ${error.problem}`]);
+      }
+      return servers;
+    },
+  },
+  memcachedCredentials: {
+    env: ['MEMCACHED_USERNAME', 'MEMCACHED_PASSWORD'],
+    default: 'unset',
+    values: 'both or neither',
+    summary: 'SASL credentials for every server that names none of its own',
+    details: 'Never logged',
+    read: (env): Credentials | undefined => {
+      const username = value(env, 'MEMCACHED_USERNAME');
+      // A password is taken as written, spaces and all; empty is unset.
+      const password = env.MEMCACHED_PASSWORD === '' ? undefined : env.MEMCACHED_PASSWORD;
+      // Never echo the password.
+      if ((username === undefined) !== (password === undefined)) {
+        throw new SettingsError(['MEMCACHED_USERNAME and MEMCACHED_PASSWORD go together: set both or neither']);
+      }
+      return username === undefined || password === undefined ? undefined : { username, password };
+    },
+  },
+  memcachedTimeoutMs: integer('MEMCACHED_TIMEOUT_MS', DEFAULTS.memcachedTimeoutMs, 1, 60_000, 'ms', {
+    summary: 'how long a Memcached server may stay silent while a call waits on it',
+    details:
+      'Then the call is late, the server counts as down, and checks are decided by `onStoreError` until it answers again (see [design](docs/design.md#deadlines-and-store-faults))',
+  }),
+  maxEventLoopDelayMs: integer('MEMGATE_MAX_EVENT_LOOP_DELAY_MS', DEFAULTS.maxEventLoopDelayMs, 0, 60_000, 'ms', {
+    summary: 'while the event loop lags more than this (CPU overload), `/check` and `/peek` are shed with `503 overloaded`; 0 never sheds',
+    details: 'Shed checks get `retry-after: 1` (@fastify/under-pressure); health and admin routes still answer',
+  }),
+  memcachedMaxInFlight: integer('MEMCACHED_MAX_IN_FLIGHT', DEFAULTS.memcachedMaxInFlight, 1, 1_000_000, '', {
+    summary: 'checks that may wait on Memcached at once; past it a check is shed at once with `503 overloaded` instead of queueing',
+    details: 'Shed checks get `retry-after: 1`',
+  }),
+  keyPrefix: {
+    env: ['MEMGATE_KEY_PREFIX'],
+    default: DEFAULTS.keyPrefix,
+    values: '1 to 32 letters, digits, `_`, `.` or `-`',
+    summary: 'first part of every Memcached key',
+    read: (env) => {
+      const prefix = value(env, 'MEMGATE_KEY_PREFIX') ?? DEFAULTS.keyPrefix;
+      if (!KEY_PREFIX_PATTERN.test(prefix)) {
+        throw new SettingsError([`MEMGATE_KEY_PREFIX must be 1 to 32 letters, digits, "_", "." or "-" (got ${JSON.stringify(prefix)})`]);
+      }
+      return prefix;
+    },
+  },
+  maxClockSkewMs: integer('MEMGATE_MAX_CLOCK_SKEW_MS', DEFAULTS.maxClockSkewMs, 0, 60_000, 'ms', {
+    summary: "how far apart instances' times may be; a host further from Memcached's clock is warned about",
+    details:
+      "Instances count by the Memcached server's clock, so theirs may be anywhere. A bucket that ended longer ago than this is settled and kept in memory; buckets this far ahead of now are read too",
+  }),
+  cacheMb: integer('MEMGATE_CACHE_MB', DEFAULTS.cacheMb, 0, 1_048_576, 'MiB', {
+    summary: "memory each instance may spend keeping clients' settled counts and last denials between checks, every event together; 0 reads whole windows every time",
+    details:
+      'Past it the least recently checked clients go first (`memgate_local_cache_bytes`). A client costs at most about 9 KB for a 1-minute window and 19 KB for a 1-day window. Replaces `MEMGATE_FEATURE_CACHE_SIZE`, which is refused at start',
+  }),
+  adminToken: {
+    env: ['MEMGATE_ADMIN_TOKEN'],
+    default: 'unset',
+    values: '16 or more characters',
+    summary: 'bearer token of `/admin/reset` and `/admin/reload`; unset, those routes do not exist',
+    details: `Never logged. An address that gives a wrong one ${DEFAULTS.adminFailureLimit} times within ${DEFAULTS.adminFailureWindowSeconds} s gets 429 for a while ([Admin operations](docs/operations.md#admin-operations))`,
+    read: (env): string | undefined => {
+      const token = value(env, 'MEMGATE_ADMIN_TOKEN');
+      // Never echo the token itself.
+      if (token !== undefined && token.length < 16) throw new SettingsError(['MEMGATE_ADMIN_TOKEN must be at least 16 characters']);
+      return token;
+    },
+  },
+  maxDenialCacheMs: integer('MEMGATE_MAX_DENIAL_CACHE_MS', DEFAULTS.maxDenialCacheMs, 0, 3_600_000, 'ms', {
+    summary: 'longest a denial is repeated from memory, without asking Memcached, for the same client and cost; 0 never',
+  }),
+  shutdownDrainMs: integer('MEMGATE_SHUTDOWN_DRAIN_MS', DEFAULTS.shutdownDrainMs, 0, 600_000, 'ms', {
+    summary: 'after `SIGTERM`, how long requests are still answered, each with `Connection: close`, while `/readyz` answers 503, before the listener closes; 0 none; `SIGINT` skips it',
+  }),
+  logLevel: {
+    env: ['LOG_LEVEL'],
+    default: DEFAULTS.logLevel,
+    values: LOG_LEVELS.join(', '),
+    summary: 'how much is logged, as JSON lines on stdout; one line at start says what runs',
+    details: '`debug` also prints the stack of an error that stops the start',
+    read: (env): LogLevel => {
+      const level = value(env, 'LOG_LEVEL') ?? DEFAULTS.logLevel;
+      if (!isLogLevel(level)) throw new SettingsError([`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')} (got ${JSON.stringify(level)})`]);
+      return level;
+    },
+  },
+} as const satisfies Record<string, Setting<unknown>>;
 
-Environment:
-  PORT                   port to serve on (default 8080)
-  HOST                   address to bind (default 0.0.0.0)
-  MEMGATE_CONFIG         policy file, YAML or JSON (--config wins; default: the bundled example)
-  MEMCACHED_SERVERS      host:port,host:port (unset: the embedded store, for one instance)
-  MEMCACHED_TIMEOUT_MS   how long a server may stay silent while a call waits (default 250)
-  MEMCACHED_MAX_IN_FLIGHT      checks waiting on Memcached at once; more are shed with 503 (default 1000)
-  MEMCACHED_USERNAME, MEMCACHED_PASSWORD   SASL credentials (both or neither)
-  MEMGATE_KEY_PREFIX     prefix of every Memcached key (default mg)
-  MEMGATE_MAX_CLOCK_SKEW_MS    how far apart instances' times may be; a host clock further from Memcached's is warned about (default 2000)
-  MEMGATE_CACHE_MB       memory for settled counts and denials kept between checks, all events (default 256; 0 none)
-  MEMGATE_MAX_DENIAL_CACHE_MS  longest a denial is repeated from memory (default 1000; 0 never)
-  MEMGATE_MAX_EVENT_LOOP_DELAY_MS  shed checks with 503 while the event loop lags more (default 1000; 0 never)
-  MEMGATE_SHUTDOWN_DRAIN_MS    after SIGTERM, how long requests are still answered, each closing its connection, while /readyz answers 503 (default ${DEFAULTS.shutdownDrainMs}; 0 none; SIGINT skips it)
-  MEMGATE_ADMIN_TOKEN    bearer token (16+ characters) of /admin/reset and /admin/reload; unset: no admin routes
-  LOG_LEVEL              fatal, error, warn, info, debug, trace or silent (default info)`;
+/** Variables that were replaced: set, they stop the start rather than be ignored in silence. */
+export const REPLACED_SETTINGS: Readonly<Record<string, string>> = {
+  MEMGATE_FEATURE_CACHE_SIZE: 'MEMGATE_FEATURE_CACHE_SIZE was replaced by MEMGATE_CACHE_MB, one memory budget for every event (default 256; 0 keeps nothing)',
+};
 
-/** A setting that cannot be used; the message says which and why. */
-export class SettingsError extends Error {
-  override name = 'SettingsError';
+/** How the service runs, from the environment and the command line. */
+export type Settings = { readonly [K in keyof typeof SETTINGS]: ReturnType<(typeof SETTINGS)[K]['read']> };
+
+/** `text` as plain text: markdown's backticks and links dropped. */
+export function plainText(text: string): string {
+  return text.replace(/\[([^\]]*)\]\([^)]*\)/g, '$1').replaceAll('`', '');
 }
 
-export function loadSettings(env: NodeJS.ProcessEnv, argv: readonly string[]): Settings & { help: boolean } {
+/** `--help`, generated from SETTINGS. */
+export const USAGE = [
+  'usage: memgate [--config FILE] [--help]',
+  '',
+  'Serves rate-limit decisions over HTTP, counting in Memcached. Settings come from the environment:',
+  '',
+  ...Object.values(SETTINGS).flatMap((setting: Setting<unknown>) => {
+    const fallback = setting.default === 'unset' ? 'unset by default' : `default ${setting.default}`;
+    return [`  ${setting.env.join(', ')} (${fallback}; ${plainText(setting.values)})`, `      ${plainText(setting.summary)}`];
+  }),
+  '',
+  'Exit codes: 0 stopped cleanly, 1 failed, 2 bad usage or configuration (a setting, or the policy file).',
+].join('\n');
+
+/**
+ * The settings, or a SettingsError listing every setting that cannot be used (and a bad
+ * command line). `help` is true for --help.
+ */
+export function loadSettings(env: Env, argv: readonly string[]): Settings & { readonly help: boolean } {
   let args;
   try {
     args = parseArgs({ args: [...argv], options: { config: { type: 'string', short: 'c' }, help: { type: 'boolean', short: 'h' } } });
   } catch (error) {
-    throw new SettingsError(`${(error as Error).message}\n${USAGE}`);
+    // node's own first sentence names the option; the rest is advice about '--' that does not apply.
+    const [first] = (error as Error).message.split(/\.\s/);
+    throw new SettingsError([`${first ?? 'bad command line'} (memgate --help lists the options)`]);
   }
-  const servers = setting(env, 'MEMCACHED_SERVERS');
-  const adminToken = setting(env, 'MEMGATE_ADMIN_TOKEN');
-  // Never echo the token itself.
-  if (adminToken !== undefined && adminToken.length < 16) throw new SettingsError('MEMGATE_ADMIN_TOKEN must be at least 16 characters');
-  // A setting that was replaced must not be ignored in silence.
-  if (setting(env, 'MEMGATE_FEATURE_CACHE_SIZE') !== undefined) {
-    throw new SettingsError('MEMGATE_FEATURE_CACHE_SIZE was replaced by MEMGATE_CACHE_MB, one memory budget for every event (default 256; 0 keeps nothing)');
+  const problems: string[] = Object.entries(REPLACED_SETTINGS).flatMap(([name, message]) => (value(env, name) === undefined ? [] : [message]));
+  const settings: Record<string, unknown> = {};
+  for (const [key, setting] of Object.entries(SETTINGS) as [string, Setting<unknown>][]) {
+    try {
+      settings[key] = setting.read(env);
+    } catch (error) {
+      if (!(error instanceof SettingsError)) throw error;
+      problems.push(...error.problems);
+    }
   }
-  const username = setting(env, 'MEMCACHED_USERNAME');
-  const password = env.MEMCACHED_PASSWORD;
-  if ((username === undefined) !== (password === undefined || password === '')) {
-    throw new SettingsError('MEMCACHED_USERNAME and MEMCACHED_PASSWORD go together: set both or neither');
-  }
-  const logLevel = setting(env, 'LOG_LEVEL') ?? DEFAULTS.logLevel;
-  if (!LOG_LEVELS.includes(logLevel)) throw new SettingsError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')} (got ${JSON.stringify(logLevel)})`);
-  return {
-    help: args.values.help ?? false,
-    port: integer(env, 'PORT', DEFAULTS.port, 0, 65_535),
-    host: setting(env, 'HOST') ?? DEFAULTS.host,
-    configPath: args.values.config ?? setting(env, 'MEMGATE_CONFIG') ?? BUNDLED_POLICIES,
-    ...(servers ? { memcachedServers: servers } : {}),
-    ...(username !== undefined && password ? { memcachedCredentials: { username, password } } : {}),
-    ...(adminToken === undefined ? {} : { adminToken }),
-    memcachedTimeoutMs: integer(env, 'MEMCACHED_TIMEOUT_MS', DEFAULTS.memcachedTimeoutMs, 1, 60_000),
-    memcachedMaxInFlight: integer(env, 'MEMCACHED_MAX_IN_FLIGHT', DEFAULTS.memcachedMaxInFlight, 1, 1_000_000),
-    keyPrefix: setting(env, 'MEMGATE_KEY_PREFIX') ?? DEFAULTS.keyPrefix,
-    logLevel,
-    maxClockSkewMs: integer(env, 'MEMGATE_MAX_CLOCK_SKEW_MS', DEFAULTS.maxClockSkewMs, 0, 60_000),
-    cacheMb: integer(env, 'MEMGATE_CACHE_MB', DEFAULTS.cacheMb, 0, 1_048_576),
-    maxDenialCacheMs: integer(env, 'MEMGATE_MAX_DENIAL_CACHE_MS', DEFAULTS.maxDenialCacheMs, 0, 3_600_000),
-    maxEventLoopDelayMs: integer(env, 'MEMGATE_MAX_EVENT_LOOP_DELAY_MS', DEFAULTS.maxEventLoopDelayMs, 0, 60_000),
-    shutdownDrainMs: integer(env, 'MEMGATE_SHUTDOWN_DRAIN_MS', DEFAULTS.shutdownDrainMs, 0, 600_000),
-  };
+  if (problems.length > 0) throw new SettingsError(problems);
+  if (args.values.config !== undefined) settings.configPath = args.values.config;
+  return { ...(settings as Settings), help: args.values.help ?? false };
 }
 
 /** A variable's trimmed value; unset and empty both mean "use the default". */
-function setting(env: NodeJS.ProcessEnv, name: string): string | undefined {
-  const value = env[name]?.trim();
-  return value === '' ? undefined : value;
+function value(env: Env, name: string): string | undefined {
+  const text = env[name]?.trim();
+  return text === '' ? undefined : text;
 }
 
-function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
-  const text = setting(env, name);
-  if (text === undefined) return fallback;
-  const value = Number(text);
-  if (!/^[0-9]+$/.test(text) || value < min || value > max) {
-    throw new SettingsError(`${name} must be a whole number from ${min} to ${max} (got ${JSON.stringify(text)})`);
-  }
-  return value;
+function isLogLevel(level: string): level is LogLevel {
+  return (LOG_LEVELS as readonly string[]).includes(level);
+}
+
+/** A whole number from `min` to `max`, in `unit`. */
+function integer(name: string, fallback: number, min: number, max: number, unit: string, text: { summary: string; details?: string }): Setting<number> {
+  const range = `${min} to ${max}${unit ? ` ${unit}` : ''}`;
+  return {
+    env: [name],
+    default: String(fallback),
+    values: range,
+    ...text,
+    read: (env) => {
+      const given = value(env, name);
+      if (given === undefined) return fallback;
+      const number = Number(given);
+      if (!/^[0-9]+$/.test(given) || number < min || number > max) {
+        throw new SettingsError([`${name} must be a whole number from ${range} (got ${JSON.stringify(given)})`]);
+      }
+      return number;
+    },
+  };
 }

@@ -1,11 +1,7 @@
-/** Why a check was refused before anything was counted. */
-export type InputErrorCode =
-  | 'invalid_event'
-  | 'unknown_event'
-  | 'invalid_feature'
-  | 'feature_too_long'
-  | 'invalid_cost'
-  | 'cost_exceeds_limit';
+import type { InputErrorCode } from '../config/error-codes.js';
+
+/** Why a check was refused before anything was counted: codes of memgate's one table of error codes. */
+export type { InputErrorCode };
 
 /** A request the limiter cannot decide; thrown before any counter is touched. */
 export class LimiterInputError extends Error {

@@ -1,4 +1,4 @@
-import { DEFAULTS } from '../config/defaults.js';
+import { DEFAULTS, KEY_PREFIX_PATTERN } from '../config/defaults.js';
 import { parsePolicies, PolicySet } from '../config/policies.js';
 import { StoreUnavailableError, type CounterStore, type IncrementOptions } from '../store/counter-store.js';
 import { decide, degradedDecision, excessOf, secondsUntil, type Decision, type LimitCounts } from './decision.js';
@@ -10,8 +10,6 @@ import { bucketKey, resetMarkerKey } from './keys.js';
 import { planEvents, type EventPlan } from './plan.js';
 import { eventPlan, validCost, validFeature, type CheckRequest } from './check-request.js';
 import { exactRelease } from './release.js';
-
-const KEY_PREFIX_PATTERN = /^[A-Za-z0-9_.-]{1,32}$/;
 
 /** What a check tells the store about a request it cannot get an answer for (see IncrementOptions). */
 const ADMITTED_IF_UNANSWERED: IncrementOptions = { admittedIfUnanswered: true };

@@ -1,29 +1,35 @@
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyBaseLogger, FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { ERROR_CODES, type ErrorCode, type InputErrorCode } from '../config/error-codes.js';
 import { PolicyError } from '../config/policies.js';
 import { LimiterInputError } from '../counting/errors.js';
 import { StoreOverloadedError, StoreUnavailableError } from '../store/counter-store.js';
 
 export interface ErrorBody {
-  error: { code: string; message: string };
+  error: { code: ErrorCode; message: string };
 }
 
-export function errorBody(code: string, message: string): ErrorBody {
+export function errorBody(code: ErrorCode, message: string): ErrorBody {
   return { error: { code, message } };
 }
 
+/** Answers `code` with its status from the table of error codes. */
+export function sendError(reply: FastifyReply, code: ErrorCode, message: string): FastifyReply {
+  return reply.code(ERROR_CODES[code].status).send(errorBody(code, message));
+}
+
 /** Fastify's own 4xx errors, by their code. */
-const FRAMEWORK_ERRORS: Record<string, { status: number; code: string }> = {
-  FST_ERR_CTP_INVALID_MEDIA_TYPE: { status: 415, code: 'unsupported_media_type' },
-  FST_ERR_CTP_INVALID_JSON_BODY: { status: 400, code: 'invalid_json' },
-  FST_ERR_CTP_EMPTY_JSON_BODY: { status: 400, code: 'invalid_json' },
-  FST_ERR_CTP_BODY_TOO_LARGE: { status: 413, code: 'payload_too_large' },
-  FST_ERR_CTP_INVALID_CONTENT_LENGTH: { status: 400, code: 'invalid_request' },
+const FRAMEWORK_ERRORS: Record<string, ErrorCode> = {
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: 'unsupported_media_type',
+  FST_ERR_CTP_INVALID_JSON_BODY: 'invalid_json',
+  FST_ERR_CTP_EMPTY_JSON_BODY: 'invalid_json',
+  FST_ERR_CTP_BODY_TOO_LARGE: 'payload_too_large',
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'invalid_request',
 };
 
 /** Error codes of the limiter for each request field, so HTTP and the library agree. */
-const FIELD_CODES: Record<string, string> = { event: 'invalid_event', feature: 'invalid_feature', cost: 'invalid_cost' };
+const FIELD_CODES: Record<string, InputErrorCode> = { event: 'invalid_event', feature: 'invalid_feature', cost: 'invalid_cost' };
 
 /**
  * Every error becomes `{ error: { code, message } }`: a 4xx for what the client sent,
@@ -38,33 +44,33 @@ export function createErrorHandler(log: FastifyBaseLogger): ErrorHandler {
 
 function handleError(error: FastifyError, request: FastifyRequest, reply: FastifyReply, log: FastifyBaseLogger): FastifyReply {
   if (error instanceof LimiterInputError) {
-    return reply.code(400).send(errorBody(error.code, error.message));
+    return sendError(reply, error.code, error.message);
   }
   if (error instanceof PolicyError) {
     // Only an admin's reload meets this: the file on disk is invalid, the loaded policies stay.
-    return reply.code(400).send(errorBody('invalid_policies', `${error.message}; the policies in use are unchanged`));
+    return sendError(reply, 'invalid_policies', `${error.message}; the policies in use are unchanged`);
   }
   if (error instanceof StoreOverloadedError) {
     // Shed, not queued: the client should retry in a moment. Not logged per request, as it comes in floods.
-    return reply.code(503).header('retry-after', '1').send(errorBody('overloaded', error.message));
+    return sendError(reply.header('retry-after', '1'), 'overloaded', error.message);
   }
   if (error instanceof StoreUnavailableError) {
     log.warn({ err: error, reqId: request.id }, 'counter store unavailable');
-    return reply.code(503).header('retry-after', '1').send(errorBody('store_unavailable', error.message));
+    return sendError(reply.header('retry-after', '1'), 'store_unavailable', error.message);
   }
   if (error.validation) {
     const [first] = error.validation;
     const missing = first?.params.missingProperty;
     const field = typeof missing === 'string' ? missing : (first?.instancePath.slice(1) ?? '');
-    return reply.code(400).send(errorBody(FIELD_CODES[field] ?? 'invalid_request', describeValidation(error, field)));
+    return sendError(reply, FIELD_CODES[field] ?? 'invalid_request', describeValidation(error, field));
   }
   const known = FRAMEWORK_ERRORS[error.code];
-  if (known) return reply.code(known.status).send(errorBody(known.code, error.message));
+  if (known) return sendError(reply, known, error.message);
   if (error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500) {
     return reply.code(error.statusCode).send(errorBody('bad_request', error.message));
   }
   log.error({ err: error, reqId: request.id }, 'unexpected error');
-  return reply.code(500).send(errorBody('internal_error', 'memgate failed to handle this request'));
+  return sendError(reply, 'internal_error', 'memgate failed to handle this request');
 }
 
 function describeValidation(error: FastifyError, field: string): string {
@@ -86,7 +92,7 @@ function describeValidation(error: FastifyError, field: string): string {
 }
 
 export function handleNotFound(request: FastifyRequest, reply: FastifyReply): FastifyReply {
-  return reply.code(404).send(errorBody('not_found', `no route ${request.method} ${request.url.split('?')[0] ?? ''}`));
+  return sendError(reply, 'not_found', `no route ${request.method} ${request.url.split('?')[0] ?? ''}`);
 }
 
 /**
@@ -95,12 +101,13 @@ export function handleNotFound(request: FastifyRequest, reply: FastifyReply): Fa
  */
 export function handleClientError(error: NodeJS.ErrnoException, socket: Socket): void {
   if (error.code === 'ECONNRESET' || socket.destroyed) return;
-  const [status, code, message] =
+  const [code, message]: [ErrorCode, string] =
     error.code === 'HPE_HEADER_OVERFLOW'
-      ? [431, 'request_too_large', 'the request line or headers exceed the size limit (a feature is at most 1 KB)']
+      ? ['request_too_large', 'the request line or headers exceed the size limit (a feature is at most 1 KB)']
       : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-        ? [408, 'request_timeout', 'the request took too long to arrive']
-        : [400, 'malformed_request', 'the request is not valid HTTP'];
+        ? ['request_timeout', 'the request took too long to arrive']
+        : ['malformed_request', 'the request is not valid HTTP'];
+  const { status } = ERROR_CODES[code];
   const body = JSON.stringify(errorBody(code, message));
   if (socket.writable) {
     socket.write(

@@ -1,8 +1,9 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { DEFAULTS } from '../../config/defaults.js';
+import { PolicyError } from '../../config/policies.js';
 import type { Limiter } from '../../counting/limiter.js';
-import { errorBody } from '../errors.js';
+import { sendError } from '../errors.js';
 import { createFailureThrottle } from '../failure-throttle.js';
 import { errorResponses, resetBody, resetResponse, reloadResponse, type ResetBody } from '../schemas.js';
 
@@ -28,10 +29,7 @@ export function registerAdminRoutes(app: FastifyInstance, limiter: Limiter, { to
   const failures = createFailureThrottle({ limit: DEFAULTS.adminFailureLimit, windowSeconds: DEFAULTS.adminFailureWindowSeconds, ...(now ? { now } : {}) });
   app.addHook('onClose', () => failures.close());
   const tooMany = (reply: FastifyReply, retryAfter: number) =>
-    reply
-      .code(429)
-      .header('retry-after', String(retryAfter))
-      .send(errorBody('too_many_failures', `too many failed admin authentications from this address; retry in ${retryAfter} s`));
+    sendError(reply.header('retry-after', String(retryAfter)), 'too_many_failures', `too many failed admin authentications from this address; retry in ${retryAfter} s`);
 
   // On request, before the body is read: an unauthenticated request gets nothing parsed.
   const authorize = async (request: FastifyRequest, reply: FastifyReply) => {
@@ -48,7 +46,7 @@ export function registerAdminRoutes(app: FastifyInstance, limiter: Limiter, { to
     if (failure.failures >= limit) {
       log.warn({ address, failures: failure.failures, limit }, `admin requests from ${address} now get 429 until its failures fall below ${limit} in ${windowSeconds} s`);
     }
-    return reply.code(401).header('www-authenticate', 'Bearer').send(errorBody('unauthorized', 'an admin request needs Authorization: Bearer <MEMGATE_ADMIN_TOKEN>'));
+    return sendError(reply.header('www-authenticate', 'Bearer'), 'unauthorized', 'an admin request needs Authorization: Bearer <MEMGATE_ADMIN_TOKEN>');
   };
 
   app.post<{ Body: ResetBody }>(
@@ -62,9 +60,20 @@ export function registerAdminRoutes(app: FastifyInstance, limiter: Limiter, { to
     },
   );
 
-  app.post('/admin/reload', { onRequest: authorize, schema: { response: { 200: reloadResponse, ...errorResponses } } }, async () => {
-    const loaded = await reload();
-    log.info(loaded, 'admin reloaded the policies');
+  app.post('/admin/reload', { onRequest: authorize, schema: { response: { 200: reloadResponse, ...errorResponses } } }, async (request) => {
+    const address = request.ip;
+    let loaded;
+    try {
+      loaded = await reload();
+    } catch (error) {
+      // The answer tells the caller; the log tells whoever runs memgate, who may not be the caller.
+      if (error instanceof PolicyError) {
+        const { source, problems } = error;
+        log.warn({ address, source, problems }, `admin reload from ${address} refused, the policies in use stay: ${source} is invalid: ${problems.join('; ')}`);
+      }
+      throw error;
+    }
+    log.info({ address, ...loaded }, `admin reload from ${address}: now using ${loaded.source}`);
     return { reloaded: true, ...loaded };
   });
 }

@@ -1,16 +1,17 @@
 import { METHODS } from 'node:http';
 import { isIP } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { ErrorCode } from '../../config/error-codes.js';
 import type { GatewayPolicy, PathOutcome } from '../../config/gateway-policy.js';
 import { LimiterInputError } from '../../counting/errors.js';
 import type { Limiter } from '../../counting/limiter.js';
-import { errorBody, type ErrorHandler } from '../errors.js';
+import { errorBody, sendError, type ErrorHandler } from '../errors.js';
 import { rateLimitHeaderWriter } from '../rate-limit-headers.js';
 
 /** Input a gateway sent that memgate cannot place: answered with gateway.invalidStatus, counting nothing. */
 class GatewayInputError extends Error {
   constructor(
-    readonly code: string,
+    readonly code: ErrorCode,
     message: string,
   ) {
     super(message);
@@ -46,7 +47,7 @@ export function registerGatewayRoutes(app: FastifyInstance, limiter: Limiter, ha
     });
     const handler = async (request: FastifyRequest, reply: FastifyReply) => {
       const gateway = limiter.policies.gateway;
-      if (!gateway) return reply.code(404).send(errorBody('not_found', 'the policy file has no gateway section, so /gate is off'));
+      if (!gateway) return sendError(reply, 'not_found', 'the policy file has no gateway section, so /gate is off');
       const outcome = outcomeOf(request, gateway);
       if (outcome.action === 'allow') return { allowed: true, limits: [] };
       if (outcome.action === 'refuse') throw new GatewayInputError(outcome.code, outcome.message);
@@ -61,7 +62,7 @@ export function registerGatewayRoutes(app: FastifyInstance, limiter: Limiter, ha
 }
 
 /** A refusal of the gateway's input, in a status every supported gateway hands on to the client. */
-export function refuse(reply: FastifyReply, gateway: GatewayPolicy, code: string, message: string): FastifyReply {
+export function refuse(reply: FastifyReply, gateway: GatewayPolicy, code: ErrorCode, message: string): FastifyReply {
   return reply.code(gateway.invalidStatus).header('memgate-error', code).send(errorBody(code, message));
 }
 
@@ -94,7 +95,7 @@ function featureOf(request: FastifyRequest, gateway: GatewayPolicy): string {
 }
 
 /** A header's one value; sent more than once it is refused (which one would count?), empty it is absent. */
-function single(request: FastifyRequest, name: string, code: string): string | undefined {
+function single(request: FastifyRequest, name: string, code: ErrorCode): string | undefined {
   const raw = request.raw.rawHeaders;
   const values: string[] = [];
   for (let i = 0; i < raw.length; i += 2) if (raw[i]?.toLowerCase() === name) values.push(raw[i + 1] ?? '');

@@ -1,21 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parseServerList, serverRouter } from './servers.js';
 
-describe('parseServerList', () => {
-  it('never repeats a password in its errors', () => {
-    expect(() => parseServerList('alice:s3cret@bad host:1')).toThrow('"bad host:1" is not host[:port]');
-    expect(() => parseServerList('alice:s3cret@bad host:1')).not.toThrow(/s3cret/);
-  });
-
-  it('gives the environment’s SASL credentials to every server without its own', () => {
-    const endpoints = parseServerList('a:1,alice:s3cret@b:2', { username: 'memgate', password: 'pw' });
-    expect(endpoints.map(({ label, username, password }) => ({ label, username, password }))).toEqual([
-      { label: 'a:1', username: 'memgate', password: 'pw' },
-      { label: 'b:2', username: 'alice', password: 's3cret' },
-    ]);
-  });
-});
-
 const keys = Array.from({ length: 20_000 }, (_, i) => `mg:{login:=user-${i}}:1:1790000000`);
 
 /** The server label each key routes to. */
