@@ -19,6 +19,16 @@ async function logLine(service: ServiceProcess, start: string): Promise<Record<s
   }
 }
 
+/** Resolves once the service's /metrics counts at least `count` decisions. */
+async function decisionsReach(service: ServiceProcess, count: number): Promise<void> {
+  for (;;) {
+    const metrics = await (await fetch(`${service.url}/metrics`)).text();
+    const decided = [...metrics.matchAll(/^memgate_decisions_total\{[^}]*\} (\d+)$/gm)].reduce((sum, [, n]) => sum + Number(n), 0);
+    if (decided >= count) return;
+    await sleep(20);
+  }
+}
+
 /** One service taken through SIGTERM under load: what the load saw, and what the process said and did. */
 async function roundThroughSigterm(env: Record<string, string>) {
   const service = await startServiceProcess({ MEMGATE_SHUTDOWN_DRAIN_MS: String(DRAIN_MS), ...env });
@@ -28,8 +38,9 @@ async function roundThroughSigterm(env: Record<string, string>) {
     path: (n) => `/check?event=url_shorten&feature=client-${n % 500}`,
     until: service.exit,
   });
-  // Let the load settle into its keep-alive connections first.
-  await sleep(300);
+  // Let the load settle into its keep-alive connections first: a fixed pause was too short
+  // on a loaded machine, so wait for the service to have decided a few rounds of them.
+  await decisionsReach(service, 3 * CONNECTIONS);
   service.child.kill('SIGTERM');
   await logLine(service, 'draining for');
   const ready = await fetch(`${service.url}/readyz`);
