@@ -55,7 +55,8 @@ export function registerGatewayRoutes(app: FastifyInstance, limiter: Limiter, ha
       return decision;
     };
     gate.all('/gate', handler);
-    gate.all('/gate/*', handler);
+    // Documented once, as /gate.
+    gate.all('/gate/*', { schema: { hide: true } }, handler);
     done();
   });
 }
