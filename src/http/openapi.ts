@@ -5,6 +5,14 @@
  */
 import type { FastifyDynamicSwaggerOptions } from '@fastify/swagger';
 
+const DESCRIPTION = `memgate answers one question before an API serves a request: may this client (an IP, a user id, an e-mail: the **feature**) do this thing (log in, shorten a URL: the **event**) right now? It counts requests in sliding windows kept in Memcached, so any number of memgate instances share one set of limits, which a policy file defines.
+
+Ask with \`/check\` (or \`/peek\`, which counts nothing); a gateway asks with \`/gate\`. Decisions are 200 when allowed and 429 when not (a gateway's denial may be 403), with the RateLimit headers of the IETF httpapi draft.
+
+**Errors** are JSON, \`{"error": {"code": "…", "message": "…"}}\`, and count nothing. Besides each route's own, any route may answer 404 \`not_found\` (no such route, or a method it does not take), and the connection may be answered before any route sees it: 400 \`malformed_request\` (not valid HTTP), 408 \`request_timeout\` (the request took over 10 s to arrive), 431 \`request_too_large\` (URL or headers over 16 KB).
+
+**Examples** are answers of memgate serving \`docs/api-policies.yaml\` of its repository: events \`login\` (5 a minute, 100 a day, \`onStoreError: deny\`) and \`url_shorten\` (100 a minute), and a \`gateway\` section that reads the URI from \`X-Original-URI\` (nginx's) and the client from \`X-Forwarded-For\`.`;
+
 /** The path item fields that hold an operation in OpenAPI 3.0, in the order the document lists them. */
 const OPENAPI_METHODS = ['get', 'post', 'put', 'patch', 'delete', 'head', 'options', 'trace'];
 
@@ -34,7 +42,16 @@ function withoutBodies(operation: Operation): Operation {
 export const openapiOptions: FastifyDynamicSwaggerOptions = {
   openapi: {
     openapi: '3.0.3',
-    info: { title: 'memgate', version: '0.1.0', description: 'Sliding-window rate limiting on Memcached. See the README for policies and headers.' },
+    info: { title: 'memgate', version: '0.1.0', description: DESCRIPTION },
+    tags: [
+      { name: 'decisions', description: 'May this client do this now? `/check` decides and counts; `/peek` gives the same decision and counts nothing' },
+      { name: 'gateway', description: 'For API gateways: nginx `auth_request`, Traefik ForwardAuth, Envoy `ext_authz`' },
+      { name: 'operations', description: 'Liveness, readiness, the loaded policies, metrics' },
+      { name: 'admin', description: 'Only when `MEMGATE_ADMIN_TOKEN` is set, with that token as a bearer token' },
+    ],
+    components: {
+      securitySchemes: { adminToken: { type: 'http', scheme: 'bearer', description: 'The value of `MEMGATE_ADMIN_TOKEN`' } },
+    },
   },
   transformObject: (document) => {
     if (!('openapiObject' in document)) return document.swaggerObject;

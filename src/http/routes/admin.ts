@@ -4,7 +4,7 @@ import { DEFAULTS } from '../../config/defaults.js';
 import type { Limiter } from '../../counting/limiter.js';
 import { errorBody } from '../errors.js';
 import { createFailureThrottle } from '../failure-throttle.js';
-import { errorResponses, resetBody, resetResponse, reloadResponse, type ResetBody } from '../schemas.js';
+import { adminReloadRoute, adminResetRoute, type ResetBody } from '../schemas.js';
 
 export interface AdminOptions {
   /** The bearer token every admin request must carry. */
@@ -53,7 +53,7 @@ export function registerAdminRoutes(app: FastifyInstance, limiter: Limiter, { to
 
   app.post<{ Body: ResetBody }>(
     '/admin/reset',
-    { onRequest: authorize, schema: { body: resetBody, response: { 200: resetResponse, ...errorResponses } } },
+    { onRequest: authorize, schema: adminResetRoute },
     async (request) => {
       const { event, feature } = request.body;
       await limiter.reset({ event, feature });
@@ -62,7 +62,7 @@ export function registerAdminRoutes(app: FastifyInstance, limiter: Limiter, { to
     },
   );
 
-  app.post('/admin/reload', { onRequest: authorize, schema: { response: { 200: reloadResponse, ...errorResponses } } }, async () => {
+  app.post('/admin/reload', { onRequest: authorize, schema: adminReloadRoute }, async () => {
     const loaded = await reload();
     log.info(loaded, 'admin reloaded the policies');
     return { reloaded: true, ...loaded };
