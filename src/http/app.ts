@@ -9,6 +9,7 @@ import underPressure from '@fastify/under-pressure';
 import { createDrain, type Drain } from './drain.js';
 import { createErrorHandler, errorBody, handleClientError, handleNotFound } from './errors.js';
 import type { Metrics } from './metrics.js';
+import { openapiOptions } from './openapi.js';
 import { registerAdminRoutes, type AdminOptions } from './routes/admin.js';
 import { registerDecisionRoutes } from './routes/decisions.js';
 import { isGateUrl, refuse, registerGatewayRoutes } from './routes/gateway.js';
@@ -69,11 +70,7 @@ export function buildApp({ limiter, store, logger, admin, metrics, maxEventLoopD
     done();
   });
   // OpenAPI from every route's JSON schema, served at /docs (and /docs/json).
-  void app.register(swagger, {
-    openapi: {
-      info: { title: 'memgate', version: '0.1.0', description: 'Sliding-window rate limiting on Memcached. See the README for policies and headers.' },
-    },
-  });
+  void app.register(swagger, openapiOptions);
   void app.register(swaggerUi, { routePrefix: '/docs' });
   app.setErrorHandler(handleError);
   app.setNotFoundHandler(handleNotFound);

@@ -3,6 +3,7 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 import type { CacheUsage } from '../counting/feature-cache.js';
 import type { ObservedDecision } from '../counting/limiter.js';
 import type { StoreOperation } from '../store/memcached/memcached-store.js';
+import { metricsRoute } from './schemas.js';
 
 export interface Metrics {
   /** For LimiterOptions.onDecision. */
@@ -141,7 +142,7 @@ export function createMetrics(): Metrics {
       latency.observe({ operation }, seconds);
     },
     register(app) {
-      app.get('/metrics', async (_request, reply) => {
+      app.get('/metrics', { schema: metricsRoute }, async (_request, reply) => {
         return reply.type(registry.contentType).send(await registry.metrics());
       });
     },

@@ -1,11 +1,35 @@
 /**
- * JSON schemas of every route. Request schemas check shape and types; what the values
- * mean (known event, feature length, cost within the limits) is the limiter's to judge,
- * so the library and HTTP refuse the same requests with the same error codes.
+ * JSON schemas of every route: the shape of each request and answer, and what the OpenAPI
+ * document (/docs) says of the route. Request schemas check shape and types; what the values
+ * mean (known event, feature length, cost within the limits) is the limiter's to judge, so
+ * the library and HTTP refuse the same requests with the same error codes.
+ *
+ * In a route's answers, `x-response-description` and `x-examples` (named examples, see
+ * examples.ts) and `headers` are read by @fastify/swagger only; fastify serializes by the rest.
  */
+import {
+  adminExamples,
+  bodyErrorExamples,
+  decisionExamples,
+  gatewayErrorExamples,
+  gatewayOffExample,
+  healthExamples,
+  inputErrorExamples,
+  metricsExample,
+  overloadedExample,
+  payloadTooLargeExample,
+  policiesExamples,
+  queryErrorExamples,
+  readinessExamples,
+  unsupportedMediaTypeExample,
+  type Example,
+} from './examples.js';
 
-const event = { type: 'string', description: 'An event of the policy file, e.g. login' } as const;
-const feature = { type: 'string', description: 'Who is doing it: an IP, a user id, an e-mail; up to 1024 UTF-8 bytes' } as const;
+// ---------------------------------------------------------------------------------------
+// Shapes
+
+const event = { type: 'string', description: 'An event of the policy file, e.g. login', examples: ['login'] } as const;
+const feature = { type: 'string', description: 'Who is doing it: an IP, a user id, an e-mail; up to 1024 UTF-8 bytes', examples: ['203.0.113.7'] } as const;
 
 export const checkQuerystring = {
   type: 'object',
@@ -23,6 +47,7 @@ export const checkBody = {
   additionalProperties: false,
   required: ['event', 'feature'],
   properties: { event, feature, cost: { type: 'integer', description: 'A positive integer, 1 by default' } },
+  examples: [{ event: 'login', feature: '203.0.113.7' }],
 } as const;
 
 export interface CheckQuerystring {
@@ -44,7 +69,10 @@ export const errorResponse = {
     error: {
       type: 'object',
       required: ['code', 'message'],
-      properties: { code: { type: 'string' }, message: { type: 'string' } },
+      properties: {
+        code: { type: 'string', description: 'What went wrong, for programs: the README lists every code' },
+        message: { type: 'string', description: 'What went wrong, for people' },
+      },
     },
   },
 } as const;
@@ -56,33 +84,28 @@ export const decisionResponse = {
     allowed: { type: 'boolean' },
     limits: {
       type: 'array',
+      description: 'Every limit of the event, in policy-file order; empty when the decision is degraded',
       items: {
         type: 'object',
         required: ['name', 'limit', 'window', 'remaining', 'resetSeconds'],
         properties: {
           name: { type: 'string' },
-          limit: { type: 'integer' },
+          limit: { type: 'integer', description: 'most cost admitted per window' },
           window: { type: 'integer', description: 'seconds' },
-          remaining: { type: 'integer' },
-          resetSeconds: { type: 'integer' },
+          remaining: { type: 'integer', description: 'cost still admissible now (after this check counted, if it did)' },
+          resetSeconds: { type: 'integer', description: 'seconds until some counted cost leaves the window' },
         },
       },
     },
-    retryAfter: { type: 'integer', description: 'seconds; only on a deny' },
+    retryAfter: { type: 'integer', description: 'seconds until this request would be allowed, if nothing else arrives; only on a deny' },
     degraded: { type: 'boolean', description: "true when the store could not answer and the event's onStoreError rule decided" },
   },
-} as const;
-
-/** Every answer a route can give besides its success: 4xx for the client's faults, 503 for the store's. */
-export const errorResponses = {
-  '4xx': errorResponse,
-  503: errorResponse,
 } as const;
 
 export const statusResponse = {
   type: 'object',
   required: ['status'],
-  properties: { status: { type: 'string' }, store: { type: 'string' } },
+  properties: { status: { type: 'string' } },
 } as const;
 
 /** /readyz: every counter server with whether it answers; `error` when some do not, or while draining (no servers then). */
@@ -91,7 +114,7 @@ export const readinessResponse = {
   required: ['status', 'store'],
   properties: {
     status: { type: 'string', description: 'ready, unavailable, or draining (shutting down)' },
-    store: { type: 'string' },
+    store: { type: 'string', description: 'memcached or embedded' },
     clockOffsetMs: {
       type: 'integer',
       description: "the store's clock, which memgate counts by, minus this host's, in milliseconds (the servers' median; 0 for the embedded store)",
@@ -122,7 +145,7 @@ const keysPerCheck = {
 export const policiesResponse = {
   type: 'object',
   properties: {
-    source: { type: 'string' },
+    source: { type: 'string', description: 'the policy file' },
     events: {
       type: 'array',
       items: {
@@ -134,7 +157,7 @@ export const policiesResponse = {
           onStoreError: { type: 'string' },
           incrementsPerCheck: { type: 'integer' },
           keysPerCheck,
-          itemsPerFeature: { type: 'integer' },
+          itemsPerFeature: { type: 'integer', description: 'Memcached items one active feature keeps alive' },
           limits: {
             type: 'array',
             items: {
@@ -161,6 +184,7 @@ export const resetBody = {
   additionalProperties: false,
   required: ['event', 'feature'],
   properties: { event, feature },
+  examples: [{ event: 'login', feature: '203.0.113.7' }],
 } as const;
 
 export type ResetBody = Omit<CheckBody, 'cost'>;
@@ -176,3 +200,254 @@ export const reloadResponse = {
   required: ['reloaded', 'source', 'events'],
   properties: { reloaded: { type: 'boolean' }, source: { type: 'string' }, events: { type: 'array', items: { type: 'string' } } },
 } as const;
+
+// ---------------------------------------------------------------------------------------
+// Answers, as the OpenAPI document describes them
+
+interface HeaderDoc {
+  readonly type: 'string' | 'integer';
+  readonly description: string;
+}
+
+/** An answer of a route: its shape, what it means, real examples, and the headers it carries. */
+function answer<S extends object>(shape: S, description: string, examples: Record<string, Example>, headers?: Record<string, HeaderDoc>) {
+  return { ...shape, 'x-response-description': description, 'x-examples': examples, ...(headers ? { headers } : {}) };
+}
+
+const RATE_LIMIT_HEADERS = {
+  'RateLimit-Policy': {
+    type: 'string',
+    description: 'Every limit of the event (IETF httpapi RateLimit headers draft): `"login-1m";q=5;w=60, "login-1d";q=100;w=86400`. Absent when `limits` is empty',
+  },
+  RateLimit: {
+    type: 'string',
+    description: 'The limit closest to exhaustion, with what remains and when counted cost next leaves it: `"login-1m";r=0;t=60`. Absent when `limits` is empty',
+  },
+} as const satisfies Record<string, HeaderDoc>;
+
+const DENIAL_HEADERS = {
+  ...RATE_LIMIT_HEADERS,
+  'Retry-After': { type: 'integer', description: 'Seconds until this request would be allowed, if nothing else arrives: the body’s `retryAfter`' },
+} as const satisfies Record<string, HeaderDoc>;
+
+const RETRY_SOON = { 'Retry-After': { type: 'integer', description: '1: try again in a second' } } as const satisfies Record<string, HeaderDoc>;
+
+const GATEWAY_ERROR_HEADER = {
+  'memgate-error': { type: 'string', description: 'The error code again, for gateways that cannot read a body (nginx)' },
+} as const satisfies Record<string, HeaderDoc>;
+
+const overloaded = answer(
+  errorResponse,
+  '`overloaded`: memgate sheds this check rather than queue it. Either `MEMCACHED_MAX_IN_FLIGHT` checks are already waiting on Memcached (a slow or hung server), or the event loop lags more than `MEMGATE_MAX_EVENT_LOOP_DELAY_MS`. Nothing was counted; retry in a second',
+  overloadedExample,
+  RETRY_SOON,
+);
+
+type Via = 'query' | 'body';
+
+/** The answers of /check and /peek: the same decision shapes and errors, different examples. */
+function decisionAnswers(route: '/check' | '/peek', via: Via) {
+  const { allowed, allowedCost, degradedAllowed, denied, degradedDenied, peekUntouched, peekDenied } = decisionExamples;
+  const check = route === '/check';
+  const admitted = check ? { allowed, ...(via === 'body' ? { allowedCost } : {}), degradedAllowed } : { peekUntouched, degradedAllowed };
+  const refused = check ? { denied, degradedDenied } : { peekDenied, degradedDenied };
+  const badInput = via === 'query' ? { ...inputErrorExamples, ...queryErrorExamples } : { ...inputErrorExamples, ...bodyErrorExamples };
+  return {
+    200: answer(
+      decisionResponse,
+      `${check ? 'Allowed: the request fits every limit of the event, and its cost is counted' : 'A request of this cost would be allowed now; nothing is counted'}. A degraded decision (\`degraded: true\`, no limits, no RateLimit headers) was made by the event's \`onStoreError\` rule because Memcached did not answer in time`,
+      admitted,
+      RATE_LIMIT_HEADERS,
+    ),
+    429: answer(
+      decisionResponse,
+      `${check ? 'Denied: the request does not fit some limit of the event, and nothing was counted' : 'A request of this cost would be denied now'}. \`retryAfter\` and \`Retry-After\` say when it would fit, exact to the policy’s granularity; a degraded denial says 1`,
+      refused,
+      DENIAL_HEADERS,
+    ),
+    400: answer(errorResponse, 'The request is not one memgate can decide (see the examples); nothing was counted', badInput),
+    ...(via === 'body'
+      ? {
+          413: answer(errorResponse, '`payload_too_large`: the body is over 16 KB', payloadTooLargeExample),
+          415: answer(errorResponse, '`unsupported_media_type`: the body is not `application/json`', unsupportedMediaTypeExample),
+        }
+      : {}),
+    503: overloaded,
+  };
+}
+
+// ---------------------------------------------------------------------------------------
+// Routes
+
+const CHECK = `Decides whether \`feature\` may do \`event\` now and, when it may, counts \`cost\` against every limit of the event (a request must fit them all). The answer is the decision: 200 when allowed, 429 when not, with the RateLimit-Policy and RateLimit headers, and Retry-After on a 429. A denied request counts nothing.
+
+When Memcached does not answer within \`MEMCACHED_TIMEOUT_MS\`, the event's \`onStoreError\` rule decides (allow by default, or deny) and the decision says \`degraded: true\`.`;
+
+const PEEK = `The decision \`/check\` would make for this request now, counting nothing: 200 if it would be allowed, 429 if not, with the same body and headers. \`remaining\` is what is left before this request. Use it to show a client its quota without spending it.`;
+
+export const checkQueryRoute = {
+  summary: 'Decide and count a request',
+  description: `${CHECK}\n\nThe same as \`POST /check\`, with the fields in the query string.`,
+  tags: ['decisions'],
+  querystring: checkQuerystring,
+  response: decisionAnswers('/check', 'query'),
+};
+
+export const checkBodyRoute = {
+  summary: 'Decide and count a request (JSON body)',
+  description: `${CHECK}\n\nThe same as \`GET /check\`, with the fields in a JSON object (\`cost\` a JSON integer).`,
+  tags: ['decisions'],
+  body: checkBody,
+  response: decisionAnswers('/check', 'body'),
+};
+
+export const peekQueryRoute = {
+  summary: 'The decision /check would make, counting nothing',
+  description: `${PEEK}\n\nThe same as \`POST /peek\`, with the fields in the query string.`,
+  tags: ['decisions'],
+  querystring: checkQuerystring,
+  response: decisionAnswers('/peek', 'query'),
+};
+
+export const peekBodyRoute = {
+  summary: 'The decision /check would make, counting nothing (JSON body)',
+  description: `${PEEK}\n\nThe same as \`GET /peek\`, with the fields in a JSON object.`,
+  tags: ['decisions'],
+  body: checkBody,
+  response: decisionAnswers('/peek', 'body'),
+};
+
+const gatewayDenied = (status: string, examples: Record<string, Example>) =>
+  answer(
+    decisionResponse,
+    `Denied, when \`gateway.denyStatus\` is ${status}: the guarded request does not fit some limit of its event, or a degraded decision by \`onStoreError\` refused it; nothing was counted`,
+    examples,
+    DENIAL_HEADERS,
+  );
+
+const gatewayInvalid = (status: string, examples: Record<string, Example>) =>
+  answer(
+    errorResponse,
+    `Input memgate cannot place, when \`gateway.invalidStatus\` is ${status}: the URI header missing or sent twice, a path that is not valid percent-encoding or that servers read as different routes, no usable client, an unknown event in an event header, an unmatched path under \`unmatched: deny\`. Nothing was counted`,
+    examples,
+    GATEWAY_ERROR_HEADER,
+  );
+
+const { missingUri, uriTwice, badEncoding, ambiguous, clientNotAnIp, unmatchedPath } = gatewayErrorExamples;
+
+/**
+ * /gate answers every method. OpenAPI 3.0 can name only eight; the document lists those
+ * (see openapi.ts) and says here that any other is answered the same way.
+ */
+export const gateRoute = {
+  summary: 'Decide and count a request a gateway guards',
+  description: `For gateways: nginx \`auth_request\`, Traefik ForwardAuth, Envoy \`ext_authz\` (HTTP). The gateway asks here before it forwards a client's request; memgate finds the event and the client from what the policy file's \`gateway\` section names (the URI from \`X-Original-URI\`, \`X-Forwarded-Uri\` or the path after \`/gate\`; the client from \`X-Forwarded-For\` after the trusted proxies, or a header), and decides and counts as \`/check\` does.
+
+**Any method.** Listed here are the methods OpenAPI can name; memgate answers every other one (PROPFIND, PURGE, ...) the same way, since Envoy asks with the guarded request's own method. A body is never read, whatever its type or size.
+
+**\`/gate/{path}\`.** With \`gateway.uri: path\` (Envoy's \`path_prefix\`), the guarded path follows \`/gate\`, e.g. \`/gate/api/links\`, and is answered as here.
+
+200 when allowed, with the RateLimit headers (a path no route matches, under \`unmatched: allow\`, is allowed without counting: \`limits\` is empty). A denial is \`gateway.denyStatus\` (429, or 403 for nginx, which hands on only 401 and 403), with Retry-After. Input memgate cannot place is \`gateway.invalidStatus\` (400, or 401 for nginx), with a \`memgate-error\` header. Without a \`gateway\` section, 404.`,
+  tags: ['gateway'],
+  response: {
+    200: answer(
+      decisionResponse,
+      'Allowed: the guarded request fits every limit of its event (counted), or no route matches its path and `gateway.unmatched` is allow (nothing counted, `limits` empty), or a degraded decision by `onStoreError`',
+      { allowed: decisionExamples.allowed, unmatched: decisionExamples.unmatched, degradedAllowed: decisionExamples.degradedAllowed },
+      RATE_LIMIT_HEADERS,
+    ),
+    400: gatewayInvalid('400 (the default)', { missingUri, badEncoding, ambiguous, clientNotAnIp }),
+    401: gatewayInvalid('401 (for nginx)', { unmatchedPath, uriTwice }),
+    403: gatewayDenied('403 (for nginx)', { denied: decisionExamples.denied }),
+    404: answer(errorResponse, '`not_found`: the policy file has no `gateway` section, so /gate is off', gatewayOffExample),
+    429: gatewayDenied('429 (the default)', { denied: decisionExamples.denied, degradedDenied: decisionExamples.degradedDenied }),
+    503: overloaded,
+  },
+};
+
+export const healthRoute = {
+  summary: 'Liveness: the process answers',
+  description: 'Answers 200 while the process runs, asking nothing of Memcached, and also while it drains before stopping, so that nothing kills an instance that is finishing its requests.',
+  tags: ['operations'],
+  response: { 200: answer(statusResponse, 'The process is running', healthExamples) },
+};
+
+const { readyMemcached, readyEmbedded, unavailable, draining } = readinessExamples;
+
+export const readinessRoute = {
+  summary: 'Readiness: every Memcached server answers',
+  description:
+    "Asks every Memcached server and lists each with whether it answers, its evictions and its clock's offset from this host (memgate counts by the servers' clocks). 200 when all answer; 503 when any does not (`store_unavailable`, with each down server's reason), and at once, without asking, while the instance drains before stopping (`draining`). Load balancers should send checks only to instances that answer 200.",
+  tags: ['operations'],
+  response: {
+    200: answer(readinessResponse, 'Ready: every counter server answers', { readyMemcached, readyEmbedded }),
+    503: answer(
+      readinessResponse,
+      'Not ready: a Memcached server did not answer within `MEMCACHED_TIMEOUT_MS` (`store_unavailable`, with `Retry-After: 1`), or the instance is shutting down (`draining`)',
+      { unavailable, draining },
+      { 'Retry-After': { type: 'integer', description: '1, when a server is down; absent while draining' } },
+    ),
+  },
+};
+
+export const policiesRoute = {
+  summary: 'The loaded policies and what they cost Memcached',
+  description:
+    'The policies in use (after any `/admin/reload`), with what each event and limit costs: Memcached keys a check reads (`keysPerCheck`: the most, and on average), increments per check, and items one active feature keeps alive (`itemsPerFeature`), to size a cluster. `npm run policies -- FILE` prints the same for a file.',
+  tags: ['operations'],
+  response: { 200: answer(policiesResponse, 'The loaded policies, event by event and limit by limit', policiesExamples) },
+};
+
+export const metricsRoute = {
+  summary: 'Prometheus metrics',
+  description:
+    "memgate's metrics in Prometheus's text format: decisions by event, route and outcome (`memgate_decisions_total`), the local caches, keys read per check, Memcached calls and their duration, each server's clock offset; and the process's own (CPU, memory, event loop). The README lists them.",
+  tags: ['operations'],
+  produces: ['text/plain'],
+  response: { 200: { type: 'string', 'x-response-description': 'The metrics, in Prometheus text format 0.0.4', examples: [metricsExample] } },
+};
+
+const ADMIN = `Needs \`Authorization: Bearer <MEMGATE_ADMIN_TOKEN>\`; without that setting the admin routes do not exist (404). An address that gives a wrong token 10 times within 60 s gets 429 for every admin request, the right token included, until those failures leave the window.`;
+
+const adminRefusals = {
+  401: answer(errorResponse, '`unauthorized`: no bearer token, or the wrong one (counted against this address)', { unauthorized: adminExamples.unauthorized }, {
+    'WWW-Authenticate': { type: 'string', description: 'Bearer' },
+  }),
+  429: answer(
+    errorResponse,
+    '`too_many_failures`: this address gave a wrong token 10 times within 60 s; every admin request from it is refused until those failures leave the window',
+    { tooManyFailures: adminExamples.tooManyFailures },
+    { 'Retry-After': { type: 'integer', description: 'Seconds until this address may try again' } },
+  ),
+};
+
+const { unknownEvent } = inputErrorExamples;
+const { missingFeature, invalidJson } = bodyErrorExamples;
+
+export const adminResetRoute = {
+  summary: 'Forget what a feature has counted for an event',
+  description: `Forgets every count of \`feature\` for \`event\`, on every instance (the counts live in Memcached): its next check starts from nothing.\n\n${ADMIN}`,
+  tags: ['admin'],
+  security: [{ adminToken: [] }],
+  body: resetBody,
+  response: {
+    200: answer(resetResponse, 'The counts are forgotten', { reset: adminExamples.reset }),
+    400: answer(errorResponse, 'The body is not an event and a feature memgate knows (see the examples); nothing was changed', { unknownEvent, missingFeature, invalidJson }),
+    ...adminRefusals,
+    413: answer(errorResponse, '`payload_too_large`: the body is over 16 KB', payloadTooLargeExample),
+    415: answer(errorResponse, '`unsupported_media_type`: the body is not `application/json`', unsupportedMediaTypeExample),
+    503: answer(errorResponse, '`store_unavailable`: Memcached did not answer in time, so the counts may not be forgotten; retry', { storeUnavailable: adminExamples.storeUnavailable }, RETRY_SOON),
+  },
+};
+
+export const adminReloadRoute = {
+  summary: 'Read the policy file again and use it',
+  description: `Reads the policy file (\`MEMGATE_CONFIG\` or \`--config\`) again and decides by it from the next check on, without a restart. A file with any problem is refused, listing every problem, and the policies in use stay. Each instance reloads on its own: call every instance.\n\n${ADMIN}`,
+  tags: ['admin'],
+  security: [{ adminToken: [] }],
+  response: {
+    200: answer(reloadResponse, 'The new policies are in use', { reloaded: adminExamples.reloaded }),
+    400: answer(errorResponse, '`invalid_policies`: the file is invalid; the policies in use are unchanged', { invalidPolicies: adminExamples.invalidPolicies }),
+    ...adminRefusals,
+  },
+};

@@ -5,7 +5,7 @@ import { PolicyError } from '../../config/policies.js';
 import type { Limiter } from '../../counting/limiter.js';
 import { sendError } from '../errors.js';
 import { createFailureThrottle } from '../failure-throttle.js';
-import { errorResponses, resetBody, resetResponse, reloadResponse, type ResetBody } from '../schemas.js';
+import { adminReloadRoute, adminResetRoute, type ResetBody } from '../schemas.js';
 
 export interface AdminOptions {
   /** The bearer token every admin request must carry. */
@@ -51,7 +51,7 @@ export function registerAdminRoutes(app: FastifyInstance, limiter: Limiter, { to
 
   app.post<{ Body: ResetBody }>(
     '/admin/reset',
-    { onRequest: authorize, schema: { body: resetBody, response: { 200: resetResponse, ...errorResponses } } },
+    { onRequest: authorize, schema: adminResetRoute },
     async (request) => {
       const { event, feature } = request.body;
       await limiter.reset({ event, feature });
@@ -60,7 +60,7 @@ export function registerAdminRoutes(app: FastifyInstance, limiter: Limiter, { to
     },
   );
 
-  app.post('/admin/reload', { onRequest: authorize, schema: { response: { 200: reloadResponse, ...errorResponses } } }, async (request) => {
+  app.post('/admin/reload', { onRequest: authorize, schema: adminReloadRoute }, async (request) => {
     const address = request.ip;
     let loaded;
     try {

@@ -3,9 +3,7 @@ import type { Decision } from '../../counting/decision.js';
 import type { CheckRequest } from '../../counting/check-request.js';
 import type { Limiter } from '../../counting/limiter.js';
 import { rateLimitHeaderWriter } from '../rate-limit-headers.js';
-import { checkBody, checkQuerystring, decisionResponse, errorResponses, type CheckBody, type CheckQuerystring } from '../schemas.js';
-
-const response = { 200: decisionResponse, 429: decisionResponse, ...errorResponses } as const;
+import { checkBodyRoute, checkQueryRoute, peekBodyRoute, peekQueryRoute, type CheckBody, type CheckQuerystring } from '../schemas.js';
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 
@@ -25,16 +23,16 @@ export function registerDecisionRoutes(app: FastifyInstance, limiter: Limiter): 
     if (body === undefined) denialBodies.set(decision, (body = reply.serialize(decision) as string));
     return reply.type(JSON_TYPE).send(body);
   };
-  const routes: [string, (request: CheckRequest) => Promise<Decision>][] = [
-    ['/check', (request) => limiter.check(request)],
-    ['/peek', (request) => limiter.peek(request)],
+  const routes: [string, (request: CheckRequest) => Promise<Decision>, { query: object; body: object }][] = [
+    ['/check', (request) => limiter.check(request), { query: checkQueryRoute, body: checkBodyRoute }],
+    ['/peek', (request) => limiter.peek(request), { query: peekQueryRoute, body: peekBodyRoute }],
   ];
-  for (const [url, decide] of routes) {
-    app.get<{ Querystring: CheckQuerystring }>(url, { schema: { querystring: checkQuerystring, response } }, async (request, reply) => {
+  for (const [url, decide, schema] of routes) {
+    app.get<{ Querystring: CheckQuerystring }>(url, { schema: schema.query }, async (request, reply) => {
       const { event, feature, cost } = request.query;
       return send(reply, event, await decide({ event, feature, cost: cost === undefined ? undefined : Number(cost) }));
     });
-    app.post<{ Body: CheckBody }>(url, { schema: { body: checkBody, response } }, async (request, reply) => {
+    app.post<{ Body: CheckBody }>(url, { schema: schema.body }, async (request, reply) => {
       return send(reply, request.body.event, await decide(request.body));
     });
   }

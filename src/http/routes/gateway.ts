@@ -7,6 +7,7 @@ import { LimiterInputError } from '../../counting/errors.js';
 import type { Limiter } from '../../counting/limiter.js';
 import { errorBody, sendError, type ErrorHandler } from '../errors.js';
 import { rateLimitHeaderWriter } from '../rate-limit-headers.js';
+import { gateRoute } from '../schemas.js';
 
 /** Input a gateway sent that memgate cannot place: answered with gateway.invalidStatus, counting nothing. */
 class GatewayInputError extends Error {
@@ -55,8 +56,9 @@ export function registerGatewayRoutes(app: FastifyInstance, limiter: Limiter, ha
       setHeaders(reply.code(decision.allowed ? 200 : gateway.denyStatus), outcome.event, decision);
       return decision;
     };
-    gate.all('/gate', handler);
-    gate.all('/gate/*', handler);
+    gate.all('/gate', { schema: gateRoute }, handler);
+    // Documented once, as /gate, whose description names /gate/{path}.
+    gate.all('/gate/*', { schema: { ...gateRoute, hide: true } }, handler);
     done();
   });
 }

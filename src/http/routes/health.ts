@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { CounterStore, ServerHealth } from '../../store/counter-store.js';
 import type { Drain } from '../drain.js';
 import { errorBody } from '../errors.js';
-import { readinessResponse, statusResponse } from '../schemas.js';
+import { healthRoute, readinessRoute } from '../schemas.js';
 
 /**
  * /healthz: the process answers. /readyz: every counter server answers too; each is
@@ -11,8 +11,8 @@ import { readinessResponse, statusResponse } from '../schemas.js';
  * send no more; /healthz still answers 200, so that nothing kills the draining process.
  */
 export function registerHealthRoutes(app: FastifyInstance, store: CounterStore, drain: Drain): void {
-  app.get('/healthz', { schema: { response: { 200: statusResponse } } }, () => ({ status: 'ok' }));
-  app.get('/readyz', { schema: { response: { 200: readinessResponse, 503: readinessResponse } } }, async (_request, reply) => {
+  app.get('/healthz', { schema: healthRoute }, () => ({ status: 'ok' }));
+  app.get('/readyz', { schema: readinessRoute }, async (_request, reply) => {
     if (drain.draining) {
       return reply.code(503).send({ status: 'draining', store: store.kind, ...errorBody('draining', 'memgate is shutting down: send requests to another instance') });
     }

@@ -1,13 +1,13 @@
 import type { FastifyInstance } from 'fastify';
 import type { Limiter } from '../../counting/limiter.js';
 import { policySizing } from '../../counting/sizing.js';
-import { policiesResponse } from '../schemas.js';
+import { policiesRoute } from '../schemas.js';
 
 /** /policies: the loaded policies and what each costs Memcached, to size a cluster. */
 export function registerPolicyRoutes(app: FastifyInstance, limiter: Limiter): void {
   // Computed once per loaded policy set (an admin may reload them).
   const bodies = new WeakMap<object, ReturnType<typeof policySizing>>();
-  app.get('/policies', { schema: { response: { 200: policiesResponse } } }, () => {
+  app.get('/policies', { schema: policiesRoute }, () => {
     let body = bodies.get(limiter.policies);
     if (!body) bodies.set(limiter.policies, (body = policySizing(limiter.policies, limiter.plans)));
     return body;
