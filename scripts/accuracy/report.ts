@@ -2,7 +2,8 @@ import { markdownTable } from 'markdown-table';
 import { parse as parseVega, View } from 'vega';
 import { compile, type TopLevelSpec } from 'vega-lite';
 import { formatDuration } from '../../src/config/duration.js';
-import type { ReplayResult, SchemeResult } from './replay.js';
+import type { ReplayResult } from './replay.js';
+import type { SchemeResult } from './scheme-replay.js';
 
 /** One traffic replayed against one limit. */
 export interface LabRun {
