@@ -62,7 +62,9 @@ export async function replayScheme(
   try {
     for (const [index, { ms, feature }] of requests.entries()) {
       clock.ms = ms;
-      const { allowed } = await limiter.check({ event: 'e', feature });
+      const { allowed, degraded } = await limiter.check({ event: 'e', feature });
+      // Decided without the store, by onStoreError: not what the scheme would decide.
+      if (degraded) throw new Error(`${store.description} stopped answering while replaying ${JSON.stringify(scheme.name)}`);
       if (allowed) {
         allowedCount++;
         admitted.admit(feature, ms);
