@@ -4,10 +4,10 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { availableParallelism } from 'node:os';
-import { formatDuration, parseDuration } from '../src/config/duration.js';
+import { parseDuration } from '../src/config/duration.js';
 import { parseClf, type ParsedLog } from './accuracy/clf.js';
 import { replay } from './accuracy/replay.js';
-import { costChart, errorChart, markdownReport, runHeading, runTable, type LabRun } from './accuracy/report.js';
+import { charts, markdownReport, runHeading, runTable, type LabRun } from './accuracy/report.js';
 import { openStore, type StoreChoice } from './accuracy/scheme-replay.js';
 import { schemesFor } from './accuracy/schemes.js';
 import { SHAPES, type TimedRequest } from './accuracy/traffic.js';
@@ -167,19 +167,10 @@ runCommand(
     }
     for (const run of runs) console.log(`\n${runHeading(run)}\n\n${runTable(run)}`);
     console.log(`\n${timing}`);
-    const charts: { file: string; title: string }[] = [];
-    for (const window of [...new Set(runs.map((run) => run.window))]) {
-      const ofWindow = runs.filter((run) => run.window === window);
-      const name = formatDuration(window);
-      const first = ofWindow[0];
-      if (!first) continue;
-      await writeFile(join(out.path, `error-${name}.svg`), await errorChart(ofWindow));
-      await writeFile(join(out.path, `cost-${name}.svg`), await costChart(first));
-      charts.push({ file: `error-${name}.svg`, title: `wrong decisions against granularity, ${name} window` });
-      charts.push({ file: `cost-${name}.svg`, title: `keys per check and bytes per client against granularity, ${name} window` });
-    }
-    await writeFile(join(out.path, 'report.md'), markdownReport(runs, command, charts));
-    console.log(`report: ${join(out.path, 'report.md')} and ${charts.length} charts`);
+    const drawn = await charts(runs);
+    for (const chart of drawn) await writeFile(join(out.path, chart.file), chart.svg);
+    await writeFile(join(out.path, 'report.md'), markdownReport(runs, command, drawn));
+    console.log(`report: ${join(out.path, 'report.md')} and ${drawn.length} charts`);
     return EXIT.ok;
   },
 );

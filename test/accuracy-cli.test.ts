@@ -41,11 +41,13 @@ describe('npm run accuracy', () => {
     expect(stdout).toMatch(/\| 1s buckets +\| +0% \| +0 \(0%\) \| +0 \(0%\) \|/);
     expect(stdout).toContain('access.log');
     expect(stderr).toContain('1 lines are not Common Log Format and were skipped; first: this line is not a log line');
-    expect((await readdir(out)).sort()).toEqual(['cost-1m.svg', 'error-1m.svg', 'report.md']);
-    expect(await readFile(join(out, 'error-1m.svg'), 'utf8')).toMatch(/^<svg[^>]*>.*Wrong decisions against granularity/s);
+    expect((await readdir(out)).sort()).toEqual(['cost-1m.svg', 'error-1m.svg', 'report.md', 'worst-1m.svg']);
+    expect(await readFile(join(out, 'error-1m.svg'), 'utf8')).toMatch(/^<svg[^>]*>.*Wrong decisions against bucket size/s);
+    expect(await readFile(join(out, 'worst-1m.svg'), 'utf8')).toMatch(/^<svg[^>]*>.*Worst window admitted/s);
     const report = await readFile(join(out, 'report.md'), 'utf8');
     expect(report).toContain('# memgate accuracy report');
-    expect(report).toContain('![wrong decisions against granularity, 1m window](error-1m.svg)');
+    expect(report).toContain('![wrong decisions against bucket size, 1m window](error-1m.svg)');
+    expect(report).toContain('![worst window admitted over the limit, per scheme, 1m window](worst-1m.svg)');
     expect(report).toContain('| exact sliding log');
   });
 
