@@ -4,7 +4,6 @@
 //   npm run bench -- --help
 import { execFile } from 'node:child_process';
 import { readFile, writeFile } from 'node:fs/promises';
-import { createConnection } from 'node:net';
 import { cpus, totalmem } from 'node:os';
 import { promisify } from 'node:util';
 import { COMPILED_ENV } from './bench/compiled.js';
@@ -14,11 +13,14 @@ import { memory } from './bench/memory.js';
 import { overload } from './bench/overload.js';
 import type { Suite, SuiteContext, SuiteReport } from './bench/suite.js';
 import { throughput } from './bench/throughput.js';
-import { commandLine } from './lib/command-line.js';
-import { startMemcachedProcess } from './lib/memcached-process.js';
+import { EXIT, runCommand } from './lib/command-line.js';
+import { memcachedVersion, startMemcachedProcess } from './lib/memcached-process.js';
+import { formatSeconds, progressIntervalMs, startProgress } from './lib/progress.js';
 
 const SUITES: readonly Suite[] = [embedded, throughput, denyPath, overload, memory];
 const DOCS = 'docs/performance.md';
+/** About how long `npm run build` takes on the 2-core development machine. */
+const BUILD_SECONDS = 20;
 
 const USAGE = `usage: npm run bench -- [options]
 
@@ -29,63 +31,116 @@ ${SUITES.map((suite) => `                      ${suite.name.padEnd(11)} ${suite.
   --rounds N        rounds; every case runs once per round, in turn (default 3)
   --memcached H:P   an existing Memcached (default: start one on a free port)
   --write-docs      write the results into ${DOCS}, each suite into its own section
-                    (without it, nothing is written)`;
+                    (without it, nothing is written)
 
-const { values, fail, positiveInteger } = commandLine('bench', USAGE, {
-  suite: { type: 'string' },
-  duration: { type: 'string' },
-  connections: { type: 'string' },
-  rounds: { type: 'string' },
-  memcached: { type: 'string' },
-  'write-docs': { type: 'boolean' },
-});
-const chosen = (values.suite ?? SUITES.map((s) => s.name).join(','))
-  .split(',')
-  .map((name) => SUITES.find((suite) => suite.name === name.trim()) ?? fail(`--suite: no suite ${JSON.stringify(name)}`));
-const duration = positiveInteger(values.duration, 'duration', 5);
-const connections = positiveInteger(values.connections, 'connections', 50);
-const rounds = positiveInteger(values.rounds, 'rounds', 3);
+Says at the start about how long it will take; progress goes to standard error (a line
+every few seconds when it is not a terminal), results to standard output. Exits 0 when
+every suite ran, 1 when one failed (a Memcached that does not answer, a server that did
+not start), 2 for bad usage.`;
 
-const started = performance.now();
-const elapsed = () => `${Math.round((performance.now() - started) / 1000)} s`;
-// A line per step, on a terminal or in a CI log alike.
-const progress = (line: string) => process.stderr.write(`[${elapsed()}] ${line}\n`);
-const estimate = chosen.reduce((sum, suite) => sum + suite.estimateSeconds({ duration, rounds }), 0);
-progress(`running ${chosen.map((s) => s.name).join(', ')}: about ${Math.ceil(estimate / 60)} min${values['write-docs'] ? `, then writing ${DOCS}` : ''}`);
+runCommand(
+  {
+    name: 'bench',
+    usage: USAGE,
+    options: {
+      suite: { type: 'string' },
+      duration: { type: 'string' },
+      connections: { type: 'string' },
+      rounds: { type: 'string' },
+      memcached: { type: 'string' },
+      'write-docs': { type: 'boolean' },
+    },
+  },
+  async ({ values, fail, positiveInteger }) => {
+    const chosen = (values.suite ?? SUITES.map((s) => s.name).join(','))
+      .split(',')
+      .map((name) => SUITES.find((suite) => suite.name === name.trim()) ?? fail(`--suite: no suite ${JSON.stringify(name)}; the suites are ${SUITES.map((s) => s.name).join(', ')}`));
+    const duration = positiveInteger(values.duration, 'duration', 5);
+    const connections = positiveInteger(values.connections, 'connections', 50);
+    const rounds = positiveInteger(values.rounds, 'rounds', 3);
+    if (values.memcached !== undefined && !/^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):[0-9]{1,5}$/.test(values.memcached)) {
+      fail(`--memcached must be host:port (got ${JSON.stringify(values.memcached)})`);
+    }
+    const everyMs = progressIntervalMs();
+    // Refused before anything is built or started, rather than measuring a dead server.
+    const given = values.memcached;
+    const givenVersion =
+      given === undefined
+        ? undefined
+        : await memcachedVersion(given).catch((error: unknown) => {
+            throw new Error(`the Memcached at ${given} does not answer: ${(error as Error).message}`, { cause: error });
+          });
 
-// Every suite runs the JavaScript `npm start` runs (see bench/compiled.ts).
-progress('building dist/ (npm run build)…');
-await promisify(execFile)('npm', ['run', 'build']);
-process.env[COMPILED_ENV] = '1';
-const ownMemcached = values.memcached ? undefined : await startMemcachedProcess();
-const servers = values.memcached ?? ownMemcached?.servers ?? fail('no Memcached');
-const machineLine = await machine(servers);
-const context: SuiteContext = { servers, duration, connections, rounds, progress };
-const reports = new Map<string, SuiteReport>();
-try {
-  for (const suite of chosen) {
-    reports.set(suite.name, await suite.run(context));
-    console.log(`\n${reports.get(suite.name)?.summary ?? ''}\n`);
-  }
-} finally {
-  await ownMemcached?.stop();
-}
-progress(`done in ${elapsed()}`);
+    const estimate = BUILD_SECONDS + chosen.reduce((sum, suite) => sum + suite.estimateSeconds({ duration, rounds }), 0);
+    const progress = startProgress({ label: 'bench', total: estimate, describe: (done, total) => `${formatSeconds(done)} of about ${formatSeconds(total)}`, everyMs });
+    const started = performance.now();
+    const elapsed = () => (performance.now() - started) / 1000;
+    // The estimate is only that: the bar stops short of 100% until the work is done.
+    const ticker = setInterval(() => {
+      progress.update(Math.min(elapsed(), 0.99 * estimate));
+    }, 1000);
+    const log = (line: string) => {
+      progress.log(`[${formatSeconds(elapsed())}] ${line}`);
+    };
+    log(`running ${chosen.map((s) => s.name).join(', ')}: about ${formatSeconds(estimate)}${values['write-docs'] ? `, then writing ${DOCS}` : ''}`);
+    const reports = new Map<string, SuiteReport>();
+    try {
+      // Every suite runs the JavaScript `npm start` runs (see bench/compiled.ts).
+      progress.update(0, 'building dist/ (npm run build)');
+      await promisify(execFile)('npm', ['run', 'build']).catch((error: unknown) => {
+        throw new Error('npm run build failed; run it to see why', { cause: error });
+      });
+      process.env[COMPILED_ENV] = '1';
+      const ownMemcached = given === undefined ? await startMemcachedProcess() : undefined;
+      const servers = given ?? ownMemcached?.servers ?? '';
+      const machineLine = machine(givenVersion ?? (await memcachedVersion(servers)));
+      const context: SuiteContext = {
+        servers,
+        duration,
+        connections,
+        rounds,
+        progress: log,
+        doing: (what) => {
+          progress.update(Math.min(elapsed(), 0.99 * estimate), what);
+        },
+      };
+      try {
+        for (const suite of chosen) {
+          context.doing(suite.name);
+          reports.set(suite.name, await suite.run(context));
+          console.log(`\n${reports.get(suite.name)?.summary ?? ''}\n`);
+        }
+      } finally {
+        await ownMemcached?.stop();
+      }
+      if (values['write-docs']) {
+        await writeDocs(reports, machineLine);
+        log(`wrote ${[...reports.keys()].join(', ')} into ${DOCS}`);
+      }
+      progress.update(elapsed());
+      progress.done();
+    } finally {
+      clearInterval(ticker);
+      progress.stop();
+    }
+    return EXIT.ok;
+  },
+);
 
-if (values['write-docs']) {
+/** Puts each suite's section into DOCS, keeping the sections of suites not run. */
+async function writeDocs(reports: ReadonlyMap<string, SuiteReport>, machineLine: string): Promise<void> {
   let text = await readFile(DOCS, 'utf8').catch(() => '');
   if (!text.includes('<!-- bench:')) text = '';
-  text = text || skeleton();
+  text = text || skeleton(machineLine);
   for (const [name, report] of reports) {
     const section = new RegExp(`<!-- bench:${name} -->[\\s\\S]*?<!-- /bench:${name} -->`);
     text = text.replace(section, `<!-- bench:${name} -->\n${report.markdown.trim()}\n<!-- /bench:${name} -->`);
   }
   await writeFile(DOCS, text.replace(/^Machine: .*$/m, machineLine));
-  progress(`wrote ${[...reports.keys()].join(', ')} into ${DOCS}`);
 }
 
 /** The page's frame: each suite's section sits between markers, so one suite can be run and written alone. */
-function skeleton(): string {
+function skeleton(machineLine: string): string {
   return `# memgate performance
 
 Written by \`npm run bench -- --write-docs\` (each suite's section by \`--suite NAME --write-docs\`). Everything runs on one machine: the load generator, the servers and Memcached share its cores, so **compare ratios within a section, not absolute numbers across sections or runs**.
@@ -96,22 +151,7 @@ ${SUITES.map((suite) => `<!-- bench:${suite.name} -->\n<!-- /bench:${suite.name}
 `;
 }
 
-async function machine(memcached: string): Promise<string> {
+function machine(memcachedVersion: string): string {
   const cpu = cpus();
-  return `Machine: ${cpu.length} × ${cpu[0]?.model ?? 'unknown CPU'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}, memcached ${await memcachedVersion(memcached)}, last written ${new Date().toISOString().slice(0, 10)}.`;
-}
-
-/** The server's own version string. */
-function memcachedVersion(memcached: string): Promise<string> {
-  return new Promise((resolve) => {
-    const [host = '127.0.0.1', port = '11211'] = memcached.split(',')[0]?.split(':') ?? [];
-    const socket = createConnection({ host, port: Number(port) }, () => socket.write('version\r\n'));
-    socket.once('data', (data) => {
-      resolve(data.toString().trim().replace(/^VERSION /, ''));
-      socket.end();
-    });
-    socket.once('error', () => {
-      resolve('unknown');
-    });
-  });
+  return `Machine: ${cpu.length} × ${cpu[0]?.model ?? 'unknown CPU'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}, memcached ${memcachedVersion}, last written ${new Date().toISOString().slice(0, 10)}.`;
 }

@@ -1,4 +1,6 @@
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
+import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { useMemcached } from './helpers/memcached.js';
 
@@ -43,3 +45,24 @@ describe('bench servers', () => {
     }
   });
 });
+
+describe('npm run bench', () => {
+  it('leaves the docs alone without --write-docs, says how long it will take, and shows progress in lines off a terminal', async () => {
+    const docs = await readFile('docs/performance.md', 'utf8');
+    const { stdout, stderr } = await promisify(execFile)(process.execPath, ['--import', 'tsx', 'scripts/bench.ts', '--suite', 'embedded'], {
+      env: { ...process.env, CLI_PROGRESS_SECONDS: '1' },
+    });
+    expect(stdout).toContain('| embedded store, in process, no HTTP |');
+    const lines = stderr.split('\n').filter(Boolean);
+    expect(lines[0]).toBe('bench: started, 0 s of about 30 s');
+    expect(lines[1]).toMatch(/^\[0 s\] running embedded: about 30 s$/);
+    // A line every second while it builds and measures, saying what it is doing.
+    expect(lines.filter((line) => /^bench: \d+% \(.* of about 30 s\), building dist\/ \(npm run build\), \d+ s elapsed/.test(line)).length).toBeGreaterThanOrEqual(1);
+    expect(lines.some((line) => /^bench: \d+% \(.*\), embedded: limiter\.check in process, /.test(line))).toBe(true);
+    expect(lines.at(-1)).toMatch(/^bench: done \(.*\) after \d+ s$/);
+    expect(stderr).not.toContain('\r');
+    expect(stderr).not.toContain('\u001b[');
+    expect(await readFile('docs/performance.md', 'utf8')).toBe(docs);
+  }, 180_000);
+});
+

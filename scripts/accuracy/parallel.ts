@@ -1,6 +1,16 @@
 import { Worker } from 'node:worker_threads';
-import type { ReplayOptions, SchemeResult } from './replay.js';
+import type { SchemeResult, StoreChoice } from './scheme-replay.js';
+import type { Scheme } from './schemes.js';
 import type { TimedRequest } from './traffic.js';
+
+/** What every scheme of a run shares: plain data, sent to each worker as it is. */
+export interface RunSettings {
+  readonly limit: number;
+  /** Seconds. */
+  readonly window: number;
+  readonly schemes: readonly Scheme[];
+  readonly store?: StoreChoice;
+}
 
 /** What a replay worker is given: requests as typed arrays (cheap to send), and its schemes. */
 export interface WorkerTask {
@@ -8,7 +18,7 @@ export interface WorkerTask {
   readonly featureIds: Uint32Array;
   readonly features: readonly string[];
   readonly truth: Uint8Array;
-  readonly options: Omit<ReplayOptions, 'onProgress' | 'workers'>;
+  readonly options: RunSettings;
 }
 
 /** From the pool to a worker: replay this scheme (an index into options.schemes), or stop. */
@@ -28,7 +38,7 @@ export type WorkerMessage =
 export async function replayInWorkers(
   requests: readonly TimedRequest[],
   truth: Uint8Array,
-  options: ReplayOptions & { readonly workers: number },
+  options: RunSettings & { readonly workers: number },
   progress: (scheme: number, done: number) => void,
 ): Promise<SchemeResult[]> {
   const ids = new Map<string, number>();
@@ -41,7 +51,7 @@ export async function replayInWorkers(
     ms[i] = request.ms;
   });
   // Functions cannot cross into a worker; only the data of the options goes.
-  const shared = { limit: options.limit, window: options.window, schemes: options.schemes, ...(options.store ? { store: options.store } : {}) };
+  const shared: RunSettings = { limit: options.limit, window: options.window, schemes: options.schemes, ...(options.store ? { store: options.store } : {}) };
   const task: WorkerTask = { ms, featureIds, features: [...ids.keys()], truth, options: shared };
   const queue = options.schemes.map((_scheme, i) => i).sort((a, b) => (options.schemes[a]?.granularity ?? 0) - (options.schemes[b]?.granularity ?? 0));
   const results = new Array<SchemeResult>(options.schemes.length);

@@ -87,3 +87,19 @@ export function fixedWindows(limits: readonly ReferenceLimit[]): ReferenceLimite
     },
   };
 }
+
+/** Tracks, per feature, the most admitted in any window (t − W, t]: the peak is always at an admission. */
+export function worstWindowTracker(limit: number, window: number): { admit(feature: string, ms: number): void; worst(): number } {
+  const logs = new Map<string, WindowLog>();
+  let worst = 0;
+  return {
+    admit(feature, ms) {
+      let log = logs.get(feature);
+      if (!log) logs.set(feature, (log = new WindowLog()));
+      log.evict(ms - window * 1000);
+      log.add(ms, 1);
+      worst = Math.max(worst, log.sum);
+    },
+    worst: () => worst / limit,
+  };
+}

@@ -2,7 +2,7 @@
 // (see parallel.ts).
 import { parentPort, workerData } from 'node:worker_threads';
 import type { PoolMessage, WorkerMessage, WorkerTask } from './parallel.js';
-import { replayScheme } from './replay.js';
+import { replayScheme } from './scheme-replay.js';
 
 const task = workerData as WorkerTask;
 const port = parentPort;

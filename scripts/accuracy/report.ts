@@ -2,7 +2,8 @@ import { markdownTable } from 'markdown-table';
 import { parse as parseVega, View } from 'vega';
 import { compile, type TopLevelSpec } from 'vega-lite';
 import { formatDuration } from '../../src/config/duration.js';
-import type { ReplayResult, SchemeResult } from './replay.js';
+import type { ReplayResult } from './replay.js';
+import type { SchemeResult } from './scheme-replay.js';
 
 /** One traffic replayed against one limit. */
 export interface LabRun {
@@ -61,75 +62,169 @@ export function markdownReport(runs: readonly LabRun[], command: string, charts:
   ].join('\n');
 }
 
-const SERIES = ['exact (1 s)', 'whole edge', 'drop edge', 'weighted edge', 'fixed'];
-/** One colour per series, the same in every chart. */
+/** A chart of the report: its file name, its caption, its SVG. */
+export interface Chart {
+  readonly file: string;
+  readonly title: string;
+  readonly svg: string;
+}
+
+/** Every chart of the runs: per window, wrong decisions, the worst window and the cost. */
+export async function charts(runs: readonly LabRun[]): Promise<Chart[]> {
+  const drawn: Chart[] = [];
+  for (const window of [...new Set(runs.map((run) => run.window))]) {
+    const ofWindow = runs.filter((run) => run.window === window);
+    const first = ofWindow[0];
+    if (!first) continue;
+    const name = formatDuration(window);
+    drawn.push(
+      { file: `error-${name}.svg`, title: `wrong decisions against bucket size, ${name} window`, svg: await errorChart(ofWindow) },
+      { file: `worst-${name}.svg`, title: `worst window admitted over the limit, per scheme, ${name} window`, svg: await worstWindowChart(ofWindow) },
+      { file: `cost-${name}.svg`, title: `keys per check and bytes per client against bucket size, ${name} window`, svg: await costChart(first) },
+    );
+  }
+  return drawn;
+}
+
+/**
+ * The families of schemes, each with a colour of the Okabe–Ito palette (told apart with
+ * every common colour-vision deficiency) and a shape of its own, the same in every chart.
+ */
+const SERIES = [
+  { name: 'exact (1 s buckets)', color: '#000000', shape: 'circle' },
+  { name: 'whole edge', color: '#0072B2', shape: 'square' },
+  { name: 'drop edge', color: '#E69F00', shape: 'triangle-up' },
+  { name: 'weighted edge', color: '#009E73', shape: 'diamond' },
+  { name: 'fixed window', color: '#D55E00', shape: 'cross' },
+  { name: 'two-counter', color: '#CC79A7', shape: 'triangle-down' },
+] as const;
+
+/** Which family a scheme of a `window`-second limit belongs to. */
+function series(s: SchemeResult, window: number): string {
+  const { algorithm, granularity, edge } = s.scheme;
+  if (algorithm === 'fixed') return 'fixed window';
+  if (granularity === 1) return 'exact (1 s buckets)';
+  // One bucket as long as the window, the previous one weighted: Cloudflare's estimate.
+  if (granularity === window) return 'two-counter';
+  return `${edge} edge`;
+}
+
+/** Every family in every legend, whether the chart holds it or not, so legends read alike. */
 const color = {
   field: 'series',
   type: 'nominal' as const,
   title: null,
-  scale: { domain: SERIES, range: ['#222222', '#1f77b4', '#ff7f0e', '#2ca02c', '#d62728'] },
-  legend: { orient: 'top' as const },
+  scale: { domain: SERIES.map((s) => s.name), range: SERIES.map((s) => s.color) },
+  legend: { orient: 'top' as const, columns: SERIES.length },
 };
-/** Tick marks at the bucket sizes studied, on a log axis. */
-const granularityAxis = (runs: readonly { result: ReplayResult }[]) => ({
-  field: 'granularity',
-  type: 'quantitative' as const,
-  scale: { type: 'log' as const },
-  axis: { values: [...new Set(runs.flatMap((run) => run.result.schemes.map((s) => s.scheme.granularity)))], title: 'bucket size (s)' },
-});
+const shape = { ...color, scale: { domain: SERIES.map((s) => s.name), range: SERIES.map((s) => s.shape) } };
 
-/** A scheme's point on the granularity axis, with the edge rule (or `fixed`) as its series. */
-function series(s: SchemeResult): string {
-  return s.scheme.algorithm === 'fixed' ? 'fixed' : s.scheme.granularity === 1 ? 'exact (1 s)' : `${s.scheme.edge} edge`;
+/** `1 s`, `30 s`, `1 min`, `1 h`, `1 d`: bucket sizes as people say them. */
+export function bucketLabel(seconds: number): string {
+  for (const [unit, size] of [['d', 86_400], ['h', 3600], ['min', 60]] as const) {
+    if (seconds >= size && seconds % size === 0) return `${seconds / size} ${unit}`;
+  }
+  return `${seconds} s`;
 }
+
+/** The bucket sizes of the runs, smallest first. */
+const bucketSizes = (runs: readonly { result: ReplayResult }[]) => [...new Set(runs.flatMap((run) => run.result.schemes.map((s) => s.scheme.granularity)))].sort((a, b) => a - b);
+
+/** Bucket sizes as evenly spaced categories, smallest first, labelled in s, min, h or d. */
+const bucketAxis = (runs: readonly { result: ReplayResult }[]) => ({
+  field: 'bucket',
+  type: 'ordinal' as const,
+  sort: bucketSizes(runs).map(bucketLabel),
+  title: 'bucket size',
+  axis: { labelAngle: 0 },
+});
 
 async function renderSvg(spec: TopLevelSpec): Promise<string> {
   const view = new View(parseVega(compile(spec).spec), { renderer: 'none' });
   return view.toSVG();
 }
 
-/** Wrong decisions against granularity, one panel per traffic, for runs of one window. */
+/** Wrong decisions against bucket size, one panel per traffic, for runs of one window. */
 export function errorChart(runs: readonly LabRun[]): Promise<string> {
   const values = runs.flatMap((run) =>
-    run.result.schemes.map((s) => ({ traffic: run.traffic, granularity: s.scheme.granularity, wrong: 100 * wrongShare(s, run.result.requests), series: series(s) })),
+    run.result.schemes.map((s) => ({ traffic: run.traffic, bucket: bucketLabel(s.scheme.granularity), wrong: 100 * wrongShare(s, run.result.requests), series: series(s, run.window) })),
   );
+  const x = bucketAxis(runs);
+  // A title no longer than the plot is tall: vega reserves room for a longer one above and below.
+  const y = { field: 'wrong', type: 'quantitative' as const, title: 'wrong, % of requests', axis: { format: '.3~r' } };
   return renderSvg({
     $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
-    title: `Wrong decisions against granularity (${formatDuration(runs[0]?.window ?? 60)} window)`,
+    title: `Wrong decisions against bucket size (${formatDuration(runs[0]?.window ?? 60)} window)`,
     data: { values },
     facet: { field: 'traffic', type: 'nominal', title: null },
     columns: 3,
     spec: {
-      width: 220,
-      height: 150,
-      mark: { type: 'line', point: true },
-      encoding: {
-        x: granularityAxis(runs),
-        y: { field: 'wrong', type: 'quantitative', title: 'wrong decisions (% of requests)' },
-        color,
-      },
+      width: 240,
+      height: 180,
+      layer: [
+        { mark: { type: 'line' }, encoding: { x, y, color } },
+        { mark: { type: 'point', filled: true, size: 50, opacity: 1 }, encoding: { x, y, color, shape } },
+      ],
     },
     resolve: { scale: { y: 'independent' }, axis: { x: 'independent' } },
   });
 }
 
-/** Keys read per check and bytes held per client against granularity, for one window. */
+/**
+ * The most each scheme admitted in any true window, over the limit, per traffic: above 1×
+ * is over-admission. A grid, a row per scheme and a column per traffic, each cell labelled.
+ */
+export function worstWindowChart(runs: readonly LabRun[]): Promise<string> {
+  const schemes = runs[0]?.result.schemes.map((s) => s.scheme.name) ?? [];
+  const values = runs.flatMap((run) => run.result.schemes.map((s) => ({ traffic: run.traffic, scheme: s.scheme.name, worst: s.worstOverAdmission, label: `${s.worstOverAdmission.toFixed(2)}×` })));
+  const x = { field: 'traffic', type: 'nominal' as const, title: null, sort: runs.map((run) => run.traffic), axis: { orient: 'top' as const, labelAngle: -30, labelLimit: 400 } };
+  const y = { field: 'scheme', type: 'nominal' as const, title: null, sort: schemes, axis: { labelLimit: 400 } };
+  return renderSvg({
+    $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
+    title: { text: `Worst window admitted, as a multiple of the limit (${formatDuration(runs[0]?.window ?? 60)} window)`, subtitle: 'above 1× the scheme let more than the limit through in some window', anchor: 'start' },
+    data: { values },
+    width: { step: 78 },
+    height: { step: 20 },
+    layer: [
+      {
+        mark: { type: 'rect', stroke: 'white' },
+        encoding: {
+          x,
+          y,
+          // One hue growing darker with the excess: read by lightness, whatever one's colour vision.
+          color: { field: 'worst', type: 'quantitative', title: 'worst window / limit', scale: { domain: [1, 2], range: ['#f7f7f7', '#b2182b'], clamp: true }, legend: { orient: 'right', format: '.1f' } },
+        },
+      },
+      {
+        mark: { type: 'text', fontSize: 11 },
+        encoding: { x, y, text: { field: 'label' }, color: { condition: { test: 'datum.worst >= 1.6', value: 'white' }, value: 'black' } },
+      },
+    ],
+  });
+}
+
+/** Keys read per check and bytes held per client against bucket size, for one window. */
 export function costChart(run: LabRun): Promise<string> {
-  const values = run.result.schemes.map((s) => ({ granularity: s.scheme.granularity, keys: s.keysPerCheck.mean, bytes: s.bytesPerFeature, series: series(s) }));
+  const values = run.result.schemes.map((s) => ({ bucket: bucketLabel(s.scheme.granularity), keys: s.keysPerCheck.mean, bytes: s.bytesPerFeature, series: series(s, run.window) }));
+  const x = bucketAxis([run]);
+  // Each family side by side within its bucket size, so equal costs do not hide each other.
+  const xOffset = { field: 'series', type: 'nominal' as const, sort: SERIES.map((s) => s.name) };
   const panel = (field: string, title: string) => ({
-    width: 260,
-    height: 180,
-    mark: { type: 'point' as const, filled: true, size: 70 },
+    width: 280,
+    height: 210,
+    mark: { type: 'point' as const, filled: true, size: 70, opacity: 1 },
     encoding: {
-      x: granularityAxis([run]),
+      x,
+      xOffset,
       y: { field, type: 'quantitative' as const, scale: { type: 'log' as const }, title },
       color,
+      shape,
     },
   });
   return renderSvg({
     $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
-    title: `Memcached cost against granularity (${formatDuration(run.window)} window)`,
+    title: `Memcached cost against bucket size (${formatDuration(run.window)} window)`,
     data: { values },
-    hconcat: [panel('keys', 'keys read per check (mean)'), panel('bytes', 'bytes per active client')],
+    hconcat: [panel('keys', 'keys read per check, mean'), panel('bytes', 'bytes per active client')],
   });
 }

@@ -42,7 +42,7 @@ export const denyPath: Suite = {
   about: "the memgate service answering a client far over its limit, against an empty fastify route, CPU per request from /proc",
   estimateSeconds: ({ duration, rounds }) => 2 * (rounds + 1) * (duration + 2) + 5,
 
-  run: async ({ servers, duration, connections, rounds, progress }) => {
+  run: async ({ servers, duration, connections, rounds, progress, doing }) => {
     const dir = await mkdtemp(join(tmpdir(), 'memgate-bench-'));
     const policies = join(dir, 'policies.yaml');
     await writeFile(policies, 'events:\n  abuse:\n    limits:\n      - { limit: 1, window: 1h }\n');
@@ -56,6 +56,7 @@ export const denyPath: Suite = {
           ['empty', empty, 'bench'],
           ['memgate', memgate, 'abuse'],
         ] as const) {
+          doing(`deny, round ${round}/${rounds}${round === 0 ? ' (warm-up)' : ''}: ${name}`);
           const run = await measure(server, event, connections, duration);
           progress(`deny, round ${round}/${rounds}${round === 0 ? ' (warm-up)' : ''}: ${name}: ${run.throughput} req/s, ${(run.user + run.system).toFixed(1)} µs CPU/req`);
           if (round > 0) runs[name].push(run);

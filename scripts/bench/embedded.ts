@@ -46,8 +46,8 @@ export const embedded: Suite = {
   about: 'limiter.check on the embedded store in this process, no HTTP (tinybench)',
   estimateSeconds: () => 10,
 
-  run: async ({ progress }) => {
-    progress('embedded: limiter.check in process…');
+  run: async ({ doing }) => {
+    doing('embedded: limiter.check in process');
     const results = await benchEmbedded();
     const table = markdownTable(
       [['embedded store, in process, no HTTP', 'checks/s', 'target'], ...results.map((e) => [e.name, String(e.checksPerSecond), `≥ 1,000,000 ${e.checksPerSecond >= 1_000_000 ? 'met' : 'not met'}`])],

@@ -32,10 +32,11 @@ export const memory: Suite = {
   about: 'RSS of an instance against 10k, 100k and 1M active clients over 1 and 8 events, within the cache budget',
   estimateSeconds: () => 90,
 
-  run: async ({ progress }) => {
+  run: async ({ progress, doing }) => {
     const configurations = [...EVENTS.flatMap((events) => CLIENTS.map((clients) => ({ events, clients, capped: false }))), { events: 8, clients: 1_000_000, capped: true }];
     const rows: string[][] = [];
     for (const { events, clients, capped } of configurations) {
+      doing(`memory: ${clients.toLocaleString('en')} clients over ${events} events${capped ? ` (old space ${CAPPED_HEAP_MB} MB)` : ''}`);
       const flags = ['--expose-gc', ...(capped ? [`--max-old-space-size=${CAPPED_HEAP_MB}`] : []), '--import', 'tsx'];
       const { stdout } = await run(process.execPath, [...flags, 'scripts/bench/memory-worker.ts', String(events), String(clients)], { maxBuffer: 1 << 20 });
       const r = JSON.parse(stdout) as MemoryResult;

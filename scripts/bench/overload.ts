@@ -34,7 +34,7 @@ export const overload: Suite = {
   about: 'one client checked by 50 to 2,000 connections at once, limit 100: admitted, degraded and shed answers',
   estimateSeconds: ({ duration }) => CONFIGURATIONS.length * (CONNECTIONS.length * (duration + 1) + 3),
 
-  run: async ({ servers, duration, progress }) => {
+  run: async ({ servers, duration, progress, doing }) => {
     const dir = await mkdtemp(join(tmpdir(), 'memgate-bench-'));
     const policies = join(dir, 'policies.yaml');
     await writeFile(policies, `events:\n  api:\n    limits:\n      - { limit: ${LIMIT}, window: 1h }\n`);
@@ -50,6 +50,7 @@ export const overload: Suite = {
       });
       try {
         for (const connections of CONNECTIONS) {
+          doing(`overload, deadline ${deadline} ms${denialsFromMemory ? '' : ', every denial asks Memcached'}, ${connections} connections`);
           const before = await (await fetch(new URL('/metrics', service.url))).text();
           const summary = await runLoad({ url: service.url, event: 'api', connections, duration, nextFeature: oneFeature(`client-${connections}`) });
           const after = await (await fetch(new URL('/metrics', service.url))).text();

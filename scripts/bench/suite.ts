@@ -7,8 +7,10 @@ export interface SuiteContext {
   readonly duration: number;
   readonly connections: number;
   readonly rounds: number;
-  /** One line of progress, on stderr. */
+  /** A line that stays in the log: what a step found. */
   readonly progress: (line: string) => void;
+  /** What the suite is busy with now, for the progress shown every few seconds. */
+  readonly doing: (what: string) => void;
 }
 
 export interface SuiteReport {

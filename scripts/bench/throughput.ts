@@ -49,12 +49,13 @@ export const throughput: Suite = {
   about: 'memgate against one-increment floor, rate-limiter-flexible and the naive design, each optimization off in turn',
   estimateSeconds: ({ duration, rounds }) => rounds * WORKLOADS.reduce((sum, w) => sum + w.cases.length, 0) * (duration + 2),
 
-  run: async ({ servers, duration, connections, rounds, progress }) => {
+  run: async ({ servers, duration, connections, rounds, progress, doing }) => {
     const runs = new Map<string, Run[]>();
     const key = (workload: string, name: string) => `${workload}|${name}`;
     for (let round = 1; round <= rounds; round++) {
       for (const workload of WORKLOADS) {
         for (const name of workload.cases) {
+          doing(`throughput, round ${round}/${rounds}: ${workload.name}, ${name}`);
           const server = await startCase(name, servers);
           const before = await cpuMicros(server.pid);
           const summary = await runLoad({ url: server.url, event: 'bench', connections, duration, nextFeature: featureSpread(workload.features, round) });

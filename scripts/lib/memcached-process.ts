@@ -105,3 +105,29 @@ async function acceptsConnections(port: number, exited: Promise<void>): Promise<
   return false;
 }
 
+/**
+ * The version a Memcached server at `host:port` reports, by its text protocol; rejects
+ * when it refuses the connection or says nothing within `timeoutMs`.
+ */
+export function memcachedVersion(server: string, timeoutMs = 2000): Promise<string> {
+  const colon = server.lastIndexOf(':');
+  const host = server.slice(0, colon).replace(/^\[(.*)\]$/, '$1');
+  const port = Number(server.slice(colon + 1));
+  return new Promise((resolve, reject) => {
+    const socket = createConnection({ host, port }, () => socket.write('version\r\n'));
+    socket.setTimeout(timeoutMs, () => {
+      socket.destroy();
+      reject(new Error(`no answer within ${timeoutMs} ms`));
+    });
+    socket.once('data', (data) => {
+      const text = data.toString().trim();
+      socket.end();
+      if (text.startsWith('VERSION ')) resolve(text.slice('VERSION '.length));
+      else reject(new Error(`not a Memcached: it answered ${JSON.stringify(text.slice(0, 80))}`));
+    });
+    socket.once('error', (error: NodeJS.ErrnoException) => {
+      reject(new Error(error.code ?? error.message));
+    });
+  });
+}
+

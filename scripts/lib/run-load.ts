@@ -1,6 +1,9 @@
 import autocannon from 'autocannon';
 import { randomSource, zipfSampler } from '../accuracy/traffic.js';
 
+/** How long a request may wait for its answer before it counts as a `timeout` (autocannon's default). */
+const REQUEST_TIMEOUT_SECONDS = 10;
+
 export interface LoadOptions {
   /** The memgate (or bench server) to load; requests go to its /check. */
   readonly url: URL;
@@ -12,8 +15,8 @@ export interface LoadOptions {
   readonly cost?: number;
   /** Whose request comes next. */
   readonly nextFeature: FeatureSpread;
-  /** Show autocannon's progress bar on stderr. */
-  readonly progress?: boolean;
+  /** Called about once a second with how many requests have been answered or have failed so far. */
+  readonly onTick?: (done: number) => void;
 }
 
 export interface LoadSummary {
@@ -24,13 +27,27 @@ export interface LoadSummary {
   readonly latencyMs: { readonly p50: number; readonly p90: number; readonly p99: number; readonly max: number };
   readonly allowed: number;
   readonly denied: number;
-  /** Connection errors, timeouts and answers other than 200 or 429. */
+  /** Requests that failed: answers other than 200 or 429, and requests that got no answer. */
   readonly errors: number;
   /** Answers by HTTP status. */
   readonly statuses: Readonly<Record<string, number>>;
-  /** Requests that got no answer, by error code (ECONNRESET, timeout, …). */
+  /** Requests that got no answer, by kind: a system error code (ECONNREFUSED, ECONNRESET, …) or `timeout`. */
   readonly failures: Readonly<Record<string, number>>;
 }
+
+/** What each kind of failure in LoadSummary.failures means, for people. */
+export const FAILURE_KINDS: Readonly<Record<string, string>> = {
+  ECONNREFUSED: 'connection refused',
+  ECONNRESET: 'connection reset',
+  EPIPE: 'connection closed while sending',
+  ETIMEDOUT: 'connecting timed out',
+  ENOTFOUND: 'host not found',
+  EAI_AGAIN: 'host lookup failed',
+  EHOSTUNREACH: 'host unreachable',
+  ENETUNREACH: 'network unreachable',
+  EADDRNOTAVAIL: 'no local address or port free',
+  timeout: `no answer within ${REQUEST_TIMEOUT_SECONDS} s`,
+};
 
 /**
  * A feature spread by name: `hot` (one client), `zipf:N` (N clients, Zipf 1.1 popularity)
@@ -69,6 +86,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadSummary> {
       {
         url: url.origin,
         connections,
+        timeout: REQUEST_TIMEOUT_SECONDS,
         ...(options.requests === undefined ? { duration: options.duration ?? 10 } : { amount: options.requests }),
         // A constant path lets autocannon build the request once instead of once per request.
         requests: [
@@ -82,15 +100,24 @@ export async function runLoad(options: LoadOptions): Promise<LoadSummary> {
         else resolve(finished);
       },
     );
+    let failed = 0;
     instance.on('reqError', (error: NodeJS.ErrnoException) => {
-      const kind = error.code ?? error.message;
+      // autocannon reports its own timeouts as an error without a code.
+      const kind = error.code ?? (error.message === 'request timed out' ? 'timeout' : error.message);
       failures[kind] = (failures[kind] ?? 0) + 1;
+      failed++;
     });
-    // A progress bar on a terminal, when asked for.
-    if (options.progress) autocannon.track(instance, { outputStream: process.stderr, renderProgressBar: true, renderResultsTable: false, renderLatencyTable: false });
+    if (options.onTick) {
+      const onTick = options.onTick;
+      let answered = 0;
+      // Each second autocannon tells how many answers that second brought (its types omit the argument).
+      (instance as NodeJS.EventEmitter).on('tick', ({ counter }: { counter: number }) => {
+        answered += counter;
+        onTick(answered + failed);
+      });
+    }
   });
   const statuses = result.statusCodeStats as Record<string, { count: number } | undefined>;
-  if (result.timeouts > 0) failures.timeout = result.timeouts;
   const otherStatuses = Object.entries(statuses)
     .filter(([code]) => code !== '200' && code !== '429')
     .reduce((sum, [, stat]) => sum + (stat?.count ?? 0), 0);
@@ -102,7 +129,8 @@ export async function runLoad(options: LoadOptions): Promise<LoadSummary> {
     latencyMs: { p50: result.latency.p50, p90: result.latency.p90, p99: result.latency.p99, max: result.latency.max },
     allowed: statuses['200']?.count ?? 0,
     denied: statuses['429']?.count ?? 0,
-    errors: result.errors + result.timeouts + otherStatuses,
+    // autocannon's errors include its timeouts.
+    errors: result.errors + otherStatuses,
     statuses: Object.fromEntries(Object.entries(statuses).map(([status, stat]) => [status, stat?.count ?? 0])),
     failures,
   };
