@@ -12,14 +12,19 @@ afterAll(async () => {
 describe('evictions', () => {
   it('are reported per server when Memcached runs out of memory', async () => {
     small = await startMemcachedProcess({ memoryMb: 2 });
-    const store = createMemcachedStore({ servers: small.servers });
+    // A loaded machine can starve memcached for longer than the service's 250 ms deadline;
+    // a stats read that came back late would report the server down, with no evictions.
+    const store = createMemcachedStore({ servers: small.servers, timeoutMs: 30_000 });
     const heard: { server: string; evicted: number; total: number }[] = [];
     const watch = watchEvictions(store, (server, evicted, total) => heard.push({ server, evicted, total }));
     await watch.check();
     expect(await store.health()).toEqual([{ server: small.servers, up: true, evictions: 0 }]);
 
-    // Fill a 2 MB server with 8 MB of items.
-    const client = memjs.Client.create(small.servers, { logger: { log: () => undefined } });
+    // Fill a 2 MB server with 8 MB of items. Every set is answered before the counts are
+    // read, and memcached evicts only while storing an item (its background threads move
+    // items between LRUs but never evict), so the count read next is final. memjs would
+    // drop the connection and resend after 0.5 s without an answer: wait instead.
+    const client = memjs.Client.create(small.servers, { timeout: 30, logger: { log: () => undefined } });
     const value = 'v'.repeat(1000);
     for (let batch = 0; batch < 80; batch++) {
       await Promise.all(Array.from({ length: 100 }, (_, i) => client.set(`fill-${batch}-${i}`, value, { expires: 600 })));
