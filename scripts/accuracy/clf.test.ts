@@ -1,6 +1,6 @@
-import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
+import { sharedFile } from '../../test/helpers/shared-files.js';
 import { parseClf, parseClfLine } from './clf.js';
 
 describe('Common Log Format', () => {
@@ -30,10 +30,8 @@ describe('Common Log Format', () => {
     expect(log.firstUnparseable).toBe('not a log line');
   });
 
-  // The trace sits beside the repository (shared/traces), as in CI; a lone clone has none.
-  const nasa = new URL('../../../shared/traces/nasa-http-aug95-first-72min.log', import.meta.url);
-  it.skipIf(!existsSync(nasa))('reads every line of the NASA-HTTP slice in ../shared/traces', async () => {
-    const log = parseClf(await readFile(nasa, 'utf8'));
+  it('reads every line of the NASA-HTTP slice in ../shared/traces', async (test) => {
+    const log = parseClf(await readFile(sharedFile(test, 'traces/nasa-http-aug95-first-72min.log'), 'utf8'));
     expect(log.unparseable).toBe(0);
     expect(log.requests).toHaveLength(1880);
     expect(new Set(log.requests.map((r) => r.feature)).size).toBe(177);
