@@ -7,14 +7,27 @@ export default defineConfig({
     projects: [
       {
         extends: true,
-        // Beside their module; no memcached, nginx, chromium or process of memgate's own. They
-        // change no global state, so files share a worker's modules instead of loading their own.
-        test: { name: 'unit', include: ['src/**/*.test.ts', 'scripts/**/*.test.ts'], isolate: false },
+        test: {
+          name: 'unit',
+          // Beside their module; no memcached, nginx, chromium or process of memgate's own.
+          include: ['src/**/*.test.ts', 'scripts/**/*.test.ts'],
+          // They change no global state, so files share a worker's modules instead of each
+          // loading its own; and they wait on no server, so they may use every core (vitest
+          // leaves one free by default: on two cores, a single worker).
+          isolate: false,
+          maxWorkers: '100%',
+          // Before the integration tests, which then have the machine to themselves.
+          sequence: { groupOrder: 0 },
+        },
       },
       {
         extends: true,
-        // Against real memcached, nginx, chromium and service processes.
-        test: { name: 'integration', include: ['test/**/*.test.ts'] },
+        test: {
+          name: 'integration',
+          // Against real memcached, nginx, chromium and service processes, one file at a time.
+          include: ['test/**/*.test.ts'],
+          sequence: { groupOrder: 1 },
+        },
       },
     ],
   },
