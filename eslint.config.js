@@ -1,5 +1,6 @@
 // @ts-check
 import js from '@eslint/js';
+import prettier from 'eslint-config-prettier';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
@@ -23,6 +24,8 @@ export default tseslint.config(
     files: ['**/*.js', '**/*.mjs'],
     ...tseslint.configs.disableTypeChecked,
   },
+  // Layout is prettier's (npm run format); eslint judges the code only.
+  prettier,
   {
     // Scripts are command-line tools: printing is their job.
     files: ['scripts/**'],

@@ -75,24 +75,43 @@ runCommand(
     const seed = positiveInteger(values.seed, 'seed', 1);
     const traceLimit = positiveInteger(values['trace-limit'], 'trace-limit', 10);
     const workers = positiveInteger(values.workers, 'workers', availableParallelism());
-    if (values.store !== undefined && values.store !== 'memcached' && values.store !== 'embedded') fail('--store is embedded or memcached');
+    if (values.store !== undefined && values.store !== 'memcached' && values.store !== 'embedded')
+      fail('--store is embedded or memcached');
     const memcachedServers = process.env.MEMCACHED_SERVERS;
     if (values.store === 'memcached' && !memcachedServers) fail('--store memcached needs MEMCACHED_SERVERS=host:port');
 
     /** The diurnal shape spans days; the others are about minutes. */
-    const naturalFor = (window: number) => (name: string) => (window >= 86_400) === (name === 'diurnal');
-    const named = values.shapes === undefined ? undefined : values.shapes === 'none' ? [] : values.shapes.split(',').map((name) => name.trim());
+    const naturalFor = (window: number) => (name: string) => window >= 86_400 === (name === 'diurnal');
+    const named =
+      values.shapes === undefined
+        ? undefined
+        : values.shapes === 'none'
+          ? []
+          : values.shapes.split(',').map((name) => name.trim());
     for (const name of named ?? []) {
-      if (!SHAPES.some((s) => s.name === name)) fail(`unknown shape ${JSON.stringify(name)}; the shapes are ${SHAPES.map((s) => s.name).join(', ')}`);
+      if (!SHAPES.some((s) => s.name === name))
+        fail(`unknown shape ${JSON.stringify(name)}; the shapes are ${SHAPES.map((s) => s.name).join(', ')}`);
     }
     /** With --window, every named shape runs at it; without, each runs in its natural suite. */
     const chosenShapes = (window: number, fixedWindow: boolean): string[] =>
-      named === undefined ? SHAPES.map((s) => s.name).filter(naturalFor(window)) : fixedWindow ? named : named.filter(naturalFor(window));
+      named === undefined
+        ? SHAPES.map((s) => s.name).filter(naturalFor(window))
+        : fixedWindow
+          ? named
+          : named.filter(naturalFor(window));
 
     let suites: Suite[];
     if (values.window !== undefined) {
-      const window = parseDuration(values.window) ?? fail(`--window must be a duration like 60s, 5m or 1d (got ${JSON.stringify(values.window)})`);
-      suites = [{ window, limit: positiveInteger(values.limit, 'limit', window >= 86_400 ? 1000 : 10), shapes: chosenShapes(window, true) }];
+      const window =
+        parseDuration(values.window) ??
+        fail(`--window must be a duration like 60s, 5m or 1d (got ${JSON.stringify(values.window)})`);
+      suites = [
+        {
+          window,
+          limit: positiveInteger(values.limit, 'limit', window >= 86_400 ? 1000 : 10),
+          shapes: chosenShapes(window, true),
+        },
+      ];
     } else {
       suites = [
         { window: 60, limit: positiveInteger(values.limit, 'limit', 10), shapes: chosenShapes(60, false) },
@@ -101,12 +120,18 @@ runCommand(
     }
     const traces: { path: string; log: ParsedLog }[] = [];
     for (const path of values.trace ?? []) {
-      const text = await readFile(path, 'utf8').catch((error: unknown) => fail(`cannot read the trace ${path}: ${fileProblem(error)}`));
+      const text = await readFile(path, 'utf8').catch((error: unknown) =>
+        fail(`cannot read the trace ${path}: ${fileProblem(error)}`),
+      );
       traces.push({ path, log: parseClf(text) });
     }
-    if (suites.every((suite) => suite.shapes.length === 0) && traces.length === 0) fail('nothing to replay: choose --shapes or give a --trace');
+    if (suites.every((suite) => suite.shapes.length === 0) && traces.length === 0)
+      fail('nothing to replay: choose --shapes or give a --trace');
     const everyMs = progressIntervalMs();
-    const store: StoreChoice = values.store === 'memcached' && memcachedServers ? { kind: 'memcached', servers: memcachedServers } : { kind: 'embedded' };
+    const store: StoreChoice =
+      values.store === 'memcached' && memcachedServers
+        ? { kind: 'memcached', servers: memcachedServers }
+        : { kind: 'embedded' };
     if (store.kind === 'memcached') await checkAnswers(store);
     // Last, since it makes the directory: everything else has been checked.
     const out = await outputDirectory(values.out ?? 'accuracy-report');
@@ -116,20 +141,49 @@ runCommand(
       for (const name of suite.shapes) {
         const shape = SHAPES.find((s) => s.name === name);
         if (!shape) continue;
-        const requests = shape.generate({ seed, requests: requestsPerShape, limit: suite.limit, window: suite.window, resolutionMs: values.subsecond ? 1 : 1000 });
-        jobs.push({ traffic: name, description: shape.description, window: suite.window, limit: suite.limit, requests });
+        const requests = shape.generate({
+          seed,
+          requests: requestsPerShape,
+          limit: suite.limit,
+          window: suite.window,
+          resolutionMs: values.subsecond ? 1 : 1000,
+        });
+        jobs.push({
+          traffic: name,
+          description: shape.description,
+          window: suite.window,
+          limit: suite.limit,
+          requests,
+        });
       }
     }
     for (const { path, log } of traces) {
-      const unreadable = log.unparseable === 0 ? '' : `; ${log.unparseable} unparseable lines skipped (first: ${JSON.stringify(log.firstUnparseable)})`;
-      if (log.unparseable > 0) console.error(`${path}: ${log.unparseable} lines are not Common Log Format and were skipped; first: ${log.firstUnparseable ?? ''}`);
-      jobs.push({ traffic: path.split('/').pop() ?? path, description: `Common Log Format trace ${path}${unreadable}`, window: suites[0]?.window ?? 60, limit: traceLimit, requests: log.requests });
+      const unreadable =
+        log.unparseable === 0
+          ? ''
+          : `; ${log.unparseable} unparseable lines skipped (first: ${JSON.stringify(log.firstUnparseable)})`;
+      if (log.unparseable > 0)
+        console.error(
+          `${path}: ${log.unparseable} lines are not Common Log Format and were skipped; first: ${log.firstUnparseable ?? ''}`,
+        );
+      jobs.push({
+        traffic: path.split('/').pop() ?? path,
+        description: `Common Log Format trace ${path}${unreadable}`,
+        window: suites[0]?.window ?? 60,
+        limit: traceLimit,
+        requests: log.requests,
+      });
     }
 
     // Replay them all, with one progress over every check of every scheme.
     const schemeChecks = (job: Job) => job.requests.length * schemesFor(job.window).length;
     const total = jobs.reduce((sum, job) => sum + schemeChecks(job), 0);
-    const progress = startProgress({ label: 'replaying', total, describe: (done, all) => `${done.toLocaleString('en')} of ${all.toLocaleString('en')} checks`, everyMs });
+    const progress = startProgress({
+      label: 'replaying',
+      total,
+      describe: (done, all) => `${done.toLocaleString('en')} of ${all.toLocaleString('en')} checks`,
+      everyMs,
+    });
     const started = performance.now();
     const runs: LabRun[] = [];
     try {

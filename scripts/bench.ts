@@ -54,7 +54,11 @@ runCommand(
   async ({ values, fail, positiveInteger }) => {
     const chosen = (values.suite ?? SUITES.map((s) => s.name).join(','))
       .split(',')
-      .map((name) => SUITES.find((suite) => suite.name === name.trim()) ?? fail(`--suite: no suite ${JSON.stringify(name)}; the suites are ${SUITES.map((s) => s.name).join(', ')}`));
+      .map(
+        (name) =>
+          SUITES.find((suite) => suite.name === name.trim()) ??
+          fail(`--suite: no suite ${JSON.stringify(name)}; the suites are ${SUITES.map((s) => s.name).join(', ')}`),
+      );
     const duration = positiveInteger(values.duration, 'duration', 5);
     const connections = positiveInteger(values.connections, 'connections', 50);
     const rounds = positiveInteger(values.rounds, 'rounds', 3);
@@ -71,8 +75,14 @@ runCommand(
             throw new Error(`the Memcached at ${given} does not answer: ${(error as Error).message}`, { cause: error });
           });
 
-    const estimate = BUILD_SECONDS + chosen.reduce((sum, suite) => sum + suite.estimateSeconds({ duration, rounds }), 0);
-    const progress = startProgress({ label: 'bench', total: estimate, describe: (done, total) => `${formatSeconds(done)} of about ${formatSeconds(total)}`, everyMs });
+    const estimate =
+      BUILD_SECONDS + chosen.reduce((sum, suite) => sum + suite.estimateSeconds({ duration, rounds }), 0);
+    const progress = startProgress({
+      label: 'bench',
+      total: estimate,
+      describe: (done, total) => `${formatSeconds(done)} of about ${formatSeconds(total)}`,
+      everyMs,
+    });
     const started = performance.now();
     const elapsed = () => (performance.now() - started) / 1000;
     // The estimate is only that: the bar stops short of 100% until the work is done.
@@ -82,7 +92,9 @@ runCommand(
     const log = (line: string) => {
       progress.log(`[${formatSeconds(elapsed())}] ${line}`);
     };
-    log(`running ${chosen.map((s) => s.name).join(', ')}: about ${formatSeconds(estimate)}${values['write-docs'] ? `, then writing ${DOCS}` : ''}`);
+    log(
+      `running ${chosen.map((s) => s.name).join(', ')}: about ${formatSeconds(estimate)}${values['write-docs'] ? `, then writing ${DOCS}` : ''}`,
+    );
     const reports = new Map<string, SuiteReport>();
     try {
       // Every suite runs the JavaScript `npm start` runs (see bench/compiled.ts).

@@ -62,7 +62,12 @@ runCommand(
     const progress =
       requests === undefined
         ? startProgress({ label: 'load', total: duration, describe: (done, total) => `${done} of ${total} s`, everyMs })
-        : startProgress({ label: 'load', total: requests, describe: (done, total) => `${done.toLocaleString('en')} of ${total.toLocaleString('en')} requests`, everyMs });
+        : startProgress({
+            label: 'load',
+            total: requests,
+            describe: (done, total) => `${done.toLocaleString('en')} of ${total.toLocaleString('en')} requests`,
+            everyMs,
+          });
     const started = performance.now();
     let summary: LoadSummary;
     try {
@@ -87,7 +92,9 @@ runCommand(
       console.log(JSON.stringify({ url: origin, event, features: spread, connections, ...summary }, null, 2));
     } else {
       console.log(summaryText(summary));
-      console.log(`${connections} connections for ${summary.seconds.toFixed(1)} s against ${origin} (event ${event}, features ${spread}); latency in whole milliseconds, as autocannon records it`);
+      console.log(
+        `${connections} connections for ${summary.seconds.toFixed(1)} s against ${origin} (event ${event}, features ${spread}); latency in whole milliseconds, as autocannon records it`,
+      );
     }
     if (summary.errors === 0) return EXIT.ok;
     const attempted = summary.requests + noAnswer(summary);
@@ -110,7 +117,9 @@ const count = (n: number) => n.toLocaleString('en');
 
 /** `20 connection refused (ECONNREFUSED), 3 answered 503`: what went wrong, most frequent first. */
 function failureText(summary: LoadSummary): string {
-  const failed = Object.entries(summary.failures).map(([kind, n]) => [n, `${count(n)} ${FAILURE_KINDS[kind] ? `${FAILURE_KINDS[kind]} (${kind})` : kind}`] as const);
+  const failed = Object.entries(summary.failures).map(
+    ([kind, n]) => [n, `${count(n)} ${FAILURE_KINDS[kind] ? `${FAILURE_KINDS[kind]} (${kind})` : kind}`] as const,
+  );
   const statuses = Object.entries(summary.statuses)
     .filter(([status]) => status !== '200' && status !== '429')
     .map(([status, n]) => [n, `${count(n)} answered ${status}`] as const);
@@ -136,6 +145,12 @@ function summaryText(summary: LoadSummary): string {
     { align: 'r' },
   );
   const statuses = Object.entries(summary.statuses).map(([status, n]) => `${status}: ${count(n)}`);
-  const failures = Object.entries(summary.failures).map(([kind, n]) => `${FAILURE_KINDS[kind] ? `${FAILURE_KINDS[kind]} (${kind})` : kind}: ${count(n)}`);
-  return [table, `answers by status: ${statuses.join(', ') || 'none'}`, ...(failures.length > 0 ? [`no answer: ${failures.join(', ')}`] : [])].join('\n');
+  const failures = Object.entries(summary.failures).map(
+    ([kind, n]) => `${FAILURE_KINDS[kind] ? `${FAILURE_KINDS[kind]} (${kind})` : kind}: ${count(n)}`,
+  );
+  return [
+    table,
+    `answers by status: ${statuses.join(', ') || 'none'}`,
+    ...(failures.length > 0 ? [`no answer: ${failures.join(', ')}`] : []),
+  ].join('\n');
 }

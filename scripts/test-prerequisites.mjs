@@ -27,7 +27,12 @@ export const SYSTEM_NEEDS = [
   { package: 'memcached', purpose: 'the store tests', command: 'memcached' },
   { package: 'nginx', purpose: 'the gateway test', variable: 'NGINX_PATH', path: '/usr/sbin/nginx' },
   { package: 'chromium', purpose: 'the browser test of /docs', variable: 'CHROMIUM_PATH', path: '/usr/bin/chromium' },
-  { package: 'libfaketime', purpose: 'the test of skewed clocks', variable: 'LIBFAKETIME_PATH', path: '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1' },
+  {
+    package: 'libfaketime',
+    purpose: 'the test of skewed clocks',
+    variable: 'LIBFAKETIME_PATH',
+    path: '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1',
+  },
 ];
 
 /** Where a command is looked for besides PATH, as test/helpers and scripts/lib do. */
@@ -49,17 +54,24 @@ const USUAL_DIRS = ['/usr/bin', '/usr/sbin', '/usr/local/bin'];
  * @returns {{ kind: 'ready' } | { kind: 'install', needs: SystemNeed[] } | { kind: 'stop', message: string }}
  */
 export function prerequisitesPlan(machine) {
-  if (!machine.hasNodeModules) return { kind: 'stop', message: 'memgate tests: the npm dependencies are not installed; run: npm ci' };
-  const wrongPaths = SYSTEM_NEEDS.filter(({ variable }) => variable && machine.env[variable] && !machine.exists(machine.env[variable]));
+  if (!machine.hasNodeModules)
+    return { kind: 'stop', message: 'memgate tests: the npm dependencies are not installed; run: npm ci' };
+  const wrongPaths = SYSTEM_NEEDS.filter(
+    ({ variable }) => variable && machine.env[variable] && !machine.exists(machine.env[variable]),
+  );
   if (wrongPaths.length > 0) {
-    const named = wrongPaths.map(({ variable, package: name }) => `${variable ?? ''}=${machine.env[variable ?? ''] ?? ''} is not a file (${name})`);
+    const named = wrongPaths.map(
+      ({ variable, package: name }) => `${variable ?? ''}=${machine.env[variable ?? ''] ?? ''} is not a file (${name})`,
+    );
     return { kind: 'stop', message: `memgate tests: ${named.join('; ')}: point it at the file or unset it` };
   }
   const needs = SYSTEM_NEEDS.filter((need) => !isPresent(need, machine));
   if (needs.length === 0) return { kind: 'ready' };
   if (machine.isRoot && machine.hasApt) return { kind: 'install', needs };
   const packages = needs.map((need) => need.package).join(' ');
-  const command = machine.hasApt ? `sudo apt-get install -y ${packages}` : `install ${packages} (Debian: apt-get install -y ${packages})`;
+  const command = machine.hasApt
+    ? `sudo apt-get install -y ${packages}`
+    : `install ${packages} (Debian: apt-get install -y ${packages})`;
   return { kind: 'stop', message: `memgate tests need ${needs.map(describe).join(', ')}; run: ${command}` };
 }
 
@@ -108,7 +120,10 @@ function thisMachine() {
  * @param {string[]} args
  */
 function run(command, args) {
-  const { status } = spawnSync(command, args, { stdio: 'inherit', env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
+  const { status } = spawnSync(command, args, {
+    stdio: 'inherit',
+    env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
+  });
   return status === 0;
 }
 
@@ -124,12 +139,18 @@ function main() {
   console.log(`memgate tests: installing ${plan.needs.map(describe).join(', ')} with apt-get`);
   // A fresh Debian has no package lists yet.
   if (!run('apt-get', ['update']) || !run('apt-get', ['install', '-y', ...packages])) {
-    console.error(`memgate tests: apt-get could not install ${packages.join(' ')}; run: apt-get update && apt-get install -y ${packages.join(' ')}`);
+    console.error(
+      `memgate tests: apt-get could not install ${packages.join(' ')}; run: apt-get update && apt-get install -y ${packages.join(' ')}`,
+    );
     process.exit(1);
   }
   const after = prerequisitesPlan(machine);
   if (after.kind !== 'ready') {
-    console.error(after.kind === 'stop' ? after.message : `memgate tests: still missing after apt-get: ${after.needs.map(describe).join(', ')}`);
+    console.error(
+      after.kind === 'stop'
+        ? after.message
+        : `memgate tests: still missing after apt-get: ${after.needs.map(describe).join(', ')}`,
+    );
     process.exit(1);
   }
 }

@@ -6,7 +6,10 @@ import { prerequisitesPlan, SYSTEM_NEEDS } from './test-prerequisites.mjs';
 const run = promisify(execFile);
 
 /** A machine with these files, as root with apt-get unless told otherwise. */
-function machine(files: string[], overrides: { env?: Record<string, string>; isRoot?: boolean; hasApt?: boolean; hasNodeModules?: boolean } = {}) {
+function machine(
+  files: string[],
+  overrides: { env?: Record<string, string>; isRoot?: boolean; hasApt?: boolean; hasNodeModules?: boolean } = {},
+) {
   const present = new Set(files);
   return {
     env: { PATH: '/opt/bin', ...overrides.env },
@@ -18,7 +21,12 @@ function machine(files: string[], overrides: { env?: Record<string, string>; isR
   };
 }
 
-const EVERYTHING = ['/usr/bin/memcached', '/usr/sbin/nginx', '/usr/bin/chromium', '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1'];
+const EVERYTHING = [
+  '/usr/bin/memcached',
+  '/usr/sbin/nginx',
+  '/usr/bin/chromium',
+  '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1',
+];
 
 describe('test prerequisites', () => {
   it('are ready when every package is where the tests look', () => {
@@ -29,31 +37,51 @@ describe('test prerequisites', () => {
 
   it('take the paths the tests honour from the environment instead', () => {
     const env = { CHROMIUM_PATH: '/opt/chrome', NGINX_PATH: '/opt/nginx', LIBFAKETIME_PATH: '/opt/faketime.so' };
-    expect(prerequisitesPlan(machine(['/usr/bin/memcached', ...Object.values(env)], { env }))).toEqual({ kind: 'ready' });
+    expect(prerequisitesPlan(machine(['/usr/bin/memcached', ...Object.values(env)], { env }))).toEqual({
+      kind: 'ready',
+    });
   });
 
   it('installs what is missing as root with apt-get, in one go', () => {
     const plan = prerequisitesPlan(machine(['/usr/sbin/nginx']));
-    expect(plan.kind === 'install' && plan.needs.map((need) => need.package)).toEqual(['memcached', 'chromium', 'libfaketime']);
+    expect(plan.kind === 'install' && plan.needs.map((need) => need.package)).toEqual([
+      'memcached',
+      'chromium',
+      'libfaketime',
+    ]);
   });
 
   it('otherwise stops with one line naming the command that installs it', () => {
-    const plan = prerequisitesPlan(machine(EVERYTHING.filter((path) => !path.includes('chromium') && !path.includes('memcached')), { isRoot: false }));
+    const plan = prerequisitesPlan(
+      machine(
+        EVERYTHING.filter((path) => !path.includes('chromium') && !path.includes('memcached')),
+        { isRoot: false },
+      ),
+    );
     expect(plan).toEqual({
       kind: 'stop',
-      message: 'memgate tests need memcached (the store tests), chromium (the browser test of /docs); run: sudo apt-get install -y memcached chromium',
+      message:
+        'memgate tests need memcached (the store tests), chromium (the browser test of /docs); run: sudo apt-get install -y memcached chromium',
     });
     const elsewhere = prerequisitesPlan(machine([], { hasApt: false }));
-    expect(elsewhere.kind === 'stop' && elsewhere.message).toMatch(/; run: install memcached nginx chromium libfaketime \(Debian: apt-get install -y memcached nginx chromium libfaketime\)$/);
+    expect(elsewhere.kind === 'stop' && elsewhere.message).toMatch(
+      /; run: install memcached nginx chromium libfaketime \(Debian: apt-get install -y memcached nginx chromium libfaketime\)$/,
+    );
   });
 
   it('stops, installing nothing, when a path from the environment is wrong', () => {
     const plan = prerequisitesPlan(machine(EVERYTHING, { env: { NGINX_PATH: '/opt/no-nginx' } }));
-    expect(plan).toEqual({ kind: 'stop', message: 'memgate tests: NGINX_PATH=/opt/no-nginx is not a file (nginx): point it at the file or unset it' });
+    expect(plan).toEqual({
+      kind: 'stop',
+      message: 'memgate tests: NGINX_PATH=/opt/no-nginx is not a file (nginx): point it at the file or unset it',
+    });
   });
 
   it('names npm ci in a clone whose dependencies are not installed', () => {
-    expect(prerequisitesPlan(machine(EVERYTHING, { hasNodeModules: false }))).toEqual({ kind: 'stop', message: 'memgate tests: the npm dependencies are not installed; run: npm ci' });
+    expect(prerequisitesPlan(machine(EVERYTHING, { hasNodeModules: false }))).toEqual({
+      kind: 'stop',
+      message: 'memgate tests: the npm dependencies are not installed; run: npm ci',
+    });
   });
 
   it('looks where the tests look', () => {
@@ -66,7 +94,14 @@ describe('test prerequisites', () => {
   });
 
   it('as a command, exits 1 with its one line and installs nothing when it must stop', async () => {
-    const failure = run(process.execPath, ['scripts/test-prerequisites.mjs'], { env: { ...process.env, CHROMIUM_PATH: '/nonexistent/chromium' } });
-    await expect(failure).rejects.toMatchObject({ code: 1, stdout: '', stderr: 'memgate tests: CHROMIUM_PATH=/nonexistent/chromium is not a file (chromium): point it at the file or unset it\n' });
+    const failure = run(process.execPath, ['scripts/test-prerequisites.mjs'], {
+      env: { ...process.env, CHROMIUM_PATH: '/nonexistent/chromium' },
+    });
+    await expect(failure).rejects.toMatchObject({
+      code: 1,
+      stdout: '',
+      stderr:
+        'memgate tests: CHROMIUM_PATH=/nonexistent/chromium is not a file (chromium): point it at the file or unset it\n',
+    });
   });
 });

@@ -9,7 +9,13 @@ export type { InputErrorCode } from './counting/errors.js';
 export { loadPolicyFile, parsePolicies, parsePolicyText, PolicyError, PolicySet } from './config/policies.js';
 export type { Algorithm, Edge, EventPolicy, LimitPolicy, OnStoreError } from './config/policies.js';
 export { StoreOverloadedError, StoreUnavailableError } from './store/counter-store.js';
-export type { CounterStore, CounterIncrement, CounterDecrement, IncrementAndReadResult, ServerHealth } from './store/counter-store.js';
+export type {
+  CounterStore,
+  CounterIncrement,
+  CounterDecrement,
+  IncrementAndReadResult,
+  ServerHealth,
+} from './store/counter-store.js';
 export { createEmbeddedStore } from './store/embedded-store.js';
 export type { EmbeddedStoreOptions } from './store/embedded-store.js';
 export { createMemcachedStore } from './store/memcached/memcached-store.js';

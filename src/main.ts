@@ -29,7 +29,11 @@ async function main(): Promise<void> {
   // this costs nothing, and no line is lost when the process exits right after it.
   const logger = pino(
     // Secrets never reach the log, even if a request is logged one day.
-    { level: settings.logLevel, base: { service: 'memgate' }, redact: ['req.headers.authorization', 'password', 'token'] },
+    {
+      level: settings.logLevel,
+      base: { service: 'memgate' },
+      redact: ['req.headers.authorization', 'password', 'token'],
+    },
     pino.destination({ dest: 1, sync: true }),
   );
   // Handlers first: until one is installed, a signal kills the process outright, and a

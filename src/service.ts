@@ -58,7 +58,11 @@ export async function startService(settings: Settings, logger: Logger): Promise<
         onClockSync: clockWatcher(log, settings.maxClockSkewMs, metrics.onClockOffset),
         onUndo: (undone, err) => {
           metrics.onUndo(undone);
-          if (err) logger.warn({ err }, 'could not take back increments a frozen Memcached applied late; they stay counted until their buckets expire');
+          if (err)
+            logger.warn(
+              { err },
+              'could not take back increments a frozen Memcached applied late; they stay counted until their buckets expire',
+            );
         },
         ...(settings.memcachedCredentials ? { credentials: settings.memcachedCredentials } : {}),
       })
@@ -70,7 +74,10 @@ export async function startService(settings: Settings, logger: Logger): Promise<
     cacheBytes: settings.cacheMb * 2 ** 20,
     maxDenialCacheMs: settings.maxDenialCacheMs,
     onRollbackError: (err: unknown) => {
-      logger.warn({ err }, 'taking back a denied request got no answer in time; it is applied if Memcached answers on the same connection, else its cost stays counted until its bucket expires');
+      logger.warn(
+        { err },
+        'taking back a denied request got no answer in time; it is applied if Memcached answers on the same connection, else its cost stays counted until its bucket expires',
+      );
     },
     onStoreUnavailable: storeTrouble.onStoreUnavailable,
     onDecision: metrics.onDecision,
@@ -88,7 +95,15 @@ export async function startService(settings: Settings, logger: Logger): Promise<
   // Bucket time is the store's clock: read it once before the first check.
   await store.clock?.ready();
   const drain = createDrain();
-  const app = buildApp({ limiter, store, logger, metrics, drain, maxEventLoopDelayMs: settings.maxEventLoopDelayMs, ...(admin ? { admin } : {}) });
+  const app = buildApp({
+    limiter,
+    store,
+    logger,
+    metrics,
+    drain,
+    maxEventLoopDelayMs: settings.maxEventLoopDelayMs,
+    ...(admin ? { admin } : {}),
+  });
   try {
     await app.listen({ port: settings.port, host: settings.host });
   } catch (error) {
@@ -96,14 +111,21 @@ export async function startService(settings: Settings, logger: Logger): Promise<
     // "listen EADDRINUSE: address already in use 0.0.0.0:8080" names the address again.
     const { message, code } = error as NodeJS.ErrnoException;
     const why = /^listen [A-Z]+: (.*?)(?: \S+:\d+)?$/.exec(message)?.[1] ?? message;
-    throw new Error(`cannot listen on ${settings.host}:${settings.port}: ${why}${code ? ` (${code})` : ''}`, { cause: error });
+    throw new Error(`cannot listen on ${settings.host}:${settings.port}: ${why}${code ? ` (${code})` : ''}`, {
+      cause: error,
+    });
   }
   const address = app.server.address();
   const port = typeof address === 'object' && address !== null ? address.port : settings.port;
   // How far V8 may grow the heap before it must collect: see docs/operations.md, sizing.
   const heapLimitMb = Math.round(getHeapStatistics().heap_size_limit / 2 ** 20);
-  const servers = settings.memcachedServers === undefined ? [] : parseServerList(settings.memcachedServers).map((endpoint) => endpoint.label);
-  const storeText = store.shared ? `memcached ${servers.join(',')} (timeout ${settings.memcachedTimeoutMs} ms)` : 'embedded';
+  const servers =
+    settings.memcachedServers === undefined
+      ? []
+      : parseServerList(settings.memcachedServers).map((endpoint) => endpoint.label);
+  const storeText = store.shared
+    ? `memcached ${servers.join(',')} (timeout ${settings.memcachedTimeoutMs} ms)`
+    : 'embedded';
   const events = [...policies.events.keys()];
   logger.info(
     {
@@ -122,7 +144,10 @@ export async function startService(settings: Settings, logger: Logger): Promise<
     `memgate ${VERSION} listening on ${settings.host}:${port}; store: ${storeText}; policies: ${policies.source} (${events.join(', ')}${policies.gateway ? '; /gate on' : ''}); cache ${settings.cacheMb} MiB, heap limit ${heapLimitMb} MiB; admin routes ${admin ? 'on' : 'off'}`,
   );
   if (!store.shared) {
-    log.warn({}, 'MEMCACHED_SERVERS is not set: counters live in this process only, so limits are not shared between instances');
+    log.warn(
+      {},
+      'MEMCACHED_SERVERS is not set: counters live in this process only, so limits are not shared between instances',
+    );
   }
   if (heapLimitMb < settings.cacheMb + PROCESS_BASE_MB) {
     log.warn(
@@ -148,12 +173,21 @@ export async function startService(settings: Settings, logger: Logger): Promise<
       evictions?.stop();
       drain.begin(app.server);
       await sleep(drainMs);
-      const listener = await drain.closeListener(app.server, { quietMs: DEFAULTS.shutdownQuietMs, maxWaitMs: DEFAULTS.shutdownQuietMaxMs });
+      const listener = await drain.closeListener(app.server, {
+        quietMs: DEFAULTS.shutdownQuietMs,
+        maxWaitMs: DEFAULTS.shutdownQuietMaxMs,
+      });
       const { allClosed, ...how } = listener;
       if (how.quiet) {
-        logger.info(how, `stopped accepting connections, after ${how.waitedMs} ms with none new; finishing the requests on the ${how.openConnections} connections still open`);
+        logger.info(
+          how,
+          `stopped accepting connections, after ${how.waitedMs} ms with none new; finishing the requests on the ${how.openConnections} connections still open`,
+        );
       } else {
-        logger.warn(how, `stopped accepting connections while they kept arriving for ${how.waitedMs} ms after the drain: clients still connecting may see resets (is a load balancer still sending here?)`);
+        logger.warn(
+          how,
+          `stopped accepting connections while they kept arriving for ${how.waitedMs} ms after the drain: clients still connecting may see resets (is a load balancer still sending here?)`,
+        );
       }
       await allClosed;
       logger.info('every connection has closed; closing the store');
@@ -212,7 +246,10 @@ function clockWatcher(log: DeferredLog, maxClockSkewMs: number, record: (server:
         `this host's clock is ${Math.abs(rounded)} ms ${offsetMs > 0 ? 'behind' : 'ahead of'} Memcached ${server}'s, beyond MEMGATE_MAX_CLOCK_SKEW_MS: memgate counts by Memcached's clock, but check this host's time sync (NTP)`,
       );
     } else if (Math.abs(offsetMs) <= maxClockSkewMs && beyond.delete(server)) {
-      log.info({ server, clockOffsetMs: rounded }, `this host's clock is back within MEMGATE_MAX_CLOCK_SKEW_MS of Memcached ${server}'s`);
+      log.info(
+        { server, clockOffsetMs: rounded },
+        `this host's clock is back within MEMGATE_MAX_CLOCK_SKEW_MS of Memcached ${server}'s`,
+      );
     }
   };
 }
@@ -223,8 +260,12 @@ function degradedChecks(policies: PolicySet, servers: 'one' | 'several'): string
   for (const { event, onStoreError } of policies.events.values()) byRule[onStoreError].push(event);
   const verb = (events: string[]) => (events.length === 1 ? 'is' : 'are');
   const parts = [
-    ...(byRule.allow.length > 0 ? [`${byRule.allow.join(', ')} ${verb(byRule.allow)} allowed, marked "degraded" (onStoreError: allow)`] : []),
-    ...(byRule.deny.length > 0 ? [`${byRule.deny.join(', ')} ${verb(byRule.deny)} denied with 429 and retry-after: 1 (onStoreError: deny)`] : []),
+    ...(byRule.allow.length > 0
+      ? [`${byRule.allow.join(', ')} ${verb(byRule.allow)} allowed, marked "degraded" (onStoreError: allow)`]
+      : []),
+    ...(byRule.deny.length > 0
+      ? [`${byRule.deny.join(', ')} ${verb(byRule.deny)} denied with 429 and retry-after: 1 (onStoreError: deny)`]
+      : []),
   ];
   return `checks of the clients ${servers === 'one' ? 'it holds' : 'they hold'} are decided without the store: ${parts.join('; ')}`;
 }
@@ -246,7 +287,10 @@ function storeTroubleLogger(log: DeferredLog, policies: () => PolicySet) {
       if (!up) {
         down.set(server, { since: Date.now(), reason });
         if (!starting) {
-          log.warn({ server, reason }, `Memcached ${server} is down (${reason}): until it answers, /readyz answers 503 and ${degradedChecks(policies(), 'one')}`);
+          log.warn(
+            { server, reason },
+            `Memcached ${server} is down (${reason}): until it answers, /readyz answers 503 and ${degradedChecks(policies(), 'one')}`,
+          );
         }
         return;
       }
@@ -267,7 +311,10 @@ function storeTroubleLogger(log: DeferredLog, policies: () => PolicySet) {
       unexplained++;
       const now = Date.now();
       if (now - unexplainedAt < 5000) return;
-      log.warn({ error: err.message, event, degradedChecks: unexplained }, `Memcached could not answer (${err.message}): checks are decided by each event's onStoreError rule`);
+      log.warn(
+        { error: err.message, event, degradedChecks: unexplained },
+        `Memcached could not answer (${err.message}): checks are decided by each event's onStoreError rule`,
+      );
       unexplainedAt = now;
       unexplained = 0;
     },

@@ -38,7 +38,16 @@ async function start(env: Record<string, string>) {
     },
   });
   const logger = pino({ level: 'info' }, sink);
-  const settings = loadSettings({ PORT: '0', HOST: '127.0.0.1', MEMCACHED_SERVERS: memcached().servers, MEMGATE_KEY_PREFIX: uniquePrefix(), ...env }, ['--config', path]);
+  const settings = loadSettings(
+    {
+      PORT: '0',
+      HOST: '127.0.0.1',
+      MEMCACHED_SERVERS: memcached().servers,
+      MEMGATE_KEY_PREFIX: uniquePrefix(),
+      ...env,
+    },
+    ['--config', path],
+  );
   const service = await startService(settings, logger);
   running.push(service);
   const { port } = service.app.server.address() as { port: number };
@@ -104,9 +113,16 @@ describe('admin routes', () => {
       'event "login", field limits[0].window: must be a positive whole duration like 30s, 5m, 1h, 1d or a number of seconds (got "1w")',
     ];
     expect(logged.filter((line) => line.level === 40)).toEqual([
-      expect.objectContaining({ address: '127.0.0.1', source: path, problems, msg: `admin reload from 127.0.0.1 refused, the policies in use stay: ${path} is invalid: ${problems.join('; ')}` }),
+      expect.objectContaining({
+        address: '127.0.0.1',
+        source: path,
+        problems,
+        msg: `admin reload from 127.0.0.1 refused, the policies in use stay: ${path} is invalid: ${problems.join('; ')}`,
+      }),
     ]);
-    expect(logged.filter((line) => typeof line.msg === 'string' && line.msg.startsWith('admin reload from'))).toHaveLength(2);
+    expect(
+      logged.filter((line) => typeof line.msg === 'string' && line.msg.startsWith('admin reload from')),
+    ).toHaveLength(2);
   });
 });
 
@@ -131,7 +147,11 @@ describe('admin token guessing', () => {
       limiter,
       store,
       logger: pino({ level: 'info' }, sink),
-      admin: { token: TOKEN, reload: () => Promise.resolve({ source: 'policies.yaml', events: ['login'] }), now: () => clock.ms },
+      admin: {
+        token: TOKEN,
+        reload: () => Promise.resolve({ source: 'policies.yaml', events: ['login'] }),
+        now: () => clock.ms,
+      },
     });
     running.push({
       async close() {
@@ -140,7 +160,12 @@ describe('admin token guessing', () => {
       },
     });
     const reload = (remoteAddress: string, token: string) =>
-      app.inject({ method: 'POST', url: '/admin/reload', remoteAddress, headers: { authorization: `Bearer ${token}` } });
+      app.inject({
+        method: 'POST',
+        url: '/admin/reload',
+        remoteAddress,
+        headers: { authorization: `Bearer ${token}` },
+      });
     return { clock, lines, reload };
   }
 
@@ -154,7 +179,9 @@ describe('admin token guessing', () => {
     const locked = await reload('203.0.113.9', 'one-guess-too-many-of-the-token');
     expect(locked.statusCode).toBe(429);
     expect(locked.headers['retry-after']).toBe(String(DEFAULTS.adminFailureWindowSeconds));
-    expect(locked.json()).toEqual({ error: { code: 'too_many_failures', message: expect.stringContaining('retry in 60 s') as string } });
+    expect(locked.json()).toEqual({
+      error: { code: 'too_many_failures', message: expect.stringContaining('retry in 60 s') as string },
+    });
     const right = await reload('203.0.113.9', TOKEN);
     expect(right.statusCode).toBe(429);
     expect(right.body).not.toContain(TOKEN);
@@ -168,7 +195,11 @@ describe('admin token guessing', () => {
     }
     expect((await reload('2001:db8::7', TOKEN)).statusCode).toBe(429);
     // Another address: its right token works, and its wrong ones are its own.
-    expect((await reload('198.51.100.4', TOKEN)).json()).toEqual({ reloaded: true, source: 'policies.yaml', events: ['login'] });
+    expect((await reload('198.51.100.4', TOKEN)).json()).toEqual({
+      reloaded: true,
+      source: 'policies.yaml',
+      events: ['login'],
+    });
     expect((await reload('198.51.100.4', 'a-wrong-token-from-elsewhere')).statusCode).toBe(401);
     // The first failure leaves the window 60 s after it was made: the address may try once more.
     clock.ms += WINDOW_MS - LIMIT * 1000 - 1000;
@@ -188,7 +219,9 @@ describe('admin token guessing', () => {
     for (const guess of guesses) await reload('192.0.2.33', guess);
     await reload('192.0.2.33', TOKEN);
     const failures = lines.filter((l) => typeof l.msg === 'string' && l.msg.startsWith('admin authentication failed'));
-    expect(failures.map((l) => [l.level, l.address, l.failures])).toEqual(Array.from({ length: LIMIT }, (_, i) => [40, '192.0.2.33', i + 1]));
+    expect(failures.map((l) => [l.level, l.address, l.failures])).toEqual(
+      Array.from({ length: LIMIT }, (_, i) => [40, '192.0.2.33', i + 1]),
+    );
     const switched = lines.filter((l) => typeof l.msg === 'string' && l.msg.includes('now get 429'));
     expect(switched).toEqual([expect.objectContaining({ level: 40, address: '192.0.2.33', failures: LIMIT })]);
     const logged = JSON.stringify(lines);

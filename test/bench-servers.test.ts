@@ -6,7 +6,9 @@ import { useMemcached } from './helpers/memcached.js';
 
 /** Starts one bench case's server process and returns its URL and a way to stop it. */
 async function startCase(name: string, servers: string): Promise<{ url: string; stop: () => void }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/bench/server.ts', name, servers], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/bench/server.ts', name, servers], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const port = await new Promise<number>((resolve, reject) => {
     child.once('exit', (code) => {
       reject(new Error(`exited with ${String(code)}`));
@@ -38,7 +40,8 @@ describe('bench servers', () => {
     const server = await startCase(name, memcached().servers);
     try {
       const statuses: number[] = [];
-      while (statuses.length < expected.length) statuses.push((await fetch(`${server.url}/check?event=bench&feature=same-client`)).status);
+      while (statuses.length < expected.length)
+        statuses.push((await fetch(`${server.url}/check?event=bench&feature=same-client`)).status);
       expect(statuses).toEqual(expected);
     } finally {
       server.stop();
@@ -49,15 +52,23 @@ describe('bench servers', () => {
 describe('npm run bench', () => {
   it('leaves the docs alone without --write-docs, says how long it will take, and shows progress in lines off a terminal', async () => {
     const docs = await readFile('docs/performance.md', 'utf8');
-    const { stdout, stderr } = await promisify(execFile)(process.execPath, ['--import', 'tsx', 'scripts/bench.ts', '--suite', 'embedded'], {
-      env: { ...process.env, CLI_PROGRESS_SECONDS: '1' },
-    });
+    const { stdout, stderr } = await promisify(execFile)(
+      process.execPath,
+      ['--import', 'tsx', 'scripts/bench.ts', '--suite', 'embedded'],
+      {
+        env: { ...process.env, CLI_PROGRESS_SECONDS: '1' },
+      },
+    );
     expect(stdout).toContain('| embedded store, in process, no HTTP |');
     const lines = stderr.split('\n').filter(Boolean);
     expect(lines[0]).toBe('bench: started, 0 s of about 30 s');
     expect(lines[1]).toMatch(/^\[0 s\] running embedded: about 30 s$/);
     // A line every second while it builds and measures, saying what it is doing.
-    expect(lines.filter((line) => /^bench: \d+% \(.* of about 30 s\), building dist\/ \(npm run build\), \d+ s elapsed/.test(line)).length).toBeGreaterThanOrEqual(1);
+    expect(
+      lines.filter((line) =>
+        /^bench: \d+% \(.* of about 30 s\), building dist\/ \(npm run build\), \d+ s elapsed/.test(line),
+      ).length,
+    ).toBeGreaterThanOrEqual(1);
     expect(lines.some((line) => /^bench: \d+% \(.*\), embedded: limiter\.check in process, /.test(line))).toBe(true);
     expect(lines.at(-1)).toMatch(/^bench: done \(.*\) after \d+ s$/);
     expect(stderr).not.toContain('\r');
@@ -65,4 +76,3 @@ describe('npm run bench', () => {
     expect(await readFile('docs/performance.md', 'utf8')).toBe(docs);
   }, 180_000);
 });
-

@@ -12,7 +12,9 @@ afterAll(async () => {
 });
 
 // Under a minute, so the window counts in seconds only: 29 past seconds per check when nothing is kept, and the reset marker.
-const policies = { events: { api: { limits: [{ limit: 1000, window: '30s' }] }, tight: { limits: [{ limit: 3, window: '30s' }] } } };
+const policies = {
+  events: { api: { limits: [{ limit: 1000, window: '30s' }] }, tight: { limits: [{ limit: 3, window: '30s' }] } },
+};
 const T0 = Math.floor(Date.now() / 1000) * 1000;
 
 function limiterWith(options: Partial<LimiterOptions> = {}) {
@@ -90,7 +92,8 @@ describe('settled counts kept between checks', () => {
 describe('denials answered from memory', () => {
   async function exhaust(options: Partial<LimiterOptions> = {}) {
     const setup = limiterWith(options);
-    for (let i = 0; i < 3; i++) expect((await setup.limiter.check({ event: 'tight', feature: 'eve' })).allowed).toBe(true);
+    for (let i = 0; i < 3; i++)
+      expect((await setup.limiter.check({ event: 'tight', feature: 'eve' })).allowed).toBe(true);
     setup.clock.ms = T0 + 10_000;
     const denied = await setup.limiter.check({ event: 'tight', feature: 'eve' });
     expect(denied).toMatchObject({ allowed: false, retryAfter: 20 });

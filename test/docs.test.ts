@@ -30,10 +30,23 @@ describe('API description', () => {
   it('is an OpenAPI 3 document built from every route’s schema', async () => {
     const doc = (await (await fetch(`${url}/docs/json`)).json()) as {
       openapi: string;
-      paths: Record<string, Record<string, { parameters?: { name: string; required?: boolean }[]; responses: Record<string, unknown> }>>;
+      paths: Record<
+        string,
+        Record<string, { parameters?: { name: string; required?: boolean }[]; responses: Record<string, unknown> }>
+      >;
     };
     expect(doc.openapi).toMatch(/^3\./);
-    expect(Object.keys(doc.paths).sort()).toEqual(['/admin/reload', '/admin/reset', '/check', '/gate', '/healthz', '/metrics', '/peek', '/policies', '/readyz']);
+    expect(Object.keys(doc.paths).sort()).toEqual([
+      '/admin/reload',
+      '/admin/reset',
+      '/check',
+      '/gate',
+      '/healthz',
+      '/metrics',
+      '/peek',
+      '/policies',
+      '/readyz',
+    ]);
     const check = doc.paths['/check']?.get;
     expect(check?.parameters?.filter((p) => p.required).map((p) => p.name)).toEqual(['event', 'feature']);
     expect(Object.keys(check?.responses ?? {})).toEqual(['200', '400', '429', '503']);
@@ -49,17 +62,34 @@ describe('API description', () => {
       await page.locator('.opblock-summary-path', { hasText: '/check' }).first().waitFor({ timeout: 15_000 });
       const blocks: { method: string; path: string; summary: string }[] = [];
       for (const block of await page.locator('.opblock-summary').all()) {
-        const text = async (selector: string) => (await block.locator(selector).allInnerTexts()).join('').replace(/\u200b/g, '');
-        blocks.push({ method: await text('.opblock-summary-method'), path: await text('.opblock-summary-path'), summary: await text('.opblock-summary-description') });
+        const text = async (selector: string) =>
+          (await block.locator(selector).allInnerTexts()).join('').replace(/\u200b/g, '');
+        blocks.push({
+          method: await text('.opblock-summary-method'),
+          path: await text('.opblock-summary-path'),
+          summary: await text('.opblock-summary-description'),
+        });
       }
       expect(blocks.filter((b) => b.summary.trim() === '')).toEqual([]);
-      expect(blocks.filter((b) => b.path === '/gate').map((b) => b.method)).toEqual(['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS', 'TRACE']);
+      expect(blocks.filter((b) => b.path === '/gate').map((b) => b.method)).toEqual([
+        'GET',
+        'POST',
+        'PUT',
+        'PATCH',
+        'DELETE',
+        'HEAD',
+        'OPTIONS',
+        'TRACE',
+      ]);
       expect(blocks.map((b) => b.path)).toEqual(expect.arrayContaining(['/check', '/peek', '/readyz', '/admin/reset']));
 
       // A reader opening GET /check sees a denial as a denial.
       await page.locator('#operations-decisions-get_check .opblock-summary').click();
       const denial = page.locator('#operations-decisions-get_check tr.response[data-code="429"]');
-      const example = JSON.parse(await denial.locator('pre').first().innerText()) as { allowed: boolean; retryAfter: number };
+      const example = JSON.parse(await denial.locator('pre').first().innerText()) as {
+        allowed: boolean;
+        retryAfter: number;
+      };
       expect(example).toMatchObject({ allowed: false, retryAfter: 60 });
       expect(await denial.innerText()).toContain('Retry-After');
     } finally {

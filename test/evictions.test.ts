@@ -27,7 +27,9 @@ describe('evictions', () => {
     const client = memjs.Client.create(small.servers, { timeout: 30, logger: { log: () => undefined } });
     const value = 'v'.repeat(1000);
     for (let batch = 0; batch < 80; batch++) {
-      await Promise.all(Array.from({ length: 100 }, (_, i) => client.set(`fill-${batch}-${i}`, value, { expires: 600 })));
+      await Promise.all(
+        Array.from({ length: 100 }, (_, i) => client.set(`fill-${batch}-${i}`, value, { expires: 600 })),
+      );
     }
     client.close();
 

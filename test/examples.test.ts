@@ -11,7 +11,10 @@ import { parsePolicyText } from '../src/config/policies.js';
 
 const yamlOf = async (path: string) => parse(await readFile(path, 'utf8'), { merge: true }) as Record<string, unknown>;
 /** The Compose Specification's JSON schema, as dclint (a Compose linter) ships it. */
-const COMPOSE_SCHEMA = join(dirname(createRequire(import.meta.url).resolve('dclint/package.json')), 'schemas/compose.schema.json');
+const COMPOSE_SCHEMA = join(
+  dirname(createRequire(import.meta.url).resolve('dclint/package.json')),
+  'schemas/compose.schema.json',
+);
 
 /** A nested value by path, for configs too deep to type. */
 function at(value: unknown, ...path: (string | number)[]): unknown {
@@ -24,11 +27,9 @@ describe('examples', () => {
     const auth = /location = \/_memgate \{([\s\S]*?)\n {4}\}/.exec(config)?.[1] ?? '';
     expect(auth).toMatch(/proxy_pass_request_headers off;/);
     expect(auth).toMatch(/proxy_method GET;/);
-    expect([...auth.matchAll(/proxy_set_header (\S+) (\S+);/g)].map(([, name, value]) => `${name ?? ''} ${value ?? ''}`)).toEqual([
-      'Content-Length ""',
-      'X-Original-URI $request_uri',
-      'X-Forwarded-For $remote_addr',
-    ]);
+    expect(
+      [...auth.matchAll(/proxy_set_header (\S+) (\S+);/g)].map(([, name, value]) => `${name ?? ''} ${value ?? ''}`),
+    ).toEqual(['Content-Length ""', 'X-Original-URI $request_uri', 'X-Forwarded-For $remote_addr']);
   });
 
   it('Traefik: a forwardAuth middleware asking /gate that passes only the headers memgate reads, set by Traefik', async () => {
@@ -37,7 +38,10 @@ describe('examples', () => {
     expect(forwardAuth.address).toMatch(/\/gate$/);
     // Traefik overwrites X-Forwarded-* only when it does not trust the client's; an empty list would pass every header.
     expect(forwardAuth.trustForwardHeader).toBe(false);
-    expect((forwardAuth.authRequestHeaders as string[]).map((h) => h.toLowerCase()).sort()).toEqual(['x-forwarded-for', 'x-forwarded-uri']);
+    expect((forwardAuth.authRequestHeaders as string[]).map((h) => h.toLowerCase()).sort()).toEqual([
+      'x-forwarded-for',
+      'x-forwarded-uri',
+    ]);
     expect(forwardAuth.authResponseHeaders).toEqual(['RateLimit', 'RateLimit-Policy']);
     expect(at(config, 'http', 'routers', 'api', 'middlewares')).toEqual(['memgate']);
   });
@@ -45,7 +49,17 @@ describe('examples', () => {
   it('Envoy: an ext_authz HTTP service at /gate that passes only X-Forwarded-For, fails closed with 503 and hands memgate’s answer on', async () => {
     const text = await readFile('examples/envoy/envoy.yaml', 'utf8');
     const config = parse(text) as Record<string, unknown>;
-    const manager = at(config, 'static_resources', 'listeners', 0, 'filter_chains', 0, 'filters', 0, 'typed_config') as Record<string, unknown>;
+    const manager = at(
+      config,
+      'static_resources',
+      'listeners',
+      0,
+      'filter_chains',
+      0,
+      'filters',
+      0,
+      'typed_config',
+    ) as Record<string, unknown>;
     expect([manager.use_remote_address, manager.normalize_path, manager.merge_slashes]).toEqual([true, true, true]);
     const filters = manager.http_filters as { name: string; typed_config: Record<string, unknown> }[];
     expect(filters.map((f) => f.name)).toEqual(['envoy.filters.http.ext_authz', 'envoy.filters.http.router']);
@@ -58,21 +72,39 @@ describe('examples', () => {
     expect(service.authorization_request).toBeUndefined();
     expect(text.toLowerCase()).not.toContain('x-memgate-event');
     const allowed = at(service, 'authorization_response', 'allowed_client_headers', 'patterns') as { exact: string }[];
-    expect(allowed.map((p) => p.exact)).toEqual(expect.arrayContaining(['retry-after', 'ratelimit', 'ratelimit-policy', 'memgate-error']));
+    expect(allowed.map((p) => p.exact)).toEqual(
+      expect.arrayContaining(['retry-after', 'ratelimit', 'ratelimit-policy', 'memgate-error']),
+    );
   });
 
   it('compose: three memcached nodes, two memgate instances on them, nginx in front with the tested example', async () => {
     const compose = await yamlOf('docker-compose.yml');
     const services = compose.services as Record<string, { environment?: Record<string, string>; volumes?: string[] }>;
-    expect(Object.keys(services).sort()).toEqual(['api', 'memcached-1', 'memcached-2', 'memcached-3', 'memgate-a', 'memgate-b', 'nginx']);
+    expect(Object.keys(services).sort()).toEqual([
+      'api',
+      'memcached-1',
+      'memcached-2',
+      'memcached-3',
+      'memgate-a',
+      'memgate-b',
+      'nginx',
+    ]);
     for (const name of ['memgate-a', 'memgate-b']) {
-      expect(services[name]?.environment?.MEMCACHED_SERVERS).toBe('memcached-1:11211,memcached-2:11211,memcached-3:11211');
+      expect(services[name]?.environment?.MEMCACHED_SERVERS).toBe(
+        'memcached-1:11211,memcached-2:11211,memcached-3:11211',
+      );
     }
     expect(services.nginx?.volumes).toEqual(['./examples/nginx/nginx.conf:/etc/memgate/nginx.conf:ro']);
     // The policies the instances load (copied into the image) are valid and set up /gate for nginx.
     const path = services['memgate-a']?.environment?.MEMGATE_CONFIG?.replace('/app/', '') ?? '';
     const policies = parsePolicyText(await readFile(path, 'utf8'), path);
-    expect(policies.gateway).toMatchObject({ uri: { from: 'header', header: 'x-original-uri' }, event: { from: 'routes' }, denyStatus: 403, invalidStatus: 401, trustedProxies: 1 });
+    expect(policies.gateway).toMatchObject({
+      uri: { from: 'header', header: 'x-original-uri' },
+      event: { from: 'routes' },
+      denyStatus: 403,
+      invalidStatus: 401,
+      trustedProxies: 1,
+    });
   });
 
   // What `docker compose config` checks, without Docker: the file against the Compose

@@ -32,7 +32,11 @@ afterEach(async () => {
 });
 
 function limiterOn(servers: string, maxInFlight?: number): { limiter: Limiter; store: CounterStore } {
-  const store = createMemcachedStore({ servers, timeoutMs: DEADLINE_MS, ...(maxInFlight === undefined ? {} : { maxInFlight }) });
+  const store = createMemcachedStore({
+    servers,
+    timeoutMs: DEADLINE_MS,
+    ...(maxInFlight === undefined ? {} : { maxInFlight }),
+  });
   cleanups.push(() => store.close());
   return { limiter: createLimiter({ policies, store, keyPrefix: uniquePrefix() }), store };
 }
@@ -60,7 +64,11 @@ async function fakeServer(onConnection: (socket: Socket) => void): Promise<strin
 }
 
 /** Runs checks and times each one. */
-async function timedChecks(limiter: Limiter, count: number, event = 'api'): Promise<{ decision: Decision; ms: number }[]> {
+async function timedChecks(
+  limiter: Limiter,
+  count: number,
+  event = 'api',
+): Promise<{ decision: Decision; ms: number }[]> {
   return Promise.all(
     Array.from({ length: count }, async (_, i) => {
       const started = performance.now();
@@ -78,8 +86,12 @@ describe('a Memcached node that fails', () => {
     expect(api.map((c) => c.decision)).toEqual(api.map(() => ({ allowed: true, limits: [], degraded: true })));
     expect(Math.max(...api.map((c) => c.ms))).toBeLessThan(DEADLINE_MS + MARGIN_MS);
     const login = await timedChecks(limiter, 5, 'login');
-    expect(login.map((c) => c.decision)).toEqual(login.map(() => ({ allowed: false, limits: [], retryAfter: 1, degraded: true })));
-    expect(await store.health()).toEqual([{ server: servers, up: false, error: expect.stringMatching(/did not answer|timed out/) as string }]);
+    expect(login.map((c) => c.decision)).toEqual(
+      login.map(() => ({ allowed: false, limits: [], retryAfter: 1, degraded: true })),
+    );
+    expect(await store.health()).toEqual([
+      { server: servers, up: false, error: expect.stringMatching(/did not answer|timed out/) as string },
+    ]);
   });
 
   it('that closes each connection at its first byte: checks are decided by their rule within the deadline, again and again', async () => {
@@ -101,7 +113,11 @@ describe('a Memcached node that fails', () => {
     const answers = await Promise.all(
       Array.from({ length: 200 }, async () => {
         const response = await app.inject({ method: 'GET', url: '/check?event=api&feature=x' });
-        return { status: response.statusCode, code: response.json<{ error?: { code: string } }>().error?.code, ms: performance.now() - started };
+        return {
+          status: response.statusCode,
+          code: response.json<{ error?: { code: string } }>().error?.code,
+          ms: performance.now() - started,
+        };
       }),
     );
     const shed = answers.filter((a) => a.status === 503);
@@ -118,16 +134,30 @@ describe('a Memcached node that fails', () => {
     const { limiter, store } = limiterOn(servers, 20);
     const app = buildApp({ limiter, store, maxEventLoopDelayMs: 0 });
     cleanups.push(() => app.close());
-    expect((await app.inject({ method: 'GET', url: '/check?event=api&feature=x' })).json()).toEqual({ allowed: true, limits: [], degraded: true });
+    expect((await app.inject({ method: 'GET', url: '/check?event=api&feature=x' })).json()).toEqual({
+      allowed: true,
+      limits: [],
+      degraded: true,
+    });
     await new Promise((resolve) => setTimeout(resolve, 50));
     const before = received;
     const started = performance.now();
-    const answers = await Promise.all(Array.from({ length: 200 }, (_, i) => app.inject({ method: 'GET', url: `/check?event=${i % 2 ? 'api' : 'login'}&feature=x` })));
+    const answers = await Promise.all(
+      Array.from({ length: 200 }, (_, i) =>
+        app.inject({ method: 'GET', url: `/check?event=${i % 2 ? 'api' : 'login'}&feature=x` }),
+      ),
+    );
     expect(performance.now() - started).toBeLessThan(DEADLINE_MS);
     expect(answers.filter((a) => a.statusCode === 200).every((a) => a.json<Decision>().degraded)).toBe(true);
-    expect(answers.map((a) => a.statusCode).sort()).toEqual([...Array<number>(100).fill(200), ...Array<number>(100).fill(429)]);
+    expect(answers.map((a) => a.statusCode).sort()).toEqual([
+      ...Array<number>(100).fill(200),
+      ...Array<number>(100).fill(429),
+    ]);
     expect(received).toBe(before);
-    expect((await store.health())[0]).toMatchObject({ up: false, error: expect.stringMatching(/is down \(did not answer within 200 ms\)/) as string });
+    expect((await store.health())[0]).toMatchObject({
+      up: false,
+      error: expect.stringMatching(/is down \(did not answer within 200 ms\)/) as string,
+    });
   });
 
   it('killed under load and started again: checks degrade within the deadline, then count again by themselves', async () => {

@@ -17,20 +17,34 @@ function gatewayApp(gateway?: object) {
   const limiter = reloadable(createLimiter({ policies: { events, ...(gateway ? { gateway } : {}) }, store }));
   const app = buildApp({ limiter, store });
   /** What a client has left of an event's limit, counting nothing. */
-  const remaining = async (event: string, feature: string) => (await limiter.peek({ event, feature })).limits[0]?.remaining;
+  const remaining = async (event: string, feature: string) =>
+    (await limiter.peek({ event, feature })).limits[0]?.remaining;
   return { app, limiter, store, remaining };
 }
 
 type Headers = Record<string, string | string[]>;
-const errorCode = (response: { body: string }) => (JSON.parse(response.body) as { error?: { code: string } }).error?.code;
+const errorCode = (response: { body: string }) =>
+  (JSON.parse(response.body) as { error?: { code: string } }).error?.code;
 
 describe('/gate behind nginx (uri from X-Original-URI, trusted proxies by address)', () => {
-  const { app, remaining } = gatewayApp({ uri: 'header:X-Original-URI', trustedProxies: ['10.0.0.0/8'], denyStatus: 403, invalidStatus: 401, routes });
+  const { app, remaining } = gatewayApp({
+    uri: 'header:X-Original-URI',
+    trustedProxies: ['10.0.0.0/8'],
+    denyStatus: 403,
+    invalidStatus: 401,
+    routes,
+  });
   const viaNginx = (uri: string, forwardedFor: string, headers: Headers = {}, remoteAddress = '10.0.0.2') =>
-    app.inject({ method: 'GET', url: '/gate', remoteAddress, headers: { 'x-original-uri': uri, 'x-forwarded-for': forwardedFor, ...headers } });
+    app.inject({
+      method: 'GET',
+      url: '/gate',
+      remoteAddress,
+      headers: { 'x-original-uri': uri, 'x-forwarded-for': forwardedFor, ...headers },
+    });
 
   it('maps the normalised original path to an event, counts the client behind the proxy, and denies with denyStatus', async () => {
-    for (const uri of ['/login?next=/api/', '/x/../%6Cogin']) expect((await viaNginx(uri, '203.0.113.7')).statusCode).toBe(200);
+    for (const uri of ['/login?next=/api/', '/x/../%6Cogin'])
+      expect((await viaNginx(uri, '203.0.113.7')).statusCode).toBe(200);
     // Entries a client wrote before the proxy's own are not the client.
     const denied = await viaNginx('//LOGIN/', 'forged-1, 198.51.100.9, 203.0.113.7');
     expect(denied.statusCode).toBe(403);
@@ -46,7 +60,13 @@ describe('/gate behind nginx (uri from X-Original-URI, trusted proxies by addres
       method: 'GET',
       url: '/gate/api/x',
       remoteAddress: '10.0.0.2',
-      headers: { 'x-original-uri': '/login', 'x-forwarded-for': '192.0.2.10', 'x-memgate-event': 'api', 'x-forwarded-uri': '/api/x', forwarded: 'for=192.0.2.99' },
+      headers: {
+        'x-original-uri': '/login',
+        'x-forwarded-for': '192.0.2.10',
+        'x-memgate-event': 'api',
+        'x-forwarded-uri': '/api/x',
+        forwarded: 'for=192.0.2.99',
+      },
     });
     expect(response.headers['ratelimit-policy']).toBe('"login-1m";q=2;w=60');
     expect(await remaining('login', '192.0.2.10')).toBe(1);
@@ -63,12 +83,32 @@ describe('/gate behind nginx (uri from X-Original-URI, trusted proxies by addres
     const cases: [string, Headers, string][] = [
       ['no X-Original-URI', { 'x-forwarded-for': '192.0.2.30' }, 'invalid_uri'],
       ['an empty X-Original-URI', { 'x-original-uri': '', 'x-forwarded-for': '192.0.2.30' }, 'invalid_uri'],
-      ['X-Original-URI twice', { 'x-original-uri': ['/api/x', '/login'], 'x-forwarded-for': '192.0.2.30' }, 'invalid_uri'],
+      [
+        'X-Original-URI twice',
+        { 'x-original-uri': ['/api/x', '/login'], 'x-forwarded-for': '192.0.2.30' },
+        'invalid_uri',
+      ],
       ['invalid percent-encoding', { 'x-original-uri': '/login%zz', 'x-forwarded-for': '192.0.2.30' }, 'invalid_uri'],
-      ['an encoded slash before ..', { 'x-original-uri': '/api/x%2F..%2F..%2Flogin', 'x-forwarded-for': '192.0.2.30' }, 'ambiguous_uri'],
-      ['a backslash traversal', { 'x-original-uri': '/api/x\\..\\..\\login', 'x-forwarded-for': '192.0.2.30' }, 'ambiguous_uri'],
-      ['a ;parameter traversal', { 'x-original-uri': '/api/..;/login', 'x-forwarded-for': '192.0.2.30' }, 'ambiguous_uri'],
-      ['a proxy sending a name for the client', { 'x-original-uri': '/login', 'x-forwarded-for': 'not-an-address' }, 'invalid_feature'],
+      [
+        'an encoded slash before ..',
+        { 'x-original-uri': '/api/x%2F..%2F..%2Flogin', 'x-forwarded-for': '192.0.2.30' },
+        'ambiguous_uri',
+      ],
+      [
+        'a backslash traversal',
+        { 'x-original-uri': '/api/x\\..\\..\\login', 'x-forwarded-for': '192.0.2.30' },
+        'ambiguous_uri',
+      ],
+      [
+        'a ;parameter traversal',
+        { 'x-original-uri': '/api/..;/login', 'x-forwarded-for': '192.0.2.30' },
+        'ambiguous_uri',
+      ],
+      [
+        'a proxy sending a name for the client',
+        { 'x-original-uri': '/login', 'x-forwarded-for': 'not-an-address' },
+        'invalid_feature',
+      ],
     ];
     for (const [name, headers, code] of cases) {
       const response = await app.inject({ method: 'GET', url: '/gate', remoteAddress: '10.0.0.2', headers });
@@ -93,7 +133,13 @@ describe('/gate behind nginx (uri from X-Original-URI, trusted proxies by addres
       ['application/json', '{broken'],
       ['application/octet-stream', 'x'.repeat(40_000)],
     ] as const) {
-      const response = await app.inject({ method: 'POST', url: '/gate', remoteAddress: '10.0.0.2', headers: { 'content-type': contentType, 'x-original-uri': '/api/x', 'x-forwarded-for': '192.0.2.50' }, payload });
+      const response = await app.inject({
+        method: 'POST',
+        url: '/gate',
+        remoteAddress: '10.0.0.2',
+        headers: { 'content-type': contentType, 'x-original-uri': '/api/x', 'x-forwarded-for': '192.0.2.50' },
+        payload,
+      });
       expect(response.statusCode, contentType).toBe(200);
     }
     expect(await remaining('api', '192.0.2.50')).toBe(0);
@@ -106,8 +152,14 @@ describe('/gate behind Envoy (uri from the path after /gate)', () => {
     app.inject({ method, url, remoteAddress: '10.0.0.3', headers: { 'x-forwarded-for': '192.0.2.1', ...headers } });
 
   it('maps the path after /gate, whatever the method, and ignores headers naming an event or a URI', async () => {
-    expect((await viaEnvoy('DELETE', '/gate/api/v1/users/7?force=1')).headers['ratelimit-policy']).toBe('"api-1m";q=3;w=60');
-    expect((await viaEnvoy('PROPFIND', '/gate/%6Cogin', { 'x-memgate-event': 'api', 'x-original-uri': '/api/' })).headers['ratelimit-policy']).toBe('"login-1m";q=2;w=60');
+    expect((await viaEnvoy('DELETE', '/gate/api/v1/users/7?force=1')).headers['ratelimit-policy']).toBe(
+      '"api-1m";q=3;w=60',
+    );
+    expect(
+      (await viaEnvoy('PROPFIND', '/gate/%6Cogin', { 'x-memgate-event': 'api', 'x-original-uri': '/api/' })).headers[
+        'ratelimit-policy'
+      ],
+    ).toBe('"login-1m";q=2;w=60');
     expect(await remaining('api', '192.0.2.1')).toBe(2);
     expect(await remaining('login', '192.0.2.1')).toBe(1);
   });
@@ -121,7 +173,12 @@ describe('/gate behind Envoy (uri from the path after /gate)', () => {
 
   it('refuses a bare /gate: a gateway that sends no path sends its URI somewhere memgate was not told to read', async () => {
     for (const url of ['/gate', '/gate?next=/login']) {
-      const response = await app.inject({ method: 'GET', url, remoteAddress: '10.0.0.3', headers: { 'x-original-uri': '/login', 'x-forwarded-for': '192.0.2.2' } });
+      const response = await app.inject({
+        method: 'GET',
+        url,
+        remoteAddress: '10.0.0.3',
+        headers: { 'x-original-uri': '/login', 'x-forwarded-for': '192.0.2.2' },
+      });
       expect([response.statusCode, response.headers['memgate-error']], url).toEqual([400, 'invalid_uri']);
     }
     expect(await remaining('login', '192.0.2.2')).toBe(2);
@@ -131,7 +188,8 @@ describe('/gate behind Envoy (uri from the path after /gate)', () => {
 describe('/gate event and feature sources', () => {
   it('reads an event header only when the policy names it: unknown names and repeats are refused, absence falls back to routes', async () => {
     const { app, remaining } = gatewayApp({ event: 'header:X-Memgate-Event', uri: 'header:X-Original-URI', routes });
-    const ask = (headers: Headers) => app.inject({ method: 'GET', url: '/gate', headers: { 'x-original-uri': '/login', ...headers } });
+    const ask = (headers: Headers) =>
+      app.inject({ method: 'GET', url: '/gate', headers: { 'x-original-uri': '/login', ...headers } });
     expect((await ask({ 'x-memgate-event': 'api' })).headers['ratelimit-policy']).toBe('"api-1m";q=3;w=60');
     expect((await ask({})).headers['ratelimit-policy']).toBe('"login-1m";q=2;w=60');
     const unknown = await ask({ 'x-memgate-event': 'nope' });
@@ -144,7 +202,8 @@ describe('/gate event and feature sources', () => {
 
   it('takes the feature from a header when told to, needs it once, and not for a path it lets through', async () => {
     const { app } = gatewayApp({ feature: 'header:X-Api-Key', routes });
-    const ask = (url: string, key?: string | string[]) => app.inject({ method: 'GET', url, headers: key === undefined ? {} : { 'x-api-key': key } });
+    const ask = (url: string, key?: string | string[]) =>
+      app.inject({ method: 'GET', url, headers: key === undefined ? {} : { 'x-api-key': key } });
     for (let i = 0; i < 3; i++) expect((await ask('/gate/api/x', 'key-1')).statusCode).toBe(200);
     expect((await ask('/gate/api/x', 'key-1')).statusCode).toBe(429);
     expect((await ask('/gate/api/x', 'key-2')).statusCode).toBe(200);
@@ -158,7 +217,9 @@ describe('/gate event and feature sources', () => {
     const refused = await deny.inject({ method: 'GET', url: '/gate/elsewhere' });
     expect([refused.statusCode, refused.headers['memgate-error']]).toEqual([400, 'unmatched_path']);
     const counted = gatewayApp({ unmatched: 'api', routes });
-    expect((await counted.app.inject({ method: 'GET', url: '/gate/elsewhere' })).headers['ratelimit-policy']).toBe('"api-1m";q=3;w=60');
+    expect((await counted.app.inject({ method: 'GET', url: '/gate/elsewhere' })).headers['ratelimit-policy']).toBe(
+      '"api-1m";q=3;w=60',
+    );
     expect(await counted.remaining('api', '127.0.0.1')).toBe(2);
   });
 
@@ -169,7 +230,13 @@ describe('/gate event and feature sources', () => {
 
   it('trusts the proxies of the policies in use, after a reload too', async () => {
     const { app, limiter, store, remaining } = gatewayApp({ trustedProxies: 0, routes });
-    const ask = () => app.inject({ method: 'GET', url: '/gate/login', remoteAddress: '10.0.0.4', headers: { 'x-forwarded-for': '192.0.2.60' } });
+    const ask = () =>
+      app.inject({
+        method: 'GET',
+        url: '/gate/login',
+        remoteAddress: '10.0.0.4',
+        headers: { 'x-forwarded-for': '192.0.2.60' },
+      });
     await ask();
     expect(await remaining('login', '10.0.0.4')).toBe(1);
     limiter.replace(createLimiter({ policies: { events, gateway: { trustedProxies: ['10.0.0.4'], routes } }, store }));

@@ -17,7 +17,11 @@ let store: CounterStore;
 
 beforeAll(async () => {
   store = createMemcachedStore({ servers: memcached().servers });
-  const limiter = createLimiter({ policies: await loadPolicyFile('config/policies.yaml'), store, keyPrefix: uniquePrefix() });
+  const limiter = createLimiter({
+    policies: await loadPolicyFile('config/policies.yaml'),
+    store,
+    keyPrefix: uniquePrefix(),
+  });
   // Property tests run in this process and may stall its event loop: no load shedding here.
   app = buildApp({ limiter, store, maxEventLoopDelayMs: 0 });
   await app.ready();
@@ -31,7 +35,7 @@ const post = (url: string, payload: string, contentType = 'application/json') =>
   app.inject({ method: 'POST', url, payload, headers: { 'content-type': contentType } });
 
 function errorCode(response: LightMyRequestResponse): string {
-  return (response.json<{ error: { code: string } }>()).error.code;
+  return response.json<{ error: { code: string } }>().error.code;
 }
 
 describe('GET and POST /check', () => {
@@ -40,7 +44,13 @@ describe('GET and POST /check', () => {
     expect(first.statusCode).toBe(200);
     expect(first.headers['ratelimit-policy']).toBe('"login-1m";q=5;w=60, "login-1d";q=100;w=86400');
     expect(first.headers.ratelimit).toMatch(/^"login-1m";r=4;t=[0-9]+$/);
-    expect(first.json()).toMatchObject({ allowed: true, limits: [{ name: 'login-1m', remaining: 4 }, { name: 'login-1d', remaining: 99 }] });
+    expect(first.json()).toMatchObject({
+      allowed: true,
+      limits: [
+        { name: 'login-1m', remaining: 4 },
+        { name: 'login-1d', remaining: 99 },
+      ],
+    });
 
     for (let i = 0; i < 4; i++) expect((await get('/check?event=login&feature=203.0.113.7')).statusCode).toBe(200);
     const denied = await get('/check?event=login&feature=203.0.113.7');
@@ -55,7 +65,10 @@ describe('GET and POST /check', () => {
   it('takes a JSON body and a cost', async () => {
     const response = await post('/check', JSON.stringify({ event: 'url_shorten', feature: 'user 42', cost: 30 }));
     expect(response.statusCode).toBe(200);
-    expect(response.json()).toMatchObject({ allowed: true, limits: [{ name: 'url_shorten-1m', limit: 100, window: 60, remaining: 70 }] });
+    expect(response.json()).toMatchObject({
+      allowed: true,
+      limits: [{ name: 'url_shorten-1m', limit: 100, window: 60, remaining: 70 }],
+    });
     const over = await get(`/check?event=url_shorten&feature=${encodeURIComponent('user 42')}&cost=71`);
     expect(over.statusCode).toBe(429);
   });
@@ -66,7 +79,9 @@ describe('GET and POST /check', () => {
       expect(peek.statusCode).toBe(200);
       expect(peek.json()).toMatchObject({ limits: [{ remaining: 10 }] });
     }
-    expect((await post('/peek', JSON.stringify({ event: 'export', feature: 'acme' }))).json()).toMatchObject({ limits: [{ remaining: 10 }] });
+    expect((await post('/peek', JSON.stringify({ event: 'export', feature: 'acme' }))).json()).toMatchObject({
+      limits: [{ remaining: 10 }],
+    });
   });
 });
 
@@ -93,11 +108,26 @@ describe('bad input: a 4xx JSON error, and no counter touched', () => {
     ['a JSON array', () => post('/check', '["login", "x"]'), 400, 'invalid_request'],
     ['a numeric feature', () => post('/check', '{"event": "login", "feature": 42}'), 400, 'invalid_feature'],
     ['a string cost', () => post('/check', '{"event": "login", "feature": "x", "cost": "2"}'), 400, 'invalid_cost'],
-    ['an unknown field', () => post('/check', '{"event": "login", "feature": "x", "user": "y"}'), 400, 'invalid_request'],
+    [
+      'an unknown field',
+      () => post('/check', '{"event": "login", "feature": "x", "user": "y"}'),
+      400,
+      'invalid_request',
+    ],
     ['a lone surrogate', () => post('/check', '{"event": "login", "feature": "\\ud800"}'), 400, 'invalid_feature'],
     ['plain text', () => post('/check', 'event=login', 'text/plain'), 415, 'unsupported_media_type'],
-    ['a form body', () => post('/check', 'event=login&feature=x', 'application/x-www-form-urlencoded'), 415, 'unsupported_media_type'],
-    ['a 20 KB body', () => post('/check', JSON.stringify({ event: 'login', feature: 'x'.repeat(20_000) })), 413, 'payload_too_large'],
+    [
+      'a form body',
+      () => post('/check', 'event=login&feature=x', 'application/x-www-form-urlencoded'),
+      415,
+      'unsupported_media_type',
+    ],
+    [
+      'a 20 KB body',
+      () => post('/check', JSON.stringify({ event: 'login', feature: 'x'.repeat(20_000) })),
+      413,
+      'payload_too_large',
+    ],
     ['an unknown route', () => get('/chek?event=login&feature=x'), 404, 'not_found'],
   ])('%s', async (_case, send, status, code) => {
     const before = await counterWrites(memcached().servers);
@@ -110,16 +140,26 @@ describe('bad input: a 4xx JSON error, and no counter touched', () => {
   });
 
   it('answers any string in any field with a decision or a 4xx, never a 5xx', async () => {
-    const text = fc.oneof(fc.string({ unit: 'binary', maxLength: 40 }), fc.constantFrom('login', 'export', '1', '0', '-1', ''), fc.string({ maxLength: 1100 }));
+    const text = fc.oneof(
+      fc.string({ unit: 'binary', maxLength: 40 }),
+      fc.constantFrom('login', 'export', '1', '0', '-1', ''),
+      fc.string({ maxLength: 1100 }),
+    );
     await fc.assert(
-      fc.asyncProperty(fc.dictionary(fc.constantFrom('event', 'feature', 'cost', 'other'), text), fc.boolean(), async (fields, asJson) => {
-        const response = asJson
-          ? await post('/check', JSON.stringify(fields))
-          : await get(`/check?${new URLSearchParams(fields).toString()}`);
-        expect([200, 400, 413, 429]).toContain(response.statusCode);
-        const body = response.json<{ allowed?: boolean; error?: { code: string } }>();
-        expect(response.statusCode >= 400 ? typeof body.error?.code : typeof body.allowed).toBe(response.statusCode >= 400 ? 'string' : 'boolean');
-      }),
+      fc.asyncProperty(
+        fc.dictionary(fc.constantFrom('event', 'feature', 'cost', 'other'), text),
+        fc.boolean(),
+        async (fields, asJson) => {
+          const response = asJson
+            ? await post('/check', JSON.stringify(fields))
+            : await get(`/check?${new URLSearchParams(fields).toString()}`);
+          expect([200, 400, 413, 429]).toContain(response.statusCode);
+          const body = response.json<{ allowed?: boolean; error?: { code: string } }>();
+          expect(response.statusCode >= 400 ? typeof body.error?.code : typeof body.allowed).toBe(
+            response.statusCode >= 400 ? 'string' : 'boolean',
+          );
+        },
+      ),
       { numRuns: 400 },
     );
   });
@@ -134,13 +174,16 @@ describe('malformed HTTP on a real socket', () => {
 
   it('answers a request line over the size limit with a 431 JSON error', async () => {
     const { status, body } = await new Promise<{ status: number; body: string }>((resolve, reject) => {
-      const req = httpRequest({ port, host: '127.0.0.1', path: `/check?event=login&feature=${'x'.repeat(20_000)}` }, (res) => {
-        let text = '';
-        res.on('data', (chunk: Buffer) => (text += chunk.toString()));
-        res.on('end', () => {
-          resolve({ status: res.statusCode ?? 0, body: text });
-        });
-      });
+      const req = httpRequest(
+        { port, host: '127.0.0.1', path: `/check?event=login&feature=${'x'.repeat(20_000)}` },
+        (res) => {
+          let text = '';
+          res.on('data', (chunk: Buffer) => (text += chunk.toString()));
+          res.on('end', () => {
+            resolve({ status: res.statusCode ?? 0, body: text });
+          });
+        },
+      );
       req.on('error', reject);
       req.end();
     });
@@ -158,7 +201,9 @@ describe('malformed HTTP on a real socket', () => {
       });
     });
     expect(reply).toMatch(/^HTTP\/1\.1 400 /);
-    expect(JSON.parse(reply.slice(reply.indexOf('\r\n\r\n') + 4))).toMatchObject({ error: { code: 'malformed_request' } });
+    expect(JSON.parse(reply.slice(reply.indexOf('\r\n\r\n') + 4))).toMatchObject({
+      error: { code: 'malformed_request' },
+    });
   });
 });
 
@@ -186,7 +231,11 @@ describe('health, readiness and policies', () => {
     const down = buildApp({ limiter, store });
     const ready = await down.inject({ method: 'GET', url: '/readyz' });
     expect(ready.statusCode).toBe(503);
-    expect(ready.json()).toMatchObject({ status: 'unavailable', servers: [{ server: '127.0.0.1:1', up: false }], error: { code: 'store_unavailable' } });
+    expect(ready.json()).toMatchObject({
+      status: 'unavailable',
+      servers: [{ server: '127.0.0.1:1', up: false }],
+      error: { code: 'store_unavailable' },
+    });
     expect(ready.json<{ error: { message: string } }>().error.message).toContain('127.0.0.1:1');
 
     // The default, allow: an outage of the limiter is not an outage of the API.
@@ -204,7 +253,15 @@ describe('health, readiness and policies', () => {
   });
 
   it('lists the policies with what each costs Memcached', async () => {
-    const body = (await get('/policies')).json<{ source: string; events: { event: string; incrementsPerCheck: number; itemsPerFeature: number; limits: { name: string; bucketSizes: number[]; keysPerCheck: { max: number; mean: number } }[] }[] }>();
+    const body = (await get('/policies')).json<{
+      source: string;
+      events: {
+        event: string;
+        incrementsPerCheck: number;
+        itemsPerFeature: number;
+        limits: { name: string; bucketSizes: number[]; keysPerCheck: { max: number; mean: number } }[];
+      }[];
+    }>();
     expect(body.source).toBe('config/policies.yaml');
     expect(body.events.map((e) => e.event)).toEqual(['login', 'url_shorten', 'export']);
     const [login, urlShorten, exportEvent] = body.events;

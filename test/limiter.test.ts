@@ -44,7 +44,16 @@ describe.each(stores)('the seeds/003 example on the %s store', (_name, store) =>
 });
 
 describe('decisions', () => {
-  const policies = { events: { login: { limits: [{ limit: 3, window: '1m' }, { limit: 5, window: '1h' }] } } };
+  const policies = {
+    events: {
+      login: {
+        limits: [
+          { limit: 3, window: '1m' },
+          { limit: 5, window: '1h' },
+        ],
+      },
+    },
+  };
 
   it('reports every limit in policy order, with remaining and reset', async () => {
     const { limiter, clock } = clocked(policies, (now) => createEmbeddedStore({ now }));
@@ -82,12 +91,15 @@ describe('decisions', () => {
     const { limiter } = clocked(policies, (now) => createEmbeddedStore({ now }));
     const decision = await limiter.check({ event: 'login', feature: 'carol', cost: 3 });
     expect(decision.limits.map((l) => l.remaining)).toEqual([0, 2]);
-    await expect(limiter.check({ event: 'login', feature: 'carol', cost: 4 })).rejects.toMatchObject({ code: 'cost_exceeds_limit' });
+    await expect(limiter.check({ event: 'login', feature: 'carol', cost: 4 })).rejects.toMatchObject({
+      code: 'cost_exceeds_limit',
+    });
   });
 
   it('peeks without counting', async () => {
     const { limiter } = clocked(policies, (now) => createEmbeddedStore({ now }));
-    for (let i = 0; i < 5; i++) expect((await limiter.peek({ event: 'login', feature: 'dave' })).limits[0]?.remaining).toBe(3);
+    for (let i = 0; i < 5; i++)
+      expect((await limiter.peek({ event: 'login', feature: 'dave' })).limits[0]?.remaining).toBe(3);
     expect((await limiter.check({ event: 'login', feature: 'dave' })).limits[0]?.remaining).toBe(2);
     expect((await limiter.peek({ event: 'login', feature: 'dave', cost: 3 })).allowed).toBe(false);
   });
@@ -112,7 +124,10 @@ describe('edge rules for the oldest, partly-outside bucket', () => {
     ['drop', true, 9],
     ['weighted', true, 4],
   ])('%s: allowed %s with %i remaining', async (edge, allowed, remaining) => {
-    const { limiter, clock } = clocked({ events: { e: { edge, limits: [{ limit: 10, window: 60, granularity: 30 }] } } }, (now) => createEmbeddedStore({ now }));
+    const { limiter, clock } = clocked(
+      { events: { e: { edge, limits: [{ limit: 10, window: 60, granularity: 30 }] } } },
+      (now) => createEmbeddedStore({ now }),
+    );
     for (let i = 0; i < 10; i++) await limiter.check({ event: 'e', feature: 'f' });
     clock.ms = T0 + 75_000;
     const decision = await limiter.check({ event: 'e', feature: 'f' });
@@ -135,7 +150,9 @@ describe('edge rules for the oldest, partly-outside bucket', () => {
 });
 
 describe('input errors', () => {
-  const { limiter } = clocked({ events: { login: { limits: [{ limit: 5, window: '1m' }] } } }, (now) => createEmbeddedStore({ now }));
+  const { limiter } = clocked({ events: { login: { limits: [{ limit: 5, window: '1m' }] } } }, (now) =>
+    createEmbeddedStore({ now }),
+  );
 
   it.each([
     ['an empty event', { event: '', feature: 'x' }, 'invalid_event'],
@@ -148,13 +165,19 @@ describe('input errors', () => {
     ['a NaN cost', { event: 'login', feature: 'x', cost: Number.NaN }, 'invalid_cost'],
     ['a cost above every limit', { event: 'login', feature: 'x', cost: 6 }, 'cost_exceeds_limit'],
   ])('refuses %s, counting nothing', async (_case, request, code) => {
-    await expect(limiter.check(request)).rejects.toSatisfy((error) => error instanceof LimiterInputError && error.code === code);
+    await expect(limiter.check(request)).rejects.toSatisfy(
+      (error) => error instanceof LimiterInputError && error.code === code,
+    );
     expect((await limiter.peek({ event: 'login', feature: 'x' })).limits[0]?.remaining).toBe(5);
   });
 
   it('measures the 1 KB feature limit in UTF-8 bytes', async () => {
-    await expect(limiter.check({ event: 'login', feature: 'é'.repeat(513) })).rejects.toMatchObject({ code: 'feature_too_long' });
-    await expect(limiter.check({ event: 'login', feature: 'x'.repeat(1025) })).rejects.toMatchObject({ code: 'feature_too_long' });
+    await expect(limiter.check({ event: 'login', feature: 'é'.repeat(513) })).rejects.toMatchObject({
+      code: 'feature_too_long',
+    });
+    await expect(limiter.check({ event: 'login', feature: 'x'.repeat(1025) })).rejects.toMatchObject({
+      code: 'feature_too_long',
+    });
   });
 
   it('accepts a feature of exactly 1 KB, whatever its characters', async () => {
@@ -166,7 +189,10 @@ describe('input errors', () => {
 
 describe('exactness with 1 s buckets', () => {
   /** The definition: allowed iff the admitted cost in (t − W, t] plus c fits every limit. */
-  function referenceDecisions(limits: { limit: number; window: number }[], requests: { ms: number; cost: number }[]): boolean[] {
+  function referenceDecisions(
+    limits: { limit: number; window: number }[],
+    requests: { ms: number; cost: number }[],
+  ): boolean[] {
     const admitted: { second: number; cost: number }[] = [];
     return requests.map(({ ms, cost }) => {
       const t = Math.floor(ms / 1000);
@@ -180,18 +206,31 @@ describe('exactness with 1 s buckets', () => {
   }
 
   const scenario = fc.record({
-    limits: fc.uniqueArray(fc.record({ limit: fc.integer({ min: 3, max: 12 }), window: fc.constantFrom(5, 30, 60, 90, 600, 3600, 5400) }), {
-      minLength: 1,
-      maxLength: 3,
-      selector: (l) => l.window,
-    }),
-    requests: fc.array(fc.record({ gapMs: fc.oneof(fc.integer({ min: 0, max: 1500 }), fc.integer({ min: 0, max: 4_000_000 })), cost: fc.integer({ min: 1, max: 3 }) }), {
-      minLength: 1,
-      maxLength: 120,
-    }),
+    limits: fc.uniqueArray(
+      fc.record({ limit: fc.integer({ min: 3, max: 12 }), window: fc.constantFrom(5, 30, 60, 90, 600, 3600, 5400) }),
+      {
+        minLength: 1,
+        maxLength: 3,
+        selector: (l) => l.window,
+      },
+    ),
+    requests: fc.array(
+      fc.record({
+        gapMs: fc.oneof(fc.integer({ min: 0, max: 1500 }), fc.integer({ min: 0, max: 4_000_000 })),
+        cost: fc.integer({ min: 1, max: 3 }),
+      }),
+      {
+        minLength: 1,
+        maxLength: 120,
+      },
+    ),
   });
 
-  async function replay(store: (now: () => number) => CounterStore, limits: { limit: number; window: number }[], requests: { gapMs: number; cost: number }[]) {
+  async function replay(
+    store: (now: () => number) => CounterStore,
+    limits: { limit: number; window: number }[],
+    requests: { gapMs: number; cost: number }[],
+  ) {
     const { limiter, clock } = clocked({ events: { e: { limits } } }, store);
     const timed: { ms: number; cost: number }[] = [];
     const decisions: boolean[] = [];
@@ -241,7 +280,11 @@ describe.each(stores)('retryAfter is exact on the %s store', (_name, store) => {
 
   it('for requests inside an hour bucket of a day window, reading minutes then seconds', async () => {
     const { limiter, clock } = clocked({ events: { export: { limits: [{ limit: 3, window: '1d' }] } } }, store);
-    for (const [minute, second] of [[10, 5], [10, 7], [20, 0]] as const) {
+    for (const [minute, second] of [
+      [10, 5],
+      [10, 7],
+      [20, 0],
+    ] as const) {
       clock.ms = T0 + (minute * 60 + second) * 1000;
       await limiter.check({ event: 'export', feature: 'acme' });
     }
@@ -261,7 +304,15 @@ describe('retryAfter and resetSeconds', () => {
         fc.array(fc.integer({ min: 0, max: 20_000 }), { minLength: 1, maxLength: 60 }),
         async (algorithm, edge, granularity, gaps) => {
           const sliding = algorithm === 'sliding';
-          const policies = { events: { e: { algorithm, ...(sliding ? { edge } : {}), limits: [{ limit: 4, window: '2m', ...(sliding ? { granularity } : {}) }] } } };
+          const policies = {
+            events: {
+              e: {
+                algorithm,
+                ...(sliding ? { edge } : {}),
+                limits: [{ limit: 4, window: '2m', ...(sliding ? { granularity } : {}) }],
+              },
+            },
+          };
           // A weighted edge fades its oldest bucket out, so its times are bounds, not exact.
           const exact = !sliding || edge !== 'weighted';
           const { limiter, clock } = clocked(policies, (now) => createEmbeddedStore({ now }));
@@ -305,9 +356,14 @@ describe('concurrency', () => {
   it('two instances on one memcached admit exactly the limit out of 200 concurrent checks', async () => {
     const policies = parsePolicies({ events: { api: { limits: [{ limit: 50, window: '1m' }] } } });
     const keyPrefix = uniquePrefix();
-    const stores = [createMemcachedStore({ servers: memcached().servers }), createMemcachedStore({ servers: memcached().servers })];
+    const stores = [
+      createMemcachedStore({ servers: memcached().servers }),
+      createMemcachedStore({ servers: memcached().servers }),
+    ];
     const [a, b] = stores.map((store) => createLimiter({ policies, store, keyPrefix })) as [Limiter, Limiter];
-    const decisions = await Promise.all(Array.from({ length: 200 }, (_, i) => (i % 2 === 0 ? a : b).check({ event: 'api', feature: 'shared' })));
+    const decisions = await Promise.all(
+      Array.from({ length: 200 }, (_, i) => (i % 2 === 0 ? a : b).check({ event: 'api', feature: 'shared' })),
+    );
     expect(decisions.filter((d) => d.allowed)).toHaveLength(50);
     // Denied checks took their increments back: the count is exactly the admitted 50.
     expect((await a.peek({ event: 'api', feature: 'shared' })).limits[0]?.remaining).toBe(0);
@@ -324,7 +380,10 @@ describe('reset', () => {
     const keyPrefix = uniquePrefix();
     const clock = { ms: T0 + 3 * 3600_000 };
     const now = () => clock.ms;
-    const stores = [createMemcachedStore({ servers: memcached().servers }), createMemcachedStore({ servers: memcached().servers })];
+    const stores = [
+      createMemcachedStore({ servers: memcached().servers }),
+      createMemcachedStore({ servers: memcached().servers }),
+    ];
     const [a, b] = stores.map((store) => createLimiter({ policies, store, keyPrefix, now })) as [Limiter, Limiter];
     // Three logins over two hours: hour, minute and second buckets, settled and cached on a.
     for (const offset of [0, 3600_000, 7200_000]) {
@@ -346,7 +405,11 @@ describe('reset', () => {
 
   it('tells a denied client the retry time of what it did after the reset, not before', async () => {
     const clock = { ms: T0 };
-    const limiter = createLimiter({ policies, store: createEmbeddedStore({ now: () => clock.ms }), now: () => clock.ms });
+    const limiter = createLimiter({
+      policies,
+      store: createEmbeddedStore({ now: () => clock.ms }),
+      now: () => clock.ms,
+    });
     const at = async (second: number) => {
       clock.ms = T0 + second * 1000;
       return limiter.check({ event: 'login', feature: 'x' });
@@ -362,7 +425,11 @@ describe('reset', () => {
 
   it('forgets a feature on the embedded store', async () => {
     const clock = { ms: T0 };
-    const limiter = createLimiter({ policies, store: createEmbeddedStore({ now: () => clock.ms }), now: () => clock.ms });
+    const limiter = createLimiter({
+      policies,
+      store: createEmbeddedStore({ now: () => clock.ms }),
+      now: () => clock.ms,
+    });
     for (let i = 0; i < 3; i++) await limiter.check({ event: 'login', feature: 'x' });
     expect((await limiter.check({ event: 'login', feature: 'x' })).allowed).toBe(false);
     await limiter.reset({ event: 'login', feature: 'x' });

@@ -13,7 +13,9 @@ const run = promisify(execFile);
 /** `npm run load`, without npm; resolves to exit code, stdout and stderr whatever the code. */
 async function load(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await run(process.execPath, ['--import', 'tsx', 'scripts/load.ts', ...args], { env: { ...process.env, CLI_PROGRESS_SECONDS: '0.2' } });
+    const { stdout, stderr } = await run(process.execPath, ['--import', 'tsx', 'scripts/load.ts', ...args], {
+      env: { ...process.env, CLI_PROGRESS_SECONDS: '0.2' },
+    });
     return { code: 0, stdout, stderr };
   } catch (error) {
     const { code, stdout, stderr } = error as { code: number; stdout: string; stderr: string };
@@ -37,16 +39,44 @@ describe('npm run load', () => {
   });
 
   it('drives /check with one hot client and counts its decisions', async () => {
-    const { code, stdout } = await load('--url', url, '--event', 'api', '--requests', '400', '--connections', '8', '--json');
+    const { code, stdout } = await load(
+      '--url',
+      url,
+      '--event',
+      'api',
+      '--requests',
+      '400',
+      '--connections',
+      '8',
+      '--json',
+    );
     expect(code).toBe(0);
     const result = JSON.parse(stdout) as LoadSummary;
-    expect(result).toMatchObject({ requests: 400, allowed: 50, denied: 350, errors: 0, statuses: { '200': 50, '429': 350 }, failures: {} });
+    expect(result).toMatchObject({
+      requests: 400,
+      allowed: 50,
+      denied: 350,
+      errors: 0,
+      statuses: { '200': 50, '429': 350 },
+      failures: {},
+    });
     expect(result.throughput).toBeGreaterThan(0);
     expect(result.latencyMs.p99).toBeGreaterThanOrEqual(0);
   });
 
   it('spreads requests over many clients, prints a table with the answers by status, and shows progress in lines', async () => {
-    const { code, stdout, stderr } = await load('--url', url, '--event', 'api', '--duration', '2', '--connections', '4', '--features', 'uniform:1000000');
+    const { code, stdout, stderr } = await load(
+      '--url',
+      url,
+      '--event',
+      'api',
+      '--duration',
+      '2',
+      '--connections',
+      '4',
+      '--features',
+      'uniform:1000000',
+    );
     expect(code).toBe(0);
     expect(stdout).toMatch(/\| +answered \| +per second \|.*\| +allowed \| +denied \| +failed \|/);
     // A million clients: nobody reaches 50 requests, so every answer is an allowance.
@@ -64,8 +94,14 @@ describe('npm run load', () => {
     [['--event', 'api'], '--url is required'],
     [['--url', 'not a url', '--event', 'api'], '--url must be an http URL (got "not a url")'],
     [['--url', 'ftp://127.0.0.1/', '--event', 'api'], '--url must be an http URL (got "ftp://127.0.0.1/")'],
-    [['--url', 'http://127.0.0.1:1', '--event', 'api', '--features', 'pareto'], '--features is hot, zipf:N or uniform:N (got "pareto")'],
-    [['--url', 'http://127.0.0.1:1', '--event', 'api', '--duration', '5', '--requests', '5'], 'give --duration or --requests, not both'],
+    [
+      ['--url', 'http://127.0.0.1:1', '--event', 'api', '--features', 'pareto'],
+      '--features is hot, zipf:N or uniform:N (got "pareto")',
+    ],
+    [
+      ['--url', 'http://127.0.0.1:1', '--event', 'api', '--duration', '5', '--requests', '5'],
+      'give --duration or --requests, not both',
+    ],
   ])('refuses %j in one line, exit 2', async (args, message) => {
     const { code, stdout, stderr } = await load(...args);
     expect({ code, stdout }).toEqual({ code: 2, stdout: '' });
@@ -83,8 +119,15 @@ describe('npm run load', () => {
     const closed = `http://127.0.0.1:${await freePort()}`;
     const json = await load('--url', closed, '--event', 'api', '--requests', '12', '--json');
     expect(json.code).toBe(1);
-    expect(JSON.parse(json.stdout)).toMatchObject({ requests: 0, errors: 12, statuses: {}, failures: { ECONNREFUSED: 12 } });
-    expect(lines(json.stderr).at(-1)).toBe(`load: every request failed: 12 connection refused (ECONNREFUSED); is memgate listening at ${closed}?`);
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      requests: 0,
+      errors: 12,
+      statuses: {},
+      failures: { ECONNREFUSED: 12 },
+    });
+    expect(lines(json.stderr).at(-1)).toBe(
+      `load: every request failed: 12 connection refused (ECONNREFUSED); is memgate listening at ${closed}?`,
+    );
 
     // Fewer requests than the default 50 connections: autocannon is given as many connections as requests.
     const table = await load('--url', closed, '--event', 'api', '--requests', '12');

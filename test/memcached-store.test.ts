@@ -31,7 +31,9 @@ describe('memcached store on one server', () => {
     for (let round = 0; round < 100; round++) {
       const keys = Array.from({ length: 8 }, (_, k) => `${prefix}:{r${round}}:${k}`);
       const increments = keys.map((key) => ({ key, delta: 1, ttlSeconds: 60 }));
-      const results = await Promise.all(stores.flatMap((store) => [store.incrementAndRead(increments, []), store.incrementAndRead(increments, [])]));
+      const results = await Promise.all(
+        stores.flatMap((store) => [store.incrementAndRead(increments, []), store.incrementAndRead(increments, [])]),
+      );
       expect(results.map((r) => r.incremented.length)).toEqual(results.map(() => keys.length));
       expect((await stores[0]?.incrementAndRead([], keys))?.read).toEqual(keys.map(() => 8));
     }
@@ -69,11 +71,18 @@ describe('memcached store on two servers', () => {
     const prefix = uniquePrefix();
     const tags = Array.from({ length: 40 }, (_, i) => `feature-${i}`);
     const keysOf = (tag: string) => [1, 60, 3600].map((size) => `${prefix}:{${tag}}:${size}:0`);
-    for (const tag of tags) await cluster.incrementAndRead(keysOf(tag).map((key) => ({ key, delta: 1, ttlSeconds: 60 })), []);
+    for (const tag of tags)
+      await cluster.incrementAndRead(
+        keysOf(tag).map((key) => ({ key, delta: 1, ttlSeconds: 60 })),
+        [],
+      );
 
     let onA = 0;
     for (const tag of tags) {
-      const [inA, inB] = await Promise.all([onlyA.incrementAndRead([], keysOf(tag)), onlyB.incrementAndRead([], keysOf(tag))]);
+      const [inA, inB] = await Promise.all([
+        onlyA.incrementAndRead([], keysOf(tag)),
+        onlyB.incrementAndRead([], keysOf(tag)),
+      ]);
       const allOnA = inA.read.every((v) => v === 1) && inB.read.every((v) => v === 0);
       const allOnB = inB.read.every((v) => v === 1) && inA.read.every((v) => v === 0);
       expect(allOnA || allOnB, `keys of ${tag} are split across servers`).toBe(true);
@@ -107,7 +116,9 @@ describe('memcached store faults', () => {
     await store.incrementAndRead([{ key, delta: 1, ttlSeconds: 60 }], []);
     server.process.kill('SIGSTOP');
     const started = performance.now();
-    await expect(store.incrementAndRead([{ key, delta: 1, ttlSeconds: 60 }], [])).rejects.toThrow(StoreUnavailableError);
+    await expect(store.incrementAndRead([{ key, delta: 1, ttlSeconds: 60 }], [])).rejects.toThrow(
+      StoreUnavailableError,
+    );
     expect(performance.now() - started).toBeLessThan(1500);
     await expect(store.ping()).rejects.toThrow(/did not answer within 200 ms|timed out/);
     server.process.kill('SIGCONT');
@@ -123,7 +134,9 @@ describe('memcached store faults', () => {
     const store = createMemcachedStore({ servers: gone.servers, timeoutMs: 1000 });
     await store.ping();
     await gone.stop();
-    await expect(store.incrementAndRead([{ key: 'k{t}', delta: 1, ttlSeconds: 60 }], [])).rejects.toThrow(StoreUnavailableError);
+    await expect(store.incrementAndRead([{ key: 'k{t}', delta: 1, ttlSeconds: 60 }], [])).rejects.toThrow(
+      StoreUnavailableError,
+    );
     await expect(store.ping()).rejects.toThrow(StoreUnavailableError);
     await store.close();
   });

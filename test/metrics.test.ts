@@ -19,7 +19,8 @@ beforeAll(() => {
   metrics.watchCache(() => limiter.cacheUsage);
   const app = buildApp({ limiter, store, metrics });
   scrape = async () => (await app.inject({ method: 'GET', url: '/metrics' })).body;
-  check = async (feature) => (await app.inject({ method: 'GET', url: `/check?event=login&feature=${feature}` })).statusCode;
+  check = async (feature) =>
+    (await app.inject({ method: 'GET', url: `/check?event=login&feature=${feature}` })).statusCode;
   close = async () => {
     await app.close();
     await store.close();
@@ -31,13 +32,20 @@ afterAll(async () => {
 
 /** The value of one sample line, e.g. `memgate_decisions_total{event="login",…}`. */
 function sample(text: string, name: string, labels: string): number {
-  const line = text.split('\n').find((l) => (l.startsWith(`${name}{`) || l.startsWith(`${name} `)) && labels.split(',').every((label) => l.includes(label)));
+  const line = text
+    .split('\n')
+    .find(
+      (l) =>
+        (l.startsWith(`${name}{`) || l.startsWith(`${name} `)) && labels.split(',').every((label) => l.includes(label)),
+    );
   return line === undefined ? 0 : Number(line.slice(line.lastIndexOf(' ') + 1));
 }
 
 describe('/metrics', () => {
   it('counts decisions by outcome, repeated denials as local cache hits, and Memcached calls with their latency', async () => {
-    expect([await check('eve'), await check('eve'), await check('eve'), await check('eve')]).toEqual([200, 200, 429, 429]);
+    expect([await check('eve'), await check('eve'), await check('eve'), await check('eve')]).toEqual([
+      200, 200, 429, 429,
+    ]);
     const text = await scrape();
     expect(sample(text, 'memgate_decisions_total', 'event="login",kind="check",outcome="allowed"')).toBe(2);
     expect(sample(text, 'memgate_decisions_total', 'outcome="denied"')).toBe(2);
@@ -45,9 +53,13 @@ describe('/metrics', () => {
     expect(sample(text, 'memgate_local_cache_total', 'cache="denial",result="hit"')).toBe(1);
     expect(sample(text, 'memgate_local_cache_total', 'cache="settled",result="miss"')).toBeGreaterThanOrEqual(1);
     // Three checks reached Memcached, plus one rollback and the exact-retry read of the denial.
-    expect(sample(text, 'memgate_store_operations_total', 'operation="incrementAndRead",outcome="ok"')).toBeGreaterThanOrEqual(3);
+    expect(
+      sample(text, 'memgate_store_operations_total', 'operation="incrementAndRead",outcome="ok"'),
+    ).toBeGreaterThanOrEqual(3);
     expect(sample(text, 'memgate_store_operations_total', 'operation="decrement",outcome="ok"')).toBe(1);
-    expect(sample(text, 'memgate_store_operation_seconds_count', 'operation="incrementAndRead"')).toBeGreaterThanOrEqual(3);
+    expect(
+      sample(text, 'memgate_store_operation_seconds_count', 'operation="incrementAndRead"'),
+    ).toBeGreaterThanOrEqual(3);
     expect(sample(text, 'memgate_keys_read_per_check_count', '')).toBe(3);
     expect(text).toContain('process_cpu_user_seconds_total');
     // One client kept in memory, at its plan's worst-case size.

@@ -23,7 +23,10 @@ const API_LIMIT = 1000;
 
 const store = createEmbeddedStore();
 const policies = {
-  events: { login: { limits: [{ limit: LIMIT, window: '1m' }] }, api: { limits: [{ limit: API_LIMIT, window: '1m' }] } },
+  events: {
+    login: { limits: [{ limit: LIMIT, window: '1m' }] },
+    api: { limits: [{ limit: API_LIMIT, window: '1m' }] },
+  },
   gateway: {
     uri: 'header:x-original-uri',
     trustedProxies: ['loopback'],
@@ -57,7 +60,9 @@ beforeAll(async () => {
     .replaceAll('${MEMGATE}', `127.0.0.1:${(memgate.server.address() as AddressInfo).port}`)
     .replaceAll('${UPSTREAM}', `127.0.0.1:${(upstream.address() as AddressInfo).port}`);
   await writeFile(join(dir, 'nginx.conf'), config);
-  nginx = spawn(NGINX, ['-p', dir, '-c', join(dir, 'nginx.conf'), '-g', `daemon off; pid ${join(dir, 'nginx.pid')};`], { stdio: ['ignore', 'ignore', 'inherit'] });
+  nginx = spawn(NGINX, ['-p', dir, '-c', join(dir, 'nginx.conf'), '-g', `daemon off; pid ${join(dir, 'nginx.pid')};`], {
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
   // Wait until nginx listens.
   for (let attempt = 0; ; attempt++) {
     try {
@@ -85,7 +90,9 @@ interface Answer {
 /** Raw bytes to nginx from `client` (a loopback address: nginx's $remote_addr), and nginx's answer. */
 function send(raw: string, client: string): Promise<Answer> {
   return new Promise((resolve) => {
-    const socket = connect({ port, host: '127.0.0.1', localAddress: client }, () => socket.write(Buffer.from(raw, 'latin1')));
+    const socket = connect({ port, host: '127.0.0.1', localAddress: client }, () =>
+      socket.write(Buffer.from(raw, 'latin1')),
+    );
     let received = '';
     /** The answer so far; with `whole`, only once its body is all there by its Content-Length. */
     const answer = (whole: boolean): Answer | undefined => {
@@ -93,9 +100,13 @@ function send(raw: string, client: string): Promise<Answer> {
       const [statusLine = '', ...lines] = received.slice(0, end < 0 ? undefined : end).split('\r\n');
       const status = Number(/^HTTP\/1\.[01] (\d{3})/.exec(statusLine)?.[1] ?? 0);
       if (status === 0) return whole ? undefined : { status, headers: {}, body: received };
-      const headers = Object.fromEntries(lines.map((line) => [line.slice(0, line.indexOf(':')).toLowerCase(), line.slice(line.indexOf(':') + 1).trim()]));
+      const headers = Object.fromEntries(
+        lines.map((line) => [line.slice(0, line.indexOf(':')).toLowerCase(), line.slice(line.indexOf(':') + 1).trim()]),
+      );
       const body = end < 0 ? '' : received.slice(end + 4);
-      return !whole || (end >= 0 && body.length >= Number(headers['content-length'] ?? Infinity)) ? { status, headers, body } : undefined;
+      return !whole || (end >= 0 && body.length >= Number(headers['content-length'] ?? Infinity))
+        ? { status, headers, body }
+        : undefined;
     };
     socket.setTimeout(5000, () => socket.destroy());
     socket.on('error', () => undefined);
@@ -123,7 +134,8 @@ const freshClient = () => {
 
 /** What `client` has counted against each event (peeking, so counting nothing). */
 async function counts(client: string): Promise<{ login: number; api: number }> {
-  const used = async (event: string, limit: number) => limit - ((await limiter.peek({ event, feature: client })).limits[0]?.remaining ?? limit);
+  const used = async (event: string, limit: number) =>
+    limit - ((await limiter.peek({ event, feature: client })).limits[0]?.remaining ?? limit);
   return { login: await used('login', LIMIT), api: await used('api', API_LIMIT) };
 }
 
@@ -221,13 +233,25 @@ describe('nginx auth_request in front of an upstream', () => {
     expect(await counts('203.0.113.9')).toEqual({ login: 0, api: 0 });
     // And the other way round: a request for the API cannot spend its client's login quota.
     const client = freshClient();
-    expect((await send(request('/api/x', { headers: 'X-Original-URI: /login\r\nX-Memgate-Event: login\r\nX-Forwarded-Uri: /login\r\n' }), client)).status).toBe(200);
+    expect(
+      (
+        await send(
+          request('/api/x', {
+            headers: 'X-Original-URI: /login\r\nX-Memgate-Event: login\r\nX-Forwarded-Uri: /login\r\n',
+          }),
+          client,
+        )
+      ).status,
+    ).toBe(200);
     expect(await counts(client)).toEqual({ login: 0, api: 1 });
   });
 
   it('counts a guarded request whatever its method or version, since nginx asks memgate with its own GET', async () => {
     for (const method of ['POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'HEAD', 'PROPFIND', 'M-SEARCH', 'PURGE']) {
-      await expectCountedAsLogin(request('/login', { method, body: method === 'POST' || method === 'PUT' ? '{"password":"x"}' : '' }), method);
+      await expectCountedAsLogin(
+        request('/login', { method, body: method === 'POST' || method === 'PUT' ? '{"password":"x"}' : '' }),
+        method,
+      );
     }
     await expectCountedAsLogin(request('/login', { version: 'HTTP/1.0' }), 'HTTP/1.0');
     // HTTP/0.9: a bare request line, an answer without a status line. It is still counted.
@@ -237,11 +261,21 @@ describe('nginx auth_request in front of an upstream', () => {
   });
 
   it('refuses with 400 a path servers read as different routes, before it reaches the upstream', async () => {
-    for (const target of ['/api/x%2F..%2F..%2Flogin', '/api/x%5C..%5C..%5Clogin', '/api/x\\..\\..\\login', '/api/..;/login', '/api//../login', '/x%2F..%2Flogin']) {
+    for (const target of [
+      '/api/x%2F..%2F..%2Flogin',
+      '/api/x%5C..%5C..%5Clogin',
+      '/api/x\\..\\..\\login',
+      '/api/..;/login',
+      '/api//../login',
+      '/x%2F..%2Flogin',
+    ]) {
       const client = freshClient();
       const before = upstreamHits;
       const answer = await send(request(target), client);
-      expect([answer.status, JSON.parse(answer.body)], target).toEqual([400, { error: { code: 'ambiguous_uri', message: expect.any(String) as string } }]);
+      expect([answer.status, JSON.parse(answer.body)], target).toEqual([
+        400,
+        { error: { code: 'ambiguous_uri', message: expect.any(String) as string } },
+      ]);
       expect(upstreamHits, target).toBe(before);
       expect(await counts(client), target).toEqual({ login: 0, api: 0 });
     }
@@ -293,7 +327,15 @@ describe('nginx auth_request in front of an upstream', () => {
   });
 
   it('lets through, uncounted, a path no route names, including raw bytes nginx passes on', async () => {
-    for (const target of ['/', '/static/app.js', '/l\u00c3\u00b6gin', '/lo%C3%B6gin', '/%00login', '/logi', '/x"<>{}|^`']) {
+    for (const target of [
+      '/',
+      '/static/app.js',
+      '/l\u00c3\u00b6gin',
+      '/lo%C3%B6gin',
+      '/%00login',
+      '/logi',
+      '/x"<>{}|^`',
+    ]) {
       const client = freshClient();
       const answer = await send(request(target), client);
       expect(answer.status, target).toBeLessThan(500);
@@ -305,9 +347,16 @@ describe('nginx auth_request in front of an upstream', () => {
 
   it('answers 503 with Retry-After when memgate is overloaded or unreachable, never nginx’s bare 500', async () => {
     const working = limiter.policies;
-    limiter.replace({ ...createLimiter({ policies: working, store }), check: () => Promise.reject(new StoreOverloadedError('too many checks waiting')) });
+    limiter.replace({
+      ...createLimiter({ policies: working, store }),
+      check: () => Promise.reject(new StoreOverloadedError('too many checks waiting')),
+    });
     const overloaded = await send(request('/login'), freshClient());
-    expect([overloaded.status, overloaded.headers['retry-after'], JSON.parse(overloaded.body)]).toEqual([503, '1', { error: { code: 'rate_limiter_unavailable', message: expect.any(String) as string } }]);
+    expect([overloaded.status, overloaded.headers['retry-after'], JSON.parse(overloaded.body)]).toEqual([
+      503,
+      '1',
+      { error: { code: 'rate_limiter_unavailable', message: expect.any(String) as string } },
+    ]);
     await memgate.close();
     const before = upstreamHits;
     for (const target of ['/login', '/api/x', '/static/app.js']) {

@@ -28,9 +28,15 @@ describe('event-loop turns longer than the deadline', () => {
   it('decide every check on the store’s answers, which wait unread in the socket', async () => {
     const store = createMemcachedStore({ servers: memcached().servers, timeoutMs: 30 });
     closers.push(() => store.close());
-    const limiter = createLimiter({ policies: { events: { api: { limits: [{ limit: 50, window: '1m' }] } } }, store, keyPrefix: uniquePrefix() });
+    const limiter = createLimiter({
+      policies: { events: { api: { limits: [{ limit: 50, window: '1m' }] } } },
+      store,
+      keyPrefix: uniquePrefix(),
+    });
     for (let round = 0; round < 5; round++) {
-      const checks: Promise<Decision>[] = Array.from({ length: 40 }, (_, i) => limiter.check({ event: 'api', feature: `f${i % 4}-${round}` }));
+      const checks: Promise<Decision>[] = Array.from({ length: 40 }, (_, i) =>
+        limiter.check({ event: 'api', feature: `f${i % 4}-${round}` }),
+      );
       // The batches leave in this turn's check phase; then the loop is held ten deadlines long.
       setImmediate(() => {
         busy(300);
@@ -43,23 +49,37 @@ describe('event-loop turns longer than the deadline', () => {
 });
 
 describe('the service at up to 2,000 connections on a healthy memcached', () => {
-  it('admits at most the limit, answers the rest 429 or 503, and decides nothing unchecked', { timeout: 120_000 }, async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'memgate-overload-'));
-    const config = join(dir, 'policies.yaml');
-    await writeFile(config, 'events:\n  api:\n    limits:\n      - { limit: 100, window: 1m }\n');
-    // A deadline of 100 ms: turns under this load run longer than that.
-    const service = await startServiceProcess({ MEMCACHED_SERVERS: memcached().servers, MEMGATE_CONFIG: config, MEMCACHED_TIMEOUT_MS: '100' });
-    closers.push(() => service.stop());
-    for (const connections of [50, 200, 1000, 2000]) {
-      const summary = await runLoad({ url: new URL(service.url), event: 'api', connections, duration: 3, nextFeature: oneFeature(`sweep-${connections}`) });
-      const { statuses } = summary;
-      const unexpected = Object.keys(statuses).filter((status) => !['200', '429', '503'].includes(status));
-      expect(unexpected, `connections ${connections}`).toEqual([]);
-      expect(summary.allowed, `connections ${connections}`).toBeLessThanOrEqual(100);
-      expect(summary.requests).toBeGreaterThan(0);
-    }
-    const metrics = await (await fetch(`${service.url}/metrics`)).text();
-    expect(metrics).not.toMatch(/outcome="degraded_allowed"/);
-    expect(metrics).toMatch(/memgate_decisions_total\{event="api",kind="check",outcome="allowed"\} [1-9]/);
-  });
+  it(
+    'admits at most the limit, answers the rest 429 or 503, and decides nothing unchecked',
+    { timeout: 120_000 },
+    async () => {
+      const dir = await mkdtemp(join(tmpdir(), 'memgate-overload-'));
+      const config = join(dir, 'policies.yaml');
+      await writeFile(config, 'events:\n  api:\n    limits:\n      - { limit: 100, window: 1m }\n');
+      // A deadline of 100 ms: turns under this load run longer than that.
+      const service = await startServiceProcess({
+        MEMCACHED_SERVERS: memcached().servers,
+        MEMGATE_CONFIG: config,
+        MEMCACHED_TIMEOUT_MS: '100',
+      });
+      closers.push(() => service.stop());
+      for (const connections of [50, 200, 1000, 2000]) {
+        const summary = await runLoad({
+          url: new URL(service.url),
+          event: 'api',
+          connections,
+          duration: 3,
+          nextFeature: oneFeature(`sweep-${connections}`),
+        });
+        const { statuses } = summary;
+        const unexpected = Object.keys(statuses).filter((status) => !['200', '429', '503'].includes(status));
+        expect(unexpected, `connections ${connections}`).toEqual([]);
+        expect(summary.allowed, `connections ${connections}`).toBeLessThanOrEqual(100);
+        expect(summary.requests).toBeGreaterThan(0);
+      }
+      const metrics = await (await fetch(`${service.url}/metrics`)).text();
+      expect(metrics).not.toMatch(/outcome="degraded_allowed"/);
+      expect(metrics).toMatch(/memgate_decisions_total\{event="api",kind="check",outcome="allowed"\} [1-9]/);
+    },
+  );
 });

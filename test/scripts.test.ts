@@ -8,7 +8,11 @@ import { freePort } from '../scripts/lib/memcached-process.js';
 
 const run = promisify(execFile);
 /** Runs a script as `npm run NAME` does, without npm; resolves to exit code, stdout and stderr whatever the code. */
-async function script(file: string, args: string[], env: NodeJS.ProcessEnv = process.env): Promise<{ code: number; stdout: string; stderr: string }> {
+async function script(
+  file: string,
+  args: string[],
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
     const { stdout, stderr } = await run(process.execPath, ['--import', 'tsx', `scripts/${file}`, ...args], { env });
     return { code: 0, stdout, stderr };

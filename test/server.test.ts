@@ -14,7 +14,10 @@ import { startServiceProcess as startService } from './helpers/service-process.j
 const NO_DRAIN = { MEMGATE_SHUTDOWN_DRAIN_MS: '0' };
 
 /** Runs the service expecting it to end by itself (refusing to start, or --help). */
-async function run(env: Record<string, string>, args: string[] = []): Promise<{ code: number | null; stdout: string; stderr: string }> {
+async function run(
+  env: Record<string, string>,
+  args: string[] = [],
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', ...args], {
     env: { PATH: process.env.PATH, PORT: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -32,11 +35,15 @@ const failedStart = run;
 async function policiesWithBothRules(): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'memgate-'));
   const path = join(dir, 'policies.yaml');
-  await writeFile(path, 'events:\n  login:\n    onStoreError: deny\n    limits: [{ limit: 5, window: 1m }]\n  search:\n    limits: [{ limit: 5, window: 1m }]\n');
+  await writeFile(
+    path,
+    'events:\n  login:\n    onStoreError: deny\n    limits: [{ limit: 5, window: 1m }]\n  search:\n    limits: [{ limit: 5, window: 1m }]\n',
+  );
   return path;
 }
 
-const messages = (logs: Record<string, unknown>[], level: number) => logs.filter((l) => l.level === level).map((l) => String(l.msg));
+const messages = (logs: Record<string, unknown>[], level: number) =>
+  logs.filter((l) => l.level === level).map((l) => String(l.msg));
 
 describe('the memgate process', () => {
   let memcached: MemcachedProcess;
@@ -64,12 +71,23 @@ describe('the memgate process', () => {
       cacheMb: 256,
       heapLimitMb: expect.any(Number) as number,
     });
-    expect(service.logs[0]?.msg).toMatch(new RegExp(`^memgate ${VERSION} listening on 127\\.0\\.0\\.1:${service.port}; store: embedded; policies: .*config/policies\\.yaml \\(login, url_shorten, export\\); cache 256 MiB, heap limit \\d+ MiB; admin routes off$`));
-    expect(messages(service.logs, 40)).toEqual(['MEMCACHED_SERVERS is not set: counters live in this process only, so limits are not shared between instances']);
+    expect(service.logs[0]?.msg).toMatch(
+      new RegExp(
+        `^memgate ${VERSION} listening on 127\\.0\\.0\\.1:${service.port}; store: embedded; policies: .*config/policies\\.yaml \\(login, url_shorten, export\\); cache 256 MiB, heap limit \\d+ MiB; admin routes off$`,
+      ),
+    );
+    expect(messages(service.logs, 40)).toEqual([
+      'MEMCACHED_SERVERS is not set: counters live in this process only, so limits are not shared between instances',
+    ]);
     const response = await fetch(`${service.url}/check?event=login&feature=203.0.113.7`);
     expect(response.status).toBe(200);
     expect(response.headers.get('ratelimit')).toMatch(/^"login-1m";r=4;t=\d+$/);
-    expect(await fetch(`${service.url}/readyz`).then((r) => r.json())).toEqual({ status: 'ready', store: 'embedded', clockOffsetMs: 0, servers: [{ server: 'embedded', up: true }] });
+    expect(await fetch(`${service.url}/readyz`).then((r) => r.json())).toEqual({
+      status: 'ready',
+      store: 'embedded',
+      clockOffsetMs: 0,
+      servers: [{ server: 'embedded', up: true }],
+    });
     service.child.kill('SIGTERM');
     expect(await service.exit).toBe(0);
     expect(service.logs.at(-1)?.msg).toBe('stopped');
@@ -77,7 +95,9 @@ describe('the memgate process', () => {
 
   it('uses Memcached when MEMCACHED_SERVERS is set, saying so in its one start-up line', async () => {
     const service = await startService({ ...NO_DRAIN, MEMCACHED_SERVERS: memcached.servers });
-    expect(service.logs).toEqual([expect.objectContaining({ level: 30, store: 'memcached', servers: [memcached.servers], memcachedTimeoutMs: 250 })]);
+    expect(service.logs).toEqual([
+      expect.objectContaining({ level: 30, store: 'memcached', servers: [memcached.servers], memcachedTimeoutMs: 250 }),
+    ]);
     expect(service.logs[0]?.msg).toContain(`; store: memcached ${memcached.servers} (timeout 250 ms); `);
     expect(await fetch(`${service.url}/readyz`).then((r) => r.json())).toEqual({
       status: 'ready',
@@ -90,7 +110,11 @@ describe('the memgate process', () => {
   });
 
   it('warns at start when the heap limit leaves the caches no room', async () => {
-    const service = await startService({ ...NO_DRAIN, NODE_OPTIONS: '--max-old-space-size=300', MEMGATE_CACHE_MB: '256' });
+    const service = await startService({
+      ...NO_DRAIN,
+      NODE_OPTIONS: '--max-old-space-size=300',
+      MEMGATE_CACHE_MB: '256',
+    });
     await expect.poll(() => service.logs.length).toBe(3);
     const heapLimitMb = service.logs[0]?.heapLimitMb as number;
     expect(heapLimitMb).toBeLessThan(256 + 150);
@@ -102,7 +126,11 @@ describe('the memgate process', () => {
   });
 
   it('starts while Memcached cannot be reached, warns once saying what checks get, and that is what they get', async () => {
-    const service = await startService({ ...NO_DRAIN, MEMCACHED_SERVERS: '127.0.0.1:1', MEMGATE_CONFIG: await policiesWithBothRules() });
+    const service = await startService({
+      ...NO_DRAIN,
+      MEMCACHED_SERVERS: '127.0.0.1:1',
+      MEMGATE_CONFIG: await policiesWithBothRules(),
+    });
     await expect.poll(() => service.logs.length).toBe(2);
     expect(messages(service.logs, 30)).toHaveLength(1);
     expect(messages(service.logs, 40)).toEqual([
@@ -114,7 +142,11 @@ describe('the memgate process', () => {
       const allowed = await ask('search');
       expect([allowed.status, await allowed.json()]).toEqual([200, { allowed: true, limits: [], degraded: true }]);
       const denied = await ask('login');
-      expect([denied.status, denied.headers.get('retry-after'), await denied.json()]).toEqual([429, '1', { allowed: false, limits: [], retryAfter: 1, degraded: true }]);
+      expect([denied.status, denied.headers.get('retry-after'), await denied.json()]).toEqual([
+        429,
+        '1',
+        { allowed: false, limits: [], retryAfter: 1, degraded: true },
+      ]);
     }
     expect((await fetch(`${service.url}/readyz`)).status).toBe(503);
     // Each problem once: no line per check.
@@ -129,12 +161,26 @@ describe('the memgate process', () => {
       const service = await startService({ ...NO_DRAIN, MEMCACHED_SERVERS: own.servers, MEMCACHED_TIMEOUT_MS: '200' });
       await fetch(`${service.url}/check?event=url_shorten&feature=x`);
       own.process.kill('SIGSTOP');
-      const stalled = await Promise.all(Array.from({ length: 10 }, () => fetch(`${service.url}/check?event=url_shorten&feature=x`).then((r) => r.json())));
+      const stalled = await Promise.all(
+        Array.from({ length: 10 }, () =>
+          fetch(`${service.url}/check?event=url_shorten&feature=x`).then((r) => r.json()),
+        ),
+      );
       expect(stalled).toContainEqual({ allowed: true, limits: [], degraded: true });
       own.process.kill('SIGCONT');
-      await expect.poll(() => messages(service.logs, 30).some((m) => m.includes('answers again')), { timeout: 5000 }).toBe(true);
-      expect(messages(service.logs, 40)).toEqual([expect.stringMatching(new RegExp(`^Memcached ${own.servers} is down \\(did not answer within 200 ms\\): until it answers, /readyz answers 503 and checks`)) as string]);
-      expect(messages(service.logs, 30).filter((m) => m.includes('answers again'))).toEqual([expect.stringMatching(/checks were decided without the store meanwhile$/) as string]);
+      await expect
+        .poll(() => messages(service.logs, 30).some((m) => m.includes('answers again')), { timeout: 5000 })
+        .toBe(true);
+      expect(messages(service.logs, 40)).toEqual([
+        expect.stringMatching(
+          new RegExp(
+            `^Memcached ${own.servers} is down \\(did not answer within 200 ms\\): until it answers, /readyz answers 503 and checks`,
+          ),
+        ) as string,
+      ]);
+      expect(messages(service.logs, 30).filter((m) => m.includes('answers again'))).toEqual([
+        expect.stringMatching(/checks were decided without the store meanwhile$/) as string,
+      ]);
       service.child.kill('SIGTERM');
       expect(await service.exit).toBe(0);
     } finally {
@@ -144,7 +190,11 @@ describe('the memgate process', () => {
   });
 
   it('finishes a request in flight after the listener has closed', async () => {
-    const service = await startService({ ...NO_DRAIN, MEMCACHED_SERVERS: memcached.servers, MEMCACHED_TIMEOUT_MS: '5000' });
+    const service = await startService({
+      ...NO_DRAIN,
+      MEMCACHED_SERVERS: memcached.servers,
+      MEMCACHED_TIMEOUT_MS: '5000',
+    });
     await fetch(`${service.url}/readyz`);
     memcached.process.kill('SIGSTOP');
     const inFlight = fetch(`${service.url}/check?event=login&feature=draining`);
@@ -177,7 +227,10 @@ describe('the memgate process', () => {
     service.child.kill('SIGINT');
     expect(await service.exit).toBe(0);
     expect(Date.now() - signalled).toBeLessThan(5000);
-    expect(service.logs.find((l) => l.signal === 'SIGINT')).toMatchObject({ drainMs: 0, msg: 'stopping without a drain: the listener closes now' });
+    expect(service.logs.find((l) => l.signal === 'SIGINT')).toMatchObject({
+      drainMs: 0,
+      msg: 'stopping without a drain: the listener closes now',
+    });
     expect(service.logs.at(-1)?.msg).toBe('stopped');
   });
 
@@ -203,17 +256,36 @@ describe('the memgate process', () => {
     [{ PORT: 'eighty' }, 'PORT must be a whole number from 0 to 65535 (got "eighty")'],
     [{ MEMCACHED_TIMEOUT_MS: '0' }, 'MEMCACHED_TIMEOUT_MS must be a whole number from 1 to 60000 ms (got "0")'],
     [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent (got "loud")'],
-    [{ MEMCACHED_SERVERS: 'garbage' }, 'MEMCACHED_SERVERS entry "garbage" names no port: write host:port, as garbage:11211 (Memcached\'s usual port)'],
-    [{ MEMCACHED_SERVERS: 'cache:99999' }, 'MEMCACHED_SERVERS entry "cache:99999" has port "99999": a port is a whole number from 1 to 65535'],
-    [{ MEMCACHED_SERVERS: 'host:port:extra' }, 'MEMCACHED_SERVERS entry "host:port:extra" has port "port:extra": a port is a whole number from 1 to 65535'],
-    [{ MEMGATE_KEY_PREFIX: 'has space' }, 'MEMGATE_KEY_PREFIX must be 1 to 32 letters, digits, "_", "." or "-" (got "has space")'],
-    [{ MEMGATE_SHUTDOWN_DRAIN_MS: '5s' }, 'MEMGATE_SHUTDOWN_DRAIN_MS must be a whole number from 0 to 600000 ms (got "5s")'],
+    [
+      { MEMCACHED_SERVERS: 'garbage' },
+      'MEMCACHED_SERVERS entry "garbage" names no port: write host:port, as garbage:11211 (Memcached\'s usual port)',
+    ],
+    [
+      { MEMCACHED_SERVERS: 'cache:99999' },
+      'MEMCACHED_SERVERS entry "cache:99999" has port "99999": a port is a whole number from 1 to 65535',
+    ],
+    [
+      { MEMCACHED_SERVERS: 'host:port:extra' },
+      'MEMCACHED_SERVERS entry "host:port:extra" has port "port:extra": a port is a whole number from 1 to 65535',
+    ],
+    [
+      { MEMGATE_KEY_PREFIX: 'has space' },
+      'MEMGATE_KEY_PREFIX must be 1 to 32 letters, digits, "_", "." or "-" (got "has space")',
+    ],
+    [
+      { MEMGATE_SHUTDOWN_DRAIN_MS: '5s' },
+      'MEMGATE_SHUTDOWN_DRAIN_MS must be a whole number from 0 to 600000 ms (got "5s")',
+    ],
   ])('refuses the setting %j as bad configuration (exit 2), in one line', async (env, message) => {
     expect(await failedStart(env)).toEqual({ code: 2, stdout: '', stderr: `memgate: ${message}\n` });
   });
 
   it('refuses a bad command line with exit 2 in one line, and answers --help with exit 0', async () => {
-    expect(await run({}, ['--confg', 'x.yaml'])).toEqual({ code: 2, stdout: '', stderr: "memgate: Unknown option '--confg' (memgate --help lists the options)\n" });
+    expect(await run({}, ['--confg', 'x.yaml'])).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: "memgate: Unknown option '--confg' (memgate --help lists the options)\n",
+    });
     expect(await run({}, ['--help'])).toEqual({ code: 0, stdout: `${USAGE}\n`, stderr: '' });
   });
 
@@ -223,7 +295,11 @@ describe('the memgate process', () => {
     const { port } = taken.address() as { port: number };
     try {
       const env = { PORT: String(port), HOST: '127.0.0.1' };
-      expect(await run(env)).toEqual({ code: 1, stdout: '', stderr: `memgate: cannot listen on 127.0.0.1:${port}: address already in use (EADDRINUSE)\n` });
+      expect(await run(env)).toEqual({
+        code: 1,
+        stdout: '',
+        stderr: `memgate: cannot listen on 127.0.0.1:${port}: address already in use (EADDRINUSE)\n`,
+      });
       const debug = await run({ ...env, LOG_LEVEL: 'debug' });
       expect(debug.code).toBe(1);
       expect(debug.stderr).toMatch(/^memgate: Error: cannot listen on .*\n\s+at /);
@@ -234,13 +310,19 @@ describe('the memgate process', () => {
 
   describe("the Docker image's HEALTHCHECK", () => {
     /** The HEALTHCHECK's command, run here with `env`; `preload` is imported first. */
-    async function healthcheck(env: Record<string, string>, preload?: string): Promise<{ code: number | null; stdout: string }> {
+    async function healthcheck(
+      env: Record<string, string>,
+      preload?: string,
+    ): Promise<{ code: number | null; stdout: string }> {
       const dockerfile = await readFile(new URL('../Dockerfile', import.meta.url), 'utf8');
       const command = /^HEALTHCHECK .* CMD (\[.*\])$/m.exec(dockerfile)?.[1];
       expect(command, 'a HEALTHCHECK with an exec-form CMD').toBeDefined();
       const [binary, ...args] = JSON.parse(command ?? '[]') as string[];
       expect(binary).toBe('node');
-      const child = spawn(process.execPath, [...(preload ? ['--import', preload] : []), ...args], { env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+      const child = spawn(process.execPath, [...(preload ? ['--import', preload] : []), ...args], {
+        env: { PATH: process.env.PATH, ...env },
+        stdio: ['ignore', 'pipe', 'inherit'],
+      });
       let stdout = '';
       child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
       return { code: await new Promise<number | null>((resolve) => child.once('close', resolve)), stdout };

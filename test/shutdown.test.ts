@@ -23,7 +23,10 @@ async function logLine(service: ServiceProcess, start: string): Promise<Record<s
 async function decisionsReach(service: ServiceProcess, count: number): Promise<void> {
   for (;;) {
     const metrics = await (await fetch(`${service.url}/metrics`)).text();
-    const decided = [...metrics.matchAll(/^memgate_decisions_total\{[^}]*\} (\d+)$/gm)].reduce((sum, [, n]) => sum + Number(n), 0);
+    const decided = [...metrics.matchAll(/^memgate_decisions_total\{[^}]*\} (\d+)$/gm)].reduce(
+      (sum, [, n]) => sum + Number(n),
+      0,
+    );
     if (decided >= count) return;
     await sleep(20);
   }
@@ -59,7 +62,14 @@ function report(round: string, load: LoadResult): string {
 }
 
 /** Everything a round must show besides losing nothing. */
-function expectCleanShutdown({ load, readiness, health, code, logs, stderr }: Awaited<ReturnType<typeof roundThroughSigterm>>): void {
+function expectCleanShutdown({
+  load,
+  readiness,
+  health,
+  code,
+  logs,
+  stderr,
+}: Awaited<ReturnType<typeof roundThroughSigterm>>): void {
   expect(code, stderr).toBe(0);
   // A keep-alive load before the signal; answers that closed their connections after it.
   expect(load.answered - load.closeAnswers).toBeGreaterThan(CONNECTIONS);
@@ -69,13 +79,20 @@ function expectCleanShutdown({ load, readiness, health, code, logs, stderr }: Aw
   expect(readiness).toEqual({
     status: 503,
     connection: 'close',
-    body: { status: 'draining', store: expect.any(String) as string, error: { code: 'draining', message: expect.any(String) as string } },
+    body: {
+      status: 'draining',
+      store: expect.any(String) as string,
+      error: { code: 'draining', message: expect.any(String) as string },
+    },
   });
   expect(health).toBe(200);
   // The log tells the sequence, in order, and the drain lasted as long as it was told to.
   const steps = [/^draining for /, /^stopped accepting connections/, /^every connection has closed/, /^stopped$/];
   const lines = steps.map((step) => logs.findIndex((l) => typeof l.msg === 'string' && step.test(l.msg)));
-  expect(lines.every((line, i) => line >= 0 && (i === 0 || line > (lines[i - 1] ?? 0))), JSON.stringify(logs)).toBe(true);
+  expect(
+    lines.every((line, i) => line >= 0 && (i === 0 || line > (lines[i - 1] ?? 0))),
+    JSON.stringify(logs),
+  ).toBe(true);
   const [drained, listenerClosed] = [logs[lines[0] ?? 0], logs[lines[1] ?? 0]];
   expect(drained).toMatchObject({ signal: 'SIGTERM', drainMs: DRAIN_MS });
   expect(listenerClosed).toMatchObject({ quiet: true });
@@ -105,10 +122,15 @@ describe('SIGTERM under a keep-alive load', () => {
 
   it('answers once, then closes, a keep-alive connection idle since before the signal; closes one that stays idle after the drain', async () => {
     const service = await startServiceProcess({ MEMGATE_SHUTDOWN_DRAIN_MS: String(DRAIN_MS) });
-    const [speaks, silent] = await Promise.all([openConnection(service.port, '127.0.0.1'), openConnection(service.port, '127.0.0.1')]);
+    const [speaks, silent] = await Promise.all([
+      openConnection(service.port, '127.0.0.1'),
+      openConnection(service.port, '127.0.0.1'),
+    ]);
     if (typeof speaks === 'string' || typeof silent === 'string') throw new Error('could not connect to the service');
-    const connectionOf = (outcome: Outcome) => ('answer' in outcome ? [outcome.answer.status, outcome.answer.headers.get('connection')] : [outcome.lost]);
-    for (const connection of [speaks, silent]) expect(connectionOf(await connection.request('/healthz'))).toEqual([200, 'keep-alive']);
+    const connectionOf = (outcome: Outcome) =>
+      'answer' in outcome ? [outcome.answer.status, outcome.answer.headers.get('connection')] : [outcome.lost];
+    for (const connection of [speaks, silent])
+      expect(connectionOf(await connection.request('/healthz'))).toEqual([200, 'keep-alive']);
     service.child.kill('SIGTERM');
     const drained = await logLine(service, 'draining for');
     expect(connectionOf(await speaks.request('/check?event=login&feature=idle'))).toEqual([200, 'close']);

@@ -21,7 +21,12 @@ afterAll(async () => {
   await memcached.stop();
 });
 
-function limiterFor(onStoreError: 'allow' | 'deny', limit: number, keyPrefix: string, caches: { cacheBytes?: number; maxDenialCacheMs?: number } = {}): Limiter {
+function limiterFor(
+  onStoreError: 'allow' | 'deny',
+  limit: number,
+  keyPrefix: string,
+  caches: { cacheBytes?: number; maxDenialCacheMs?: number } = {},
+): Limiter {
   const store = createMemcachedStore({ servers: memcached.servers, timeoutMs: DEADLINE_MS });
   stores.push(store);
   const policies = { events: { api: { onStoreError, limits: [{ limit, window: '1h' }] } } };
@@ -78,16 +83,19 @@ async function counted(keyPrefix: string): Promise<Map<string, number>> {
 }
 
 describe('a memcached frozen under traffic, then thawed', () => {
-  it.each([300, 1500])('onStoreError deny: refused requests are not counted; each feature counts exactly what it admitted (frozen %i ms)', async (frozenMs) => {
-    const keyPrefix = uniquePrefix();
-    const limit = 1_000_000;
-    const tallies = await trafficThroughStall(limiterFor('deny', limit, keyPrefix), frozenMs);
-    const counts = await counted(keyPrefix);
-    for (const [feature, tally] of tallies) {
-      expect(tally.degraded, `feature ${feature} saw the stall`).toBeGreaterThan(0);
-      expect(counts.get(feature), `feature ${feature}`).toBe(tally.admitted);
-    }
-  });
+  it.each([300, 1500])(
+    'onStoreError deny: refused requests are not counted; each feature counts exactly what it admitted (frozen %i ms)',
+    async (frozenMs) => {
+      const keyPrefix = uniquePrefix();
+      const limit = 1_000_000;
+      const tallies = await trafficThroughStall(limiterFor('deny', limit, keyPrefix), frozenMs);
+      const counts = await counted(keyPrefix);
+      for (const [feature, tally] of tallies) {
+        expect(tally.degraded, `feature ${feature} saw the stall`).toBeGreaterThan(0);
+        expect(counts.get(feature), `feature ${feature}`).toBe(tally.admitted);
+      }
+    },
+  );
 
   it('onStoreError deny near the limit: no phantom count locks a client out, and none is over the limit', async () => {
     const keyPrefix = uniquePrefix();

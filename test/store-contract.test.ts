@@ -65,7 +65,10 @@ describe.each(subjects)('%s store', (_name, makeSubject) => {
   it('decrements without going below zero or creating keys', async () => {
     prefix = uniquePrefix();
     await store.incrementAndRead([incr('d', 5)], []);
-    await store.decrement([{ key: key('d'), delta: 2 }, { key: key('never'), delta: 1 }]);
+    await store.decrement([
+      { key: key('d'), delta: 2 },
+      { key: key('never'), delta: 1 },
+    ]);
     expect((await store.incrementAndRead([], [key('d'), key('never')])).read).toEqual([3, 0]);
     await store.decrement([{ key: key('d'), delta: 10 }]);
     expect((await store.incrementAndRead([], [key('d')])).read).toEqual([0]);
@@ -83,7 +86,9 @@ describe.each(subjects)('%s store', (_name, makeSubject) => {
   it('answers concurrent calls each with its own values', async () => {
     prefix = uniquePrefix();
     const values = await Promise.all(Array.from({ length: 300 }, () => store.incrementAndRead([incr('hot')], [])));
-    expect(values.map((v) => v.incremented[0]).sort((a = 0, b = 0) => a - b)).toEqual(Array.from({ length: 300 }, (_, i) => i + 1));
+    expect(values.map((v) => v.incremented[0]).sort((a = 0, b = 0) => a - b)).toEqual(
+      Array.from({ length: 300 }, (_, i) => i + 1),
+    );
   });
 
   it('answers a ping', async () => {

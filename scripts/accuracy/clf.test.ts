@@ -5,11 +5,17 @@ import { parseClf, parseClfLine } from './clf.js';
 
 describe('Common Log Format', () => {
   it('reads host and time, honouring the zone', () => {
-    expect(parseClfLine('in24.inetnebr.com - - [01/Aug/1995:00:00:01 -0400] "GET /shuttle/missions/sts-68/news/sts-68-mcc-05.txt HTTP/1.0" 200 1839')).toEqual({
+    expect(
+      parseClfLine(
+        'in24.inetnebr.com - - [01/Aug/1995:00:00:01 -0400] "GET /shuttle/missions/sts-68/news/sts-68-mcc-05.txt HTTP/1.0" 200 1839',
+      ),
+    ).toEqual({
       feature: 'in24.inetnebr.com',
       ms: Date.UTC(1995, 7, 1, 4, 0, 1),
     });
-    expect(parseClfLine('10.0.0.1 - bob [22/Nov/2026:12:00:00 +0130] "POST /x" 201 -')?.ms).toBe(Date.UTC(2026, 10, 22, 10, 30, 0));
+    expect(parseClfLine('10.0.0.1 - bob [22/Nov/2026:12:00:00 +0130] "POST /x" 201 -')?.ms).toBe(
+      Date.UTC(2026, 10, 22, 10, 30, 0),
+    );
   });
 
   it.each([
@@ -24,7 +30,14 @@ describe('Common Log Format', () => {
   });
 
   it('counts bad lines instead of failing, and sorts by time', () => {
-    const log = parseClf(['b - - [01/Aug/1995:00:00:05 +0000] "GET /" 200 1', 'not a log line', '', 'a - - [01/Aug/1995:00:00:01 +0000] "GET /" 200 1'].join('\n'));
+    const log = parseClf(
+      [
+        'b - - [01/Aug/1995:00:00:05 +0000] "GET /" 200 1',
+        'not a log line',
+        '',
+        'a - - [01/Aug/1995:00:00:01 +0000] "GET /" 200 1',
+      ].join('\n'),
+    );
     expect(log.requests.map((r) => r.feature)).toEqual(['a', 'b']);
     expect(log.unparseable).toBe(1);
     expect(log.firstUnparseable).toBe('not a log line');

@@ -51,9 +51,16 @@ export async function replayInWorkers(
     ms[i] = request.ms;
   });
   // Functions cannot cross into a worker; only the data of the options goes.
-  const shared: RunSettings = { limit: options.limit, window: options.window, schemes: options.schemes, ...(options.store ? { store: options.store } : {}) };
+  const shared: RunSettings = {
+    limit: options.limit,
+    window: options.window,
+    schemes: options.schemes,
+    ...(options.store ? { store: options.store } : {}),
+  };
   const task: WorkerTask = { ms, featureIds, features: [...ids.keys()], truth, options: shared };
-  const queue = options.schemes.map((_scheme, i) => i).sort((a, b) => (options.schemes[a]?.granularity ?? 0) - (options.schemes[b]?.granularity ?? 0));
+  const queue = options.schemes
+    .map((_scheme, i) => i)
+    .sort((a, b) => (options.schemes[a]?.granularity ?? 0) - (options.schemes[b]?.granularity ?? 0));
   const results = new Array<SchemeResult>(options.schemes.length);
   const threads = Math.min(options.workers, queue.length);
   await Promise.all(
@@ -64,7 +71,11 @@ export async function replayInWorkers(
           const worker = new Worker(new URL('./replay-worker.mjs', import.meta.url), { workerData: task });
           const next = () => {
             const scheme = queue.shift();
-            worker.postMessage(scheme === undefined ? ({ type: 'stop' } satisfies PoolMessage) : ({ type: 'replay', scheme } satisfies PoolMessage));
+            worker.postMessage(
+              scheme === undefined
+                ? ({ type: 'stop' } satisfies PoolMessage)
+                : ({ type: 'replay', scheme } satisfies PoolMessage),
+            );
           };
           worker.on('message', (message: WorkerMessage) => {
             if (message.type === 'progress') {

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { fixedWindows, slidingLog, type ReferenceLimiter } from './reference.js';
 
-const decisions = (limiter: ReferenceLimiter, seconds: number[], feature = 'f') => seconds.map((s) => limiter.check(feature, s * 1000));
+const decisions = (limiter: ReferenceLimiter, seconds: number[], feature = 'f') =>
+  seconds.map((s) => limiter.check(feature, s * 1000));
 
 describe('the reference limiters', () => {
   // seeds/003: limit 2 per minute, requests at 00:40, 00:50, 01:10, 01:20, 01:40.

@@ -89,7 +89,10 @@ export function fixedWindows(limits: readonly ReferenceLimit[]): ReferenceLimite
 }
 
 /** Tracks, per feature, the most admitted in any window (t − W, t]: the peak is always at an admission. */
-export function worstWindowTracker(limit: number, window: number): { admit(feature: string, ms: number): void; worst(): number } {
+export function worstWindowTracker(
+  limit: number,
+  window: number,
+): { admit(feature: string, ms: number): void; worst(): number } {
   const logs = new Map<string, WindowLog>();
   let worst = 0;
   return {

@@ -23,7 +23,9 @@ port.on('message', (message: PoolMessage) => {
   const onProgress = (done: number) => {
     post({ type: 'progress', scheme: message.scheme, done });
   };
-  void replayScheme(requests, task.truth, scheme, { limit, window, ...(store ? { store } : {}), onProgress }).then((result) => {
-    post({ type: 'result', scheme: message.scheme, result });
-  });
+  void replayScheme(requests, task.truth, scheme, { limit, window, ...(store ? { store } : {}), onProgress }).then(
+    (result) => {
+      post({ type: 'result', scheme: message.scheme, result });
+    },
+  );
 });

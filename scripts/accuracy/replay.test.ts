@@ -26,7 +26,9 @@ describe.each(cases)('replaying $name', ({ sizing, requests }) => {
   });
 
   it('never over-admits with a whole edge, whatever the granularity', async () => {
-    for (const s of (await result).schemes.filter((s) => s.scheme.algorithm === 'sliding' && s.scheme.edge === 'whole')) {
+    for (const s of (await result).schemes.filter(
+      (s) => s.scheme.algorithm === 'sliding' && s.scheme.edge === 'whole',
+    )) {
       expect(s.worstOverAdmission, s.scheme.name).toBeLessThanOrEqual(1);
     }
   });
@@ -41,7 +43,10 @@ describe('replaying on worker threads', () => {
     // Enough for every scheme to deny some: what is compared is the threads' plumbing.
     const requests = SHAPES.find((s) => s.name === 'zipf')?.generate({ seed: 3, requests: 1000, ...MINUTE }) ?? [];
     const options = { ...MINUTE, schemes: schemesFor(60) };
-    const [alone, pooled] = await Promise.all([replay(requests, options), replay(requests, { ...options, workers: 2 })]);
+    const [alone, pooled] = await Promise.all([
+      replay(requests, options),
+      replay(requests, { ...options, workers: 2 }),
+    ]);
     expect(alone.schemes.filter((s) => s.allowed === requests.length)).toEqual([]);
     expect(pooled).toEqual(alone);
   });

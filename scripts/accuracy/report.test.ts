@@ -15,7 +15,13 @@ function run(traffic: string, window: number, limit: number): LabRun {
     itemsPerFeature: 68 - i,
     bytesPerFeature: 6000 - 100 * i,
   }));
-  return { traffic, description: 'test traffic', limit, window, result: { requests: 1000, features: 3, referenceAllowed: 900, referenceWorstOverAdmission: 1, schemes } };
+  return {
+    traffic,
+    description: 'test traffic',
+    limit,
+    window,
+    result: { requests: 1000, features: 3, referenceAllowed: 900, referenceWorstOverAdmission: 1, schemes },
+  };
 }
 
 /** The text of every <text> element of an SVG. */
@@ -31,7 +37,14 @@ describe('the accuracy charts', () => {
 
   it('draws, per window, wrong decisions, the worst window and the cost, and links each from the report', async () => {
     const drawn = await drawnCharts();
-    expect(drawn.map((c) => c.file)).toEqual(['error-1m.svg', 'worst-1m.svg', 'cost-1m.svg', 'error-1d.svg', 'worst-1d.svg', 'cost-1d.svg']);
+    expect(drawn.map((c) => c.file)).toEqual([
+      'error-1m.svg',
+      'worst-1m.svg',
+      'cost-1m.svg',
+      'error-1d.svg',
+      'worst-1d.svg',
+      'cost-1d.svg',
+    ]);
     for (const chart of drawn) expect(chart.svg).toMatch(/^<svg/);
     const report = markdownReport(runs, 'npm run accuracy', drawn);
     for (const chart of drawn) expect(report).toContain(`![${chart.title}](${chart.file})`);

@@ -15,10 +15,12 @@ export interface LabRun {
   readonly result: ReplayResult;
 }
 
-const percent = (part: number, whole: number) => (whole === 0 ? '0%' : `${((100 * part) / whole).toFixed(part === 0 ? 0 : 3)}%`);
+const percent = (part: number, whole: number) =>
+  whole === 0 ? '0%' : `${((100 * part) / whole).toFixed(part === 0 ? 0 : 3)}%`;
 
 /** Wrong decisions of a scheme, as a share of all requests. */
-const wrongShare = (s: SchemeResult, requests: number) => (requests === 0 ? 0 : (s.falseAllows + s.falseDenies) / requests);
+const wrongShare = (s: SchemeResult, requests: number) =>
+  requests === 0 ? 0 : (s.falseAllows + s.falseDenies) / requests;
 
 /** The table of one run: a row per scheme, the exact log first. */
 export function runTable(run: LabRun): string {
@@ -35,7 +37,16 @@ export function runTable(run: LabRun): string {
   ]);
   return markdownTable(
     [
-      ['scheme', 'wrong', 'false allows', 'false denies', 'worst window', 'keys/check mean / max', 'items/feature', 'bytes/feature'],
+      [
+        'scheme',
+        'wrong',
+        'false allows',
+        'false denies',
+        'worst window',
+        'keys/check mean / max',
+        'items/feature',
+        'bytes/feature',
+      ],
       ['exact sliding log', '—', '—', '—', `${result.referenceWorstOverAdmission.toFixed(2)}×`, '—', '—', '—'],
       ...rows,
     ],
@@ -49,8 +60,14 @@ export function runHeading(run: LabRun): string {
 }
 
 /** The whole report as Markdown, with the charts beside it. */
-export function markdownReport(runs: readonly LabRun[], command: string, charts: readonly { file: string; title: string }[]): string {
-  const sections = runs.map((run) => `### ${run.traffic}, ${formatDuration(run.window)} window\n\n${runHeading(run)}\n\n${runTable(run)}\n`);
+export function markdownReport(
+  runs: readonly LabRun[],
+  command: string,
+  charts: readonly { file: string; title: string }[],
+): string {
+  const sections = runs.map(
+    (run) => `### ${run.traffic}, ${formatDuration(run.window)} window\n\n${runHeading(run)}\n\n${runTable(run)}\n`,
+  );
   return [
     '# memgate accuracy report',
     '',
@@ -78,9 +95,21 @@ export async function charts(runs: readonly LabRun[]): Promise<Chart[]> {
     if (!first) continue;
     const name = formatDuration(window);
     drawn.push(
-      { file: `error-${name}.svg`, title: `wrong decisions against bucket size, ${name} window`, svg: await errorChart(ofWindow) },
-      { file: `worst-${name}.svg`, title: `worst window admitted over the limit, per scheme, ${name} window`, svg: await worstWindowChart(ofWindow) },
-      { file: `cost-${name}.svg`, title: `keys per check and bytes per client against bucket size, ${name} window`, svg: await costChart(first) },
+      {
+        file: `error-${name}.svg`,
+        title: `wrong decisions against bucket size, ${name} window`,
+        svg: await errorChart(ofWindow),
+      },
+      {
+        file: `worst-${name}.svg`,
+        title: `worst window admitted over the limit, per scheme, ${name} window`,
+        svg: await worstWindowChart(ofWindow),
+      },
+      {
+        file: `cost-${name}.svg`,
+        title: `keys per check and bytes per client against bucket size, ${name} window`,
+        svg: await costChart(first),
+      },
     );
   }
   return drawn;
@@ -121,14 +150,19 @@ const shape = { ...color, scale: { domain: SERIES.map((s) => s.name), range: SER
 
 /** `1 s`, `30 s`, `1 min`, `1 h`, `1 d`: bucket sizes as people say them. */
 export function bucketLabel(seconds: number): string {
-  for (const [unit, size] of [['d', 86_400], ['h', 3600], ['min', 60]] as const) {
+  for (const [unit, size] of [
+    ['d', 86_400],
+    ['h', 3600],
+    ['min', 60],
+  ] as const) {
     if (seconds >= size && seconds % size === 0) return `${seconds / size} ${unit}`;
   }
   return `${seconds} s`;
 }
 
 /** The bucket sizes of the runs, smallest first. */
-const bucketSizes = (runs: readonly { result: ReplayResult }[]) => [...new Set(runs.flatMap((run) => run.result.schemes.map((s) => s.scheme.granularity)))].sort((a, b) => a - b);
+const bucketSizes = (runs: readonly { result: ReplayResult }[]) =>
+  [...new Set(runs.flatMap((run) => run.result.schemes.map((s) => s.scheme.granularity)))].sort((a, b) => a - b);
 
 /** Bucket sizes as evenly spaced categories, smallest first, labelled in s, min, h or d. */
 const bucketAxis = (runs: readonly { result: ReplayResult }[]) => ({
@@ -147,7 +181,12 @@ async function renderSvg(spec: TopLevelSpec): Promise<string> {
 /** Wrong decisions against bucket size, one panel per traffic, for runs of one window. */
 export function errorChart(runs: readonly LabRun[]): Promise<string> {
   const values = runs.flatMap((run) =>
-    run.result.schemes.map((s) => ({ traffic: run.traffic, bucket: bucketLabel(s.scheme.granularity), wrong: 100 * wrongShare(s, run.result.requests), series: series(s, run.window) })),
+    run.result.schemes.map((s) => ({
+      traffic: run.traffic,
+      bucket: bucketLabel(s.scheme.granularity),
+      wrong: 100 * wrongShare(s, run.result.requests),
+      series: series(s, run.window),
+    })),
   );
   const x = bucketAxis(runs);
   // A title no longer than the plot is tall: vega reserves room for a longer one above and below.
@@ -176,12 +215,29 @@ export function errorChart(runs: readonly LabRun[]): Promise<string> {
  */
 export function worstWindowChart(runs: readonly LabRun[]): Promise<string> {
   const schemes = runs[0]?.result.schemes.map((s) => s.scheme.name) ?? [];
-  const values = runs.flatMap((run) => run.result.schemes.map((s) => ({ traffic: run.traffic, scheme: s.scheme.name, worst: s.worstOverAdmission, label: `${s.worstOverAdmission.toFixed(2)}×` })));
-  const x = { field: 'traffic', type: 'nominal' as const, title: null, sort: runs.map((run) => run.traffic), axis: { orient: 'top' as const, labelAngle: -30, labelLimit: 400 } };
+  const values = runs.flatMap((run) =>
+    run.result.schemes.map((s) => ({
+      traffic: run.traffic,
+      scheme: s.scheme.name,
+      worst: s.worstOverAdmission,
+      label: `${s.worstOverAdmission.toFixed(2)}×`,
+    })),
+  );
+  const x = {
+    field: 'traffic',
+    type: 'nominal' as const,
+    title: null,
+    sort: runs.map((run) => run.traffic),
+    axis: { orient: 'top' as const, labelAngle: -30, labelLimit: 400 },
+  };
   const y = { field: 'scheme', type: 'nominal' as const, title: null, sort: schemes, axis: { labelLimit: 400 } };
   return renderSvg({
     $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
-    title: { text: `Worst window admitted, as a multiple of the limit (${formatDuration(runs[0]?.window ?? 60)} window)`, subtitle: 'above 1× the scheme let more than the limit through in some window', anchor: 'start' },
+    title: {
+      text: `Worst window admitted, as a multiple of the limit (${formatDuration(runs[0]?.window ?? 60)} window)`,
+      subtitle: 'above 1× the scheme let more than the limit through in some window',
+      anchor: 'start',
+    },
     data: { values },
     width: { step: 78 },
     height: { step: 20 },
@@ -192,12 +248,23 @@ export function worstWindowChart(runs: readonly LabRun[]): Promise<string> {
           x,
           y,
           // One hue growing darker with the excess: read by lightness, whatever one's colour vision.
-          color: { field: 'worst', type: 'quantitative', title: 'worst window / limit', scale: { domain: [1, 2], range: ['#f7f7f7', '#b2182b'], clamp: true }, legend: { orient: 'right', format: '.1f' } },
+          color: {
+            field: 'worst',
+            type: 'quantitative',
+            title: 'worst window / limit',
+            scale: { domain: [1, 2], range: ['#f7f7f7', '#b2182b'], clamp: true },
+            legend: { orient: 'right', format: '.1f' },
+          },
         },
       },
       {
         mark: { type: 'text', fontSize: 11 },
-        encoding: { x, y, text: { field: 'label' }, color: { condition: { test: 'datum.worst >= 1.6', value: 'white' }, value: 'black' } },
+        encoding: {
+          x,
+          y,
+          text: { field: 'label' },
+          color: { condition: { test: 'datum.worst >= 1.6', value: 'white' }, value: 'black' },
+        },
       },
     ],
   });
@@ -205,7 +272,12 @@ export function worstWindowChart(runs: readonly LabRun[]): Promise<string> {
 
 /** Keys read per check and bytes held per client against bucket size, for one window. */
 export function costChart(run: LabRun): Promise<string> {
-  const values = run.result.schemes.map((s) => ({ bucket: bucketLabel(s.scheme.granularity), keys: s.keysPerCheck.mean, bytes: s.bytesPerFeature, series: series(s, run.window) }));
+  const values = run.result.schemes.map((s) => ({
+    bucket: bucketLabel(s.scheme.granularity),
+    keys: s.keysPerCheck.mean,
+    bytes: s.bytesPerFeature,
+    series: series(s, run.window),
+  }));
   const x = bucketAxis([run]);
   // Each family side by side within its bucket size, so equal costs do not hide each other.
   const xOffset = { field: 'series', type: 'nominal' as const, sort: SERIES.map((s) => s.name) };

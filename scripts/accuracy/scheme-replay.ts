@@ -46,7 +46,12 @@ export async function replayScheme(
   requests: readonly TimedRequest[],
   truth: Uint8Array,
   scheme: Scheme,
-  options: { readonly limit: number; readonly window: number; readonly store?: StoreChoice; readonly onProgress?: (done: number) => void },
+  options: {
+    readonly limit: number;
+    readonly window: number;
+    readonly store?: StoreChoice;
+    readonly onProgress?: (done: number) => void;
+  },
 ): Promise<SchemeResult> {
   const { limit, window } = options;
   const clock = { ms: requests[0]?.ms ?? 0 };
@@ -64,7 +69,8 @@ export async function replayScheme(
       clock.ms = ms;
       const { allowed, degraded } = await limiter.check({ event: 'e', feature });
       // Decided without the store, by onStoreError: not what the scheme would decide.
-      if (degraded) throw new Error(`${store.description} stopped answering while replaying ${JSON.stringify(scheme.name)}`);
+      if (degraded)
+        throw new Error(`${store.description} stopped answering while replaying ${JSON.stringify(scheme.name)}`);
       if (allowed) {
         allowedCount++;
         admitted.admit(feature, ms);
@@ -82,7 +88,11 @@ export async function replayScheme(
   if (!plan) throw new Error('scheme policy has no event e');
   const items = itemsPerFeature(plan.levels);
   // A representative key: an IPv4 client, the event name "login".
-  const keyBytes = bucketKey(counterKeyBase('mg', 'login', '203.0.113.7'), plan.levels[0]?.size ?? window, 1_795_305_600).length;
+  const keyBytes = bucketKey(
+    counterKeyBase('mg', 'login', '203.0.113.7'),
+    plan.levels[0]?.size ?? window,
+    1_795_305_600,
+  ).length;
   return {
     scheme,
     allowed: allowedCount,

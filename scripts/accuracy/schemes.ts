@@ -18,7 +18,12 @@ export function schemePolicies(scheme: Scheme, limit: number, window: number): o
 }
 
 function sliding(granularity: number, edge: Edge, name?: string): Scheme {
-  return { name: name ?? `${formatDuration(granularity)} buckets${granularity === 1 ? '' : `, ${edge} edge`}`, algorithm: 'sliding', edge, granularity };
+  return {
+    name: name ?? `${formatDuration(granularity)} buckets${granularity === 1 ? '' : `, ${edge} edge`}`,
+    algorithm: 'sliding',
+    edge,
+    granularity,
+  };
 }
 
 function fixed(window: number): Scheme {

@@ -15,8 +15,11 @@ describe('traffic shapes', () => {
     expect(a).toHaveLength(options.requests);
     expect(shape(name).generate(options)).toEqual(a);
     // At whole seconds the boundary attack is the same for every seed; its jitter is sub-second.
-    expect(shape(name).generate({ ...options, seed: 8, resolutionMs: 1 })).not.toEqual(shape(name).generate({ ...options, resolutionMs: 1 }));
-    for (let i = 1; i < a.length; i++) expect((a[i] as TimedRequest).ms).toBeGreaterThanOrEqual((a[i - 1] as TimedRequest).ms);
+    expect(shape(name).generate({ ...options, seed: 8, resolutionMs: 1 })).not.toEqual(
+      shape(name).generate({ ...options, resolutionMs: 1 }),
+    );
+    for (let i = 1; i < a.length; i++)
+      expect((a[i] as TimedRequest).ms).toBeGreaterThanOrEqual((a[i - 1] as TimedRequest).ms);
   });
 
   it.each([
@@ -32,8 +35,16 @@ describe('traffic shapes', () => {
   });
 
   it('gives whole-second timestamps by default and sub-second ones on request', () => {
-    expect(shape('steady-1x').generate(options).every((r) => r.ms % 1000 === 0)).toBe(true);
-    expect(shape('steady-1x').generate({ ...options, resolutionMs: 1 }).some((r) => r.ms % 1000 !== 0)).toBe(true);
+    expect(
+      shape('steady-1x')
+        .generate(options)
+        .every((r) => r.ms % 1000 === 0),
+    ).toBe(true);
+    expect(
+      shape('steady-1x')
+        .generate({ ...options, resolutionMs: 1 })
+        .some((r) => r.ms % 1000 !== 0),
+    ).toBe(true);
   });
 
   it('boundary puts the limit just before and just after a window boundary', () => {

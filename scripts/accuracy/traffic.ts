@@ -45,7 +45,13 @@ function exponentialGap(random: () => number, ratePerMs: number): number {
 }
 
 /** `count` Poisson arrivals at `ratePerMs` from `startMs`, each from the client `who` names. */
-function poissonArrivals(random: () => number, ratePerMs: number, count: number, startMs: number, who: () => string): TimedRequest[] {
+function poissonArrivals(
+  random: () => number,
+  ratePerMs: number,
+  count: number,
+  startMs: number,
+  who: () => string,
+): TimedRequest[] {
   const out: TimedRequest[] = [];
   let t = startMs;
   for (let i = 0; i < count; i++) {
@@ -60,7 +66,13 @@ function steady(multiple: number): TrafficShape {
     name: `steady-${multiple}x`,
     description: `one client, Poisson arrivals at ${multiple}× the limit`,
     generate({ seed, requests, limit, window, startMs = DEFAULT_START_MS }) {
-      return poissonArrivals(randomSource(seed), (multiple * limit) / (window * 1000), requests, startMs, () => 'client');
+      return poissonArrivals(
+        randomSource(seed),
+        (multiple * limit) / (window * 1000),
+        requests,
+        startMs,
+        () => 'client',
+      );
     },
   };
 }
@@ -75,7 +87,11 @@ const bursts: TrafficShape = {
     const rate = (4 * limit) / windowMs;
     const out: TimedRequest[] = [];
     for (let cycleStart = startMs; out.length < requests; cycleStart += windowMs) {
-      for (let t = cycleStart + exponentialGap(random, rate); t < cycleStart + onMs && out.length < requests; t += exponentialGap(random, rate)) {
+      for (
+        let t = cycleStart + exponentialGap(random, rate);
+        t < cycleStart + onMs && out.length < requests;
+        t += exponentialGap(random, rate)
+      ) {
         out.push({ ms: Math.floor(t), feature: 'client' });
       }
     }
@@ -94,9 +110,14 @@ const boundary: TrafficShape = {
     const random = randomSource(seed);
     const windowMs = window * 1000;
     const out: TimedRequest[] = [];
-    for (let boundaryMs = Math.ceil(startMs / windowMs + 1) * windowMs; out.length < requests; boundaryMs += 3 * windowMs) {
+    for (
+      let boundaryMs = Math.ceil(startMs / windowMs + 1) * windowMs;
+      out.length < requests;
+      boundaryMs += 3 * windowMs
+    ) {
       // Integer offsets: at 1.8e12 ms, from + 999.9999 would round up into the next second.
-      const burst = (from: number) => Array.from({ length: limit }, () => from + Math.floor(random() * 1000)).sort((a, b) => a - b);
+      const burst = (from: number) =>
+        Array.from({ length: limit }, () => from + Math.floor(random() * 1000)).sort((a, b) => a - b);
       for (const ms of [...burst(boundaryMs - 1000), ...burst(boundaryMs)]) out.push({ ms, feature: 'client' });
     }
     return out.slice(0, requests);
@@ -107,7 +128,11 @@ const boundary: TrafficShape = {
  * Draws ranks 1..n with probability proportional to 1 / rank^exponent. `total` is the
  * sum of those weights, so rank 1 comes 1/total of the time.
  */
-export function zipfSampler(n: number, exponent: number, random: () => number): (() => number) & { readonly total: number } {
+export function zipfSampler(
+  n: number,
+  exponent: number,
+  random: () => number,
+): (() => number) & { readonly total: number } {
   const cumulative = new Float64Array(n);
   let total = 0;
   for (let rank = 1; rank <= n; rank++) cumulative[rank - 1] = total += 1 / rank ** exponent;
@@ -156,7 +181,8 @@ const diurnal: TrafficShape = {
       t += exponentialGap(random, peakRate);
       const phase = ((t % DAY_MS) / DAY_MS) * 2 * Math.PI;
       const rate = meanRate * (1 - 0.9 * Math.cos(phase));
-      if (random() * peakRate < rate) out.push({ ms: Math.floor(t), feature: `user-${1 + Math.floor(random() * DIURNAL_FEATURES)}` });
+      if (random() * peakRate < rate)
+        out.push({ ms: Math.floor(t), feature: `user-${1 + Math.floor(random() * DIURNAL_FEATURES)}` });
     }
     return out;
   },
@@ -174,4 +200,6 @@ function atResolution(shape: TrafficShape): TrafficShape {
   };
 }
 
-export const SHAPES: readonly TrafficShape[] = [steady(0.5), steady(1), steady(2), bursts, boundary, zipf, diurnal].map(atResolution);
+export const SHAPES: readonly TrafficShape[] = [steady(0.5), steady(1), steady(2), bursts, boundary, zipf, diurnal].map(
+  atResolution,
+);

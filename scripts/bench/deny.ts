@@ -39,7 +39,8 @@ async function measure(server: Measured, event: string, connections: number, dur
 
 export const denyPath: Suite = {
   name: 'deny',
-  about: "the memgate service answering a client far over its limit, against an empty fastify route, CPU per request from /proc",
+  about:
+    'the memgate service answering a client far over its limit, against an empty fastify route, CPU per request from /proc',
   estimateSeconds: ({ duration, rounds }) => 2 * (rounds + 1) * (duration + 2) + 5,
 
   run: async ({ servers, duration, connections, rounds, progress, doing }) => {
@@ -47,7 +48,11 @@ export const denyPath: Suite = {
     const policies = join(dir, 'policies.yaml');
     await writeFile(policies, 'events:\n  abuse:\n    limits:\n      - { limit: 1, window: 1h }\n');
     const empty = await startCase('ceiling', servers);
-    const memgate = await startService({ MEMCACHED_SERVERS: servers, MEMGATE_CONFIG: policies, MEMGATE_KEY_PREFIX: `deny${process.pid}` });
+    const memgate = await startService({
+      MEMCACHED_SERVERS: servers,
+      MEMGATE_CONFIG: policies,
+      MEMGATE_KEY_PREFIX: `deny${process.pid}`,
+    });
     const runs: { empty: Run[]; memgate: Run[] } = { empty: [], memgate: [] };
     try {
       // One round more than asked, in alternating order, the first of each thrown away as a warm-up.
@@ -58,7 +63,9 @@ export const denyPath: Suite = {
         ] as const) {
           doing(`deny, round ${round}/${rounds}${round === 0 ? ' (warm-up)' : ''}: ${name}`);
           const run = await measure(server, event, connections, duration);
-          progress(`deny, round ${round}/${rounds}${round === 0 ? ' (warm-up)' : ''}: ${name}: ${run.throughput} req/s, ${(run.user + run.system).toFixed(1)} µs CPU/req`);
+          progress(
+            `deny, round ${round}/${rounds}${round === 0 ? ' (warm-up)' : ''}: ${name}: ${run.throughput} req/s, ${(run.user + run.system).toFixed(1)} µs CPU/req`,
+          );
           if (round > 0) runs[name].push(run);
         }
       }
@@ -68,7 +75,15 @@ export const denyPath: Suite = {
     const statusesOf = (list: Run[]) => [...new Set(list.flatMap((r) => Object.keys(r.statuses)))].join(', ');
     const row = (name: 'empty' | 'memgate', what: string) => {
       const list = runs[name];
-      return [what, String(Math.round(median(list.map((r) => r.throughput)))), String(median(list.map((r) => r.p99))), median(list.map((r) => r.user)).toFixed(1), median(list.map((r) => r.system)).toFixed(1), median(list.map((r) => r.user + r.system)).toFixed(1), statusesOf(list)];
+      return [
+        what,
+        String(Math.round(median(list.map((r) => r.throughput)))),
+        String(median(list.map((r) => r.p99))),
+        median(list.map((r) => r.user)).toFixed(1),
+        median(list.map((r) => r.system)).toFixed(1),
+        median(list.map((r) => r.user + r.system)).toFixed(1),
+        statusesOf(list),
+      ];
     };
     const speed = median(runs.memgate.map((r) => r.throughput)) / median(runs.empty.map((r) => r.throughput));
     const cost = median(runs.memgate.map((r) => r.user + r.system)) / median(runs.empty.map((r) => r.user + r.system));

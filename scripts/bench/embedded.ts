@@ -27,7 +27,10 @@ export async function benchEmbedded(milliseconds = 2000): Promise<EmbeddedResult
   ];
   const bench = new Bench({ time: milliseconds });
   for (const { name, window, features } of cases) {
-    const limiter = createLimiter({ policies: { events: { bench: { limits: [{ limit: HIGH_LIMIT, window }] } } }, store: createEmbeddedStore() });
+    const limiter = createLimiter({
+      policies: { events: { bench: { limits: [{ limit: HIGH_LIMIT, window }] } } },
+      store: createEmbeddedStore(),
+    });
     const next = featureSpread(features, 1);
     // Many checks per task call, so tinybench's own timing of each call is not what is measured.
     bench.add(name, async () => {
@@ -50,7 +53,14 @@ export const embedded: Suite = {
     doing('embedded: limiter.check in process');
     const results = await benchEmbedded();
     const table = markdownTable(
-      [['embedded store, in process, no HTTP', 'checks/s', 'target'], ...results.map((e) => [e.name, String(e.checksPerSecond), `≥ 1,000,000 ${e.checksPerSecond >= 1_000_000 ? 'met' : 'not met'}`])],
+      [
+        ['embedded store, in process, no HTTP', 'checks/s', 'target'],
+        ...results.map((e) => [
+          e.name,
+          String(e.checksPerSecond),
+          `≥ 1,000,000 ${e.checksPerSecond >= 1_000_000 ? 'met' : 'not met'}`,
+        ]),
+      ],
       { align: ['l', 'r', 'l'] },
     );
     const markdown = `## Embedded store

@@ -15,7 +15,8 @@ const instantStore: CounterStore = {
   kind: 'instant',
   shared: true,
   description: 'answers at once',
-  incrementAndRead: (increments, reads) => Promise.resolve({ incremented: increments.map(({ delta }) => delta), read: reads.map(() => 0) }),
+  incrementAndRead: (increments, reads) =>
+    Promise.resolve({ incremented: increments.map(({ delta }) => delta), read: reads.map(() => 0) }),
   decrement: () => Promise.resolve(),
   reset: () => Promise.resolve(),
   ping: () => Promise.resolve(),
@@ -24,7 +25,9 @@ const instantStore: CounterStore = {
 };
 
 const names = Array.from({ length: events }, (_, i) => `event${i}`);
-const policies = { events: Object.fromEntries(names.map((name) => [name, { limits: [{ limit: 1_000_000_000, window: '60s' }] }])) };
+const policies = {
+  events: Object.fromEntries(names.map((name) => [name, { limits: [{ limit: 1_000_000_000, window: '60s' }] }])),
+};
 // Half a second into a minute: a 60 s window then holds 59 second buckets and the minute's.
 const nowMs = Math.floor(Date.now() / 60_000) * 60_000 + 500;
 const limiter = createLimiter({ policies, store: instantStore, now: () => nowMs });

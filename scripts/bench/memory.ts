@@ -33,14 +33,25 @@ export const memory: Suite = {
   estimateSeconds: () => 90,
 
   run: async ({ progress, doing }) => {
-    const configurations = [...EVENTS.flatMap((events) => CLIENTS.map((clients) => ({ events, clients, capped: false }))), { events: 8, clients: 1_000_000, capped: true }];
+    const configurations = [
+      ...EVENTS.flatMap((events) => CLIENTS.map((clients) => ({ events, clients, capped: false }))),
+      { events: 8, clients: 1_000_000, capped: true },
+    ];
     const rows: string[][] = [];
     for (const { events, clients, capped } of configurations) {
-      doing(`memory: ${clients.toLocaleString('en')} clients over ${events} events${capped ? ` (old space ${CAPPED_HEAP_MB} MB)` : ''}`);
+      doing(
+        `memory: ${clients.toLocaleString('en')} clients over ${events} events${capped ? ` (old space ${CAPPED_HEAP_MB} MB)` : ''}`,
+      );
       const flags = ['--expose-gc', ...(capped ? [`--max-old-space-size=${CAPPED_HEAP_MB}`] : []), '--import', 'tsx'];
-      const { stdout } = await run(process.execPath, [...flags, 'scripts/bench/memory-worker.ts', String(events), String(clients)], { maxBuffer: 1 << 20 });
+      const { stdout } = await run(
+        process.execPath,
+        [...flags, 'scripts/bench/memory-worker.ts', String(events), String(clients)],
+        { maxBuffer: 1 << 20 },
+      );
       const r = JSON.parse(stdout) as MemoryResult;
-      progress(`memory: ${clients} clients over ${events} events${capped ? ` (old space ${CAPPED_HEAP_MB} MB)` : ''}: peak RSS ${r.peakRssMb} MB, ${r.rssMb} MB after GC, ${r.cachedClients} clients kept, ${r.seconds} s`);
+      progress(
+        `memory: ${clients} clients over ${events} events${capped ? ` (old space ${CAPPED_HEAP_MB} MB)` : ''}: peak RSS ${r.peakRssMb} MB, ${r.rssMb} MB after GC, ${r.cachedClients} clients kept, ${r.seconds} s`,
+      );
       rows.push([
         capped ? `${events}, --max-old-space-size=${CAPPED_HEAP_MB}` : String(events),
         r.clients.toLocaleString('en'),
@@ -52,9 +63,24 @@ export const memory: Suite = {
         String(r.seconds),
       ]);
     }
-    const table = markdownTable([['events', 'active clients', 'peak RSS MB', 'RSS after GC MB', 'heap MB', 'clients kept', 'cache MB (estimate)', 'seconds'], ...rows], {
-      align: ['l', 'r', 'r', 'r', 'r', 'r', 'r', 'r'],
-    });
+    const table = markdownTable(
+      [
+        [
+          'events',
+          'active clients',
+          'peak RSS MB',
+          'RSS after GC MB',
+          'heap MB',
+          'clients kept',
+          'cache MB (estimate)',
+          'seconds',
+        ],
+        ...rows,
+      ],
+      {
+        align: ['l', 'r', 'r', 'r', 'r', 'r', 'r', 'r'],
+      },
+    );
     const line = `The cache holds its budget (256 MB, MEMGATE_CACHE_MB) whatever the number of clients and events, and the live heap follows it. The peak RSS is V8's: capped with --max-old-space-size=${CAPPED_HEAP_MB}, it stays near the budget at the same speed.`;
     const markdown = `## Memory
 

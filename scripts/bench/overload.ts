@@ -50,15 +50,29 @@ export const overload: Suite = {
       });
       try {
         for (const connections of CONNECTIONS) {
-          doing(`overload, deadline ${deadline} ms${denialsFromMemory ? '' : ', every denial asks Memcached'}, ${connections} connections`);
+          doing(
+            `overload, deadline ${deadline} ms${denialsFromMemory ? '' : ', every denial asks Memcached'}, ${connections} connections`,
+          );
           const before = await (await fetch(new URL('/metrics', service.url))).text();
-          const summary = await runLoad({ url: service.url, event: 'api', connections, duration, nextFeature: oneFeature(`client-${connections}`) });
+          const summary = await runLoad({
+            url: service.url,
+            event: 'api',
+            connections,
+            duration,
+            nextFeature: oneFeature(`client-${connections}`),
+          });
           const after = await (await fetch(new URL('/metrics', service.url))).text();
-          const degraded = sampled(after, 'memgate_decisions_total', 'outcome="degraded_') - sampled(before, 'memgate_decisions_total', 'outcome="degraded_');
+          const degraded =
+            sampled(after, 'memgate_decisions_total', 'outcome="degraded_') -
+            sampled(before, 'memgate_decisions_total', 'outcome="degraded_');
           const admitted = summary.statuses['200'] ?? 0;
           worst = Math.max(worst, admitted / LIMIT);
-          const failures = Object.entries(summary.failures).map(([kind, count]) => `${count} ${kind}`).join(', ');
-          progress(`overload, deadline ${deadline} ms${denialsFromMemory ? '' : ', every denial asks Memcached'}, ${connections} connections: ${admitted} admitted of ${LIMIT}, ${degraded} degraded, ${summary.statuses['503'] ?? 0} shed`);
+          const failures = Object.entries(summary.failures)
+            .map(([kind, count]) => `${count} ${kind}`)
+            .join(', ');
+          progress(
+            `overload, deadline ${deadline} ms${denialsFromMemory ? '' : ', every denial asks Memcached'}, ${connections} connections: ${admitted} admitted of ${LIMIT}, ${degraded} degraded, ${summary.statuses['503'] ?? 0} shed`,
+          );
           rows.push([
             String(deadline),
             denialsFromMemory ? 'yes' : 'no',
@@ -77,7 +91,21 @@ export const overload: Suite = {
       }
     }
     const table = markdownTable(
-      [['deadline ms', 'denials from memory', 'connections', 'answered', 'admitted (of the limit)', 'degraded', '429', '503 shed', 'no answer', 'p99 ms'], ...rows],
+      [
+        [
+          'deadline ms',
+          'denials from memory',
+          'connections',
+          'answered',
+          'admitted (of the limit)',
+          'degraded',
+          '429',
+          '503 shed',
+          'no answer',
+          'p99 ms',
+        ],
+        ...rows,
+      ],
       { align: ['r', 'l', 'r', 'r', 'r', 'r', 'r', 'r', 'l', 'r'] },
     );
     const line = `Most admitted in any run: ${worst.toFixed(2)}× the limit (target ≤ 1×, ${worst <= 1 ? 'met' : 'not met'}).`;

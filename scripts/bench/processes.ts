@@ -36,7 +36,9 @@ function stopper(child: ChildProcess): () => Promise<void> {
 
 /** A bench case's server (see server.ts); it prints {"port": N} once it listens. */
 export function startCase(name: string, servers: string): Promise<Measured> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/bench/server.ts', name, servers], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/bench/server.ts', name, servers], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   return new Promise((resolve, reject) => {
     child.once('exit', (code) => {
       reject(new Error(`bench server ${name} exited with ${String(code)}`));
@@ -63,7 +65,8 @@ export function startService(env: Record<string, string>): Promise<Measured> {
     });
     createInterface({ input: child.stdout }).on('line', (line) => {
       const entry = JSON.parse(line) as { port?: unknown };
-      if (typeof entry.port === 'number') resolve({ url: new URL(`http://127.0.0.1:${entry.port}`), pid: child.pid ?? 0, stop: stopper(child) });
+      if (typeof entry.port === 'number')
+        resolve({ url: new URL(`http://127.0.0.1:${entry.port}`), pid: child.pid ?? 0, stop: stopper(child) });
     });
   });
 }

@@ -30,7 +30,12 @@ function bare(route: (feature: string) => Promise<boolean>): FastifyInstance {
 /** memgate's own app; the options turn its optimizations off, one at a time, to measure each. */
 const memgate = (servers: string, window: string, options: Partial<LimiterOptions & MemcachedStoreOptions> = {}) => {
   const store = createMemcachedStore({ ...options, servers });
-  const limiter = createLimiter({ ...options, policies: { events: { bench: { limits: [{ limit: HIGH_LIMIT, window }] } } }, store, keyPrefix: `b${process.pid}` });
+  const limiter = createLimiter({
+    ...options,
+    policies: { events: { bench: { limits: [{ limit: HIGH_LIMIT, window }] } } },
+    store,
+    keyPrefix: `b${process.pid}`,
+  });
   return buildApp({ limiter, store });
 };
 
@@ -47,7 +52,12 @@ const CASES: Record<string, (servers: string) => FastifyInstance> = {
   },
   /** rate-limiter-flexible's Memcached limiter, the peer memgate is compared with. */
   peer(servers) {
-    const limiter = new RateLimiterMemcache({ storeClient: new Memcached(servers), points: HIGH_LIMIT, duration: 60, keyPrefix: `peer${process.pid}` });
+    const limiter = new RateLimiterMemcache({
+      storeClient: new Memcached(servers),
+      points: HIGH_LIMIT,
+      duration: 60,
+      keyPrefix: `peer${process.pid}`,
+    });
     return bare(async (feature) => {
       try {
         await limiter.consume(feature);
@@ -66,7 +76,9 @@ const CASES: Record<string, (servers: string) => FastifyInstance> = {
       const second = Math.floor(Date.now() / 1000);
       const current = await client.increment(`naive:${feature}:${second}`, 1, { initial: 1, expires: 120 });
       const previous = await Promise.all(
-        Array.from({ length: 59 }, (_, i) => parallel(async () => Number((await client.get(`naive:${feature}:${second - 1 - i}`)).value ?? 0))),
+        Array.from({ length: 59 }, (_, i) =>
+          parallel(async () => Number((await client.get(`naive:${feature}:${second - 1 - i}`)).value ?? 0)),
+        ),
       );
       return previous.reduce((sum, n) => sum + n, current.value ?? 0) <= HIGH_LIMIT;
     });

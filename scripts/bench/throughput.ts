@@ -16,8 +16,10 @@ const DESCRIPTIONS: Record<string, string> = {
   naive: 'the design read literally: an increment, then 59 separate gets fanned out with p-limit',
   'memgate-60s': 'memgate, 60 s sliding window, 1 s buckets',
   'memgate-1d': 'memgate, 1-day sliding window, hour, minute and second buckets',
-  'memgate-60s-uncached': 'memgate-60s without settled counts kept between checks (`cacheBytes: 0`): every check reads its whole window',
-  'memgate-60s-uncorked': 'memgate-60s with one socket write per check instead of one per event-loop turn (`coalesceWrites: false`)',
+  'memgate-60s-uncached':
+    'memgate-60s without settled counts kept between checks (`cacheBytes: 0`): every check reads its whole window',
+  'memgate-60s-uncorked':
+    'memgate-60s with one socket write per check instead of one per event-loop turn (`coalesceWrites: false`)',
   'memgate-1d-uncached': 'memgate-1d without settled counts kept between checks',
 };
 
@@ -28,7 +30,11 @@ interface Workload {
 }
 
 const WORKLOADS: readonly Workload[] = [
-  { name: 'one hot feature', features: 'hot', cases: [...CASES, 'ceiling', 'memgate-60s-uncached', 'memgate-60s-uncorked', 'memgate-1d-uncached'] },
+  {
+    name: 'one hot feature',
+    features: 'hot',
+    cases: [...CASES, 'ceiling', 'memgate-60s-uncached', 'memgate-60s-uncorked', 'memgate-1d-uncached'],
+  },
   { name: '100,000 features, Zipf', features: 'zipf:100000', cases: CASES },
 ];
 
@@ -46,8 +52,10 @@ interface Run extends LoadSummary {
 
 export const throughput: Suite = {
   name: 'throughput',
-  about: 'memgate against one-increment floor, rate-limiter-flexible and the naive design, each optimization off in turn',
-  estimateSeconds: ({ duration, rounds }) => rounds * WORKLOADS.reduce((sum, w) => sum + w.cases.length, 0) * (duration + 2),
+  about:
+    'memgate against one-increment floor, rate-limiter-flexible and the naive design, each optimization off in turn',
+  estimateSeconds: ({ duration, rounds }) =>
+    rounds * WORKLOADS.reduce((sum, w) => sum + w.cases.length, 0) * (duration + 2),
 
   run: async ({ servers, duration, connections, rounds, progress, doing }) => {
     const runs = new Map<string, Run[]>();
@@ -58,7 +66,13 @@ export const throughput: Suite = {
           doing(`throughput, round ${round}/${rounds}: ${workload.name}, ${name}`);
           const server = await startCase(name, servers);
           const before = await cpuMicros(server.pid);
-          const summary = await runLoad({ url: server.url, event: 'bench', connections, duration, nextFeature: featureSpread(workload.features, round) });
+          const summary = await runLoad({
+            url: server.url,
+            event: 'bench',
+            connections,
+            duration,
+            nextFeature: featureSpread(workload.features, round),
+          });
           const after = await cpuMicros(server.pid);
           await server.stop();
           const used = after.user + after.system - before.user - before.system;
@@ -95,7 +109,19 @@ export const throughput: Suite = {
       }),
     );
     const table = markdownTable(
-      [['workload', 'case', 'req/s (median)', 'p99 ms', 'req/s vs floor (target)', 'server CPU µs/req', 'req per CPU-s vs floor (target)', 'errors'], ...rows],
+      [
+        [
+          'workload',
+          'case',
+          'req/s (median)',
+          'p99 ms',
+          'req/s vs floor (target)',
+          'server CPU µs/req',
+          'req per CPU-s vs floor (target)',
+          'errors',
+        ],
+        ...rows,
+      ],
       { align: ['l', 'l', 'r', 'r', 'r', 'r', 'r', 'r'] },
     );
     const hot = 'one hot feature';

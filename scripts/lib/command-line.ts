@@ -48,7 +48,10 @@ export interface CommandLine<O extends Options> {
  * working is one line with exit 1 (its stack too with LOG_LEVEL=debug); otherwise the
  * body's exit code, 0 by default.
  */
-export function runCommand<const O extends Options>(spec: CommandSpec<O>, body: (line: CommandLine<O>) => Promise<ExitCode | undefined>): void {
+export function runCommand<const O extends Options>(
+  spec: CommandSpec<O>,
+  body: (line: CommandLine<O>) => Promise<ExitCode | undefined>,
+): void {
   const args = process.argv.slice(2);
   // After `--`, everything is a positional argument, even `--help`.
   const flags = args.includes('--') ? args.slice(0, args.indexOf('--')) : args;
@@ -85,7 +88,8 @@ function parseCommandLine<const O extends Options>(spec: CommandSpec<O>, args: s
   if (positionals.length > max) fail(`unexpected argument ${JSON.stringify(positionals[max])}`);
   const positiveInteger = (text: string | undefined, option: string, fallback: number): number => {
     if (text === undefined) return fallback;
-    if (!/^[0-9]+$/.test(text) || Number(text) < 1) fail(`--${option} must be a positive whole number (got ${JSON.stringify(text)})`);
+    if (!/^[0-9]+$/.test(text) || Number(text) < 1)
+      fail(`--${option} must be a positive whole number (got ${JSON.stringify(text)})`);
     return Number(text);
   };
   return { values, positionals, fail, positiveInteger };

@@ -20,14 +20,20 @@ export const INSTALL_HINT =
  * Starts the memcached binary on a loopback port (a free one unless `port` is given, as to
  * restart a server where its clients expect it) and waits until it accepts connections.
  */
-export async function startMemcachedProcess(options: { port?: number; memoryMb?: number } = {}): Promise<MemcachedProcess> {
+export async function startMemcachedProcess(
+  options: { port?: number; memoryMb?: number } = {},
+): Promise<MemcachedProcess> {
   const binary = await findMemcachedBinary();
   if (!binary) throw new Error(INSTALL_HINT);
   for (let attempt = 1; ; attempt++) {
     const port = options.port ?? (await freePort());
     // memcached refuses to run as root unless told which user to be.
     const user = process.getuid?.() === 0 ? ['-u', userInfo().username] : [];
-    const child = spawn(binary, ['-l', '127.0.0.1', '-p', String(port), '-U', '0', '-m', String(options.memoryMb ?? 64), ...user], { stdio: 'ignore' });
+    const child = spawn(
+      binary,
+      ['-l', '127.0.0.1', '-p', String(port), '-U', '0', '-m', String(options.memoryMb ?? 64), ...user],
+      { stdio: 'ignore' },
+    );
     const exited = new Promise<void>((resolve) => {
       child.once('exit', () => {
         resolve();
@@ -49,7 +55,8 @@ export async function startMemcachedProcess(options: { port?: number; memoryMb?:
     }
     child.kill('SIGKILL');
     // Another process took the port between our probe and memcached's bind: try a new one.
-    if (attempt === 3 || options.port !== undefined) throw new Error(`memcached (${binary}) did not start on a free port after 3 attempts`);
+    if (attempt === 3 || options.port !== undefined)
+      throw new Error(`memcached (${binary}) did not start on a free port after 3 attempts`);
   }
 }
 
@@ -130,4 +137,3 @@ export function memcachedVersion(server: string, timeoutMs = 2000): Promise<stri
     });
   });
 }
-

@@ -17,7 +17,8 @@ export async function outputDirectory(value: string): Promise<Output> {
   if (value === '-') return { kind: 'stdout' };
   if (value === '') throw new UsageError('--out must name a directory, or - for standard output');
   const existing = await stat(value).catch(() => undefined);
-  if (existing && !existing.isDirectory()) throw new UsageError(`--out ${value} is a file; give a directory, or - for standard output`);
+  if (existing && !existing.isDirectory())
+    throw new UsageError(`--out ${value} is a file; give a directory, or - for standard output`);
   await makeDirectory(value).catch((error: unknown) => {
     throw new UsageError(`cannot make the directory --out ${value}: ${fileProblem(error)}`, { cause: error });
   });

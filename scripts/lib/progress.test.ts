@@ -17,7 +17,13 @@ function pipe(): { stream: PassThrough; lines: () => string[] } {
 describe('progress off a terminal', () => {
   it('prints a line at the start, every interval while the work goes on, and at the end', async () => {
     const { stream, lines } = pipe();
-    const progress = startProgress({ label: 'replaying', total: 200, describe: (done, total) => `${done} of ${total} checks`, stream, everyMs: 40 });
+    const progress = startProgress({
+      label: 'replaying',
+      total: 200,
+      describe: (done, total) => `${done} of ${total} checks`,
+      stream,
+      everyMs: 40,
+    });
     progress.update(50, 'steady-1x');
     await sleep(150);
     progress.update(100);
@@ -52,7 +58,9 @@ describe('progress off a terminal', () => {
     // A loop that never yields: only update() can speak.
     while (performance.now() < until) progress.update(Math.min(10, ++done / 1000));
     progress.stop();
-    expect(lines().filter((line) => line.startsWith('busy: ') && line.includes('elapsed')).length).toBeGreaterThanOrEqual(2);
+    expect(
+      lines().filter((line) => line.startsWith('busy: ') && line.includes('elapsed')).length,
+    ).toBeGreaterThanOrEqual(2);
   });
 
   it('says when the work stopped before it was done, once', () => {
@@ -76,6 +84,15 @@ describe('progress settings', () => {
   });
 
   it('writes durations as people read them', () => {
-    expect([0, 4.4, 59.6, 60, 130, 3600, 3900, 7260].map(formatSeconds)).toEqual(['0 s', '4 s', '1 min', '1 min', '2 min 10 s', '1 h', '1 h 5 min', '2 h 1 min']);
+    expect([0, 4.4, 59.6, 60, 130, 3600, 3900, 7260].map(formatSeconds)).toEqual([
+      '0 s',
+      '4 s',
+      '1 min',
+      '1 min',
+      '2 min 10 s',
+      '1 h',
+      '1 h 5 min',
+      '2 h 1 min',
+    ]);
   });
 });

@@ -37,7 +37,8 @@ export function progressIntervalMs(env: NodeJS.ProcessEnv = process.env): number
   const text = env.CLI_PROGRESS_SECONDS;
   if (text === undefined || text === '') return DEFAULT_EVERY_SECONDS * 1000;
   const seconds = Number(text);
-  if (!Number.isFinite(seconds) || seconds <= 0) throw new UsageError(`CLI_PROGRESS_SECONDS must be a positive number of seconds (got ${JSON.stringify(text)})`);
+  if (!Number.isFinite(seconds) || seconds <= 0)
+    throw new UsageError(`CLI_PROGRESS_SECONDS must be a positive number of seconds (got ${JSON.stringify(text)})`);
   return seconds * 1000;
 }
 
@@ -48,7 +49,9 @@ export function progressIntervalMs(env: NodeJS.ProcessEnv = process.env): number
  */
 export function startProgress(options: ProgressOptions): Progress {
   const stream = options.stream ?? process.stderr;
-  return stream.isTTY ? terminalProgress(options, stream) : lineProgress(options, stream, options.everyMs ?? DEFAULT_EVERY_SECONDS * 1000);
+  return stream.isTTY
+    ? terminalProgress(options, stream)
+    : lineProgress(options, stream, options.everyMs ?? DEFAULT_EVERY_SECONDS * 1000);
 }
 
 /** `4 s`, `2 min 10 s`, `1 h 5 min`: a duration people read at a glance. */
@@ -63,7 +66,9 @@ export function formatSeconds(seconds: number): string {
 /** What a line or the bar says besides the label: how far, doing what, how long so far and to go. */
 function status(options: ProgressOptions, done: number, doing: string, elapsedMs: number): string {
   const fraction = options.total > 0 ? Math.min(1, done / options.total) : 0;
-  const parts = [`${Math.floor(fraction * 100)}%${options.describe ? ` (${options.describe(done, options.total)})` : ''}`];
+  const parts = [
+    `${Math.floor(fraction * 100)}%${options.describe ? ` (${options.describe(done, options.total)})` : ''}`,
+  ];
   if (doing) parts.push(doing);
   parts.push(`${formatSeconds(elapsedMs / 1000)} elapsed`);
   // Linear extrapolation; meaningless until some work is done, and not worth saying near the end.
@@ -85,9 +90,12 @@ function lineProgress(options: ProgressOptions, stream: NodeJS.WritableStream, e
   write(`${options.label}: started${options.describe ? `, ${options.describe(0, options.total)}` : ''}`);
   // The timer speaks while the work waits on others (servers, threads); update() speaks
   // while the work keeps this thread busy and the timer cannot run.
-  const timer = setInterval(() => {
-    if (performance.now() - state.lastLine >= everyMs) report();
-  }, Math.min(everyMs, 1000));
+  const timer = setInterval(
+    () => {
+      if (performance.now() - state.lastLine >= everyMs) report();
+    },
+    Math.min(everyMs, 1000),
+  );
   timer.unref();
   return {
     update(done, doing) {

@@ -91,7 +91,13 @@ export async function runLoad(options: LoadOptions): Promise<LoadSummary> {
         // A constant path lets autocannon build the request once instead of once per request.
         requests: [
           nextFeature.constant === undefined
-            ? { method: 'GET', setupRequest: (request) => ({ ...request, path: `${prefix}${encodeURIComponent(nextFeature())}${suffix}` }) }
+            ? {
+                method: 'GET',
+                setupRequest: (request) => ({
+                  ...request,
+                  path: `${prefix}${encodeURIComponent(nextFeature())}${suffix}`,
+                }),
+              }
             : { method: 'GET', path: `${prefix}${encodeURIComponent(nextFeature.constant)}${suffix}` },
         ],
       },

@@ -22,7 +22,13 @@ export interface CachedDenial {
  * Only a denial whose release second is exact may be repeated: an early answer from the
  * cache would deny a request the store would allow.
  */
-export function rememberDenial(decision: Decision, cost: number, releaseSecond: number, nowMs: number, maxMs: number): CachedDenial | undefined {
+export function rememberDenial(
+  decision: Decision,
+  cost: number,
+  releaseSecond: number,
+  nowMs: number,
+  maxMs: number,
+): CachedDenial | undefined {
   const untilMs = Math.min(releaseSecond * 1000, nowMs + maxMs);
   return untilMs > nowMs ? { cost, decidedAtMs: nowMs, untilMs, releaseSecond, decision } : undefined;
 }
@@ -34,7 +40,10 @@ export function repeatDenial(cached: CachedDenial | undefined, cost: number, now
   const { decision, last } = cached;
   const retryAfter = secondsUntil(cached.releaseSecond, nowMs);
   // The same answer as the last repeat is the same object, so its HTTP form is built once a second.
-  if (last?.retryAfter === retryAfter && decision.limits.every((status, i) => last.limits[i]?.resetSeconds === countedDown(status.resetSeconds, elapsedMs))) {
+  if (
+    last?.retryAfter === retryAfter &&
+    decision.limits.every((status, i) => last.limits[i]?.resetSeconds === countedDown(status.resetSeconds, elapsedMs))
+  ) {
     return last;
   }
   const repeated: Decision = {

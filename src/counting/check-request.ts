@@ -23,7 +23,10 @@ export function eventPlan(plans: ReadonlyMap<string, EventPlan>, event: unknown)
   if (!plan) {
     const known = [...plans.keys()];
     const shown = known.slice(0, 10).join(', ') + (known.length > 10 ? ', …' : '');
-    throw new LimiterInputError('unknown_event', `unknown event ${JSON.stringify(event.slice(0, 64))}; known events: ${shown}`);
+    throw new LimiterInputError(
+      'unknown_event',
+      `unknown event ${JSON.stringify(event.slice(0, 64))}; known events: ${shown}`,
+    );
   }
   return plan;
 }
@@ -37,7 +40,10 @@ export function validFeature(feature: unknown): string {
   }
   const bytes = Buffer.byteLength(feature, 'utf8');
   if (bytes > MAX_FEATURE_BYTES) {
-    throw new LimiterInputError('feature_too_long', `feature is ${bytes} bytes; at most ${MAX_FEATURE_BYTES} are allowed`);
+    throw new LimiterInputError(
+      'feature_too_long',
+      `feature is ${bytes} bytes; at most ${MAX_FEATURE_BYTES} are allowed`,
+    );
   }
   return feature;
 }

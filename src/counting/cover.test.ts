@@ -9,7 +9,12 @@ const midnight = Date.UTC(2026, 10, 22) / 1000;
 /** Every bucket of the runs as [start, end) intervals, oldest first. */
 function intervals(runs: ReturnType<typeof slidingCover>): [number, number][] {
   return runs
-    .flatMap((run) => Array.from({ length: run.count }, (_, i): [number, number] => [run.start + i * run.size, run.start + (i + 1) * run.size]))
+    .flatMap((run) =>
+      Array.from({ length: run.count }, (_, i): [number, number] => [
+        run.start + i * run.size,
+        run.start + (i + 1) * run.size,
+      ]),
+    )
     .sort((a, b) => a[0] - b[0]);
 }
 

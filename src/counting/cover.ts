@@ -31,7 +31,12 @@ function ceilTo(value: number, size: number): number {
  * Levels must be coarsest first, each a multiple of the next. Runs come back coarsest
  * (newest) first.
  */
-export function slidingCover(now: number, window: number, levels: readonly number[], edge: Edge = 'whole'): BucketRun[] {
+export function slidingCover(
+  now: number,
+  window: number,
+  levels: readonly number[],
+  edge: Edge = 'whole',
+): BucketRun[] {
   const finest = levels[levels.length - 1];
   if (finest === undefined) throw new Error('slidingCover needs at least one level');
   const first = now - window + 1;

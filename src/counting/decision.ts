@@ -76,7 +76,8 @@ export function decide(limits: readonly LimitCounts[], { cost, nowMs, kind }: De
   let retryAfter = 0;
   excess.forEach((needed, i) => {
     const limit = limits[i];
-    if (limit && needed > 0) retryAfter = Math.max(retryAfter, secondsUntil(releaseOfFirst(limit, needed, 0, now), nowMs));
+    if (limit && needed > 0)
+      retryAfter = Math.max(retryAfter, secondsUntil(releaseOfFirst(limit, needed, 0, now), nowMs));
   });
   return { allowed, limits: statuses, retryAfter };
 }

@@ -33,7 +33,10 @@ describe('FeatureWindow', () => {
     expect(window.reads.keys[0]).toBe(MARKER);
     expect(window.currentKeys).toEqual([`p:{api:=x}:1:${S}`]);
     fillAll(window, 1);
-    expect(window.reads.keys).toEqual([MARKER, ...[S - 2, S - 1, S + 1, S + 2].map((start) => `p:{api:=x}:1:${start}`)]);
+    expect(window.reads.keys).toEqual([
+      MARKER,
+      ...[S - 2, S - 1, S + 1, S + 2].map((start) => `p:{api:=x}:1:${start}`),
+    ]);
   });
 
   it('carries settled counts into the next second, reading only the bucket that just settled', () => {
@@ -43,7 +46,10 @@ describe('FeatureWindow', () => {
 
     const next = new FeatureWindow(halfMinute, 'p:{api:=x}:', S + 1, 2, first);
     // Settled now: everything up to S − 2, of which S − 2 was live before and is unknown.
-    expect(next.reads.keys).toEqual([MARKER, ...[S - 1, S, S + 2, S + 3, S - 2].map((start) => `p:{api:=x}:1:${start}`)]);
+    expect(next.reads.keys).toEqual([
+      MARKER,
+      ...[S - 1, S, S + 2, S + 3, S - 2].map((start) => `p:{api:=x}:1:${start}`),
+    ]);
     const [counts] = next.fill(next.reads, [0, 10, 10, 0, 0, 7], [3], 0);
     const byStart = new Map(counts?.buckets.map((b) => [b.start, b.count]));
     expect(byStart.get(S - 28)).toBe(1); // carried over, not read
@@ -57,7 +63,10 @@ describe('FeatureWindow', () => {
     expect(window.reads.keys).toHaveLength(1 + 29);
     fillAll(window, 1);
     expect(window.reads.keys).toEqual([MARKER]);
-    expect(new FeatureWindow(halfMinute, 'p:{api:=x}:', S + 1, 0, window).reads.keys).toEqual([MARKER, `p:{api:=x}:1:${S}`]);
+    expect(new FeatureWindow(halfMinute, 'p:{api:=x}:', S + 1, 0, window).reads.keys).toEqual([
+      MARKER,
+      `p:{api:=x}:1:${S}`,
+    ]);
   });
 
   it('reads a day window’s previous hour only while it may still change, and the next only near its start', () => {
@@ -89,12 +98,22 @@ describe('FeatureWindow', () => {
     const window = new FeatureWindow(halfMinute, 'p:{api:=x}:', S, 2);
     fillAll(window, 1);
     const reads = window.reads;
-    const [limit] = window.fill(reads, reads.keys.map((_, i) => (i === 0 ? S - 10 : 1)), [0], 0);
+    const [limit] = window.fill(
+      reads,
+      reads.keys.map((_, i) => (i === 0 ? S - 10 : 1)),
+      [0],
+      0,
+    );
     // The bucket holding the reset second still counts: a reset deletes it in the store.
     const counted = limit?.buckets.filter((b) => b.count > 0).map((b) => b.start - S);
     expect(counted).toEqual([-10, -9, -8, -7, -6, -5, -4, -3, -2, -1, 1, 2]);
     const next = new FeatureWindow(halfMinute, 'p:{api:=x}:', S + 1, 2, window);
-    const [after] = next.fill(next.reads, next.reads.keys.map((_, i) => (i === 0 ? S - 10 : 1)), [0], 0);
+    const [after] = next.fill(
+      next.reads,
+      next.reads.keys.map((_, i) => (i === 0 ? S - 10 : 1)),
+      [0],
+      0,
+    );
     expect(after?.buckets.some((b) => b.start <= S - 11 && b.count > 0)).toBe(false);
   });
 

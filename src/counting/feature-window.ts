@@ -113,14 +113,21 @@ export class FeatureWindow {
     this.current = current;
     this.byStart = byStart;
     this.live = live;
-    this.reads = unknown.keys.length === 0 ? live : { keys: [...live.keys, ...unknown.keys], targets: [...live.targets, ...unknown.targets] };
+    this.reads =
+      unknown.keys.length === 0
+        ? live
+        : { keys: [...live.keys, ...unknown.keys], targets: [...live.targets, ...unknown.targets] };
     if (this.reads === live) this.sumSettled();
   }
 
   /** A check's increments of the current buckets; the same objects for the same cost, as stores only read them. */
   increments(cost: number): readonly CounterIncrement[] {
     if (this.lastIncrements[0]?.delta !== cost) {
-      this.lastIncrements = this.currentKeys.map((key, level) => ({ key, delta: cost, ttlSeconds: this.ttls[level] ?? 0 }));
+      this.lastIncrements = this.currentKeys.map((key, level) => ({
+        key,
+        delta: cost,
+        ttlSeconds: this.ttls[level] ?? 0,
+      }));
     }
     return this.lastIncrements;
   }
@@ -184,7 +191,8 @@ export class FeatureWindow {
   /** Sums each limit's settled buckets once, so decide() walks only the live ones. */
   private sumSettled(): void {
     for (const limit of this.limits) {
-      if (limit.settledLength > 0 && limit.settledLength < limit.buckets.length) limit.settled = settledPrefix(limit.buckets, limit.settledLength);
+      if (limit.settledLength > 0 && limit.settledLength < limit.buckets.length)
+        limit.settled = settledPrefix(limit.buckets, limit.settledLength);
     }
   }
 }

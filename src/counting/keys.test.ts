@@ -12,11 +12,24 @@ const longestKey = (feature: string): string =>
   bucketKey(counterKeyBase('memgate-prefix-of-32-characters', 'e'.repeat(64), feature), 3600, 99_999_999_999);
 
 describe('feature tags', () => {
-  it.each(['203.0.113.7', '2001:db8::1', 'alice+tag@example.com', 'user_42', 'x'.repeat(64)])('keeps %s readable', (feature) => {
-    expect(featureTag(feature)).toBe(`=${feature}`);
-  });
+  it.each(['203.0.113.7', '2001:db8::1', 'alice+tag@example.com', 'user_42', 'x'.repeat(64)])(
+    'keeps %s readable',
+    (feature) => {
+      expect(featureTag(feature)).toBe(`=${feature}`);
+    },
+  );
 
-  it.each(['with space', 'tab\there', 'nul\u0000', 'ünïcödé', '{brace}', 'x'.repeat(65), '名前', '\u{1F600}', 'a\r\nb'])('hashes %j', (feature) => {
+  it.each([
+    'with space',
+    'tab\there',
+    'nul\u0000',
+    'ünïcödé',
+    '{brace}',
+    'x'.repeat(65),
+    '名前',
+    '\u{1F600}',
+    'a\r\nb',
+  ])('hashes %j', (feature) => {
     expect(featureTag(feature)).toMatch(/^#[A-Za-z0-9_-]{22}$/);
   });
 
@@ -32,10 +45,14 @@ describe('feature tags', () => {
 
   it('gives distinct features distinct tags', () => {
     fc.assert(
-      fc.property(fc.string({ unit: 'binary', maxLength: 80 }), fc.string({ unit: 'binary', maxLength: 80 }), (a, b) => {
-        fc.pre(a !== b);
-        expect(featureTag(a)).not.toBe(featureTag(b));
-      }),
+      fc.property(
+        fc.string({ unit: 'binary', maxLength: 80 }),
+        fc.string({ unit: 'binary', maxLength: 80 }),
+        (a, b) => {
+          fc.pre(a !== b);
+          expect(featureTag(a)).not.toBe(featureTag(b));
+        },
+      ),
       { numRuns: 3000 },
     );
     // A readable feature can never equal a hashed one, even one that looks like a hash.

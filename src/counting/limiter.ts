@@ -82,14 +82,21 @@ export interface Limiter {
 }
 
 export function createLimiter(options: LimiterOptions): Limiter {
-  const policies = options.policies instanceof PolicySet ? options.policies : parsePolicies(options.policies, 'createLimiter({ policies })');
+  const policies =
+    options.policies instanceof PolicySet
+      ? options.policies
+      : parsePolicies(options.policies, 'createLimiter({ policies })');
   const plans = planEvents(policies);
   const { store, onRollbackError, onStoreUnavailable, onDecision } = options;
   // Time is the store's when it has a clock every instance reads (per server, so per
   // feature); the local clock otherwise; a driven clock when the caller gives one.
   const { now: drivenNow } = options;
   const { clock } = store;
-  const nowFor: (base: string) => number = drivenNow ? () => drivenNow() : clock ? (base) => clock.now(base) : () => Date.now();
+  const nowFor: (base: string) => number = drivenNow
+    ? () => drivenNow()
+    : clock
+      ? (base) => clock.now(base)
+      : () => Date.now();
   const keyPrefix = options.keyPrefix ?? DEFAULTS.keyPrefix;
   if (!KEY_PREFIX_PATTERN.test(keyPrefix)) {
     throw new Error(`key prefix ${JSON.stringify(keyPrefix)} must be 1 to 32 letters, digits, "_", "." or "-"`);
@@ -98,25 +105,39 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const maxDenialCacheMs = nonNegative('maxDenialCacheMs', options.maxDenialCacheMs, DEFAULTS.maxDenialCacheMs);
   // Counters no other instance shares cannot be changed by another clock.
   const skewSeconds = store.shared ? Math.ceil(maxClockSkewMs / 1000) : 0;
-  const features = new FeatureCache(keyPrefix, nonNegative('cacheBytes', options.cacheBytes, DEFAULTS.cacheMb * 2 ** 20), skewSeconds);
+  const features = new FeatureCache(
+    keyPrefix,
+    nonNegative('cacheBytes', options.cacheBytes, DEFAULTS.cacheMb * 2 ** 20),
+    skewSeconds,
+  );
 
   /**
    * The second by which enough cost has left every exceeded window, exact to each limit's
    * granularity: decide() alone can only say when a whole coarse bucket has left. Undefined
    * when the store fails now.
    */
-  async function exactReleaseSecond(counts: readonly LimitCounts[], base: string, cost: number, nowMs: number, resetAt: number): Promise<number | undefined> {
+  async function exactReleaseSecond(
+    counts: readonly LimitCounts[],
+    base: string,
+    cost: number,
+    nowMs: number,
+    resetAt: number,
+  ): Promise<number | undefined> {
     const second = Math.floor(nowMs / 1000);
     // Parts that ended by the feature's last reset count nothing, as in the window.
     const read = async (size: number, starts: readonly number[]) => {
-      const { read: values } = await store.incrementAndRead([], starts.map((start) => bucketKey(base, size, start)));
+      const { read: values } = await store.incrementAndRead(
+        [],
+        starts.map((start) => bucketKey(base, size, start)),
+      );
       return values.map((value, i) => ((starts[i] ?? 0) + size <= resetAt ? 0 : value));
     };
     try {
       let release = second + 1;
       for (const [i, excess] of excessOf(counts, cost, second).entries()) {
         const limit = counts[i];
-        if (limit && excess > 0) release = Math.max(release, await exactRelease(limit.plan, limit.buckets, excess, second, read));
+        if (limit && excess > 0)
+          release = Math.max(release, await exactRelease(limit.plan, limit.buckets, excess, second, read));
       }
       return release;
     } catch (error) {
@@ -143,14 +164,22 @@ export function createLimiter(options: LimiterOptions): Limiter {
   }
 
   /** A denial with its exact retryAfter, remembered while its answer cannot change. */
-  async function denial(decision: Decision, window: FeatureWindow, plan: EventPlan, state: FeatureState, cost: number, nowMs: number): Promise<Decision> {
+  async function denial(
+    decision: Decision,
+    window: FeatureWindow,
+    plan: EventPlan,
+    state: FeatureState,
+    cost: number,
+    nowMs: number,
+  ): Promise<Decision> {
     // The window's buckets are shared with concurrent checks of this feature: keep this check's counts.
     const own = window.limits.map(({ plan, buckets }) => ({ plan, buckets: buckets.map((bucket) => ({ ...bucket })) }));
     const release = await exactReleaseSecond(own, state.base, cost, nowMs, window.lastResetAt);
     if (release === undefined) return decision;
     const exact = { ...decision, retryAfter: secondsUntil(release, nowMs) };
     // A weighted edge's release time is only an upper bound: repeating it could deny too long.
-    if (plan.edge !== 'weighted' || plan.algorithm === 'fixed') state.denial = rememberDenial(exact, cost, release, nowMs, maxDenialCacheMs);
+    if (plan.edge !== 'weighted' || plan.algorithm === 'fixed')
+      state.denial = rememberDenial(exact, cost, release, nowMs, maxDenialCacheMs);
     return exact;
   }
 
@@ -173,8 +202,19 @@ export function createLimiter(options: LimiterOptions): Limiter {
       // Increment first, so concurrent checks on any instance see each other's cost.
       const increments = window.increments(cost);
       const reads = window.reads;
-      const how: HowDecided = { keysRead: reads.keys.length, settledMiss: window.readsSettled(reads), fromDeniedCache: false };
-      const answer = await ask(store.incrementAndRead(increments, reads.keys, plan.onStoreError === 'allow' ? ADMITTED_IF_UNANSWERED : REFUSED_IF_UNANSWERED), plan);
+      const how: HowDecided = {
+        keysRead: reads.keys.length,
+        settledMiss: window.readsSettled(reads),
+        fromDeniedCache: false,
+      };
+      const answer = await ask(
+        store.incrementAndRead(
+          increments,
+          reads.keys,
+          plan.onStoreError === 'allow' ? ADMITTED_IF_UNANSWERED : REFUSED_IF_UNANSWERED,
+        ),
+        plan,
+      );
       // The store cannot answer: the event's onStoreError rule decides.
       if (!answer) return observed(plan, 'check', degradedDecision(plan.onStoreError), how);
       const { incremented, read } = answer;
@@ -183,7 +223,9 @@ export function createLimiter(options: LimiterOptions): Limiter {
       const decision = decide(counts, { cost, nowMs, kind: 'check' });
       if (decision.allowed) return observed(plan, 'check', decision, how);
       // A denied request is not counted: take the increment back.
-      await store.decrement(increments.map(({ key }) => ({ key, delta: cost }))).catch((error: unknown) => onRollbackError?.(error));
+      await store
+        .decrement(increments.map(({ key }) => ({ key, delta: cost })))
+        .catch((error: unknown) => onRollbackError?.(error));
       return observed(plan, 'check', await denial(decision, window, plan, state, cost, nowMs), how);
     },
 
@@ -209,19 +251,29 @@ export function createLimiter(options: LimiterOptions): Limiter {
       const window = features.windowAt(state, plan, Math.floor(nowMs / 1000));
       const reads = window.reads;
       const keys = [...reads.keys, ...window.currentKeys];
-      const how: HowDecided = { keysRead: keys.length, settledMiss: window.readsSettled(reads), fromDeniedCache: false };
+      const how: HowDecided = {
+        keysRead: keys.length,
+        settledMiss: window.readsSettled(reads),
+        fromDeniedCache: false,
+      };
       const answer = await ask(store.incrementAndRead([], keys), plan);
       if (!answer) return observed(plan, 'peek', degradedDecision(plan.onStoreError), how);
       const { read } = answer;
       const counts = window.fill(reads, read, read.slice(reads.keys.length), 0);
       const decision = decide(counts, { cost, nowMs, kind: 'peek' });
-      return observed(plan, 'peek', decision.allowed ? decision : await denial(decision, window, plan, state, cost, nowMs), how);
+      return observed(
+        plan,
+        'peek',
+        decision.allowed ? decision : await denial(decision, window, plan, state, cost, nowMs),
+        how,
+      );
     },
   };
 }
 
 function nonNegative(name: string, value: number | undefined, fallback: number): number {
   if (value === undefined) return fallback;
-  if (!Number.isSafeInteger(value) || value < 0) throw new Error(`${name} must be a whole number ≥ 0 (got ${String(value)})`);
+  if (!Number.isSafeInteger(value) || value < 0)
+    throw new Error(`${name} must be a whole number ≥ 0 (got ${String(value)})`);
   return value;
 }

@@ -6,7 +6,14 @@ const plan = (events: object) => planEvents(parsePolicies({ events }, 'test.yaml
 
 describe('planEvents', () => {
   it('shares bucket levels between an event’s limits, each kept as long as its longest reader needs', () => {
-    const login = plan({ login: { limits: [{ limit: 5, window: '1m' }, { limit: 100, window: '1d' }] } }).get('login');
+    const login = plan({
+      login: {
+        limits: [
+          { limit: 5, window: '1m' },
+          { limit: 100, window: '1d' },
+        ],
+      },
+    }).get('login');
     expect(login?.levels).toEqual([
       { size: 3600, ttlSeconds: 86_400 + 3600 + TTL_MARGIN_SECONDS },
       { size: 60, ttlSeconds: 86_400 + 60 + TTL_MARGIN_SECONDS },

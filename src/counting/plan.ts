@@ -1,5 +1,12 @@
 import { formatDuration } from '../config/duration.js';
-import { PolicyError, type Algorithm, type Edge, type LimitPolicy, type OnStoreError, type PolicySet } from '../config/policies.js';
+import {
+  PolicyError,
+  type Algorithm,
+  type Edge,
+  type LimitPolicy,
+  type OnStoreError,
+  type PolicySet,
+} from '../config/policies.js';
 import { bucketCount, bucketStart, type BucketRun } from './buckets.js';
 import { edgeWeight, fixedCover, slidingCover, slidingLevels } from './cover.js';
 
@@ -83,7 +90,8 @@ export function planLimit(policy: LimitPolicy, algorithm: Algorithm, edge: Edge 
     levels,
     cover,
     oldestWeight: edge === 'weighted' ? (now) => edgeWeight(now, window, granularity) : () => 1,
-    releaseAt: (start, size, now) => bucketStart(Math.min(start + size - 1, now), granularity) + lastCountedOffset + window,
+    releaseAt: (start, size, now) =>
+      bucketStart(Math.min(start + size - 1, now), granularity) + lastCountedOffset + window,
     retention: (size) => window + size,
     keysPerCheck: measureKeysPerCheck(cover, levels[0] ?? window),
   };

@@ -23,7 +23,9 @@ function eventSizing(plan: EventPlan) {
       ...limit.policy,
       bucketSizes: limit.levels,
       keysPerCheck: limit.keysPerCheck,
-      itemsPerFeature: itemsPerFeature(limit.levels.map((size) => ({ size, ttlSeconds: limit.retention(size) + TTL_MARGIN_SECONDS }))),
+      itemsPerFeature: itemsPerFeature(
+        limit.levels.map((size) => ({ size, ttlSeconds: limit.retention(size) + TTL_MARGIN_SECONDS })),
+      ),
     })),
   };
 }

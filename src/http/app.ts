@@ -32,7 +32,15 @@ export interface AppOptions {
 }
 
 /** The HTTP face of a limiter. Builds the app without listening, so tests can inject. */
-export function buildApp({ limiter, store, logger, admin, metrics, maxEventLoopDelayMs = DEFAULTS.maxEventLoopDelayMs, drain = createDrain() }: AppOptions): FastifyInstance {
+export function buildApp({
+  limiter,
+  store,
+  logger,
+  admin,
+  metrics,
+  maxEventLoopDelayMs = DEFAULTS.maxEventLoopDelayMs,
+  drain = createDrain(),
+}: AppOptions): FastifyInstance {
   // memgate logs through its own logger, never fastify's: given one, fastify makes a child
   // logger and listens for the end of every response, to log requests memgate does not
   // log (a third of what a repeated denial costs beyond an empty route).
@@ -84,7 +92,12 @@ export function buildApp({ limiter, store, logger, admin, metrics, maxEventLoopD
           void reply
             .code(503)
             .header('retry-after', '1')
-            .send(errorBody('overloaded', `memgate is overloaded (event loop ${Math.round(value ?? 0)} ms behind); retry shortly`));
+            .send(
+              errorBody(
+                'overloaded',
+                `memgate is overloaded (event loop ${Math.round(value ?? 0)} ms behind); retry shortly`,
+              ),
+            );
         },
       });
     }

@@ -113,7 +113,11 @@ export function createDrain(): Drain {
 }
 
 /** Resolves right after a poll phase, once no connection has been accepted for `quietMs`, or after `maxWaitMs`. */
-async function untilQuiet(server: Server, quietMs: number, maxWaitMs: number): Promise<{ waitedMs: number; quiet: boolean }> {
+async function untilQuiet(
+  server: Server,
+  quietMs: number,
+  maxWaitMs: number,
+): Promise<{ waitedMs: number; quiet: boolean }> {
   const started = performance.now();
   let last = started;
   const accepted = () => (last = performance.now());
@@ -124,7 +128,8 @@ async function untilQuiet(server: Server, quietMs: number, maxWaitMs: number): P
       await afterPoll();
       const now = performance.now();
       const quietFor = now - last;
-      if (quietFor >= quietMs || now - started >= maxWaitMs) return { waitedMs: Math.round(now - started), quiet: quietFor >= quietMs };
+      if (quietFor >= quietMs || now - started >= maxWaitMs)
+        return { waitedMs: Math.round(now - started), quiet: quietFor >= quietMs };
       await sleep(Math.min(quietMs - quietFor, maxWaitMs - (now - started)));
     }
   } finally {

@@ -29,7 +29,11 @@ const FRAMEWORK_ERRORS: Record<string, ErrorCode> = {
 };
 
 /** Error codes of the limiter for each request field, so HTTP and the library agree. */
-const FIELD_CODES: Record<string, InputErrorCode> = { event: 'invalid_event', feature: 'invalid_feature', cost: 'invalid_cost' };
+const FIELD_CODES: Record<string, InputErrorCode> = {
+  event: 'invalid_event',
+  feature: 'invalid_feature',
+  cost: 'invalid_cost',
+};
 
 /**
  * Every error becomes `{ error: { code, message } }`: a 4xx for what the client sent,
@@ -42,7 +46,12 @@ export function createErrorHandler(log: FastifyBaseLogger): ErrorHandler {
   return (error, request, reply) => handleError(error, request, reply, log);
 }
 
-function handleError(error: FastifyError, request: FastifyRequest, reply: FastifyReply, log: FastifyBaseLogger): FastifyReply {
+function handleError(
+  error: FastifyError,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  log: FastifyBaseLogger,
+): FastifyReply {
   if (error instanceof LimiterInputError) {
     return sendError(reply, error.code, error.message);
   }

@@ -24,7 +24,10 @@ export const decisionExamples = {
   },
   allowedCost: {
     summary: 'Allowed: cost 3 of url_shorten, 97 left this minute',
-    value: { allowed: true, limits: [{ name: 'url_shorten-1m', limit: 100, window: 60, remaining: 97, resetSeconds: 60 }] },
+    value: {
+      allowed: true,
+      limits: [{ name: 'url_shorten-1m', limit: 100, window: 60, remaining: 97, resetSeconds: 60 }],
+    },
   },
   degradedAllowed: {
     summary: 'Allowed without counting: Memcached did not answer and url_shorten has onStoreError: allow',
@@ -80,8 +83,14 @@ export const inputErrorExamples = {
   },
   emptyEvent: { summary: 'An empty event', value: error('invalid_event', 'event must be a non-empty string') },
   emptyFeature: { summary: 'An empty feature', value: error('invalid_feature', 'feature must be a non-empty string') },
-  featureTooLong: { summary: 'A feature over 1024 UTF-8 bytes', value: error('feature_too_long', 'feature is 1100 bytes; at most 1024 are allowed') },
-  invalidCost: { summary: 'A cost that is not a positive integer', value: error('invalid_cost', 'cost must be a positive integer') },
+  featureTooLong: {
+    summary: 'A feature over 1024 UTF-8 bytes',
+    value: error('feature_too_long', 'feature is 1100 bytes; at most 1024 are allowed'),
+  },
+  invalidCost: {
+    summary: 'A cost that is not a positive integer',
+    value: error('invalid_cost', 'cost must be a positive integer'),
+  },
   costExceedsLimit: {
     summary: 'A cost no limit of the event could ever admit',
     value: error('cost_exceeds_limit', 'cost 6 exceeds the limit 5 of login-1m; such a request could never be allowed'),
@@ -90,13 +99,25 @@ export const inputErrorExamples = {
 
 export const queryErrorExamples = {
   missingFeature: { summary: 'No feature', value: error('invalid_feature', 'feature is required in the query string') },
-  unknownField: { summary: 'A field memgate does not know', value: error('invalid_request', 'unknown field "user" in the query string; expected event, feature and cost') },
+  unknownField: {
+    summary: 'A field memgate does not know',
+    value: error('invalid_request', 'unknown field "user" in the query string; expected event, feature and cost'),
+  },
 } satisfies Record<string, Example>;
 
 export const bodyErrorExamples = {
-  invalidJson: { summary: 'A body that is not JSON', value: error('invalid_json', "Body is not valid JSON but content-type is set to 'application/json'") },
-  notAnObject: { summary: 'A JSON body that is not an object', value: error('invalid_request', 'the JSON body must be a JSON object') },
-  featureNotString: { summary: 'A feature that is not a string', value: error('invalid_feature', 'feature must be a string') },
+  invalidJson: {
+    summary: 'A body that is not JSON',
+    value: error('invalid_json', "Body is not valid JSON but content-type is set to 'application/json'"),
+  },
+  notAnObject: {
+    summary: 'A JSON body that is not an object',
+    value: error('invalid_request', 'the JSON body must be a JSON object'),
+  },
+  featureNotString: {
+    summary: 'A feature that is not a string',
+    value: error('invalid_feature', 'feature must be a string'),
+  },
   missingFeature: { summary: 'No feature', value: error('invalid_feature', 'feature is required in the JSON body') },
 } satisfies Record<string, Example>;
 
@@ -105,7 +126,10 @@ export const payloadTooLargeExample = {
 } satisfies Record<string, Example>;
 
 export const unsupportedMediaTypeExample = {
-  unsupportedMediaType: { summary: 'A body that is not application/json', value: error('unsupported_media_type', 'Unsupported Media Type') },
+  unsupportedMediaType: {
+    summary: 'A body that is not application/json',
+    value: error('unsupported_media_type', 'Unsupported Media Type'),
+  },
 } satisfies Record<string, Example>;
 
 export const overloadedExample = {
@@ -116,19 +140,40 @@ export const overloadedExample = {
 } satisfies Record<string, Example>;
 
 export const gatewayErrorExamples = {
-  missingUri: { summary: 'The gateway sent no URI header', value: error('invalid_uri', 'the gateway sent no x-original-uri header') },
-  uriTwice: { summary: 'The URI header sent twice', value: error('invalid_uri', 'the x-original-uri header was sent more than once') },
-  badEncoding: { summary: 'A path that is not valid percent-encoding', value: error('invalid_uri', 'the path is not valid percent-encoding') },
+  missingUri: {
+    summary: 'The gateway sent no URI header',
+    value: error('invalid_uri', 'the gateway sent no x-original-uri header'),
+  },
+  uriTwice: {
+    summary: 'The URI header sent twice',
+    value: error('invalid_uri', 'the x-original-uri header was sent more than once'),
+  },
+  badEncoding: {
+    summary: 'A path that is not valid percent-encoding',
+    value: error('invalid_uri', 'the path is not valid percent-encoding'),
+  },
   ambiguous: {
     summary: 'A path upstream servers read as different routes (/api/..;/login)',
-    value: error('ambiguous_uri', 'servers read this path as different routes (an encoded slash or backslash, a ;parameter, or // before ..); refused rather than guessed'),
+    value: error(
+      'ambiguous_uri',
+      'servers read this path as different routes (an encoded slash or backslash, a ;parameter, or // before ..); refused rather than guessed',
+    ),
   },
-  clientNotAnIp: { summary: 'X-Forwarded-For names no IP address', value: error('invalid_feature', 'the client address in X-Forwarded-For is not an IP address') },
-  unmatchedPath: { summary: 'No route matches the path and gateway.unmatched is deny', value: error('unmatched_path', 'no route matches this path, and gateway.unmatched is deny') },
+  clientNotAnIp: {
+    summary: 'X-Forwarded-For names no IP address',
+    value: error('invalid_feature', 'the client address in X-Forwarded-For is not an IP address'),
+  },
+  unmatchedPath: {
+    summary: 'No route matches the path and gateway.unmatched is deny',
+    value: error('unmatched_path', 'no route matches this path, and gateway.unmatched is deny'),
+  },
 } satisfies Record<string, Example>;
 
 export const gatewayOffExample = {
-  gatewayOff: { summary: 'The policy file has no gateway section', value: error('not_found', 'the policy file has no gateway section, so /gate is off') },
+  gatewayOff: {
+    summary: 'The policy file has no gateway section',
+    value: error('not_found', 'the policy file has no gateway section, so /gate is off'),
+  },
 } satisfies Record<string, Example>;
 
 export const healthExamples = {
@@ -138,7 +183,12 @@ export const healthExamples = {
 export const readinessExamples = {
   readyMemcached: {
     summary: 'Every Memcached server answers',
-    value: { status: 'ready', store: 'memcached', clockOffsetMs: -115, servers: [{ server: '127.0.0.1:21311', up: true, evictions: 0, clockOffsetMs: -115 }] },
+    value: {
+      status: 'ready',
+      store: 'memcached',
+      clockOffsetMs: -115,
+      servers: [{ server: '127.0.0.1:21311', up: true, evictions: 0, clockOffsetMs: -115 }],
+    },
   },
   readyEmbedded: {
     summary: 'The embedded store (no MEMCACHED_SERVERS)',
@@ -149,13 +199,26 @@ export const readinessExamples = {
     value: {
       status: 'unavailable',
       store: 'memcached',
-      servers: [{ server: '127.0.0.1:21311', up: false, error: 'memcached 127.0.0.1:21311 is down (connect ECONNREFUSED 127.0.0.1:21311)' }],
-      ...error('store_unavailable', '127.0.0.1:21311: memcached 127.0.0.1:21311 is down (connect ECONNREFUSED 127.0.0.1:21311)'),
+      servers: [
+        {
+          server: '127.0.0.1:21311',
+          up: false,
+          error: 'memcached 127.0.0.1:21311 is down (connect ECONNREFUSED 127.0.0.1:21311)',
+        },
+      ],
+      ...error(
+        'store_unavailable',
+        '127.0.0.1:21311: memcached 127.0.0.1:21311 is down (connect ECONNREFUSED 127.0.0.1:21311)',
+      ),
     },
   },
   draining: {
     summary: 'The instance is shutting down',
-    value: { status: 'draining', store: 'memcached', ...error('draining', 'memgate is shutting down: send requests to another instance') },
+    value: {
+      status: 'draining',
+      store: 'memcached',
+      ...error('draining', 'memgate is shutting down: send requests to another instance'),
+    },
   },
 } satisfies Record<string, Example>;
 
@@ -174,8 +237,24 @@ export const policiesExamples = {
           keysPerCheck: { max: 202 },
           itemsPerFeature: 87874,
           limits: [
-            { name: 'login-1m', limit: 5, window: 60, granularity: 1, bucketSizes: [60, 1], keysPerCheck: { max: 60, mean: 30.5 }, itemsPerFeature: 68 },
-            { name: 'login-1d', limit: 100, window: 86400, granularity: 1, bucketSizes: [3600, 60, 1], keysPerCheck: { max: 142, mean: 83 }, itemsPerFeature: 87874 },
+            {
+              name: 'login-1m',
+              limit: 5,
+              window: 60,
+              granularity: 1,
+              bucketSizes: [60, 1],
+              keysPerCheck: { max: 60, mean: 30.5 },
+              itemsPerFeature: 68,
+            },
+            {
+              name: 'login-1d',
+              limit: 100,
+              window: 86400,
+              granularity: 1,
+              bucketSizes: [3600, 60, 1],
+              keysPerCheck: { max: 142, mean: 83 },
+              itemsPerFeature: 87874,
+            },
           ],
         },
         {
@@ -186,7 +265,17 @@ export const policiesExamples = {
           incrementsPerCheck: 2,
           keysPerCheck: { max: 60 },
           itemsPerFeature: 68,
-          limits: [{ name: 'url_shorten-1m', limit: 100, window: 60, granularity: 1, bucketSizes: [60, 1], keysPerCheck: { max: 60, mean: 30.5 }, itemsPerFeature: 68 }],
+          limits: [
+            {
+              name: 'url_shorten-1m',
+              limit: 100,
+              window: 60,
+              granularity: 1,
+              bucketSizes: [60, 1],
+              keysPerCheck: { max: 60, mean: 30.5 },
+              itemsPerFeature: 68,
+            },
+          ],
         },
       ],
     },
@@ -204,7 +293,10 @@ export const metricsExample = [
 
 export const adminExamples = {
   reset: { summary: 'The counts of 203.0.113.7 for login are forgotten', value: { reset: true, event: 'login' } },
-  reloaded: { summary: 'The policy file was read again', value: { reloaded: true, source: 'docs/api-policies.yaml', events: ['login', 'url_shorten'] } },
+  reloaded: {
+    summary: 'The policy file was read again',
+    value: { reloaded: true, source: 'docs/api-policies.yaml', events: ['login', 'url_shorten'] },
+  },
   invalidPolicies: {
     summary: 'The policy file on disk is invalid: the policies in use stay',
     value: error(
@@ -212,10 +304,16 @@ export const adminExamples = {
       'invalid policies in docs/api-policies.yaml:\n  - event "login", field limits[0].window: must be a positive whole duration like 30s, 5m, 1h, 1d or a number of seconds (got "1w"); the policies in use are unchanged',
     ),
   },
-  unauthorized: { summary: 'No token, or the wrong one', value: error('unauthorized', 'an admin request needs Authorization: Bearer <MEMGATE_ADMIN_TOKEN>') },
+  unauthorized: {
+    summary: 'No token, or the wrong one',
+    value: error('unauthorized', 'an admin request needs Authorization: Bearer <MEMGATE_ADMIN_TOKEN>'),
+  },
   tooManyFailures: {
     summary: 'This address gave a wrong token 10 times within 60 s',
     value: error('too_many_failures', 'too many failed admin authentications from this address; retry in 56 s'),
   },
-  storeUnavailable: { summary: 'Memcached did not answer in time', value: error('store_unavailable', 'memcached 127.0.0.1:21311 did not answer within 250 ms') },
+  storeUnavailable: {
+    summary: 'Memcached did not answer in time',
+    value: error('store_unavailable', 'memcached 127.0.0.1:21311 did not answer within 250 ms'),
+  },
 } satisfies Record<string, Example>;

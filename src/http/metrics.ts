@@ -9,7 +9,11 @@ export interface Metrics {
   /** For LimiterOptions.onDecision. */
   readonly onDecision: (observed: ObservedDecision) => void;
   /** For MemcachedStoreOptions.onOperation. */
-  readonly onOperation: (operation: StoreOperation, seconds: number, outcome: 'ok' | 'unavailable' | 'overloaded') => void;
+  readonly onOperation: (
+    operation: StoreOperation,
+    seconds: number,
+    outcome: 'ok' | 'unavailable' | 'overloaded',
+  ) => void;
   /** For MemcachedStoreOptions.onClockSync: a server's clock minus this host's. */
   readonly onClockOffset: (server: string, offsetMs: number) => void;
   /** For MemcachedStoreOptions.onUndo: increments taken back after their check was decided without the store. */
@@ -42,7 +46,8 @@ export function createMetrics(): Metrics {
       this.reset();
       for (const [event, kinds] of decisionCounts) {
         for (const kind of KINDS) {
-          for (const outcome of OUTCOMES) if (kinds[kind][outcome] > 0) this.inc({ event, kind, outcome }, kinds[kind][outcome]);
+          for (const outcome of OUTCOMES)
+            if (kinds[kind][outcome] > 0) this.inc({ event, kind, outcome }, kinds[kind][outcome]);
         }
       }
     },
@@ -101,7 +106,7 @@ export function createMetrics(): Metrics {
   let cacheUsage: () => CacheUsage = () => ({ features: 0, bytes: 0 });
   new Gauge({
     name: 'memgate_local_cache_bytes',
-    help: "Memory the local caches (settled counts, denials) hold by their estimate, within MEMGATE_CACHE_MB",
+    help: 'Memory the local caches (settled counts, denials) hold by their estimate, within MEMGATE_CACHE_MB',
     registers: [registry],
     collect() {
       this.set(cacheUsage().bytes);
@@ -127,7 +132,13 @@ export function createMetrics(): Metrics {
       undone.inc(count);
     },
     onDecision({ event, kind, decision, fromDeniedCache, keysRead: keys, settledMiss }) {
-      const outcome = decision.degraded ? (decision.allowed ? 'degraded_allowed' : 'degraded_denied') : decision.allowed ? 'allowed' : 'denied';
+      const outcome = decision.degraded
+        ? decision.allowed
+          ? 'degraded_allowed'
+          : 'degraded_denied'
+        : decision.allowed
+          ? 'allowed'
+          : 'denied';
       countsOf(event)[kind][outcome]++;
       if (fromDeniedCache) {
         cacheCounts.denialHit++;

@@ -30,14 +30,21 @@ interface Operation {
 function openApiOperationsOnly(item: PathItem): PathItem {
   const kept: PathItem = {};
   for (const method of OPENAPI_METHODS) {
-    if (item[method] !== undefined) kept[method] = method === 'head' ? withoutBodies(item[method] as Operation) : item[method];
+    if (item[method] !== undefined)
+      kept[method] = method === 'head' ? withoutBodies(item[method] as Operation) : item[method];
   }
   return kept;
 }
 
 function withoutBodies(operation: Operation): Operation {
-  const bodiless = (response: object) => Object.fromEntries(Object.entries(response).filter(([field]) => field !== 'content'));
-  return { ...operation, responses: Object.fromEntries(Object.entries(operation.responses ?? {}).map(([status, response]) => [status, bodiless(response)])) };
+  const bodiless = (response: object) =>
+    Object.fromEntries(Object.entries(response).filter(([field]) => field !== 'content'));
+  return {
+    ...operation,
+    responses: Object.fromEntries(
+      Object.entries(operation.responses ?? {}).map(([status, response]) => [status, bodiless(response)]),
+    ),
+  };
 }
 
 export const openapiOptions: FastifyDynamicSwaggerOptions = {
@@ -45,19 +52,30 @@ export const openapiOptions: FastifyDynamicSwaggerOptions = {
     openapi: '3.0.3',
     info: { title: 'memgate', version: VERSION, description: DESCRIPTION },
     tags: [
-      { name: 'decisions', description: 'May this client do this now? `/check` decides and counts; `/peek` gives the same decision and counts nothing' },
-      { name: 'gateway', description: 'For API gateways: nginx `auth_request`, Traefik ForwardAuth, Envoy `ext_authz`' },
+      {
+        name: 'decisions',
+        description:
+          'May this client do this now? `/check` decides and counts; `/peek` gives the same decision and counts nothing',
+      },
+      {
+        name: 'gateway',
+        description: 'For API gateways: nginx `auth_request`, Traefik ForwardAuth, Envoy `ext_authz`',
+      },
       { name: 'operations', description: 'Liveness, readiness, the loaded policies, metrics' },
       { name: 'admin', description: 'Only when `MEMGATE_ADMIN_TOKEN` is set, with that token as a bearer token' },
     ],
     components: {
-      securitySchemes: { adminToken: { type: 'http', scheme: 'bearer', description: 'The value of `MEMGATE_ADMIN_TOKEN`' } },
+      securitySchemes: {
+        adminToken: { type: 'http', scheme: 'bearer', description: 'The value of `MEMGATE_ADMIN_TOKEN`' },
+      },
     },
   },
   transformObject: (document) => {
     if (!('openapiObject' in document)) return document.swaggerObject;
     const { openapiObject } = document;
-    const paths = Object.fromEntries(Object.entries(openapiObject.paths ?? {}).map(([path, item]) => [path, openApiOperationsOnly(item as PathItem)]));
+    const paths = Object.fromEntries(
+      Object.entries(openapiObject.paths ?? {}).map(([path, item]) => [path, openApiOperationsOnly(item as PathItem)]),
+    );
     return { ...openapiObject, paths };
   },
 };

@@ -26,7 +26,9 @@ export function rateLimitHeaders(decision: Decision, policy?: string): Record<st
  * policies are loaded, so it is built once per event and loaded policy set (an admin may
  * reload them).
  */
-export function rateLimitHeaderWriter(limiter: Pick<Limiter, 'policies'>): (reply: FastifyReply, event: string, decision: Decision) => void {
+export function rateLimitHeaderWriter(
+  limiter: Pick<Limiter, 'policies'>,
+): (reply: FastifyReply, event: string, decision: Decision) => void {
   const byPolicies = new WeakMap<object, Map<string, string>>();
   // A decision repeated as the same object (a denial from memory) has the same headers.
   const byDecision = new WeakMap<Decision, Record<string, string>>();
@@ -36,7 +38,8 @@ export function rateLimitHeaderWriter(limiter: Pick<Limiter, 'policies'>): (repl
       let policies = byPolicies.get(limiter.policies);
       if (!policies) byPolicies.set(limiter.policies, (policies = new Map<string, string>()));
       let policy = policies.get(event);
-      if (policy === undefined && decision.limits.length > 0) policies.set(event, (policy = policyHeader(decision.limits)));
+      if (policy === undefined && decision.limits.length > 0)
+        policies.set(event, (policy = policyHeader(decision.limits)));
       headers = rateLimitHeaders(decision, policy);
       if (!decision.allowed) byDecision.set(decision, headers);
     }

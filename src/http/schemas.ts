@@ -29,7 +29,11 @@ import {
 // Shapes
 
 const event = { type: 'string', description: 'An event of the policy file, e.g. login', examples: ['login'] } as const;
-const feature = { type: 'string', description: 'Who is doing it: an IP, a user id, an e-mail; up to 1024 UTF-8 bytes', examples: ['203.0.113.7'] } as const;
+const feature = {
+  type: 'string',
+  description: 'Who is doing it: an IP, a user id, an e-mail; up to 1024 UTF-8 bytes',
+  examples: ['203.0.113.7'],
+} as const;
 
 export const checkQuerystring = {
   type: 'object',
@@ -92,13 +96,22 @@ export const decisionResponse = {
           name: { type: 'string' },
           limit: { type: 'integer', description: 'most cost admitted per window' },
           window: { type: 'integer', description: 'seconds' },
-          remaining: { type: 'integer', description: 'cost still admissible now (after this check counted, if it did)' },
+          remaining: {
+            type: 'integer',
+            description: 'cost still admissible now (after this check counted, if it did)',
+          },
           resetSeconds: { type: 'integer', description: 'seconds until some counted cost leaves the window' },
         },
       },
     },
-    retryAfter: { type: 'integer', description: 'seconds until this request would be allowed, if nothing else arrives; only on a deny' },
-    degraded: { type: 'boolean', description: "true when the store could not answer and the event's onStoreError rule decided" },
+    retryAfter: {
+      type: 'integer',
+      description: 'seconds until this request would be allowed, if nothing else arrives; only on a deny',
+    },
+    degraded: {
+      type: 'boolean',
+      description: "true when the store could not answer and the event's onStoreError rule decided",
+    },
   },
 } as const;
 
@@ -117,7 +130,8 @@ export const readinessResponse = {
     store: { type: 'string', description: 'memcached or embedded' },
     clockOffsetMs: {
       type: 'integer',
-      description: "the store's clock, which memgate counts by, minus this host's, in milliseconds (the servers' median; 0 for the embedded store)",
+      description:
+        "the store's clock, which memgate counts by, minus this host's, in milliseconds (the servers' median; 0 for the embedded store)",
     },
     servers: {
       type: 'array',
@@ -128,8 +142,14 @@ export const readinessResponse = {
           server: { type: 'string' },
           up: { type: 'boolean' },
           error: { type: 'string' },
-          evictions: { type: 'integer', description: 'items evicted since the server started: raise its memory if this grows' },
-          clockOffsetMs: { type: 'integer', description: "this server's clock minus this host's, in milliseconds, as last measured" },
+          evictions: {
+            type: 'integer',
+            description: 'items evicted since the server started: raise its memory if this grows',
+          },
+          clockOffsetMs: {
+            type: 'integer',
+            description: "this server's clock minus this host's, in milliseconds, as last measured",
+          },
         },
       },
     },
@@ -198,7 +218,11 @@ export const resetResponse = {
 export const reloadResponse = {
   type: 'object',
   required: ['reloaded', 'source', 'events'],
-  properties: { reloaded: { type: 'boolean' }, source: { type: 'string' }, events: { type: 'array', items: { type: 'string' } } },
+  properties: {
+    reloaded: { type: 'boolean' },
+    source: { type: 'string' },
+    events: { type: 'array', items: { type: 'string' } },
+  },
 } as const;
 
 // ---------------------------------------------------------------------------------------
@@ -210,30 +234,45 @@ interface HeaderDoc {
 }
 
 /** An answer of a route: its shape, what it means, real examples, and the headers it carries. */
-function answer<S extends object>(shape: S, description: string, examples: Record<string, Example>, headers?: Record<string, HeaderDoc>) {
+function answer<S extends object>(
+  shape: S,
+  description: string,
+  examples: Record<string, Example>,
+  headers?: Record<string, HeaderDoc>,
+) {
   return { ...shape, 'x-response-description': description, 'x-examples': examples, ...(headers ? { headers } : {}) };
 }
 
 const RATE_LIMIT_HEADERS = {
   'RateLimit-Policy': {
     type: 'string',
-    description: 'Every limit of the event (IETF httpapi RateLimit headers draft): `"login-1m";q=5;w=60, "login-1d";q=100;w=86400`. Absent when `limits` is empty',
+    description:
+      'Every limit of the event (IETF httpapi RateLimit headers draft): `"login-1m";q=5;w=60, "login-1d";q=100;w=86400`. Absent when `limits` is empty',
   },
   RateLimit: {
     type: 'string',
-    description: 'The limit closest to exhaustion, with what remains and when counted cost next leaves it: `"login-1m";r=0;t=60`. Absent when `limits` is empty',
+    description:
+      'The limit closest to exhaustion, with what remains and when counted cost next leaves it: `"login-1m";r=0;t=60`. Absent when `limits` is empty',
   },
 } as const satisfies Record<string, HeaderDoc>;
 
 const DENIAL_HEADERS = {
   ...RATE_LIMIT_HEADERS,
-  'Retry-After': { type: 'integer', description: 'Seconds until this request would be allowed, if nothing else arrives: the body’s `retryAfter`' },
+  'Retry-After': {
+    type: 'integer',
+    description: 'Seconds until this request would be allowed, if nothing else arrives: the body’s `retryAfter`',
+  },
 } as const satisfies Record<string, HeaderDoc>;
 
-const RETRY_SOON = { 'Retry-After': { type: 'integer', description: '1: try again in a second' } } as const satisfies Record<string, HeaderDoc>;
+const RETRY_SOON = {
+  'Retry-After': { type: 'integer', description: '1: try again in a second' },
+} as const satisfies Record<string, HeaderDoc>;
 
 const GATEWAY_ERROR_HEADER = {
-  'memgate-error': { type: 'string', description: 'The error code again, for gateways that cannot read a body (nginx)' },
+  'memgate-error': {
+    type: 'string',
+    description: 'The error code again, for gateways that cannot read a body (nginx)',
+  },
 } as const satisfies Record<string, HeaderDoc>;
 
 const overloaded = answer(
@@ -249,9 +288,14 @@ type Via = 'query' | 'body';
 function decisionAnswers(route: '/check' | '/peek', via: Via) {
   const { allowed, allowedCost, degradedAllowed, denied, degradedDenied, peekUntouched, peekDenied } = decisionExamples;
   const check = route === '/check';
-  const admitted = check ? { allowed, ...(via === 'body' ? { allowedCost } : {}), degradedAllowed } : { peekUntouched, degradedAllowed };
+  const admitted = check
+    ? { allowed, ...(via === 'body' ? { allowedCost } : {}), degradedAllowed }
+    : { peekUntouched, degradedAllowed };
   const refused = check ? { denied, degradedDenied } : { peekDenied, degradedDenied };
-  const badInput = via === 'query' ? { ...inputErrorExamples, ...queryErrorExamples } : { ...inputErrorExamples, ...bodyErrorExamples };
+  const badInput =
+    via === 'query'
+      ? { ...inputErrorExamples, ...queryErrorExamples }
+      : { ...inputErrorExamples, ...bodyErrorExamples };
   return {
     200: answer(
       decisionResponse,
@@ -265,11 +309,19 @@ function decisionAnswers(route: '/check' | '/peek', via: Via) {
       refused,
       DENIAL_HEADERS,
     ),
-    400: answer(errorResponse, 'The request is not one memgate can decide (see the examples); nothing was counted', badInput),
+    400: answer(
+      errorResponse,
+      'The request is not one memgate can decide (see the examples); nothing was counted',
+      badInput,
+    ),
     ...(via === 'body'
       ? {
           413: answer(errorResponse, '`payload_too_large`: the body is over 16 KB', payloadTooLargeExample),
-          415: answer(errorResponse, '`unsupported_media_type`: the body is not `application/json`', unsupportedMediaTypeExample),
+          415: answer(
+            errorResponse,
+            '`unsupported_media_type`: the body is not `application/json`',
+            unsupportedMediaTypeExample,
+          ),
         }
       : {}),
     503: overloaded,
@@ -353,21 +405,33 @@ export const gateRoute = {
     200: answer(
       decisionResponse,
       'Allowed: the guarded request fits every limit of its event (counted), or no route matches its path and `gateway.unmatched` is allow (nothing counted, `limits` empty), or a degraded decision by `onStoreError`',
-      { allowed: decisionExamples.allowed, unmatched: decisionExamples.unmatched, degradedAllowed: decisionExamples.degradedAllowed },
+      {
+        allowed: decisionExamples.allowed,
+        unmatched: decisionExamples.unmatched,
+        degradedAllowed: decisionExamples.degradedAllowed,
+      },
       RATE_LIMIT_HEADERS,
     ),
     400: gatewayInvalid('400 (the default)', { missingUri, badEncoding, ambiguous, clientNotAnIp }),
     401: gatewayInvalid('401 (for nginx)', { unmatchedPath, uriTwice }),
     403: gatewayDenied('403 (for nginx)', { denied: decisionExamples.denied }),
-    404: answer(errorResponse, '`not_found`: the policy file has no `gateway` section, so /gate is off', gatewayOffExample),
-    429: gatewayDenied('429 (the default)', { denied: decisionExamples.denied, degradedDenied: decisionExamples.degradedDenied }),
+    404: answer(
+      errorResponse,
+      '`not_found`: the policy file has no `gateway` section, so /gate is off',
+      gatewayOffExample,
+    ),
+    429: gatewayDenied('429 (the default)', {
+      denied: decisionExamples.denied,
+      degradedDenied: decisionExamples.degradedDenied,
+    }),
     503: overloaded,
   },
 };
 
 export const healthRoute = {
   summary: 'Liveness: the process answers',
-  description: 'Answers 200 while the process runs, asking nothing of Memcached, and also while it drains before stopping, so that nothing kills an instance that is finishing its requests.',
+  description:
+    'Answers 200 while the process runs, asking nothing of Memcached, and also while it drains before stopping, so that nothing kills an instance that is finishing its requests.',
   tags: ['operations'],
   response: { 200: answer(statusResponse, 'The process is running', healthExamples) },
 };
@@ -395,7 +459,9 @@ export const policiesRoute = {
   description:
     'The policies in use (after any `/admin/reload`), with what each event and limit costs: Memcached keys a check reads (`keysPerCheck`: the most, and on average), increments per check, and items one active feature keeps alive (`itemsPerFeature`), to size a cluster. `npm run policies -- FILE` prints the same for a file.',
   tags: ['operations'],
-  response: { 200: answer(policiesResponse, 'The loaded policies, event by event and limit by limit', policiesExamples) },
+  response: {
+    200: answer(policiesResponse, 'The loaded policies, event by event and limit by limit', policiesExamples),
+  },
 };
 
 export const metricsRoute = {
@@ -404,15 +470,26 @@ export const metricsRoute = {
     "memgate's metrics in Prometheus's text format: decisions by event, route and outcome (`memgate_decisions_total`), the local caches, keys read per check, Memcached calls and their duration, each server's clock offset; and the process's own (CPU, memory, event loop). The README lists them.",
   tags: ['operations'],
   produces: ['text/plain'],
-  response: { 200: { type: 'string', 'x-response-description': 'The metrics, in Prometheus text format 0.0.4', examples: [metricsExample] } },
+  response: {
+    200: {
+      type: 'string',
+      'x-response-description': 'The metrics, in Prometheus text format 0.0.4',
+      examples: [metricsExample],
+    },
+  },
 };
 
 const ADMIN = `Needs \`Authorization: Bearer <MEMGATE_ADMIN_TOKEN>\`; without that setting the admin routes do not exist (404). An address that gives a wrong token 10 times within 60 s gets 429 for every admin request, the right token included, until those failures leave the window.`;
 
 const adminRefusals = {
-  401: answer(errorResponse, '`unauthorized`: no bearer token, or the wrong one (counted against this address)', { unauthorized: adminExamples.unauthorized }, {
-    'WWW-Authenticate': { type: 'string', description: 'Bearer' },
-  }),
+  401: answer(
+    errorResponse,
+    '`unauthorized`: no bearer token, or the wrong one (counted against this address)',
+    { unauthorized: adminExamples.unauthorized },
+    {
+      'WWW-Authenticate': { type: 'string', description: 'Bearer' },
+    },
+  ),
   429: answer(
     errorResponse,
     '`too_many_failures`: this address gave a wrong token 10 times within 60 s; every admin request from it is refused until those failures leave the window',
@@ -432,11 +509,24 @@ export const adminResetRoute = {
   body: resetBody,
   response: {
     200: answer(resetResponse, 'The counts are forgotten', { reset: adminExamples.reset }),
-    400: answer(errorResponse, 'The body is not an event and a feature memgate knows (see the examples); nothing was changed', { unknownEvent, missingFeature, invalidJson }),
+    400: answer(
+      errorResponse,
+      'The body is not an event and a feature memgate knows (see the examples); nothing was changed',
+      { unknownEvent, missingFeature, invalidJson },
+    ),
     ...adminRefusals,
     413: answer(errorResponse, '`payload_too_large`: the body is over 16 KB', payloadTooLargeExample),
-    415: answer(errorResponse, '`unsupported_media_type`: the body is not `application/json`', unsupportedMediaTypeExample),
-    503: answer(errorResponse, '`store_unavailable`: Memcached did not answer in time, so the counts may not be forgotten; retry', { storeUnavailable: adminExamples.storeUnavailable }, RETRY_SOON),
+    415: answer(
+      errorResponse,
+      '`unsupported_media_type`: the body is not `application/json`',
+      unsupportedMediaTypeExample,
+    ),
+    503: answer(
+      errorResponse,
+      '`store_unavailable`: Memcached did not answer in time, so the counts may not be forgotten; retry',
+      { storeUnavailable: adminExamples.storeUnavailable },
+      RETRY_SOON,
+    ),
   },
 };
 
@@ -447,7 +537,9 @@ export const adminReloadRoute = {
   security: [{ adminToken: [] }],
   response: {
     200: answer(reloadResponse, 'The new policies are in use', { reloaded: adminExamples.reloaded }),
-    400: answer(errorResponse, '`invalid_policies`: the file is invalid; the policies in use are unchanged', { invalidPolicies: adminExamples.invalidPolicies }),
+    400: answer(errorResponse, '`invalid_policies`: the file is invalid; the policies in use are unchanged', {
+      invalidPolicies: adminExamples.invalidPolicies,
+    }),
     ...adminRefusals,
   },
 };

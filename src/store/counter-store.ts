@@ -59,7 +59,11 @@ export interface CounterStore {
    * Applies the increments, then reads the keys: a read sees every increment this call
    * made and every one that reached the store before it.
    */
-  incrementAndRead(increments: readonly CounterIncrement[], reads: readonly string[], options?: IncrementOptions): Promise<IncrementAndReadResult>;
+  incrementAndRead(
+    increments: readonly CounterIncrement[],
+    reads: readonly string[],
+    options?: IncrementOptions,
+  ): Promise<IncrementAndReadResult>;
   /** Takes back increments; sent even to a server that does not answer now, to be applied when it does. */
   decrement(decrements: readonly CounterDecrement[]): Promise<void>;
   /**

@@ -1,5 +1,11 @@
 import { DEFAULTS } from '../config/defaults.js';
-import type { CounterDecrement, CounterIncrement, CounterSet, CounterStore, IncrementAndReadResult } from './counter-store.js';
+import type {
+  CounterDecrement,
+  CounterIncrement,
+  CounterSet,
+  CounterStore,
+  IncrementAndReadResult,
+} from './counter-store.js';
 
 export interface EmbeddedStoreOptions {
   /** Milliseconds since the epoch; expiry follows it, so a driven clock frees memory too. */
@@ -12,7 +18,6 @@ interface Item {
   value: number;
   expiresAtMs: number;
 }
-
 
 /**
  * Counters in this process's memory, with Memcached's semantics: an increment creates a
@@ -75,7 +80,10 @@ export function createEmbeddedStore(options: EmbeddedStoreOptions = {}): Counter
     shared: false,
     description: 'embedded (in this process; limits are not shared between instances)',
 
-    incrementAndRead(increments: readonly CounterIncrement[], reads: readonly string[]): Promise<IncrementAndReadResult> {
+    incrementAndRead(
+      increments: readonly CounterIncrement[],
+      reads: readonly string[],
+    ): Promise<IncrementAndReadResult> {
       const nowMs = now();
       sweep(nowMs);
       const incremented = increments.map((op) => increment(op, nowMs));

@@ -94,7 +94,9 @@ export class Connection {
     const end = this.buffer.indexOf('\r\n\r\n');
     if (end < 0) return;
     const [statusLine = '', ...lines] = this.buffer.subarray(0, end).toString('latin1').split('\r\n');
-    const headers = new Map(lines.map((line) => [line.slice(0, line.indexOf(':')).toLowerCase(), line.slice(line.indexOf(':') + 1).trim()]));
+    const headers = new Map(
+      lines.map((line) => [line.slice(0, line.indexOf(':')).toLowerCase(), line.slice(line.indexOf(':') + 1).trim()]),
+    );
     const length = Number(headers.get('content-length'));
     if (!Number.isInteger(length)) throw new Error(`an answer without Content-Length: ${statusLine}`);
     if (this.buffer.length < end + 4 + length) return;
@@ -124,7 +126,13 @@ const count = (tally: Record<string, number>, key: string) => {
 };
 
 /** Drives the load until `until` settles, and counts every request exactly once. */
-export async function keepAliveLoad({ port, host = '127.0.0.1', connections, path, until }: LoadOptions): Promise<LoadResult> {
+export async function keepAliveLoad({
+  port,
+  host = '127.0.0.1',
+  connections,
+  path,
+  until,
+}: LoadOptions): Promise<LoadResult> {
   const result: LoadResult = {
     answered: 0,
     refusedAtConnect: 0,

@@ -1,7 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { createConnection } from 'node:net';
 import { afterAll, beforeAll } from 'vitest';
-import { findMemcachedBinary, INSTALL_HINT, startMemcachedProcess, type MemcachedProcess } from '../../scripts/lib/memcached-process.js';
+import {
+  findMemcachedBinary,
+  INSTALL_HINT,
+  startMemcachedProcess,
+  type MemcachedProcess,
+} from '../../scripts/lib/memcached-process.js';
 
 export { startMemcachedProcess, type MemcachedProcess };
 
@@ -32,7 +37,6 @@ export function useMemcached(): () => TestMemcached {
   };
 }
 
-
 /** MEMCACHED_SERVERS when set, else a memcached binary on a free port, else testcontainers. */
 export async function startMemcached(): Promise<TestMemcached> {
   const fromEnv = process.env.MEMCACHED_SERVERS?.trim();
@@ -51,7 +55,10 @@ export function uniquePrefix(): string {
 async function startMemcachedContainer(): Promise<TestMemcached | { reason: string }> {
   try {
     const { GenericContainer } = await import('testcontainers');
-    const container = await new GenericContainer('memcached:1.6-alpine').withExposedPorts(11211).withStartupTimeout(60_000).start();
+    const container = await new GenericContainer('memcached:1.6-alpine')
+      .withExposedPorts(11211)
+      .withStartupTimeout(60_000)
+      .start();
     return {
       servers: `${container.getHost()}:${container.getMappedPort(11211)}`,
       source: 'testcontainers',

@@ -23,13 +23,26 @@ export interface AdminOptions {
  * every admin request until its failures leave the window: guessing the token is slow,
  * and a lock that let the right token through would tell a guesser when it had won.
  */
-export function registerAdminRoutes(app: FastifyInstance, limiter: Limiter, { token, reload, now }: AdminOptions, log: FastifyBaseLogger): void {
+export function registerAdminRoutes(
+  app: FastifyInstance,
+  limiter: Limiter,
+  { token, reload, now }: AdminOptions,
+  log: FastifyBaseLogger,
+): void {
   // Compare digests, so the comparison takes the same time whatever the guess.
   const expected = digest(token);
-  const failures = createFailureThrottle({ limit: DEFAULTS.adminFailureLimit, windowSeconds: DEFAULTS.adminFailureWindowSeconds, ...(now ? { now } : {}) });
+  const failures = createFailureThrottle({
+    limit: DEFAULTS.adminFailureLimit,
+    windowSeconds: DEFAULTS.adminFailureWindowSeconds,
+    ...(now ? { now } : {}),
+  });
   app.addHook('onClose', () => failures.close());
   const tooMany = (reply: FastifyReply, retryAfter: number) =>
-    sendError(reply.header('retry-after', String(retryAfter)), 'too_many_failures', `too many failed admin authentications from this address; retry in ${retryAfter} s`);
+    sendError(
+      reply.header('retry-after', String(retryAfter)),
+      'too_many_failures',
+      `too many failed admin authentications from this address; retry in ${retryAfter} s`,
+    );
 
   // On request, before the body is read: an unauthenticated request gets nothing parsed.
   const authorize = async (request: FastifyRequest, reply: FastifyReply) => {
@@ -42,23 +55,29 @@ export function registerAdminRoutes(app: FastifyInstance, limiter: Limiter, { to
     const failure = await failures.fail(address);
     if (!failure.counted) return tooMany(reply, failure.retryAfter);
     const { limit, windowSeconds } = failures;
-    log.warn({ address, failures: failure.failures, limit }, `admin authentication failed from ${address}: ${failure.failures} of ${limit} in ${windowSeconds} s`);
+    log.warn(
+      { address, failures: failure.failures, limit },
+      `admin authentication failed from ${address}: ${failure.failures} of ${limit} in ${windowSeconds} s`,
+    );
     if (failure.failures >= limit) {
-      log.warn({ address, failures: failure.failures, limit }, `admin requests from ${address} now get 429 until its failures fall below ${limit} in ${windowSeconds} s`);
+      log.warn(
+        { address, failures: failure.failures, limit },
+        `admin requests from ${address} now get 429 until its failures fall below ${limit} in ${windowSeconds} s`,
+      );
     }
-    return sendError(reply.header('www-authenticate', 'Bearer'), 'unauthorized', 'an admin request needs Authorization: Bearer <MEMGATE_ADMIN_TOKEN>');
+    return sendError(
+      reply.header('www-authenticate', 'Bearer'),
+      'unauthorized',
+      'an admin request needs Authorization: Bearer <MEMGATE_ADMIN_TOKEN>',
+    );
   };
 
-  app.post<{ Body: ResetBody }>(
-    '/admin/reset',
-    { onRequest: authorize, schema: adminResetRoute },
-    async (request) => {
-      const { event, feature } = request.body;
-      await limiter.reset({ event, feature });
-      log.info({ event }, 'admin reset a feature');
-      return { reset: true, event };
-    },
-  );
+  app.post<{ Body: ResetBody }>('/admin/reset', { onRequest: authorize, schema: adminResetRoute }, async (request) => {
+    const { event, feature } = request.body;
+    await limiter.reset({ event, feature });
+    log.info({ event }, 'admin reset a feature');
+    return { reset: true, event };
+  });
 
   app.post('/admin/reload', { onRequest: authorize, schema: adminReloadRoute }, async (request) => {
     const address = request.ip;
@@ -69,7 +88,10 @@ export function registerAdminRoutes(app: FastifyInstance, limiter: Limiter, { to
       // The answer tells the caller; the log tells whoever runs memgate, who may not be the caller.
       if (error instanceof PolicyError) {
         const { source, problems } = error;
-        log.warn({ address, source, problems }, `admin reload from ${address} refused, the policies in use stay: ${source} is invalid: ${problems.join('; ')}`);
+        log.warn(
+          { address, source, problems },
+          `admin reload from ${address} refused, the policies in use stay: ${source} is invalid: ${problems.join('; ')}`,
+        );
       }
       throw error;
     }

@@ -3,7 +3,14 @@ import type { Decision } from '../../counting/decision.js';
 import type { CheckRequest } from '../../counting/check-request.js';
 import type { Limiter } from '../../counting/limiter.js';
 import { rateLimitHeaderWriter } from '../rate-limit-headers.js';
-import { checkBodyRoute, checkQueryRoute, peekBodyRoute, peekQueryRoute, type CheckBody, type CheckQuerystring } from '../schemas.js';
+import {
+  checkBodyRoute,
+  checkQueryRoute,
+  peekBodyRoute,
+  peekQueryRoute,
+  type CheckBody,
+  type CheckQuerystring,
+} from '../schemas.js';
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 

@@ -32,7 +32,8 @@ export const isGateUrl = (url: string): boolean => /^\/gate(?:[/?]|$)/.test(url)
 export function registerGatewayRoutes(app: FastifyInstance, limiter: Limiter, handleError: ErrorHandler): void {
   const setHeaders = rateLimitHeaderWriter(limiter);
   // Envoy asks with the guarded request's own method (PROPFIND, PURGE, ...): /gate answers them all.
-  for (const method of METHODS) if (method !== 'CONNECT' && !app.supportedMethods.includes(method)) app.addHttpMethod(method);
+  for (const method of METHODS)
+    if (method !== 'CONNECT' && !app.supportedMethods.includes(method)) app.addHttpMethod(method);
   void app.register((gate, _options, done) => {
     // Nothing memgate reads is in a body: whatever a gateway forwards is ignored, never refused.
     gate.removeAllContentTypeParsers();
@@ -77,7 +78,11 @@ function outcomeOf(request: FastifyRequest, gateway: GatewayPolicy): PathOutcome
   if (gateway.uri.from === 'path') {
     // Envoy always sends a path after /gate; a bare /gate is a gateway sending its URI elsewhere.
     const path = request.url.slice('/gate'.length);
-    if (!path.startsWith('/')) throw new GatewayInputError('invalid_uri', 'gateway.uri is path, but /gate was called without one: set gateway.uri to the header your gateway sends');
+    if (!path.startsWith('/'))
+      throw new GatewayInputError(
+        'invalid_uri',
+        'gateway.uri is path, but /gate was called without one: set gateway.uri to the header your gateway sends',
+      );
     return gateway.resolve(path);
   }
   const uri = single(request, gateway.uri.header, 'invalid_uri');
@@ -88,11 +93,16 @@ function outcomeOf(request: FastifyRequest, gateway: GatewayPolicy): PathOutcome
 function featureOf(request: FastifyRequest, gateway: GatewayPolicy): string {
   if (gateway.feature.from === 'client-ip') {
     // request.ip is the address before the trusted proxies; a proxy of ours writes only addresses there.
-    if (isIP(request.ip) === 0) throw new GatewayInputError('invalid_feature', 'the client address in X-Forwarded-For is not an IP address');
+    if (isIP(request.ip) === 0)
+      throw new GatewayInputError('invalid_feature', 'the client address in X-Forwarded-For is not an IP address');
     return request.ip;
   }
   const value = single(request, gateway.feature.header, 'invalid_feature');
-  if (value === undefined) throw new GatewayInputError('invalid_feature', `the ${gateway.feature.header} header names who is asking; it is missing`);
+  if (value === undefined)
+    throw new GatewayInputError(
+      'invalid_feature',
+      `the ${gateway.feature.header} header names who is asking; it is missing`,
+    );
   return value;
 }
 

@@ -14,7 +14,11 @@ export function registerHealthRoutes(app: FastifyInstance, store: CounterStore, 
   app.get('/healthz', { schema: healthRoute }, () => ({ status: 'ok' }));
   app.get('/readyz', { schema: readinessRoute }, async (_request, reply) => {
     if (drain.draining) {
-      return reply.code(503).send({ status: 'draining', store: store.kind, ...errorBody('draining', 'memgate is shutting down: send requests to another instance') });
+      return reply.code(503).send({
+        status: 'draining',
+        store: store.kind,
+        ...errorBody('draining', 'memgate is shutting down: send requests to another instance'),
+      });
     }
     const servers = await store.health();
     const offset = store.clock ? medianClockOffset(servers) : 0;
@@ -22,7 +26,16 @@ export function registerHealthRoutes(app: FastifyInstance, store: CounterStore, 
     const down = servers.filter((server) => !server.up);
     if (down.length === 0) return { status: 'ready', store: store.kind, ...clock, servers };
     const message = down.map((server) => `${server.server}: ${server.error ?? 'down'}`).join('; ');
-    return reply.code(503).header('retry-after', '1').send({ status: 'unavailable', store: store.kind, ...clock, servers, ...errorBody('store_unavailable', message) });
+    return reply
+      .code(503)
+      .header('retry-after', '1')
+      .send({
+        status: 'unavailable',
+        store: store.kind,
+        ...clock,
+        servers,
+        ...errorBody('store_unavailable', message),
+      });
   });
 }
 
@@ -32,8 +45,12 @@ export function registerHealthRoutes(app: FastifyInstance, store: CounterStore, 
  * any was measured. A store without a clock of its own counts by this host's: 0.
  */
 function medianClockOffset(servers: readonly ServerHealth[]): number | undefined {
-  const offsets = servers.flatMap(({ clockOffsetMs }) => (clockOffsetMs === undefined ? [] : [clockOffsetMs])).sort((a, b) => a - b);
+  const offsets = servers
+    .flatMap(({ clockOffsetMs }) => (clockOffsetMs === undefined ? [] : [clockOffsetMs]))
+    .sort((a, b) => a - b);
   if (offsets.length === 0) return undefined;
   const middle = offsets.length >> 1;
-  return offsets.length % 2 === 1 ? (offsets[middle]) : Math.round(((offsets[middle - 1] as number) + (offsets[middle] as number)) / 2);
+  return offsets.length % 2 === 1
+    ? offsets[middle]
+    : Math.round(((offsets[middle - 1] as number) + (offsets[middle] as number)) / 2);
 }

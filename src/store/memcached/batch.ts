@@ -1,7 +1,14 @@
 import type { Response } from 'memjs';
 import { StoreUnavailableError } from '../counter-store.js';
 import type { Exchange, ServerConnection } from './connection.js';
-import { counterFromIncrement, counterFromText, encodeBatch, Opcode, Status, type ArithmeticRequest } from './protocol.js';
+import {
+  counterFromIncrement,
+  counterFromText,
+  encodeBatch,
+  Opcode,
+  Status,
+  type ArithmeticRequest,
+} from './protocol.js';
 
 export interface BatchReplies {
   /** Each arithmetic request's new value; undefined for a decrement of a missing key. */
@@ -103,7 +110,9 @@ class Batch implements Exchange {
     } else if (status === Status.notStored && request?.opcode === Opcode.increment) {
       this.raced.push(index);
     } else if (!(status === Status.keyNotFound && request?.opcode === Opcode.decrement)) {
-      this.failure ??= new StoreUnavailableError(`memcached ${this.connection.label} refused a counter update: ${response.val.toString('utf8')} (status ${status})`);
+      this.failure ??= new StoreUnavailableError(
+        `memcached ${this.connection.label} refused a counter update: ${response.val.toString('utf8')} (status ${status})`,
+      );
     }
     return false;
   }
@@ -124,7 +133,9 @@ class Batch implements Exchange {
     while (this.readCursor < reads.length && reads[this.readCursor] !== key) this.readCursor++;
     const value = counterFromText(response.val);
     if (this.readCursor === reads.length || Number.isNaN(value)) {
-      this.failure ??= new StoreUnavailableError(`memcached ${this.connection.label} returned a value that is not a counter`);
+      this.failure ??= new StoreUnavailableError(
+        `memcached ${this.connection.label} returned a value that is not a counter`,
+      );
       return;
     }
     this.readValues[this.readCursor++] = value;
@@ -139,7 +150,9 @@ class Batch implements Exchange {
 
   private takeBackApplied(): void {
     if (this.applied.length === 0) return;
-    const decrements = this.applied.splice(0).map(({ key, delta }) => ({ opcode: Opcode.decrement, key, delta }) as const);
+    const decrements = this.applied
+      .splice(0)
+      .map(({ key, delta }) => ({ opcode: Opcode.decrement, key, delta }) as const);
     const { onUndo } = this.options;
     runBatch(this.connection, decrements, [], TAKING_BACK).then(
       () => onUndo?.(decrements.length),

@@ -8,17 +8,35 @@ import { expiration, Opcode, Status } from './protocol.js';
  * one request, one reply, within the connection's deadline. Rare (an admin's reset), so
  * not batched.
  */
-export function setCounter(connection: ServerConnection, key: string, value: number, ttlSeconds: number, nowMs: number): Promise<void> {
+export function setCounter(
+  connection: ServerConnection,
+  key: string,
+  value: number,
+  ttlSeconds: number,
+  nowMs: number,
+): Promise<void> {
   const extras = Buffer.alloc(8);
-  extras.writeUInt32BE(expiration(ttlSeconds, () => nowMs), 4);
-  return command(connection, (opaque) => Utils.makeRequestBuffer(Opcode.set, key, extras, String(value), opaque), [Status.ok]);
+  extras.writeUInt32BE(
+    expiration(ttlSeconds, () => nowMs),
+    4,
+  );
+  return command(connection, (opaque) => Utils.makeRequestBuffer(Opcode.set, key, extras, String(value), opaque), [
+    Status.ok,
+  ]);
 }
 
 export function deleteKey(connection: ServerConnection, key: string): Promise<void> {
-  return command(connection, (opaque) => Utils.makeRequestBuffer(Opcode.delete, key, '', '', opaque), [Status.ok, Status.keyNotFound]);
+  return command(connection, (opaque) => Utils.makeRequestBuffer(Opcode.delete, key, '', '', opaque), [
+    Status.ok,
+    Status.keyNotFound,
+  ]);
 }
 
-function command(connection: ServerConnection, request: (opaque: number) => Buffer, accepted: readonly number[]): Promise<void> {
+function command(
+  connection: ServerConnection,
+  request: (opaque: number) => Buffer,
+  accepted: readonly number[],
+): Promise<void> {
   return new Promise((resolve, reject) => {
     const opaque = connection.nextOpaque();
     connection.send({
@@ -28,7 +46,12 @@ function command(connection: ServerConnection, request: (opaque: number) => Buff
       onReply: (response) => {
         const { status } = response.header;
         if (accepted.includes(status)) resolve();
-        else reject(new StoreUnavailableError(`memcached ${connection.label} refused: ${response.val.toString('utf8')} (status ${status})`));
+        else
+          reject(
+            new StoreUnavailableError(
+              `memcached ${connection.label} refused: ${response.val.toString('utf8')} (status ${status})`,
+            ),
+          );
         return true;
       },
       onLate: reject,

@@ -33,7 +33,11 @@ export interface MemcachedStoreOptions {
   /** Most checks waiting on Memcached at once; more are refused with StoreOverloadedError. Default 1000. */
   readonly maxInFlight?: number;
   /** Told of every call's kind, duration and outcome, for metrics. */
-  readonly onOperation?: (operation: StoreOperation, seconds: number, outcome: 'ok' | 'unavailable' | 'overloaded') => void;
+  readonly onOperation?: (
+    operation: StoreOperation,
+    seconds: number,
+    outcome: 'ok' | 'unavailable' | 'overloaded',
+  ) => void;
   /** Told when a server goes down (with the reason) and when it answers again. */
   readonly onServerState?: (server: string, state: { up: boolean; reason?: string }) => void;
   /** Told of increments taken back after their check was decided without the store. */
@@ -75,7 +79,9 @@ export function createMemcachedStore(options: MemcachedStoreOptions): CounterSto
   );
   const serverOf = serverRouter(endpoints);
   // Bucket time is the clock of the server holding the buckets, which every instance reads.
-  const clocks = servers.map((server) => syncClock(server, { onSync: (sync) => options.onClockSync?.(server.label, sync) }));
+  const clocks = servers.map((server) =>
+    syncClock(server, { onSync: (sync) => options.onClockSync?.(server.label, sync) }),
+  );
   const clockOf = (index: number) => clocks[index] as SyncedClock;
   // Built once each: a batch is the hot path, and objects of one shape keep it fast.
   const nowOf = clocks.map((clock) => () => clock.now());
@@ -96,25 +102,44 @@ export function createMemcachedStore(options: MemcachedStoreOptions): CounterSto
       onOperation(operation, (performance.now() - started) / 1000, 'ok');
       return result;
     } catch (error) {
-      onOperation(operation, (performance.now() - started) / 1000, error instanceof StoreOverloadedError ? 'overloaded' : 'unavailable');
+      onOperation(
+        operation,
+        (performance.now() - started) / 1000,
+        error instanceof StoreOverloadedError ? 'overloaded' : 'unavailable',
+      );
       throw error;
     }
   }
   /** One batch to one server, sending again the increments that lost a creation race. */
-  async function runOn(index: number, arithmetic: readonly ArithmeticRequest[], reads: readonly string[], options: BatchOptions): Promise<BatchReplies> {
+  async function runOn(
+    index: number,
+    arithmetic: readonly ArithmeticRequest[],
+    reads: readonly string[],
+    options: BatchOptions,
+  ): Promise<BatchReplies> {
     const server = servers[index] as ServerConnection;
     // Absolute expirations are read by the server's clock.
     const now = nowOf[index];
     const replies = await runBatch(server, arithmetic, reads, options, now);
     if (replies.raced.length === 0) return replies;
-    const again = await runBatch(server, replies.raced.map((i) => arithmetic[i] as ArithmeticRequest), [], options, now);
+    const again = await runBatch(
+      server,
+      replies.raced.map((i) => arithmetic[i] as ArithmeticRequest),
+      [],
+      options,
+      now,
+    );
     if (again.raced.length > 0) throw new StoreUnavailableError(`memcached ${server.label} would not create a counter`);
     const values = [...replies.arithmetic];
     replies.raced.forEach((index, i) => (values[index] = again.arithmetic[i]));
     return { arithmetic: values, read: replies.read, raced: [] };
   }
 
-  async function run(arithmetic: readonly ArithmeticRequest[], reads: readonly string[], batch: BatchOptions): Promise<BatchReplies> {
+  async function run(
+    arithmetic: readonly ArithmeticRequest[],
+    reads: readonly string[],
+    batch: BatchOptions,
+  ): Promise<BatchReplies> {
     if (servers.length === 1) return runOn(0, arithmetic, reads, batch);
     const shares = sharesByServer(arithmetic, reads, serverOf);
     const [single] = shares;
@@ -144,15 +169,21 @@ export function createMemcachedStore(options: MemcachedStoreOptions): CounterSto
       },
     },
 
-    incrementAndRead: (increments: readonly CounterIncrement[], reads: readonly string[], call: IncrementOptions = {}): Promise<IncrementAndReadResult> =>
+    incrementAndRead: (
+      increments: readonly CounterIncrement[],
+      reads: readonly string[],
+      call: IncrementOptions = {},
+    ): Promise<IncrementAndReadResult> =>
       timed('incrementAndRead', async () => {
         // A server known to be down decides the check by its event's rule at once: that is
         // an outage, not an overload, and must not be answered as one.
         const target = servers[serverOf(increments[0]?.key ?? reads[0] ?? '')];
-        if (target?.down !== undefined) throw new StoreUnavailableError(`memcached ${target.label} is down (${target.down})`);
+        if (target?.down !== undefined)
+          throw new StoreUnavailableError(`memcached ${target.label} is down (${target.down})`);
         // A slow server must not make checks pile up without bound: refuse at once.
         // Decrements are exempt: they take back denied requests, and are rare.
-        if (inFlight >= maxInFlight) throw new StoreOverloadedError(`${maxInFlight} Memcached calls are already in flight`);
+        if (inFlight >= maxInFlight)
+          throw new StoreOverloadedError(`${maxInFlight} Memcached calls are already in flight`);
         inFlight++;
         let replies: BatchReplies;
         try {
@@ -181,7 +212,13 @@ export function createMemcachedStore(options: MemcachedStoreOptions): CounterSto
     reset: (marker: CounterSet, deletes: readonly string[]): Promise<void> =>
       timed('reset', async () => {
         const serverFor = (key: string) => servers[serverOf(key)] as ServerConnection;
-        await setCounter(serverFor(marker.key), marker.key, marker.value, marker.ttlSeconds, clockOf(serverOf(marker.key)).now());
+        await setCounter(
+          serverFor(marker.key),
+          marker.key,
+          marker.value,
+          marker.ttlSeconds,
+          clockOf(serverOf(marker.key)).now(),
+        );
         for (const key of deletes) await deleteKey(serverFor(key), key);
       }),
 
@@ -195,12 +232,18 @@ export function createMemcachedStore(options: MemcachedStoreOptions): CounterSto
         const offset = clockOf(i).offsetFromWallMs;
         const clockOffset = offset === undefined ? {} : { clockOffsetMs: Math.round(offset) };
         // A server known to be down is not asked again: its probe will tell when it is back.
-        if (server.down !== undefined) return { server: label, up: false, error: `memcached ${label} is down (${server.down})`, ...clockOffset };
+        if (server.down !== undefined)
+          return { server: label, up: false, error: `memcached ${label} is down (${server.down})`, ...clockOffset };
         try {
           const { stats } = await serverStats(server);
           return { server: label, up: true, evictions: Number(stats.evictions ?? 0), ...clockOffset };
         } catch (error) {
-          return { server: label, up: false, error: error instanceof Error ? error.message : String(error), ...clockOffset };
+          return {
+            server: label,
+            up: false,
+            error: error instanceof Error ? error.message : String(error),
+            ...clockOffset,
+          };
         }
       });
     },

@@ -42,7 +42,12 @@ export interface ArithmeticRequest {
  * opaque. The server answers in order: one reply per arithmetic request, one per read key
  * that exists, then the no-op's reply, which closes the batch.
  */
-export function encodeBatch(arithmetic: readonly ArithmeticRequest[], reads: readonly string[], opaque: number, now: () => number): Buffer {
+export function encodeBatch(
+  arithmetic: readonly ArithmeticRequest[],
+  reads: readonly string[],
+  opaque: number,
+  now: () => number,
+): Buffer {
   let size = HEADER_BYTES;
   for (const op of arithmetic) size += HEADER_BYTES + ARITHMETIC_EXTRAS_BYTES + Buffer.byteLength(op.key);
   for (const key of reads) size += HEADER_BYTES + Buffer.byteLength(key);
@@ -55,7 +60,10 @@ export function encodeBatch(arithmetic: readonly ArithmeticRequest[], reads: rea
     buffer.writeBigUInt64BE(BigInt(op.delta), extras);
     // A missing key is created holding the delta itself: the first request counts once.
     buffer.writeBigUInt64BE(BigInt(op.opcode === Opcode.increment ? op.delta : 0), extras + 8);
-    buffer.writeUInt32BE(op.opcode === Opcode.increment ? expiration(op.ttlSeconds ?? 0, now) : NEVER_CREATE, extras + 16);
+    buffer.writeUInt32BE(
+      op.opcode === Opcode.increment ? expiration(op.ttlSeconds ?? 0, now) : NEVER_CREATE,
+      extras + 16,
+    );
     buffer.write(op.key, extras + ARITHMETIC_EXTRAS_BYTES, 'utf8');
     offset += HEADER_BYTES + ARITHMETIC_EXTRAS_BYTES + keyBytes;
   }
@@ -69,7 +77,14 @@ export function encodeBatch(arithmetic: readonly ArithmeticRequest[], reads: rea
   return buffer;
 }
 
-function writeHeader(buffer: Buffer, offset: number, opcode: number, keyBytes: number, extrasBytes: number, opaque: number): void {
+function writeHeader(
+  buffer: Buffer,
+  offset: number,
+  opcode: number,
+  keyBytes: number,
+  extrasBytes: number,
+  opaque: number,
+): void {
   buffer.writeUInt8(REQUEST_MAGIC, offset);
   buffer.writeUInt8(opcode, offset + 1);
   buffer.writeUInt16BE(keyBytes, offset + 2);

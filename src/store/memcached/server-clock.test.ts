@@ -9,23 +9,31 @@ function reading(offsetMs: number, sentAt: number, roundTripMs: number, whereInT
 }
 
 describe('OffsetEstimate', () => {
-  const trip = fc.record({ roundTripMs: fc.double({ min: 0.05, max: 5, noNaN: true }), whereInTrip: fc.double({ min: 0, max: 1, noNaN: true }) });
+  const trip = fc.record({
+    roundTripMs: fc.double({ min: 0.05, max: 5, noNaN: true }),
+    whereInTrip: fc.double({ min: 0, max: 1, noNaN: true }),
+  });
 
   it('always holds the true offset, and readings 4 ms apart for a second pin it within them and a round trip', () => {
     fc.assert(
-      fc.property(fc.double({ min: -1e11, max: 1e11, noNaN: true }), fc.double({ min: 0, max: 1e7, noNaN: true }), fc.array(trip, { minLength: 300, maxLength: 300 }), (offsetMs, start, trips) => {
-        const estimate = new OffsetEstimate();
-        let now = start;
-        for (const { roundTripMs, whereInTrip } of trips) {
-          estimate.add(reading(offsetMs, now, roundTripMs, whereInTrip));
-          expect(estimate.low).toBeLessThanOrEqual(offsetMs);
-          expect(estimate.high).toBeGreaterThan(offsetMs);
-          now += roundTripMs + 4;
-        }
-        // A gap of 4 ms and round trips of up to 5 ms on either side of the turn.
-        expect(estimate.uncertaintyMs).toBeLessThanOrEqual(7);
-        expect(Math.abs(estimate.offsetMs - offsetMs)).toBeLessThanOrEqual(7);
-      }),
+      fc.property(
+        fc.double({ min: -1e11, max: 1e11, noNaN: true }),
+        fc.double({ min: 0, max: 1e7, noNaN: true }),
+        fc.array(trip, { minLength: 300, maxLength: 300 }),
+        (offsetMs, start, trips) => {
+          const estimate = new OffsetEstimate();
+          let now = start;
+          for (const { roundTripMs, whereInTrip } of trips) {
+            estimate.add(reading(offsetMs, now, roundTripMs, whereInTrip));
+            expect(estimate.low).toBeLessThanOrEqual(offsetMs);
+            expect(estimate.high).toBeGreaterThan(offsetMs);
+            now += roundTripMs + 4;
+          }
+          // A gap of 4 ms and round trips of up to 5 ms on either side of the turn.
+          expect(estimate.uncertaintyMs).toBeLessThanOrEqual(7);
+          expect(Math.abs(estimate.offsetMs - offsetMs)).toBeLessThanOrEqual(7);
+        },
+      ),
       { numRuns: 300 },
     );
   });

@@ -119,7 +119,11 @@ export class ServerClock {
     const estimate = new OffsetEstimate();
     const started = performance.now();
     estimate.add(await this.read());
-    while (!once && estimate.uncertaintyMs > this.targetUncertaintyMs && performance.now() - started < LONGEST_SYNCHRONIZATION_MS) {
+    while (
+      !once &&
+      estimate.uncertaintyMs > this.targetUncertaintyMs &&
+      performance.now() - started < LONGEST_SYNCHRONIZATION_MS
+    ) {
       await sleep(READING_GAP_MS, undefined, { ref: false });
       estimate.add(await this.read());
     }
