@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { getHeapStatistics } from 'node:v8';
+import type { Server } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { DEFAULTS } from './config/defaults.js';
@@ -11,7 +12,7 @@ import { createLimiter } from './counting/limiter.js';
 import { reloadable } from './counting/reloadable-limiter.js';
 import { buildApp } from './http/app.js';
 import { createDrain } from './http/drain.js';
-import { createMetrics } from './http/metrics.js';
+import { createMetrics, type Metrics } from './http/metrics.js';
 import type { CounterStore, StoreUnavailableError } from './store/counter-store.js';
 import type { ClockSync } from './store/memcached/clock-sync.js';
 import { createEmbeddedStore } from './store/embedded-store.js';
@@ -48,25 +49,7 @@ export async function startService(settings: Settings, logger: Logger): Promise<
   const log = deferredLog(logger);
   const storeTrouble = storeTroubleLogger(log, () => current);
   const metrics = createMetrics();
-  const store = settings.memcachedServers
-    ? createMemcachedStore({
-        servers: settings.memcachedServers,
-        timeoutMs: settings.memcachedTimeoutMs,
-        maxInFlight: settings.memcachedMaxInFlight,
-        onOperation: metrics.onOperation,
-        onServerState: storeTrouble.onServerState,
-        onClockSync: clockWatcher(log, settings.maxClockSkewMs, metrics.onClockOffset),
-        onUndo: (undone, err) => {
-          metrics.onUndo(undone);
-          if (err)
-            logger.warn(
-              { err },
-              'could not take back increments a frozen Memcached applied late; they stay counted until their buckets expire',
-            );
-        },
-        ...(settings.memcachedCredentials ? { credentials: settings.memcachedCredentials } : {}),
-      })
-    : createEmbeddedStore();
+  const store = openStore(settings, { logger, metrics, storeTrouble, clockLog: log });
   const options = {
     store,
     keyPrefix: settings.keyPrefix,
@@ -115,7 +98,114 @@ export async function startService(settings: Settings, logger: Logger): Promise<
       cause: error,
     });
   }
-  const address = app.server.address();
+  const servers = logStarted(logger, log, {
+    settings,
+    policies,
+    store,
+    admin: admin !== undefined,
+    address: app.server.address(),
+  });
+  storeTrouble.started(servers);
+  log.flush();
+  const evictions = store.shared
+    ? watchEvictions(store, (server, evicted, total) => {
+        logger.warn(
+          { server, evicted, total },
+          `Memcached ${server} evicted ${evicted} items for lack of memory: counts it held are now too low. Give it more memory (see docs/operations.md)`,
+        );
+      })
+    : undefined;
+  void evictions?.check().catch(() => undefined);
+  return {
+    app,
+    store,
+    close: ({ drainMs = 0 } = {}) => stopServing({ app, store, drain, evictions, logger }, drainMs),
+  };
+}
+
+interface Serving {
+  readonly app: FastifyInstance;
+  readonly store: CounterStore;
+  readonly drain: ReturnType<typeof createDrain>;
+  readonly evictions: { stop(): void } | undefined;
+  readonly logger: Logger;
+}
+
+/** RunningService.close: the drain, then the listener, the connections and the store, in that order. */
+async function stopServing({ app, store, drain, evictions, logger }: Serving, drainMs: number): Promise<void> {
+  evictions?.stop();
+  drain.begin(app.server);
+  await sleep(drainMs);
+  const listener = await drain.closeListener(app.server, {
+    quietMs: DEFAULTS.shutdownQuietMs,
+    maxWaitMs: DEFAULTS.shutdownQuietMaxMs,
+  });
+  const { allClosed, ...how } = listener;
+  if (how.quiet) {
+    logger.info(
+      how,
+      `stopped accepting connections, after ${how.waitedMs} ms with none new; finishing the requests on the ${how.openConnections} connections still open`,
+    );
+  } else {
+    logger.warn(
+      how,
+      `stopped accepting connections while they kept arriving for ${how.waitedMs} ms after the drain: clients still connecting may see resets (is a load balancer still sending here?)`,
+    );
+  }
+  await allClosed;
+  logger.info('every connection has closed; closing the store');
+  await app.close();
+  await store.close();
+}
+
+/** The hooks a Memcached store reports through: metrics, and the lines an operator reads. */
+interface StoreHooks {
+  readonly logger: Logger;
+  readonly metrics: Metrics;
+  readonly storeTrouble: ReturnType<typeof storeTroubleLogger>;
+  readonly clockLog: DeferredLog;
+}
+
+/** The Memcached store MEMCACHED_SERVERS names, or the embedded one when it is unset. */
+function openStore(settings: Settings, { logger, metrics, storeTrouble, clockLog }: StoreHooks): CounterStore {
+  return settings.memcachedServers
+    ? createMemcachedStore({
+        servers: settings.memcachedServers,
+        timeoutMs: settings.memcachedTimeoutMs,
+        maxInFlight: settings.memcachedMaxInFlight,
+        onOperation: metrics.onOperation,
+        onServerState: storeTrouble.onServerState,
+        onClockSync: clockWatcher(clockLog, settings.maxClockSkewMs, metrics.onClockOffset),
+        onUndo: (undone, err) => {
+          metrics.onUndo(undone);
+          if (err)
+            logger.warn(
+              { err },
+              'could not take back increments a frozen Memcached applied late; they stay counted until their buckets expire',
+            );
+        },
+        ...(settings.memcachedCredentials ? { credentials: settings.memcachedCredentials } : {}),
+      })
+    : createEmbeddedStore();
+}
+
+interface Started {
+  readonly settings: Settings;
+  readonly policies: PolicySet;
+  readonly store: CounterStore;
+  readonly admin: boolean;
+  readonly address: ReturnType<Server['address']>;
+}
+
+/**
+ * The one start-up line, saying what runs, then a warning for each problem of the set-up
+ * (they wait in `log` until the caller flushes it). Returns the servers' labels.
+ */
+function logStarted(
+  logger: Logger,
+  log: DeferredLog,
+  { settings, policies, store, admin, address }: Started,
+): string[] {
   const port = typeof address === 'object' && address !== null ? address.port : settings.port;
   // How far V8 may grow the heap before it must collect: see docs/operations.md, sizing.
   const heapLimitMb = Math.round(getHeapStatistics().heap_size_limit / 2 ** 20);
@@ -137,7 +227,7 @@ export async function startService(settings: Settings, logger: Logger): Promise<
       policies: policies.source,
       events,
       gateway: policies.gateway !== undefined,
-      admin: admin !== undefined,
+      admin,
       cacheMb: settings.cacheMb,
       heapLimitMb,
     },
@@ -155,46 +245,7 @@ export async function startService(settings: Settings, logger: Logger): Promise<
       `the heap limit (${heapLimitMb} MiB) is below MEMGATE_CACHE_MB (${settings.cacheMb}) plus the ${PROCESS_BASE_MB} MiB the rest of memgate needs: once the caches fill, the process runs out of memory. Raise --max-old-space-size or lower MEMGATE_CACHE_MB`,
     );
   }
-  storeTrouble.started(servers);
-  log.flush();
-  const evictions = store.shared
-    ? watchEvictions(store, (server, evicted, total) => {
-        logger.warn(
-          { server, evicted, total },
-          `Memcached ${server} evicted ${evicted} items for lack of memory: counts it held are now too low. Give it more memory (see docs/operations.md)`,
-        );
-      })
-    : undefined;
-  void evictions?.check().catch(() => undefined);
-  return {
-    app,
-    store,
-    async close({ drainMs = 0 } = {}) {
-      evictions?.stop();
-      drain.begin(app.server);
-      await sleep(drainMs);
-      const listener = await drain.closeListener(app.server, {
-        quietMs: DEFAULTS.shutdownQuietMs,
-        maxWaitMs: DEFAULTS.shutdownQuietMaxMs,
-      });
-      const { allClosed, ...how } = listener;
-      if (how.quiet) {
-        logger.info(
-          how,
-          `stopped accepting connections, after ${how.waitedMs} ms with none new; finishing the requests on the ${how.openConnections} connections still open`,
-        );
-      } else {
-        logger.warn(
-          how,
-          `stopped accepting connections while they kept arriving for ${how.waitedMs} ms after the drain: clients still connecting may see resets (is a load balancer still sending here?)`,
-        );
-      }
-      await allClosed;
-      logger.info('every connection has closed; closing the store');
-      await app.close();
-      await store.close();
-    },
-  };
+  return servers;
 }
 
 /** A log whose lines wait until the start-up line is out, so that it comes first. */
