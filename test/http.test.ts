@@ -139,6 +139,11 @@ describe('bad input: a 4xx JSON error, and no counter touched', () => {
     expect(await counterWrites(memcached().servers)).toBe(before);
   });
 
+  it('says what a field must be in plain words', async () => {
+    const response = await post('/check', '{"event": "login", "feature": "x", "cost": "2"}');
+    expect(response.json<{ error: { message: string } }>().error.message).toBe('cost must be an integer');
+  });
+
   it('answers any string in any field with a decision or a 4xx, never a 5xx', async () => {
     const text = fc.oneof(
       fc.string({ unit: 'binary', maxLength: 40 }),

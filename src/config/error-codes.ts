@@ -53,7 +53,7 @@ export const ERROR_CODES = {
   },
   store_unavailable: {
     status: 503,
-    when: "`/readyz` only: a Memcached server did not answer within `MEMCACHED_TIMEOUT_MS`; `retry-after: 1`. `/check` and `/peek` answer by the event's `onStoreError` rule instead, with `\"degraded\": true`",
+    when: "`/readyz`, and `/admin/reset`, which must reach Memcached: a server did not answer within `MEMCACHED_TIMEOUT_MS`; `retry-after: 1`. `/check`, `/peek` and `/gate` answer by the event's `onStoreError` rule instead, with `\"degraded\": true`",
   },
   draining: { status: 503, when: '`/readyz` only: the instance is shutting down (see [Shutdown](docs/operations.md#shutdown)); other routes still answer' },
   internal_error: { status: 500, when: 'a bug in memgate (logged)' },

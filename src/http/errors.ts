@@ -92,7 +92,9 @@ function describeValidation(error: FastifyError, field: string): string {
     case 'additionalProperties':
       return `unknown field ${JSON.stringify(first.params.additionalProperty)} in ${where}; expected event, feature and cost`;
     case 'type':
-      return field === '' ? `${where} must be a JSON object` : `${field} must be a ${String(first.params.type)}`;
+      return field === ''
+        ? `${where} must be a JSON object`
+        : `${field} must be ${/^[aeiou]/.test(String(first.params.type)) ? 'an' : 'a'} ${String(first.params.type)}`;
     case 'pattern':
       return `${field} must be a positive integer`;
     default:
