@@ -94,6 +94,8 @@ describe('bad input: a 4xx JSON error, and no counter touched', () => {
     ['an empty feature', () => get('/check?event=login&feature='), 400, 'invalid_feature'],
     ['an unknown event', () => get('/check?event=logout&feature=x'), 400, 'unknown_event'],
     ['a repeated feature', () => get('/check?event=login&feature=a&feature=b'), 400, 'invalid_feature'],
+    ['a feature that is not UTF-8', () => get('/check?event=login&feature=%ED%A0%80'), 400, 'invalid_request'],
+    ['a feature with a bare %', () => get('/check?event=login&feature=100%'), 400, 'invalid_request'],
     ['a zero cost', () => get('/check?event=login&feature=x&cost=0'), 400, 'invalid_cost'],
     ['a negative cost', () => get('/check?event=login&feature=x&cost=-1'), 400, 'invalid_cost'],
     ['a fractional cost', () => get('/check?event=login&feature=x&cost=1.5'), 400, 'invalid_cost'],
@@ -137,6 +139,15 @@ describe('bad input: a 4xx JSON error, and no counter touched', () => {
     expect(errorCode(response)).toBe(code);
     expect(response.json<{ error: { message: string } }>().error.message.length).toBeGreaterThan(0);
     expect(await counterWrites(memcached().servers)).toBe(before);
+  });
+
+  it('reads a percent-encoded UTF-8 feature as its text', async () => {
+    const feature = `été-${Date.now()}`;
+    expect((await get(`/check?event=login&feature=${encodeURIComponent(feature)}`)).statusCode).toBe(200);
+    const peeked = await post('/peek', JSON.stringify({ event: 'login', feature }));
+    expect(peeked.json<{ limits: { remaining: number; limit: number }[] }>().limits[0]?.remaining).toBe(
+      (peeked.json<{ limits: { limit: number }[] }>().limits[0]?.limit ?? 0) - 1,
+    );
   });
 
   it('says what a field must be in plain words', async () => {

@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Decision } from '../../counting/decision.js';
 import type { CheckRequest } from '../../counting/check-request.js';
 import type { Limiter } from '../../counting/limiter.js';
+import { errorBody } from '../errors.js';
 import { rateLimitHeaderWriter } from '../rate-limit-headers.js';
 import {
   checkBodyRoute,
@@ -13,6 +14,22 @@ import {
 } from '../schemas.js';
 
 const JSON_TYPE = 'application/json; charset=utf-8';
+
+/**
+ * Whether the URL's query string decodes to text. fastify's parser turns a %XX sequence
+ * that is not UTF-8 (or not hex) into U+FFFD or leaves it as is, so different bytes would
+ * count as one feature: such a query is refused instead. Most queries hold no %.
+ */
+function wellEncodedQuery(url: string): boolean {
+  const start = url.indexOf('?');
+  if (start === -1 || !url.includes('%', start)) return true;
+  try {
+    decodeURIComponent(url.slice(start + 1));
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 /**
  * /check decides and counts; /peek gives the same decision and counts nothing. Both take
@@ -36,6 +53,11 @@ export function registerDecisionRoutes(app: FastifyInstance, limiter: Limiter): 
   ];
   for (const [url, decide, schema] of routes) {
     app.get<{ Querystring: CheckQuerystring }>(url, { schema: schema.query }, async (request, reply) => {
+      if (!wellEncodedQuery(request.url)) {
+        return reply
+          .code(400)
+          .send(errorBody('invalid_request', 'the query string is not valid percent-encoded UTF-8'));
+      }
       const { event, feature, cost } = request.query;
       return send(reply, event, await decide({ event, feature, cost: cost === undefined ? undefined : Number(cost) }));
     });
