@@ -148,7 +148,15 @@ export function createLimiter(options: LimiterOptions): Limiter {
 
   /** Tells onDecision how a decision was reached, and returns it. */
   function observed(plan: EventPlan, kind: ObservedDecision['kind'], decision: Decision, how: HowDecided): Decision {
-    onDecision?.({ event: plan.event, kind, decision, ...how });
+    // Fields named, not spread: this runs for every decision, the repeated denials of an abusive client too.
+    onDecision?.({
+      event: plan.event,
+      kind,
+      decision,
+      fromDeniedCache: how.fromDeniedCache,
+      keysRead: how.keysRead,
+      settledMiss: how.settledMiss,
+    });
     return decision;
   }
 
