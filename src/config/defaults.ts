@@ -69,4 +69,31 @@ export const DEFAULTS = {
   adminFailureLimit: 10,
   /** The window of adminFailureLimit, in seconds. */
   adminFailureWindowSeconds: 60,
+
+  /** MEMGATE_USAGE_DB: the embedded usage history; `off` records none. */
+  usageDb: './data/usage.db',
+  /** MEMGATE_USAGE_FLUSH_S: how often an instance writes the decisions it has counted. */
+  usageFlushSeconds: 15,
+  /** MEMGATE_USAGE_TOP: the heaviest clients kept per event, minute and outcome. */
+  usageTop: 20,
+  /** MEMGATE_USAGE_RETENTION: archives as Graphite's storage-schemas.conf writes them. */
+  usageRetention: '1s:6h,1m:30d,1h:2y',
+  /**
+   * Clients the heavy-hitters summary follows per event, minute and outcome, as a multiple
+   * of MEMGATE_USAGE_TOP: a minute with fewer clients than this has exact counts for all.
+   */
+  usageSummaryPerTop: 50,
+  /** Seconds and minutes of counts kept for a store that keeps failing; past it the oldest are dropped (a metric counts them). */
+  usageMaxPendingRows: 500_000,
+  /** Points a /usage answer may hold. */
+  usageMaxPoints: 10_000,
+  /** Points a /usage answer aims at when it names no step nor maxDataPoints: an hour in minutes. */
+  usageDefaultMaxDataPoints: 60,
+  /** /usage's range when none is given: the last hour. */
+  usageDefaultRangeSeconds: 3600,
+  /** Clients /usage/top lists when no limit is given, and the most it lists. */
+  usageTopDefaultLimit: 20,
+  usageTopMaxLimit: 1000,
+  /** How long a write to Graphite or a read from graphite-web may take. */
+  graphiteTimeoutMs: 5000,
 } as const;

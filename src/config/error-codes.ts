@@ -35,6 +35,12 @@ export const ERROR_CODES = {
   invalid_uri: { status: 400, when: '`/gate` only: the URI header missing or sent twice, a bare `/gate` under `uri: path`, or a path that is not valid percent-encoding' },
   ambiguous_uri: { status: 400, when: '`/gate` only: a path that servers read as different routes (see [Paths](#gateways))' },
   unmatched_path: { status: 400, when: '`/gate` only: no route matches the path, under `unmatched: deny`' },
+  invalid_time: { status: 400, when: '`/usage`: `from` or `until` is not epoch seconds, ISO 8601 or a relative time such as `-1h` or `now`' },
+  invalid_range: {
+    status: 400,
+    when: `\`/usage\`: \`from\` is not before \`until\`, \`step\`, \`maxDataPoints\` or \`limit\` is not a positive whole number, or the range needs more than ${DEFAULTS.usageMaxPoints.toLocaleString('en')} points`,
+  },
+  usage_off: { status: 404, when: '`/usage` and `/dashboard` when usage history is off (`MEMGATE_USAGE_DB=off` and no `MEMGATE_GRAPHITE_WEB`)' },
   unauthorized: { status: 401, when: 'an admin route without the right bearer token' },
   too_many_failures: {
     status: 429,
@@ -55,6 +61,7 @@ export const ERROR_CODES = {
     status: 503,
     when: "`/readyz`, and `/admin/reset`, which must reach Memcached: a server did not answer within `MEMCACHED_TIMEOUT_MS`; `retry-after: 1`. `/check`, `/peek` and `/gate` answer by the event's `onStoreError` rule instead, with `\"degraded\": true`",
   },
+  usage_store_unavailable: { status: 502, when: '`/usage` with `MEMGATE_GRAPHITE_WEB`: graphite-web did not answer, or answered an error' },
   draining: { status: 503, when: '`/readyz` only: the instance is shutting down (see [Shutdown](docs/operations.md#shutdown)); other routes still answer' },
   internal_error: { status: 500, when: 'a bug in memgate (logged)' },
 } as const satisfies Readonly<Record<string, ErrorCodeSpec>>;

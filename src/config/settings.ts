@@ -3,6 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { DEFAULTS, KEY_PREFIX_PATTERN } from './defaults.js';
 import { parseServerList, ServerListError, type Credentials } from './memcached-servers.js';
+import { parseRetention, type Archive } from './retention.js';
 
 type Env = Readonly<Record<string, string | undefined>>;
 
@@ -152,6 +153,70 @@ export const SETTINGS = {
   shutdownDrainMs: integer('MEMGATE_SHUTDOWN_DRAIN_MS', DEFAULTS.shutdownDrainMs, 0, 600_000, 'ms', {
     summary: 'after `SIGTERM`, how long requests are still answered, each with `Connection: close`, while `/readyz` answers 503, before the listener closes; 0 none; `SIGINT` skips it',
   }),
+  usageDb: {
+    env: ['MEMGATE_USAGE_DB'],
+    default: DEFAULTS.usageDb,
+    values: 'a file path, or `off`',
+    summary: 'the SQLite file of usage history (`/usage`, `/dashboard`); `off` keeps none',
+    details: 'Created with its folder if missing. One instance per file: several instances share history through Graphite instead (see [Usage history](docs/operations.md#usage-history))',
+    read: (env): string | undefined => {
+      const path = value(env, 'MEMGATE_USAGE_DB') ?? DEFAULTS.usageDb;
+      return path === 'off' ? undefined : path;
+    },
+  },
+  usageFlushSeconds: integer('MEMGATE_USAGE_FLUSH_S', DEFAULTS.usageFlushSeconds, 1, 3600, 's', {
+    summary: 'how often each instance writes the decisions it has counted in memory to the usage store; answers include what is not written yet',
+  }),
+  usageTop: integer('MEMGATE_USAGE_TOP', DEFAULTS.usageTop, 1, 1000, '', {
+    summary: 'the heaviest clients kept per event and minute, allowed and denied each; each of them has a curve of its own',
+  }),
+  usageRetention: {
+    env: ['MEMGATE_USAGE_RETENTION'],
+    default: DEFAULTS.usageRetention,
+    values: '`resolution:keep,…` as in Graphite\'s storage-schemas.conf',
+    summary: 'how long usage points are kept at each resolution, finest first',
+    details: 'Each resolution a multiple of the one before. With Graphite, write the same retentions in its storage-schemas.conf (examples/graphite)',
+    read: (env): readonly Archive[] => {
+      const text = value(env, 'MEMGATE_USAGE_RETENTION') ?? DEFAULTS.usageRetention;
+      const archives = parseRetention(text);
+      if (typeof archives === 'string') throw new SettingsError([`MEMGATE_USAGE_RETENTION: ${archives}`]);
+      return archives;
+    },
+  },
+  graphite: {
+    env: ['MEMGATE_GRAPHITE'],
+    default: 'unset',
+    values: '`host:port` of carbon\'s plaintext receiver',
+    summary: 'also send usage to Graphite: `memgate.<event>.<outcome> <count> <epoch>` each flush, and the heaviest clients under `memgate.<event>.clients.<client>.<outcome>`',
+    details: 'For several instances and long retention; see [Usage history](docs/operations.md#usage-history)',
+    read: (env): { host: string; port: number } | undefined => {
+      const address = value(env, 'MEMGATE_GRAPHITE');
+      if (address === undefined) return undefined;
+      const parsed = hostAndPort(address);
+      if (!parsed) throw new SettingsError([`MEMGATE_GRAPHITE must be host:port (got ${JSON.stringify(address)})`]);
+      return parsed;
+    },
+  },
+  graphiteWeb: {
+    env: ['MEMGATE_GRAPHITE_WEB'],
+    default: 'unset',
+    values: 'an `http://host:port` URL',
+    summary: 'read `/usage` and `/dashboard` back from graphite-web\'s render API instead of the SQLite file',
+    read: (env): URL | undefined => {
+      const text = value(env, 'MEMGATE_GRAPHITE_WEB');
+      if (text === undefined) return undefined;
+      let url: URL | undefined;
+      try {
+        url = new URL(text);
+      } catch {
+        url = undefined;
+      }
+      if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
+        throw new SettingsError([`MEMGATE_GRAPHITE_WEB must be an http:// or https:// URL (got ${JSON.stringify(text)})`]);
+      }
+      return url;
+    },
+  },
   logLevel: {
     env: ['LOG_LEVEL'],
     default: DEFAULTS.logLevel,
@@ -219,6 +284,15 @@ export function loadSettings(env: Env, argv: readonly string[]): Settings & { re
   if (problems.length > 0) throw new SettingsError(problems);
   if (args.values.config !== undefined) settings.configPath = args.values.config;
   return { ...(settings as Settings), help: args.values.help ?? false };
+}
+
+/** `host:port` (IPv6 as `[addr]:port`), or undefined. */
+function hostAndPort(text: string): { host: string; port: number } | undefined {
+  const [, ipv6, name, digits] = /^(?:\[([0-9A-Fa-f:.]+)\]|([A-Za-z0-9_.-]+)):([0-9]{1,5})$/.exec(text) ?? [];
+  const host = ipv6 ?? name;
+  const port = Number(digits);
+  if (host === undefined || port < 1 || port > 65_535) return undefined;
+  return { host, port };
 }
 
 /** A variable's trimmed value; unset and empty both mean "use the default". */

@@ -1,0 +1,240 @@
+import { randomUUID } from 'node:crypto';
+import { DEFAULTS } from '../config/defaults.js';
+import { SpaceSaving } from './space-saving.js';
+import type { ClientCount, Counts, MinuteTop, SecondCounts, UsageBatch, UsageStore } from './usage-store.js';
+
+/** What the recorder is told of each decision. */
+export interface RecordedDecision {
+  readonly allowed: boolean;
+  readonly degraded: boolean;
+}
+
+export interface RecorderOptions {
+  /** Where flushes go. */
+  readonly store: Pick<UsageStore, 'write'>;
+  /** How often to flush, once started. */
+  readonly flushSeconds: number;
+  /** Clients kept per event, minute and outcome. */
+  readonly top: number;
+  /** Clients the summary follows per event, minute and outcome. Default top × DEFAULTS.usageSummaryPerTop. */
+  readonly summaryCapacity?: number;
+  /** Rows (seconds and minutes of one event) kept for a failing store before the oldest go. */
+  readonly maxPendingRows?: number;
+  /** Names this process in what it writes. Default a new UUID. */
+  readonly instance?: string;
+  /** Milliseconds since the epoch. Default Date.now. */
+  readonly now?: () => number;
+  /** Told when a flush fails; the batch stays and is written again at the next flush. */
+  readonly onFlushError?: (error: unknown, pendingRows: number) => void;
+  /** Told of rows dropped because the store kept failing. */
+  readonly onDropped?: (rows: number) => void;
+}
+
+/** What is counted but not in the store yet: what a query adds to what the store answers. */
+export interface Unflushed {
+  readonly seconds: readonly SecondCounts[];
+  readonly minutes: readonly MinuteTop[];
+}
+
+interface OpenMinute {
+  readonly allowed: SpaceSaving;
+  readonly denied: SpaceSaving;
+}
+
+/**
+ * Counts decisions in memory per event and second, and each minute's heaviest clients per
+ * event, and writes them to the store every `flushSeconds`: no write per request. A second
+ * is written once it has ended, a minute once it has ended, each in one batch only; a batch
+ * the store refuses stays, in order, and is written again at the next flush (stores count a
+ * batch written twice once), until `maxPendingRows` make the oldest go.
+ */
+export class UsageRecorder {
+  readonly instance: string;
+  readonly #options: RecorderOptions;
+  readonly #now: () => number;
+  readonly #capacity: number;
+  readonly #maxPendingRows: number;
+  /** The second being counted, and its counts per event. */
+  #second = -1;
+  #open = new Map<string, Counts>();
+  /** Ended seconds not yet in a batch. */
+  #ended: SecondCounts[] = [];
+  /** The minute whose clients are being summarised, and its summaries per event. */
+  #minute = -1;
+  #openMinute = new Map<string, OpenMinute>();
+  #endedMinutes: MinuteTop[] = [];
+  /** Batches made and not yet written, oldest first. */
+  #pending: UsageBatch[] = [];
+  #sequence = 0;
+  #closed = false;
+  #flushing: Promise<void> = Promise.resolve();
+  #timer: NodeJS.Timeout | undefined;
+
+  constructor(options: RecorderOptions) {
+    this.#options = options;
+    this.instance = options.instance ?? randomUUID();
+    this.#now = options.now ?? Date.now;
+    this.#capacity = options.summaryCapacity ?? options.top * DEFAULTS.usageSummaryPerTop;
+    this.#maxPendingRows = options.maxPendingRows ?? DEFAULTS.usageMaxPendingRows;
+  }
+
+  /** Counts one decision: runs for every decision, so it only adds to maps. */
+  record(event: string, feature: string, decision: RecordedDecision): void {
+    if (this.#closed) return;
+    const second = Math.floor(this.#now() / 1000);
+    // A clock stepped back counts into the open second: an ended second may be written already.
+    if (second > this.#second) this.#endSecond(second);
+    let counts = this.#open.get(event);
+    if (!counts) {
+      counts = { allowed: 0, denied: 0, degraded: 0 };
+      this.#open.set(event, counts);
+    }
+    if (decision.degraded) counts.degraded++;
+    else if (decision.allowed) counts.allowed++;
+    else counts.denied++;
+    let summary = this.#openMinute.get(event);
+    if (!summary) {
+      summary = { allowed: new SpaceSaving(this.#capacity), denied: new SpaceSaving(this.#capacity) };
+      this.#openMinute.set(event, summary);
+    }
+    (decision.allowed ? summary.allowed : summary.denied).add(feature);
+  }
+
+  /** Flushes every `flushSeconds` until close(); the timer keeps no process alive. */
+  start(): void {
+    this.#timer ??= setInterval(() => void this.flush(), this.#options.flushSeconds * 1000);
+    this.#timer.unref();
+  }
+
+  /**
+   * Writes every ended second and minute, and what earlier flushes could not write.
+   * Resolves when done, or when the store refused (the batches stay for the next flush).
+   */
+  flush(): Promise<void> {
+    this.#flushing = this.#flushing.then(() => this.#flushNow(false));
+    return this.#flushing;
+  }
+
+  /** Stops the timer and writes everything, the open second and minute too, once. */
+  async close(): Promise<void> {
+    clearInterval(this.#timer);
+    this.#timer = undefined;
+    this.#closed = true;
+    this.#flushing = this.#flushing.then(() => this.#flushNow(true));
+    await this.#flushing;
+  }
+
+  /** Rows counted but not yet in the store (pending batches included). */
+  get pendingRows(): number {
+    return (
+      this.#pending.reduce((sum, batch) => sum + rows(batch), 0) +
+      this.#ended.length +
+      this.#endedMinutes.length +
+      this.#open.size
+    );
+  }
+
+  /**
+   * Everything counted and not yet written, for one event: queries add it to the store's
+   * answer. The open minute's clients are its summary so far.
+   */
+  unflushed(event: string): Unflushed {
+    this.#endSecond(Math.floor(this.#now() / 1000));
+    const seconds: SecondCounts[] = [];
+    const minutes: MinuteTop[] = [];
+    for (const batch of this.#pending) {
+      for (const row of batch.seconds) if (row.event === event) seconds.push(row);
+      for (const row of batch.minutes) if (row.event === event) minutes.push(row);
+    }
+    for (const row of this.#ended) if (row.event === event) seconds.push(row);
+    for (const row of this.#endedMinutes) if (row.event === event) minutes.push(row);
+    const open = this.#open.get(event);
+    if (open) seconds.push({ event, t: this.#second, ...open });
+    const summary = this.#openMinute.get(event);
+    if (summary) minutes.push(this.#minuteTop(event, this.#minute, summary));
+    return { seconds, minutes };
+  }
+
+  /** Events counted and not yet written. */
+  unflushedEvents(): Set<string> {
+    const events = new Set<string>([...this.#open.keys(), ...this.#openMinute.keys()]);
+    for (const row of this.#ended) events.add(row.event);
+    for (const batch of this.#pending) for (const row of batch.seconds) events.add(row.event);
+    return events;
+  }
+
+  async #flushNow(everything: boolean): Promise<void> {
+    this.#endSecond(Math.floor(this.#now() / 1000));
+    if (everything) this.#endSecond(Number.MAX_SAFE_INTEGER);
+    if (this.#ended.length > 0 || this.#endedMinutes.length > 0) {
+      this.#pending.push({
+        instance: this.instance,
+        sequence: this.#sequence++,
+        seconds: this.#ended,
+        minutes: this.#endedMinutes,
+      });
+      this.#ended = [];
+      this.#endedMinutes = [];
+    }
+    this.#dropOverflow();
+    for (let batch = this.#pending[0]; batch; batch = this.#pending[0]) {
+      try {
+        await this.#options.store.write(batch);
+      } catch (error) {
+        this.#options.onFlushError?.(error, this.pendingRows);
+        return;
+      }
+      // Removed in the same turn as the write resolves: a query reads the store and this
+      // memory in one turn, so it sees a batch in one of the two, never both or neither.
+      this.#pending.shift();
+    }
+  }
+
+  /** Moves the open second (and minute, if `second` is in a later one) to the ended lists. */
+  #endSecond(second: number): void {
+    if (second <= this.#second) return;
+    if (this.#second >= 0) {
+      for (const [event, counts] of this.#open) this.#ended.push({ event, t: this.#second, ...counts });
+    }
+    this.#open = new Map();
+    this.#second = second;
+    const minute = second === Number.MAX_SAFE_INTEGER ? second : second - (second % 60);
+    if (minute > this.#minute) {
+      if (this.#minute >= 0) {
+        for (const [event, summary] of this.#openMinute)
+          this.#endedMinutes.push(this.#minuteTop(event, this.#minute, summary));
+      }
+      this.#openMinute = new Map();
+      this.#minute = minute;
+    }
+  }
+
+  #minuteTop(event: string, minute: number, summary: OpenMinute): MinuteTop {
+    return { event, t: minute, allowed: this.#clients(summary.allowed), denied: this.#clients(summary.denied) };
+  }
+
+  /** The heaviest clients, each with the count it surely had: never more than it got. */
+  #clients(summary: SpaceSaving): ClientCount[] {
+    return summary
+      .top(this.#options.top)
+      .map(({ item, count, error }) => ({ feature: item, count: count - error }))
+      .filter(({ count }) => count > 0);
+  }
+
+  /** Drops the oldest pending rows past maxPendingRows. */
+  #dropOverflow(): void {
+    let excess = this.#pending.reduce((sum, batch) => sum + rows(batch), 0) - this.#maxPendingRows;
+    let dropped = 0;
+    while (excess > 0 && this.#pending.length > 1) {
+      const oldest = this.#pending.shift();
+      if (!oldest) break;
+      excess -= rows(oldest);
+      dropped += rows(oldest);
+    }
+    if (dropped > 0) this.#options.onDropped?.(dropped);
+  }
+}
+
+function rows(batch: UsageBatch): number {
+  return batch.seconds.length + batch.minutes.length;
+}

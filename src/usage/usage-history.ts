@@ -1,0 +1,160 @@
+import { DEFAULTS } from '../config/defaults.js';
+import type { Archive } from '../config/retention.js';
+import {
+  coarsest,
+  parseRange,
+  pickArchive,
+  planSeries,
+  positiveWhole,
+  UsageQueryError,
+  type RangeParams,
+  type SeriesParams,
+} from './query-plan.js';
+import type { UsageRecorder } from './recorder.js';
+import type { ClientCount, EventRange, SeriesPoint, UsageStore } from './usage-store.js';
+
+export interface UsageHistoryOptions {
+  /** Where points are read: the SQLite file, or graphite-web. */
+  readonly reader: Pick<UsageStore, 'series' | 'top' | 'events'>;
+  /** This instance's counts not yet written, added to what the reader answers. */
+  readonly recorder?: UsageRecorder;
+  readonly archives: readonly Archive[];
+  /** The events of the policies in use: asking for one of them is never `unknown_event`. */
+  readonly policyEvents: () => Iterable<string>;
+  /** Milliseconds since the epoch. Default Date.now. */
+  readonly now?: () => number;
+}
+
+export interface SeriesAnswer {
+  readonly event: string;
+  readonly feature: string | null;
+  readonly from: number;
+  readonly until: number;
+  readonly step: number;
+  readonly points: readonly SeriesPoint[];
+}
+
+export interface TopAnswer {
+  readonly event: string;
+  readonly from: number;
+  readonly until: number;
+  readonly allowed: readonly ClientCount[];
+  readonly denied: readonly ClientCount[];
+}
+
+/** What /usage, /usage/top and /usage/events answer, from the store and this instance's memory. */
+export interface UsageHistory {
+  series(params: SeriesParams & { event?: string | undefined; feature?: string | undefined }): Promise<SeriesAnswer>;
+  top(params: RangeParams & { event?: string | undefined; limit?: string | undefined }): Promise<TopAnswer>;
+  events(): Promise<EventRange[]>;
+}
+
+export function createUsageHistory({
+  reader,
+  recorder,
+  archives,
+  policyEvents,
+  now = Date.now,
+}: UsageHistoryOptions): UsageHistory {
+  /** The event asked, if memgate has a policy or data for it. */
+  async function knownEvent(event: string | undefined): Promise<string> {
+    if (event === undefined || event === '')
+      throw new UsageQueryError('invalid_event', 'event is required: one of GET /usage/events, or of the policy file');
+    if (new Set(policyEvents()).has(event) || recorder?.unflushedEvents().has(event)) return event;
+    if ((await reader.events()).some((range) => range.event === event)) return event;
+    throw new UsageQueryError('unknown_event', `no policy and no usage recorded for event ${JSON.stringify(event)}`);
+  }
+
+  return {
+    async series(params) {
+      const event = await knownEvent(params.event);
+      const feature = params.feature === undefined || params.feature === '' ? undefined : params.feature;
+      const nowMs = now();
+      const plan = planSeries({ ...params, perClient: feature !== undefined }, archives, nowMs);
+      const { firstPoint, until, step, resolution } = plan;
+      const points = await reader.series({
+        event,
+        ...(feature ? { feature } : {}),
+        from: firstPoint,
+        until,
+        step,
+        resolution,
+      });
+      // Read in the same turn as the store's answer arrives: a flush removes what it wrote in its own turn.
+      const unflushed = recorder?.unflushed(event);
+      if (unflushed) {
+        const add = (t: number, counts: { allowed: number; denied: number; degraded: number }) => {
+          // As the store files it: in its archive point, then in the step holding that point.
+          const archived = t - (t % resolution);
+          if (archived < firstPoint || archived >= until) return;
+          const point = points[(archived - firstPoint - ((archived - firstPoint) % step)) / step] as
+            Mutable<SeriesPoint> | undefined;
+          if (!point) return;
+          point.allowed += counts.allowed;
+          point.denied += counts.denied;
+          point.degraded += counts.degraded;
+        };
+        if (feature === undefined) for (const second of unflushed.seconds) add(second.t, second);
+        else {
+          for (const minute of unflushed.minutes) {
+            const count = (list: readonly ClientCount[]) =>
+              list.find((client) => client.feature === feature)?.count ?? 0;
+            add(minute.t, { allowed: count(minute.allowed), denied: count(minute.denied), degraded: 0 });
+          }
+        }
+      }
+      return { event, feature: feature ?? null, from: plan.from, until: plan.until, step, points };
+    },
+
+    async top(params) {
+      const event = await knownEvent(params.event);
+      const limit = positiveWhole(params.limit, 'limit') ?? DEFAULTS.usageTopDefaultLimit;
+      if (limit > DEFAULTS.usageTopMaxLimit)
+        throw new UsageQueryError('invalid_range', `limit must be at most ${DEFAULTS.usageTopMaxLimit} (got ${limit})`);
+      const nowMs = now();
+      const { from, until } = parseRange(params, nowMs);
+      const { resolution } = pickArchive(archives, from, nowMs, { perClient: true, span: until - from });
+      const start = from - (from % resolution);
+      const minutes = (recorder?.unflushed(event).minutes ?? []).filter(
+        ({ t }) => t - (t % resolution) >= start && t - (t % resolution) < until,
+      );
+      // Enough rows from the store that no client ranked below them could climb past the
+      // limit with what memory adds.
+      const extra = new Set(
+        minutes.flatMap((minute) => [...minute.allowed, ...minute.denied].map(({ feature }) => feature)),
+      ).size;
+      const stored = await reader.top({ event, from: start, until, resolution, limit: limit + extra });
+      const merge = (fromStore: readonly ClientCount[], outcome: 'allowed' | 'denied') => {
+        const counts = new Map(fromStore.map(({ feature, count }) => [feature, count]));
+        for (const minute of minutes)
+          for (const { feature, count } of minute[outcome]) counts.set(feature, (counts.get(feature) ?? 0) + count);
+        return [...counts]
+          .map(([feature, count]) => ({ feature, count }))
+          .sort((a, b) => b.count - a.count || (a.feature < b.feature ? -1 : 1))
+          .slice(0, limit);
+      };
+      return { event, from, until, allowed: merge(stored.allowed, 'allowed'), denied: merge(stored.denied, 'denied') };
+    },
+
+    async events() {
+      const oldest = Math.ceil(now() / 1000) - coarsest(archives).keepSeconds;
+      const ranges = new Map((await reader.events()).map((range) => [range.event, range]));
+      for (const event of recorder?.unflushedEvents() ?? []) {
+        for (const { t } of recorder?.unflushed(event).seconds ?? []) {
+          const range = ranges.get(event);
+          ranges.set(event, {
+            event,
+            from: Math.min(range?.from ?? t, t),
+            until: Math.max(range?.until ?? t + 1, t + 1),
+          });
+        }
+      }
+      return [...ranges.values()]
+        .filter(({ until }) => until > oldest)
+        .map((range) => ({ ...range, from: Math.max(range.from, oldest) }))
+        .sort((a, b) => (a.event < b.event ? -1 : 1));
+    },
+  };
+}
+
+type Mutable<T> = { -readonly [K in keyof T]: T[K] };

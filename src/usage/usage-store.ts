@@ -1,0 +1,111 @@
+/**
+ * What usage history is made of, and the one interface its backends implement (the
+ * embedded SQLite file, Graphite). The recorder hands a store batches of finished seconds
+ * and minutes; queries ask it for points at one archive's resolution.
+ */
+
+/** What a decision was: admitted, refused, or decided by `onStoreError` without counts. */
+export const OUTCOMES = ['allowed', 'denied', 'degraded'] as const;
+export type Outcome = (typeof OUTCOMES)[number];
+
+/** How many decisions of each outcome. */
+export interface Counts {
+  allowed: number;
+  denied: number;
+  degraded: number;
+}
+
+/** One finished second of one event, as one instance decided it. */
+export interface SecondCounts extends Counts {
+  readonly event: string;
+  /** The second, in epoch seconds. */
+  readonly t: number;
+}
+
+/** A client and how many decisions of one outcome it got. */
+export interface ClientCount {
+  readonly feature: string;
+  readonly count: number;
+}
+
+/**
+ * One finished minute's heaviest clients of one event on one instance: up to
+ * MEMGATE_USAGE_TOP each for allowed and denied, with counts that are never more than the
+ * client got (exact unless the minute had more clients than the summary could follow).
+ */
+export interface MinuteTop {
+  readonly event: string;
+  /** The minute's first second, in epoch seconds. */
+  readonly t: number;
+  readonly allowed: readonly ClientCount[];
+  readonly denied: readonly ClientCount[];
+}
+
+/**
+ * What one flush writes. Each second and each minute of an instance is in one batch only,
+ * and a batch written twice (a retry after an answer was lost) counts once: stores key what
+ * they write by instance and second.
+ */
+export interface UsageBatch {
+  /** This process: a new one at each start, so a restart never overwrites the last run. */
+  readonly instance: string;
+  /** This batch's number within the instance: with `instance`, what makes a batch written twice count once. */
+  readonly sequence: number;
+  readonly seconds: readonly SecondCounts[];
+  readonly minutes: readonly MinuteTop[];
+}
+
+/** Points of one event (or one of its clients) at one resolution. */
+export interface SeriesQuery {
+  readonly event: string;
+  /** One client's curve, from the minutes it was among the heaviest; undefined for the whole event. */
+  readonly feature?: string;
+  /** The first point's start, a multiple of `step`. */
+  readonly from: number;
+  /** Points start before this. */
+  readonly until: number;
+  /** Seconds per point: a multiple of `resolution`. */
+  readonly step: number;
+  /** The archive to read: 1, 60 or 3600 by default (see Retention). */
+  readonly resolution: number;
+}
+
+export interface SeriesPoint extends Counts {
+  /** The step's first second, in epoch seconds. */
+  readonly t: number;
+}
+
+export interface TopQuery {
+  readonly event: string;
+  readonly from: number;
+  readonly until: number;
+  /** The archive to read, at least 60: clients are kept per minute. */
+  readonly resolution: number;
+  readonly limit: number;
+}
+
+export interface TopClients {
+  readonly allowed: readonly ClientCount[];
+  readonly denied: readonly ClientCount[];
+}
+
+/** An event with recorded data, and the span its data covers, in epoch seconds. */
+export interface EventRange {
+  readonly event: string;
+  readonly from: number;
+  readonly until: number;
+}
+
+export interface UsageStore {
+  /** For logs and /usage/events: `sqlite` or `graphite`. */
+  readonly kind: string;
+  /** Writes a batch; throws when it could not, and the recorder keeps the batch to retry. */
+  write(batch: UsageBatch): Promise<void>;
+  /** One point per step from `from` while before `until`, zero-filled. */
+  series(query: SeriesQuery): Promise<SeriesPoint[]>;
+  /** The clients with the most decisions of each outcome over the range, most first. */
+  top(query: TopQuery): Promise<TopClients>;
+  /** Every event with data. */
+  events(): Promise<EventRange[]>;
+  close(): Promise<void>;
+}
