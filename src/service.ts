@@ -18,6 +18,8 @@ import type { ClockSync } from './store/memcached/clock-sync.js';
 import { createEmbeddedStore } from './store/embedded-store.js';
 import { watchEvictions } from './store/eviction-watch.js';
 import { createMemcachedStore } from './store/memcached/memcached-store.js';
+import type { ObservedDecision } from './counting/limiter.js';
+import { openUsage, type OpenUsage } from './usage/open-usage.js';
 
 export interface RunningService {
   readonly app: FastifyInstance;
@@ -50,6 +52,8 @@ export async function startService(settings: Settings, logger: Logger): Promise<
   const storeTrouble = storeTroubleLogger(log, () => current);
   const metrics = createMetrics();
   const store = openStore(settings, { logger, metrics, storeTrouble, clockLog: log });
+  const usage = openUsage({ settings, policyEvents: () => current.events.keys(), logger, watch: metrics.usage });
+  if (usage) metrics.watchUsagePending(() => usage.recorder.pendingRows);
   const options = {
     store,
     keyPrefix: settings.keyPrefix,
@@ -63,7 +67,7 @@ export async function startService(settings: Settings, logger: Logger): Promise<
       );
     },
     onStoreUnavailable: storeTrouble.onStoreUnavailable,
-    onDecision: metrics.onDecision,
+    onDecision: usage ? recordingDecisions(metrics.onDecision, usage) : metrics.onDecision,
   };
   const limiter = reloadable(createLimiter({ ...options, policies }));
   metrics.watchCache(() => limiter.cacheUsage);
@@ -86,10 +90,12 @@ export async function startService(settings: Settings, logger: Logger): Promise<
     drain,
     maxEventLoopDelayMs: settings.maxEventLoopDelayMs,
     ...(admin ? { admin } : {}),
+    ...(usage ? { usage: usage.history } : {}),
   });
   try {
     await app.listen({ port: settings.port, host: settings.host });
   } catch (error) {
+    await usage?.close();
     await store.close();
     // "listen EADDRINUSE: address already in use 0.0.0.0:8080" names the address again.
     const { message, code } = error as NodeJS.ErrnoException;
@@ -104,6 +110,7 @@ export async function startService(settings: Settings, logger: Logger): Promise<
     store,
     admin: admin !== undefined,
     address: app.server.address(),
+    usage: usage?.description ?? 'off',
   });
   storeTrouble.started(servers);
   log.flush();
@@ -119,7 +126,7 @@ export async function startService(settings: Settings, logger: Logger): Promise<
   return {
     app,
     store,
-    close: ({ drainMs = 0 } = {}) => stopServing({ app, store, drain, evictions, logger }, drainMs),
+    close: ({ drainMs = 0 } = {}) => stopServing({ app, store, drain, evictions, logger, usage }, drainMs),
   };
 }
 
@@ -129,10 +136,11 @@ interface Serving {
   readonly drain: ReturnType<typeof createDrain>;
   readonly evictions: { stop(): void } | undefined;
   readonly logger: Logger;
+  readonly usage: OpenUsage | undefined;
 }
 
 /** RunningService.close: the drain, then the listener, the connections and the store, in that order. */
-async function stopServing({ app, store, drain, evictions, logger }: Serving, drainMs: number): Promise<void> {
+async function stopServing({ app, store, drain, evictions, logger, usage }: Serving, drainMs: number): Promise<void> {
   evictions?.stop();
   drain.begin(app.server);
   await sleep(drainMs);
@@ -153,9 +161,22 @@ async function stopServing({ app, store, drain, evictions, logger }: Serving, dr
     );
   }
   await allClosed;
-  logger.info('every connection has closed; closing the store');
+  logger.info('every connection has closed; writing the usage history left and closing the stores');
   await app.close();
+  // After the last request: every decision made is in what the recorder writes now.
+  await usage?.close().catch((err: unknown) => {
+    logger.error({ err }, 'writing the last usage history failed; it is lost');
+  });
   await store.close();
+}
+
+/** Tells the metrics of every decision, and usage history of every check (a peek decides nothing). */
+function recordingDecisions(metricsHook: (observed: ObservedDecision) => void, usage: OpenUsage) {
+  const { recorder } = usage;
+  return (observed: ObservedDecision) => {
+    metricsHook(observed);
+    if (observed.kind === 'check') recorder.record(observed.event, observed.feature, observed.decision);
+  };
 }
 
 /** The hooks a Memcached store reports through: metrics, and the lines an operator reads. */
@@ -195,6 +216,8 @@ interface Started {
   readonly store: CounterStore;
   readonly admin: boolean;
   readonly address: ReturnType<Server['address']>;
+  /** Where usage history goes: `sqlite`, `sqlite+graphite`, `off`. */
+  readonly usage: string;
 }
 
 /**
@@ -204,7 +227,7 @@ interface Started {
 function logStarted(
   logger: Logger,
   log: DeferredLog,
-  { settings, policies, store, admin, address }: Started,
+  { settings, policies, store, admin, address, usage }: Started,
 ): string[] {
   const port = typeof address === 'object' && address !== null ? address.port : settings.port;
   // How far V8 may grow the heap before it must collect: see docs/operations.md, sizing.
@@ -230,8 +253,9 @@ function logStarted(
       admin,
       cacheMb: settings.cacheMb,
       heapLimitMb,
+      usage,
     },
-    `memgate ${VERSION} listening on ${settings.host}:${port}; store: ${storeText}; policies: ${policies.source} (${events.join(', ')}${policies.gateway ? '; /gate on' : ''}); cache ${settings.cacheMb} MiB, heap limit ${heapLimitMb} MiB; admin routes ${admin ? 'on' : 'off'}`,
+    `memgate ${VERSION} listening on ${settings.host}:${port}; store: ${storeText}; policies: ${policies.source} (${events.join(', ')}${policies.gateway ? '; /gate on' : ''}); cache ${settings.cacheMb} MiB, heap limit ${heapLimitMb} MiB; admin routes ${admin ? 'on' : 'off'}; usage history: ${usage}`,
   );
   if (!store.shared) {
     log.warn(

@@ -9,7 +9,13 @@ import { Ajv } from 'ajv';
 import type { FastifyInstance, InjectOptions } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
+import { DEFAULTS } from '../src/config/defaults.js';
 import { parsePolicyText } from '../src/config/policies.js';
+import { parseRetention } from '../src/config/retention.js';
+import type { ObservedDecision } from '../src/counting/limiter.js';
+import { UsageRecorder } from '../src/usage/recorder.js';
+import { openSqliteUsage } from '../src/usage/sqlite-store.js';
+import { createUsageHistory } from '../src/usage/usage-history.js';
 import { createLimiter } from '../src/counting/limiter.js';
 import { reloadable } from '../src/counting/reloadable-limiter.js';
 import { buildApp } from '../src/http/app.js';
@@ -55,6 +61,8 @@ const memcached = useMemcached();
 const cleanups: (() => Promise<unknown>)[] = [];
 let doc: Document;
 let sharedStore: CounterStore;
+/** The usage examples' time: 2026-11-23T10:00:30.250Z. */
+const USAGE_NOW = Date.UTC(2026, 10, 23, 10, 0, 30, 250);
 /** Every example's time: a whole second, so that a burst of checks falls within one. */
 const NOW = Math.floor(Date.now() / 1000) * 1000;
 
@@ -79,8 +87,20 @@ afterAll(async () => {
  * and never answers (IN_FLIGHT calls may wait on it at once, each for the default 250 ms). draining: shutting down. nginx: the
  * gateway answers 403 and 401 and refuses unmatched paths. noGateway: no gateway section.
  * embedded: the in-process store. brokenFile: the policy file on disk has become invalid.
+ * usage: usage history in an in-memory SQLite database, on a clock stopped at USAGE_NOW.
+ * usageOff: no usage history (MEMGATE_USAGE_DB=off).
  */
-type World = 'counting' | 'storeDown' | 'storeSilent' | 'draining' | 'nginx' | 'noGateway' | 'embedded' | 'brokenFile';
+type World =
+  | 'counting'
+  | 'storeDown'
+  | 'storeSilent'
+  | 'draining'
+  | 'nginx'
+  | 'noGateway'
+  | 'embedded'
+  | 'brokenFile'
+  | 'usage'
+  | 'usageOff';
 
 interface Memgate {
   readonly app: FastifyInstance;
@@ -118,7 +138,14 @@ async function world(kind: World, closing: (() => Promise<unknown>)[]): Promise<
         ? { events: document.events }
         : parsePolicyText(POLICY_TEXT, POLICY_FILE);
   const metrics = createMetrics();
-  const options = { now: () => NOW, onDecision: metrics.onDecision };
+  const usage = kind === 'usage' ? usageHistory(Object.keys(document.events), closing) : undefined;
+  const options = {
+    now: () => NOW,
+    onDecision: (observed: ObservedDecision) => {
+      metrics.onDecision(observed);
+      if (observed.kind === 'check') usage?.recorder.record(observed.event, observed.feature, observed.decision);
+    },
+  };
   const limiter = reloadable(createLimiter({ ...options, store, keyPrefix: uniquePrefix(), policies }));
   const fileOnDisk = kind === 'brokenFile' ? POLICY_TEXT.replace('window: 1m }', 'window: 1w }') : POLICY_TEXT;
   // As the service reloads: the file read again, under its name.
@@ -135,6 +162,7 @@ async function world(kind: World, closing: (() => Promise<unknown>)[]): Promise<
     drain,
     admin: { token: TOKEN, reload, now: () => NOW },
     maxEventLoopDelayMs: 0,
+    ...(usage ? { usage: usage.history } : {}),
   });
   closing.push(() => app.close());
   await app.ready();
@@ -143,6 +171,25 @@ async function world(kind: World, closing: (() => Promise<unknown>)[]): Promise<
     limiter.replace(createLimiter({ ...options, store: storeFor(), keyPrefix: uniquePrefix(), policies }));
   };
   return { app, renew };
+}
+
+/** Usage history as the service keeps it by default, in memory, on a clock stopped at USAGE_NOW. */
+function usageHistory(events: readonly string[], closing: (() => Promise<unknown>)[]) {
+  const archives = parseRetention(DEFAULTS.usageRetention);
+  if (typeof archives === 'string') throw new Error(archives);
+  const sqlite = openSqliteUsage({ path: ':memory:', archives, nowSeconds: () => USAGE_NOW / 1000 });
+  const recorder = new UsageRecorder({ store: sqlite, flushSeconds: 15, top: DEFAULTS.usageTop, now: () => USAGE_NOW });
+  closing.push(() => recorder.close().then(() => sqlite.close()));
+  return {
+    recorder,
+    history: createUsageHistory({
+      reader: sqlite,
+      recorder,
+      archives,
+      policyEvents: () => events,
+      now: () => USAGE_NOW,
+    }),
+  };
 }
 
 /**
@@ -366,6 +413,32 @@ const reset = (headers: Record<string, string>, payload: unknown): InjectOptions
 const wrongToken: InjectOptions = { method: 'POST', url: '/admin/reload', headers: { authorization: 'Bearer wrong' } };
 const resetLogin = reset(bearer, { event: 'login', feature: FEATURE });
 
+/** Each usage example in a memgate of its own, after 7 logins from FEATURE (5 allowed) and 2 from another client. */
+function usageReplays(): Record<string, Replay> {
+  const get = (url: string): InjectOptions => ({ method: 'GET', url });
+  const before = [
+    ...times(7, get(`/check?event=login&feature=${FEATURE}`)),
+    ...times(2, get('/check?event=login&feature=198.51.100.23')),
+  ];
+  const replay = (url: string, world: World = 'usage'): Replay => ({ world, before, ask: get(url), alone: true });
+  return {
+    'GET /usage 200 lastMinutes': replay('/usage?event=login&from=-5min&step=60'),
+    'GET /usage 200 client': replay(`/usage?event=login&feature=${FEATURE}&from=-5min`),
+    'GET /usage 400 fromAfterUntil': replay('/usage?event=login&from=now&until=-1h'),
+    'GET /usage 400 unknownEvent': replay('/usage?event=signup'),
+    'GET /usage 400 badTime': replay('/usage?event=login&from=yesterday'),
+    'GET /usage 400 tooManyPoints': replay('/usage?event=login&from=-30d&step=60'),
+    'GET /usage 400 badStep': replay('/usage?event=login&step=0'),
+    'GET /usage 404 off': replay('/usage?event=login', 'usageOff'),
+    'GET /usage/top 200 lastHour': replay('/usage/top?event=login&from=-1h'),
+    'GET /usage/top 400 unknownEvent': replay('/usage/top?event=signup'),
+    'GET /usage/top 400 badLimit': replay('/usage/top?event=login&limit=0'),
+    'GET /usage/top 404 off': replay('/usage/top?event=login', 'usageOff'),
+    'GET /usage/events 200 recorded': replay('/usage/events'),
+    'GET /usage/events 404 off': replay('/usage/events', 'usageOff'),
+  };
+}
+
 const REPLAYS: Record<string, Replay> = {
   ...decisionReplays('GET', '/check'),
   ...decisionReplays('POST', '/check'),
@@ -386,6 +459,7 @@ const REPLAYS: Record<string, Replay> = {
     compare: 'lines',
     alone: true,
   },
+  ...usageReplays(),
   'POST /admin/reset 200 reset': { world: 'counting', ask: resetLogin },
   'POST /admin/reset 400 unknownEvent': {
     world: 'counting',
@@ -566,7 +640,7 @@ describe('the OpenAPI document', () => {
     const codes = new Set<string>();
     for (const { key, status, value } of responseExamples()) {
       if (!isObject(value)) continue;
-      if ('allowed' in value) {
+      if (typeof value.allowed === 'boolean') {
         // 429 (and 403, a gateway's denyStatus) is a denial; 200 an admission.
         expect(value.allowed, key).toBe(status === '200');
         expect(['200', '403', '429'], key).toContain(status);

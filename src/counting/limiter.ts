@@ -34,7 +34,7 @@ export interface LimiterOptions {
   readonly onRollbackError?: (error: unknown) => void;
   /** Told when the store cannot answer a check, which the event's `onStoreError` rule then decides. */
   readonly onStoreUnavailable?: (error: StoreUnavailableError, event: string) => void;
-  /** Told of every decision of `check` and `peek`, for metrics. */
+  /** Told of every decision of `check` and `peek`, for metrics and usage history. */
   readonly onDecision?: (observed: ObservedDecision) => void;
   /** How far apart the clocks of instances sharing the store may be, plus a request's time in flight. Default 2000. */
   readonly maxClockSkewMs?: number;
@@ -50,6 +50,8 @@ export interface LimiterOptions {
 /** What a decision cost and where it came from, for metrics. */
 export interface ObservedDecision extends HowDecided {
   readonly event: string;
+  /** Who asked: usage history keeps the heaviest clients. */
+  readonly feature: string;
   readonly kind: 'check' | 'peek';
   readonly decision: Decision;
 }
@@ -147,10 +149,17 @@ export function createLimiter(options: LimiterOptions): Limiter {
   }
 
   /** Tells onDecision how a decision was reached, and returns it. */
-  function observed(plan: EventPlan, kind: ObservedDecision['kind'], decision: Decision, how: HowDecided): Decision {
+  function observed(
+    plan: EventPlan,
+    feature: string,
+    kind: ObservedDecision['kind'],
+    decision: Decision,
+    how: HowDecided,
+  ): Decision {
     // Fields named, not spread: this runs for every decision, the repeated denials of an abusive client too.
     onDecision?.({
       event: plan.event,
+      feature,
       kind,
       decision,
       fromDeniedCache: how.fromDeniedCache,
@@ -205,7 +214,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
       const state = features.state(plan, feature);
       const nowMs = nowFor(state.base);
       const repeated = repeatDenial(state.denial, cost, nowMs);
-      if (repeated) return observed(plan, 'check', repeated, FROM_DENIED_CACHE);
+      if (repeated) return observed(plan, feature, 'check', repeated, FROM_DENIED_CACHE);
       const window = features.windowAt(state, plan, Math.floor(nowMs / 1000));
       // Increment first, so concurrent checks on any instance see each other's cost.
       const increments = window.increments(cost);
@@ -224,17 +233,17 @@ export function createLimiter(options: LimiterOptions): Limiter {
         plan,
       );
       // The store cannot answer: the event's onStoreError rule decides.
-      if (!answer) return observed(plan, 'check', degradedDecision(plan.onStoreError), how);
+      if (!answer) return observed(plan, feature, 'check', degradedDecision(plan.onStoreError), how);
       const { incremented, read } = answer;
       // Decide on the counts before this request: its own cost comes out of what it incremented.
       const counts = window.fill(reads, read, incremented, cost);
       const decision = decide(counts, { cost, nowMs, kind: 'check' });
-      if (decision.allowed) return observed(plan, 'check', decision, how);
+      if (decision.allowed) return observed(plan, feature, 'check', decision, how);
       // A denied request is not counted: take the increment back.
       await store
         .decrement(increments.map(({ key }) => ({ key, delta: cost })))
         .catch((error: unknown) => onRollbackError?.(error));
-      return observed(plan, 'check', await denial(decision, window, plan, state, cost, nowMs), how);
+      return observed(plan, feature, 'check', await denial(decision, window, plan, state, cost, nowMs), how);
     },
 
     async reset(request) {
@@ -255,7 +264,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
       const state = features.state(plan, feature);
       const nowMs = nowFor(state.base);
       const repeated = repeatDenial(state.denial, cost, nowMs);
-      if (repeated) return observed(plan, 'peek', repeated, FROM_DENIED_CACHE);
+      if (repeated) return observed(plan, feature, 'peek', repeated, FROM_DENIED_CACHE);
       const window = features.windowAt(state, plan, Math.floor(nowMs / 1000));
       const reads = window.reads;
       const keys = [...reads.keys, ...window.currentKeys];
@@ -265,12 +274,13 @@ export function createLimiter(options: LimiterOptions): Limiter {
         fromDeniedCache: false,
       };
       const answer = await ask(store.incrementAndRead([], keys), plan);
-      if (!answer) return observed(plan, 'peek', degradedDecision(plan.onStoreError), how);
+      if (!answer) return observed(plan, feature, 'peek', degradedDecision(plan.onStoreError), how);
       const { read } = answer;
       const counts = window.fill(reads, read, read.slice(reads.keys.length), 0);
       const decision = decide(counts, { cost, nowMs, kind: 'peek' });
       return observed(
         plan,
+        feature,
         'peek',
         decision.allowed ? decision : await denial(decision, window, plan, state, cost, nowMs),
         how,

@@ -15,6 +15,8 @@ import { registerDecisionRoutes } from './routes/decisions.js';
 import { isGateUrl, refuse, registerGatewayRoutes } from './routes/gateway.js';
 import { registerHealthRoutes } from './routes/health.js';
 import { registerPolicyRoutes } from './routes/policies.js';
+import { registerUsageRoutes } from './routes/usage.js';
+import type { UsageHistory } from '../usage/usage-history.js';
 
 export interface AppOptions {
   readonly limiter: Limiter;
@@ -29,6 +31,8 @@ export interface AppOptions {
   readonly metrics?: Metrics;
   /** Once it has begun, /readyz answers 503 and every response closes its connection. */
   readonly drain?: Drain;
+  /** Serves /usage and its dashboard; without it they answer 404 usage_off. */
+  readonly usage?: UsageHistory;
 }
 
 /** The HTTP face of a limiter. Builds the app without listening, so tests can inject. */
@@ -38,6 +42,7 @@ export function buildApp({
   logger,
   admin,
   metrics,
+  usage,
   maxEventLoopDelayMs = DEFAULTS.maxEventLoopDelayMs,
   drain = createDrain(),
 }: AppOptions): FastifyInstance {
@@ -108,6 +113,7 @@ export function buildApp({
   void app.register((routes, _options, done) => {
     registerHealthRoutes(routes, store, drain);
     registerPolicyRoutes(routes, limiter);
+    registerUsageRoutes(routes, usage);
     if (admin) registerAdminRoutes(routes, limiter, admin, log);
     metrics?.register(routes);
     done();

@@ -5,6 +5,8 @@ import { ERROR_CODES, type ErrorCode, type InputErrorCode } from '../config/erro
 import { PolicyError } from '../config/policies.js';
 import { LimiterInputError } from '../counting/errors.js';
 import { StoreOverloadedError, StoreUnavailableError } from '../store/counter-store.js';
+import { UsageQueryError } from '../usage/query-plan.js';
+import { UsageStoreUnavailableError } from '../usage/usage-store.js';
 
 export interface ErrorBody {
   error: { code: ErrorCode; message: string };
@@ -55,6 +57,13 @@ function handleError(
   if (error instanceof LimiterInputError) {
     return sendError(reply, error.code, error.message);
   }
+  if (error instanceof UsageQueryError) {
+    return sendError(reply, error.code, error.message);
+  }
+  if (error instanceof UsageStoreUnavailableError) {
+    log.warn({ err: error, reqId: request.id }, 'usage store unavailable');
+    return sendError(reply, 'usage_store_unavailable', error.message);
+  }
   if (error instanceof PolicyError) {
     // Only an admin's reload meets this: the file on disk is invalid, the loaded policies stay.
     return sendError(reply, 'invalid_policies', `${error.message}; the policies in use are unchanged`);
@@ -71,7 +80,7 @@ function handleError(
     const [first] = error.validation;
     const missing = first?.params.missingProperty;
     const field = typeof missing === 'string' ? missing : (first?.instancePath.slice(1) ?? '');
-    return sendError(reply, FIELD_CODES[field] ?? 'invalid_request', describeValidation(error, field));
+    return sendError(reply, FIELD_CODES[field] ?? 'invalid_request', describeValidation(error, field, request));
   }
   const known = FRAMEWORK_ERRORS[error.code];
   if (known) return sendError(reply, known, error.message);
@@ -82,15 +91,20 @@ function handleError(
   return sendError(reply, 'internal_error', 'memgate failed to handle this request');
 }
 
-function describeValidation(error: FastifyError, field: string): string {
+function describeValidation(error: FastifyError, field: string, request: FastifyRequest): string {
   const [first] = error.validation ?? [];
   const where = error.validationContext === 'body' ? 'the JSON body' : 'the query string';
+  // The fields the route's schema names, for "unknown field": every route says its own.
+  const schema = request.routeOptions.schema?.[error.validationContext === 'body' ? 'body' : 'querystring'] as
+    { properties?: Record<string, unknown> } | undefined;
+  const names = Object.keys(schema?.properties ?? {});
+  const expected = names.length > 1 ? `${names.slice(0, -1).join(', ')} and ${names.at(-1) ?? ''}` : names.join('');
   if (!first) return `${where} is invalid`;
   switch (first.keyword) {
     case 'required':
       return `${field} is required in ${where}`;
     case 'additionalProperties':
-      return `unknown field ${JSON.stringify(first.params.additionalProperty)} in ${where}; expected event, feature and cost`;
+      return `unknown field ${JSON.stringify(first.params.additionalProperty)} in ${where}; expected ${expected}`;
     case 'type':
       return field === ''
         ? `${where} must be a JSON object`

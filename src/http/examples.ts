@@ -317,3 +317,113 @@ export const adminExamples = {
     value: error('store_unavailable', 'memcached 127.0.0.1:21311 did not answer within 250 ms'),
   },
 } satisfies Record<string, Example>;
+
+/** Usage at 2026-11-23T10:00:30Z, after 7 logins from 203.0.113.7 (5 allowed) and 2 from 198.51.100.23. */
+const USAGE_POINTS = [1795427700, 1795427760, 1795427820, 1795427880, 1795427940].map((t) => ({
+  t,
+  allowed: 0,
+  denied: 0,
+  degraded: 0,
+}));
+
+export const usageExamples = {
+  series: {
+    lastMinutes: {
+      summary: 'The last 5 minutes of login, a point a minute (GET /usage?event=login&from=-5min&step=60)',
+      value: {
+        event: 'login',
+        feature: null,
+        from: 1795427731,
+        until: 1795428031,
+        step: 60,
+        points: [...USAGE_POINTS, { t: 1795428000, allowed: 7, denied: 2, degraded: 0 }],
+      },
+    },
+    client: {
+      summary: 'One client of login (GET /usage?event=login&feature=203.0.113.7&from=-5min)',
+      value: {
+        event: 'login',
+        feature: '203.0.113.7',
+        from: 1795427731,
+        until: 1795428031,
+        step: 60,
+        points: [...USAGE_POINTS, { t: 1795428000, allowed: 5, denied: 2, degraded: 0 }],
+      },
+    },
+  },
+  seriesErrors: {
+    fromAfterUntil: {
+      summary: 'from after until',
+      value: error('invalid_range', 'from (1795428031) must be before until (1795424431)'),
+    },
+    unknownEvent: {
+      summary: 'An event with no policy and no usage',
+      value: error('unknown_event', 'no policy and no usage recorded for event "signup"'),
+    },
+    badTime: {
+      summary: 'A time memgate cannot read',
+      value: error(
+        'invalid_time',
+        'from must be epoch seconds, ISO 8601 (2026-11-23T10:00:00Z), or relative such as -1h, -30d or now (got "yesterday")',
+      ),
+    },
+    tooManyPoints: {
+      summary: '30 days a minute apart',
+      value: error(
+        'invalid_range',
+        '43201 points of 60 s from 1792836031 to 1795428031: at most 10000 in one answer; ask for a larger step or a shorter range',
+      ),
+    },
+    badStep: {
+      summary: 'A step that is not positive',
+      value: error('invalid_range', 'step must be a positive whole number (got "0")'),
+    },
+  },
+  top: {
+    lastHour: {
+      summary: 'The heaviest clients of login in the last hour',
+      value: {
+        event: 'login',
+        from: 1795424431,
+        until: 1795428031,
+        allowed: [
+          { feature: '203.0.113.7', count: 5 },
+          { feature: '198.51.100.23', count: 2 },
+        ],
+        denied: [{ feature: '203.0.113.7', count: 2 }],
+      },
+    },
+  },
+  topErrors: {
+    unknownEvent: {
+      summary: 'An event with no policy and no usage',
+      value: error('unknown_event', 'no policy and no usage recorded for event "signup"'),
+    },
+    badLimit: {
+      summary: 'A limit that is not positive',
+      value: error('invalid_range', 'limit must be a positive whole number (got "0")'),
+    },
+  },
+  events: {
+    recorded: {
+      summary: 'login has usage; the default retention',
+      value: {
+        events: [{ event: 'login', from: 1795428030, until: 1795428031 }],
+        retention: [
+          { resolution: 1, keepSeconds: 21600 },
+          { resolution: 60, keepSeconds: 2592000 },
+          { resolution: 3600, keepSeconds: 63072000 },
+        ],
+      },
+    },
+  },
+  off: {
+    off: {
+      summary: 'MEMGATE_USAGE_DB=off',
+      value: error(
+        'usage_off',
+        'usage history is off: MEMGATE_USAGE_DB=off and no MEMGATE_GRAPHITE_WEB to read it from',
+      ),
+    },
+  },
+};

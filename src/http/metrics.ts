@@ -18,6 +18,10 @@ export interface Metrics {
   readonly onClockOffset: (server: string, offsetMs: number) => void;
   /** For MemcachedStoreOptions.onUndo: increments taken back after their check was decided without the store. */
   readonly onUndo: (undone: number) => void;
+  /** For usage history: a flush the store refused (kept for the next), and rows dropped after repeated failures. */
+  readonly usage: { readonly flushFailed: () => void; readonly dropped: (rows: number) => void };
+  /** Reports the rows of usage counted and not yet written, at each scrape. */
+  watchUsagePending(rows: () => number): void;
   /** Reports a limiter's local caches against their budget at each scrape. */
   watchCache(usage: () => CacheUsage): void;
   /** Serves GET /metrics in Prometheus's text format. */
@@ -50,6 +54,34 @@ export function createMetrics(): Metrics {
             if (kinds[kind][outcome] > 0) this.inc({ event, kind, outcome }, kinds[kind][outcome]);
         }
       }
+    },
+  });
+  const usageCounts = { flushFailures: 0, droppedRows: 0 };
+  let usagePending: (() => number) | undefined;
+  new Counter({
+    name: 'memgate_usage_flush_failures_total',
+    help: 'Flushes of usage history the usage store refused; their counts are kept and written at the next flush',
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc(usageCounts.flushFailures);
+    },
+  });
+  new Counter({
+    name: 'memgate_usage_dropped_rows_total',
+    help: 'Rows of usage history (an event and a second, or a minute of clients) dropped because the usage store kept failing: the curves miss them',
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc(usageCounts.droppedRows);
+    },
+  });
+  new Gauge({
+    name: 'memgate_usage_pending_rows',
+    help: 'Rows of usage history counted in memory and not yet written to the usage store',
+    registers: [registry],
+    collect() {
+      this.set(usagePending?.() ?? 0);
     },
   });
   new Counter({
@@ -124,6 +156,17 @@ export function createMetrics(): Metrics {
   return {
     watchCache(usage) {
       cacheUsage = usage;
+    },
+    usage: {
+      flushFailed: () => {
+        usageCounts.flushFailures++;
+      },
+      dropped: (rows) => {
+        usageCounts.droppedRows += rows;
+      },
+    },
+    watchUsagePending(rows) {
+      usagePending = rows;
     },
     onClockOffset(server, offsetMs) {
       clockOffset.set({ server }, offsetMs / 1000);

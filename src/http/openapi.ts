@@ -62,6 +62,11 @@ export const openapiOptions: FastifyDynamicSwaggerOptions = {
         description: 'For API gateways: nginx `auth_request`, Traefik ForwardAuth, Envoy `ext_authz`',
       },
       { name: 'operations', description: 'Liveness, readiness, the loaded policies, metrics' },
+      {
+        name: 'usage',
+        description:
+          'Usage history: request counts as curves over any range, and the heaviest clients (the dashboard at `/dashboard` draws them)',
+      },
       { name: 'admin', description: 'Only when `MEMGATE_ADMIN_TOKEN` is set, with that token as a bearer token' },
     ],
     components: {

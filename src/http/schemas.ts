@@ -22,6 +22,7 @@ import {
   queryErrorExamples,
   readinessExamples,
   unsupportedMediaTypeExample,
+  usageExamples,
   type Example,
 } from './examples.js';
 
@@ -541,5 +542,198 @@ export const adminReloadRoute = {
       invalidPolicies: adminExamples.invalidPolicies,
     }),
     ...adminRefusals,
+  },
+};
+
+// ---------------------------------------------------------------------------------------
+// Usage history
+
+const usageTime = (which: 'from' | 'until', fallback: string) =>
+  ({
+    type: 'string',
+    description: `Epoch seconds, ISO 8601 (\`2026-11-23T10:00:00Z\`), or relative to now (\`-1h\`, \`-30d\`, \`-2y\`, \`now\`; units s, min or m, h, d, w, y). Default ${fallback}`,
+    examples: [which === 'from' ? '-1h' : 'now'],
+  }) as const;
+
+export const usageQuerystring = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['event'],
+  properties: {
+    event: { ...event, description: 'An event of the policy file, or one with usage recorded (GET /usage/events)' },
+    feature: {
+      ...feature,
+      description:
+        'One client: its curve, from the minutes it was among the heaviest (MEMGATE_USAGE_TOP). Omitted, the whole event',
+    },
+    from: usageTime('from', 'an hour before `until`'),
+    until: usageTime('until', '`now`, which counts the current second'),
+    step: {
+      type: 'string',
+      description:
+        'Seconds per point, rounded up to a multiple of the resolution kept that far back (1 s for 6 hours, 1 min for 30 days, 1 h for 2 years by default). Default: a round step giving at most `maxDataPoints` points',
+      examples: ['60'],
+    },
+    maxDataPoints: {
+      type: 'string',
+      description: 'The most points wanted when no `step` is given, up to 10000. Default 60',
+      examples: ['300'],
+    },
+  },
+} as const;
+
+export interface UsageQuerystring {
+  event: string;
+  feature?: string;
+  from?: string;
+  until?: string;
+  step?: string;
+  maxDataPoints?: string;
+}
+
+export const usageTopQuerystring = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['event'],
+  properties: {
+    event: usageQuerystring.properties.event,
+    from: usageTime('from', 'an hour before `until`'),
+    until: usageTime('until', '`now`'),
+    limit: { type: 'string', description: 'Clients listed per outcome, up to 1000. Default 20', examples: ['10'] },
+  },
+} as const;
+
+export interface UsageTopQuerystring {
+  event: string;
+  from?: string;
+  until?: string;
+  limit?: string;
+}
+
+const counts = {
+  allowed: { type: 'integer', description: 'decisions that admitted the request' },
+  denied: { type: 'integer', description: 'decisions that refused it' },
+  degraded: {
+    type: 'integer',
+    description: "decisions made by the event's onStoreError rule, without counts, because the store did not answer",
+  },
+} as const;
+
+export const usageResponse = {
+  type: 'object',
+  required: ['event', 'feature', 'from', 'until', 'step', 'points'],
+  properties: {
+    event: { type: 'string' },
+    feature: { type: ['string', 'null'], description: 'the client asked for, or null for the whole event' },
+    from: { type: 'integer', description: 'the range asked, in epoch seconds' },
+    until: { type: 'integer', description: 'its end, in epoch seconds (not included)' },
+    step: { type: 'integer', description: 'seconds per point' },
+    points: {
+      type: 'array',
+      description:
+        'One per step from the step holding `from` while before `until`, zero-filled, oldest first; they include what instances have not written yet',
+      items: {
+        type: 'object',
+        required: ['t', 'allowed', 'denied', 'degraded'],
+        properties: { t: { type: 'integer', description: "the step's first second, in epoch seconds" }, ...counts },
+      },
+    },
+  },
+} as const;
+
+const clientList = {
+  type: 'array',
+  description:
+    'most first; a count is never more than the client got (exact unless a minute had more clients than memgate follows)',
+  items: {
+    type: 'object',
+    required: ['feature', 'count'],
+    properties: { feature: { type: 'string' }, count: { type: 'integer' } },
+  },
+} as const;
+
+export const usageTopResponse = {
+  type: 'object',
+  required: ['event', 'from', 'until', 'allowed', 'denied'],
+  properties: {
+    event: { type: 'string' },
+    from: { type: 'integer' },
+    until: { type: 'integer' },
+    allowed: clientList,
+    denied: clientList,
+  },
+} as const;
+
+export const usageEventsResponse = {
+  type: 'object',
+  required: ['events', 'retention'],
+  properties: {
+    events: {
+      type: 'array',
+      items: {
+        type: 'object',
+        required: ['event', 'from', 'until'],
+        properties: {
+          event: { type: 'string' },
+          from: { type: 'integer', description: 'its oldest data still kept, in epoch seconds' },
+          until: { type: 'integer', description: 'the end of its newest data' },
+        },
+      },
+    },
+    retention: {
+      type: 'array',
+      description: 'the resolutions kept, finest first (MEMGATE_USAGE_RETENTION)',
+      items: {
+        type: 'object',
+        required: ['resolution', 'keepSeconds'],
+        properties: { resolution: { type: 'integer' }, keepSeconds: { type: 'integer' } },
+      },
+    },
+  },
+} as const;
+
+const USAGE_OFF = '`usage_off`: usage history is off (`MEMGATE_USAGE_DB=off` and no `MEMGATE_GRAPHITE_WEB`)';
+
+export const usageRoute = {
+  summary: 'Request counts over time',
+  description:
+    'Allowed, denied and degraded decisions of an event, or of one of its clients, one point per step over any range: from the finest resolution still kept for the range (1 s points for 6 hours, 1 min for 30 days, 1 h for 2 years by default). Counts are exact, and current: they include what this instance has counted and not yet written (it writes every `MEMGATE_USAGE_FLUSH_S`). With several instances, read it from Graphite (`MEMGATE_GRAPHITE_WEB`). A client has a curve for the minutes it was among the `MEMGATE_USAGE_TOP` heaviest of the event.',
+  tags: ['usage'],
+  querystring: usageQuerystring,
+  response: {
+    200: answer(usageResponse, 'The points, one a step, zero-filled', usageExamples.series),
+    400: answer(
+      errorResponse,
+      'A range or time memgate cannot read, or an event it knows nothing of',
+      usageExamples.seriesErrors,
+    ),
+    404: answer(errorResponse, USAGE_OFF, usageExamples.off),
+  },
+};
+
+export const usageTopRoute = {
+  summary: 'The heaviest clients of a range',
+  description:
+    'The clients with the most allowed and the most denied decisions of an event over a range, from the heaviest of each minute (`MEMGATE_USAGE_TOP` per minute and outcome).',
+  tags: ['usage'],
+  querystring: usageTopQuerystring,
+  response: {
+    200: answer(usageTopResponse, 'The clients, most first', usageExamples.top),
+    400: answer(
+      errorResponse,
+      'A range or time memgate cannot read, or an event it knows nothing of',
+      usageExamples.topErrors,
+    ),
+    404: answer(errorResponse, USAGE_OFF, usageExamples.off),
+  },
+};
+
+export const usageEventsRoute = {
+  summary: 'The events with usage recorded',
+  description: 'Each event with usage still kept, and the range its data covers; and the resolutions kept.',
+  tags: ['usage'],
+  response: {
+    200: answer(usageEventsResponse, 'The events, each with the range of its data', usageExamples.events),
+    404: answer(errorResponse, USAGE_OFF, usageExamples.off),
   },
 };

@@ -71,8 +71,7 @@ export function parseTime(text: string, nowSeconds: number, name: string): numbe
 
 /** The range asked, in epoch seconds: the last hour by default; `from` must be before `until`. */
 export function parseRange({ from, until }: RangeParams, nowMs: number): { from: number; until: number } {
-  // `now` is the end of the current second, so it is counted.
-  const now = Math.ceil(nowMs / 1000);
+  const now = endOfSecond(nowMs);
   const end = until === undefined ? now : parseTime(until, now, 'until');
   const start = from === undefined ? end - DEFAULTS.usageDefaultRangeSeconds : parseTime(from, now, 'from');
   if (start >= end) throw new UsageQueryError('invalid_range', `from (${start}) must be before until (${end})`);
@@ -99,7 +98,7 @@ export function pickArchive(
   nowMs: number,
   options: { perClient: boolean; span?: number },
 ): Archive {
-  const age = Math.ceil(nowMs / 1000) - from;
+  const age = endOfSecond(nowMs) - from;
   const usable = archives.filter(({ resolution }) => !options.perClient || resolution % 60 === 0);
   return (
     usable.find(
@@ -135,6 +134,11 @@ export function planSeries(params: SeriesParams, archives: readonly Archive[], n
     );
   }
   return { from, until, firstPoint, step, resolution, points };
+}
+
+/** `now` in epoch seconds: the end of the current second, so what it has counted is in a range ending now. */
+export function endOfSecond(nowMs: number): number {
+  return Math.floor(nowMs / 1000) + 1;
 }
 
 /** The last archive; parseRetention never gives none. */

@@ -6,7 +6,7 @@ import type { ClientCount, Counts, MinuteTop, SecondCounts, UsageBatch, UsageSto
 /** What the recorder is told of each decision. */
 export interface RecordedDecision {
   readonly allowed: boolean;
-  readonly degraded: boolean;
+  readonly degraded?: boolean | undefined;
 }
 
 export interface RecorderOptions {

@@ -2,6 +2,7 @@ import { DEFAULTS } from '../config/defaults.js';
 import type { Archive } from '../config/retention.js';
 import {
   coarsest,
+  endOfSecond,
   parseRange,
   pickArchive,
   planSeries,
@@ -44,9 +45,13 @@ export interface TopAnswer {
 
 /** What /usage, /usage/top and /usage/events answer, from the store and this instance's memory. */
 export interface UsageHistory {
-  series(params: SeriesParams & { event?: string | undefined; feature?: string | undefined }): Promise<SeriesAnswer>;
+  series(
+    params: Omit<SeriesParams, 'perClient'> & { event?: string | undefined; feature?: string | undefined },
+  ): Promise<SeriesAnswer>;
   top(params: RangeParams & { event?: string | undefined; limit?: string | undefined }): Promise<TopAnswer>;
   events(): Promise<EventRange[]>;
+  /** The archives, finest first: what resolutions exist and how far back. */
+  readonly retention: readonly { resolution: number; keepSeconds: number }[];
 }
 
 export function createUsageHistory({
@@ -66,6 +71,7 @@ export function createUsageHistory({
   }
 
   return {
+    retention: archives,
     async series(params) {
       const event = await knownEvent(params.event);
       const feature = params.feature === undefined || params.feature === '' ? undefined : params.feature;
@@ -137,7 +143,7 @@ export function createUsageHistory({
     },
 
     async events() {
-      const oldest = Math.ceil(now() / 1000) - coarsest(archives).keepSeconds;
+      const oldest = endOfSecond(now()) - coarsest(archives).keepSeconds;
       const ranges = new Map((await reader.events()).map((range) => [range.event, range]));
       for (const event of recorder?.unflushedEvents() ?? []) {
         for (const { t } of recorder?.unflushed(event).seconds ?? []) {

@@ -109,3 +109,11 @@ export interface UsageStore {
   events(): Promise<EventRange[]>;
   close(): Promise<void>;
 }
+
+/** The usage store could not be read (graphite-web down or answering an error): a 502 on /usage. */
+export class UsageStoreUnavailableError extends Error {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'UsageStoreUnavailableError';
+  }
+}
