@@ -19,7 +19,8 @@ async function run(
   args: string[] = [],
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', ...args], {
-    env: { PATH: process.env.PATH, PORT: '0', ...env },
+    // No usage history: these runs end by themselves, and would leave a ./data in the checkout.
+    env: { PATH: process.env.PATH, PORT: '0', MEMGATE_USAGE_DB: 'off', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stdout = '';

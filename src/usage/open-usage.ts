@@ -42,7 +42,7 @@ export interface OpenUsageOptions {
 export function openUsage({ settings, policyEvents, logger, watch, now }: OpenUsageOptions): OpenUsage | undefined {
   const archives = settings.usageRetention;
   const writers: UsageStore[] = [];
-  const sqlite = settings.usageDb === undefined ? undefined : openSqliteUsage({ path: settings.usageDb, archives });
+  const sqlite = settings.usageDb === undefined ? undefined : openFile(settings.usageDb, archives);
   if (sqlite) writers.push(sqlite);
   const reader = sqlite;
   if (!reader || writers.length === 0) return undefined;
@@ -74,6 +74,21 @@ export function openUsage({ settings, policyEvents, logger, watch, now }: OpenUs
       for (const writer of writers) await writer.close();
     },
   };
+}
+
+/** The SQLite file, or an error that says which file and how to run without it. */
+function openFile(path: string, archives: OpenUsageOptions['settings']['usageRetention']): UsageStore {
+  try {
+    return openSqliteUsage({ path, archives });
+  } catch (error) {
+    const why = error instanceof Error ? error.message : String(error);
+    throw new Error(
+      `cannot open the usage history file MEMGATE_USAGE_DB=${path}: ${why}; make it writable, or set MEMGATE_USAGE_DB=off`,
+      {
+        cause: error,
+      },
+    );
+  }
 }
 
 /** Writes a batch to every store; a store that already has it counts it once, so a retry may go to all. */

@@ -89,8 +89,12 @@ export class UsageRecorder {
       counts = { allowed: 0, denied: 0, degraded: 0 };
       this.#open.set(event, counts);
     }
-    if (decision.degraded) counts.degraded++;
-    else if (decision.allowed) counts.allowed++;
+    if (decision.degraded) {
+      // Decided by onStoreError, not by what the client did: it ranks no client.
+      counts.degraded++;
+      return;
+    }
+    if (decision.allowed) counts.allowed++;
     else counts.denied++;
     let summary = this.#openMinute.get(event);
     if (!summary) {

@@ -1,4 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 /** The service as `npm start` runs it, from source, on a free port. */
 export interface ServiceProcess {
@@ -14,10 +17,16 @@ export interface ServiceProcess {
   stop(): Promise<number | null>;
 }
 
-/** Starts `src/main.ts` with PORT=0 on 127.0.0.1 plus `env`, and resolves once it listens. */
+/**
+ * Starts `src/main.ts` with PORT=0 on 127.0.0.1 plus `env`, and resolves once it listens.
+ * Its usage history goes to a file of its own in a temporary folder unless `env` names one:
+ * one process writes a file, and the checkout's ./data stays clean.
+ */
 export async function startServiceProcess(env: Record<string, string>, args: string[] = []): Promise<ServiceProcess> {
+  const usageFolder = mkdtempSync(join(tmpdir(), 'memgate-service-'));
+  const usageDb = join(usageFolder, 'usage.db');
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', ...args], {
-    env: { PATH: process.env.PATH, PORT: '0', HOST: '127.0.0.1', ...env },
+    env: { PATH: process.env.PATH, PORT: '0', HOST: '127.0.0.1', MEMGATE_USAGE_DB: usageDb, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const logs: Record<string, unknown>[] = [];
@@ -25,6 +34,7 @@ export async function startServiceProcess(env: Record<string, string>, args: str
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   // 'close' comes after the child's output is fully read; 'exit' can come before.
   const exit = new Promise<number | null>((resolve) => child.once('close', resolve));
+  void exit.then(() => rmSync(usageFolder, { recursive: true, force: true }));
   const listening = new Promise<number>((resolve, reject) => {
     let pending = '';
     child.stdout.on('data', (chunk: Buffer) => {

@@ -1,0 +1,289 @@
+// Usage history end to end on a driven clock: what the curves say equals the decisions
+// made, across flushes, refused and repeated writes, a restart, rollup boundaries and
+// retention; and bad questions are refused without touching anything.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { parseRetention, type Archive } from '../config/retention.js';
+import { UsageQueryError } from './query-plan.js';
+import { UsageRecorder } from './recorder.js';
+import { openSqliteUsage } from './sqlite-store.js';
+import { createUsageHistory } from './usage-history.js';
+import type { UsageBatch, UsageStore } from './usage-store.js';
+
+const ARCHIVES = retention('1s:6h,1m:30d,1h:2y');
+const EVENTS = ['login', 'url_shorten'];
+const CLIENTS = ['203.0.113.7', '198.51.100.23', 'alice@example.com', '2001:db8::1', 'bob'];
+/** 2026-01-01T00:58:50Z: the traffic crosses minute and hour boundaries. */
+const START_MS = Date.UTC(2026, 0, 1, 0, 58, 50);
+
+function retention(text: string): readonly Archive[] {
+  const archives = parseRetention(text);
+  if (typeof archives === 'string') throw new Error(archives);
+  return archives;
+}
+
+const folders: string[] = [];
+afterEach(() => {
+  for (const folder of folders.splice(0)) rmSync(folder, { recursive: true, force: true });
+});
+function dbPath(): string {
+  const folder = mkdtempSync(join(tmpdir(), 'memgate-usage-'));
+  folders.push(folder);
+  return join(folder, 'usage.db');
+}
+
+/** A deterministic stream of numbers in [0, 1). */
+function random(seed: number): () => number {
+  let state = seed;
+  return () => {
+    state = (state * 1_103_515_245 + 12_345) % 2 ** 31;
+    return state / 2 ** 31;
+  };
+}
+
+type Outcome = 'allowed' | 'denied' | 'degraded';
+interface Decision {
+  readonly second: number;
+  readonly event: string;
+  readonly feature: string;
+  readonly outcome: Outcome;
+}
+
+/** What happened, to compare the curves with. */
+function expected(
+  log: readonly Decision[],
+  filter: { event: string; feature?: string },
+  from: number,
+  until: number,
+  step: number,
+) {
+  const points = new Map<number, Record<Outcome, number>>();
+  for (let t = from - (from % step); t < until; t += step) points.set(t, { allowed: 0, denied: 0, degraded: 0 });
+  for (const decision of log) {
+    if (decision.event !== filter.event || (filter.feature !== undefined && decision.feature !== filter.feature))
+      continue;
+    // A client's curve has no degraded points: clients are kept by allowed and denied.
+    if (filter.feature !== undefined && decision.outcome === 'degraded') continue;
+    const point = points.get(decision.second - (decision.second % step));
+    if (point) point[decision.outcome]++;
+  }
+  return [...points].map(([t, counts]) => ({ t, ...counts }));
+}
+
+/**
+ * A store that refuses some writes: before writing (nothing kept), or after (kept, but
+ * the recorder is told it failed and writes the batch again).
+ */
+function flaky(store: UsageStore, chance: () => number): UsageStore & { refused: number; lostAnswers: number } {
+  const wrapped = {
+    ...store,
+    refused: 0,
+    lostAnswers: 0,
+    async write(batch: UsageBatch) {
+      const roll = chance();
+      if (roll < 0.15) {
+        wrapped.refused++;
+        throw new Error('disk full');
+      }
+      await store.write(batch);
+      if (roll < 0.3) {
+        wrapped.lostAnswers++;
+        throw new Error('answer lost after the write');
+      }
+    },
+  };
+  return wrapped;
+}
+
+describe('usage history, on a driven clock', () => {
+  it('counts every decision exactly over 75 minutes: flushes, refused and repeated writes, a restart, every archive', async () => {
+    const path = dbPath();
+    let nowMs = START_MS;
+    const now = () => nowMs;
+    const roll = random(7);
+    let sqlite = openSqliteUsage({ path, archives: ARCHIVES, nowSeconds: () => nowMs / 1000 });
+    let store = flaky(sqlite, roll);
+    let recorder = new UsageRecorder({ store, flushSeconds: 15, top: 20, now });
+    const log: Decision[] = [];
+    const seconds = 75 * 60 + 7;
+    for (let s = 0; s < seconds; s++) {
+      nowMs = START_MS + s * 1000 + 137;
+      const second = Math.floor(nowMs / 1000);
+      const many = Math.floor(roll() * 6);
+      for (let i = 0; i < many; i++) {
+        const event = EVENTS[Math.floor(roll() * EVENTS.length)] ?? 'login';
+        const feature = CLIENTS[Math.floor(roll() * CLIENTS.length)] ?? 'bob';
+        const r = roll();
+        const outcome: Outcome = r < 0.6 ? 'allowed' : r < 0.95 ? 'denied' : 'degraded';
+        recorder.record(event, feature, { allowed: outcome === 'allowed', degraded: outcome === 'degraded' });
+        log.push({ second, event, feature, outcome });
+      }
+      if (s % 15 === 14) await recorder.flush();
+      if (s === 40 * 60) {
+        // A restart: the last counts written at shutdown, then a new process on the same file.
+        await recorder.close();
+        await sqlite.close();
+        sqlite = openSqliteUsage({ path, archives: ARCHIVES, nowSeconds: () => nowMs / 1000 });
+        store = flaky(sqlite, roll);
+        recorder = new UsageRecorder({ store, flushSeconds: 15, top: 20, now });
+      }
+    }
+    const history = createUsageHistory({
+      reader: sqlite,
+      recorder,
+      archives: ARCHIVES,
+      policyEvents: () => EVENTS,
+      now,
+    });
+    const from = Math.floor(START_MS / 1000);
+    const until = Math.floor(nowMs / 1000) + 1;
+    // Some of it is still in memory: the curve includes it.
+    expect(recorder.pendingRows).toBeGreaterThan(0);
+    for (const event of EVENTS) {
+      for (const step of [1, 60, 900, 3600]) {
+        const answer = await history.series({ event, from: String(from), until: String(until), step: String(step) });
+        expect(answer.points, `${event} at ${step} s`).toEqual(expected(log, { event }, from, until, step));
+      }
+      for (const feature of CLIENTS) {
+        const answer = await history.series({ event, feature, from: String(from), until: String(until), step: '60' });
+        expect(answer.points, `${event} ${feature}`).toEqual(expected(log, { event, feature }, from, until, 60));
+      }
+    }
+    expect(store.refused + store.lostAnswers).toBeGreaterThan(10);
+
+    // Everything written; 31 days later only the hourly points are left, and they still add up.
+    await recorder.close();
+    nowMs += 31 * 86_400_000;
+    const later = openSqliteUsage({ path, archives: ARCHIVES, nowSeconds: () => nowMs / 1000 });
+    await later.write({ instance: 'pruner', sequence: 0, seconds: [], minutes: [] });
+    const afterMonth = createUsageHistory({ reader: later, archives: ARCHIVES, policyEvents: () => EVENTS, now });
+    for (const event of EVENTS) {
+      const answer = await afterMonth.series({ event, from: String(from), until: String(until), step: '3600' });
+      expect(answer.points, event).toEqual(expected(log, { event }, from, until, 3600));
+      // The minutes were pruned: a query at minute steps reads the hourly archive, rounded up.
+      expect((await afterMonth.series({ event, from: String(from), until: String(until), step: '60' })).step).toBe(
+        3600,
+      );
+    }
+    const top = await afterMonth.top({ event: 'login', from: String(from), until: String(until), limit: '3' });
+    const truth = (outcome: Outcome) =>
+      CLIENTS.map((feature) => ({
+        feature,
+        count: log.filter((d) => d.event === 'login' && d.feature === feature && d.outcome === outcome).length,
+      }))
+        .sort((a, b) => b.count - a.count || (a.feature < b.feature ? -1 : 1))
+        .slice(0, 3);
+    expect(top.allowed).toEqual(truth('allowed'));
+    expect(top.denied).toEqual(truth('denied'));
+    await later.close();
+    await sqlite.close();
+  });
+
+  it('includes what is not written yet, and nothing twice once it is', async () => {
+    let nowMs = START_MS;
+    const sqlite = openSqliteUsage({ path: ':memory:', archives: ARCHIVES, nowSeconds: () => nowMs / 1000 });
+    const recorder = new UsageRecorder({ store: sqlite, flushSeconds: 15, top: 20, now: () => nowMs });
+    const history = createUsageHistory({
+      reader: sqlite,
+      recorder,
+      archives: ARCHIVES,
+      policyEvents: () => EVENTS,
+      now: () => nowMs,
+    });
+    const total = async () => {
+      const { points } = await history.series({ event: 'login', from: '-10min' });
+      return points.reduce((sum, point) => sum + point.allowed, 0);
+    };
+    for (let i = 0; i < 5; i++) recorder.record('login', 'bob', { allowed: true });
+    expect(await total()).toBe(5);
+    nowMs += 1000;
+    recorder.record('login', 'bob', { allowed: true });
+    await recorder.flush();
+    expect(recorder.pendingRows).toBe(1);
+    expect(await total()).toBe(6);
+    nowMs += 1000;
+    await recorder.flush();
+    expect(recorder.pendingRows).toBe(0);
+    expect(await total()).toBe(6);
+    await recorder.close();
+    await sqlite.close();
+  });
+
+  it('keeps refused batches, in order, up to a bound, and says what it dropped', async () => {
+    let nowMs = START_MS;
+    let refuse = true;
+    const written: number[] = [];
+    const dropped: number[] = [];
+    const recorder = new UsageRecorder({
+      store: {
+        write: (batch) => {
+          if (refuse) return Promise.reject(new Error('carbon is down'));
+          written.push(...batch.seconds.map(({ t }) => t));
+          return Promise.resolve();
+        },
+      },
+      flushSeconds: 15,
+      top: 20,
+      maxPendingRows: 20,
+      now: () => nowMs,
+      onDropped: (rows) => dropped.push(rows),
+    });
+    for (let s = 0; s < 40; s++) {
+      recorder.record('login', 'bob', { allowed: true });
+      nowMs += 1000;
+      if (s % 5 === 4) await recorder.flush();
+    }
+    expect(dropped.reduce((a, b) => a + b, 0)).toBeGreaterThan(0);
+    expect(recorder.pendingRows).toBeLessThanOrEqual(20 + 5);
+    refuse = false;
+    await recorder.flush();
+    expect(written).toEqual([...written].sort((a, b) => a - b));
+    expect(written.at(-1)).toBe(Math.floor(START_MS / 1000) + 39);
+    await recorder.close();
+  });
+
+  it('refuses bad questions with a 400 code, and answers the same after', async () => {
+    const nowMs = START_MS;
+    const sqlite = openSqliteUsage({ path: ':memory:', archives: ARCHIVES, nowSeconds: () => nowMs / 1000 });
+    const history = createUsageHistory({
+      reader: sqlite,
+      archives: ARCHIVES,
+      policyEvents: () => EVENTS,
+      now: () => nowMs,
+    });
+    const refused = async (params: Record<string, string>, code: string) => {
+      const error: unknown = await history.series({ event: 'login', ...params }).then(
+        () => undefined,
+        (caught: unknown) => caught,
+      );
+      expect(error, JSON.stringify(params)).toBeInstanceOf(UsageQueryError);
+      expect((error as UsageQueryError).code, JSON.stringify(params)).toBe(code);
+    };
+    await refused({ from: 'now', until: '-1h' }, 'invalid_range');
+    await refused({ from: '-1h', until: '-1h' }, 'invalid_range');
+    await refused({ step: '0' }, 'invalid_range');
+    await refused({ step: '-5' }, 'invalid_range');
+    await refused({ step: '1.5' }, 'invalid_range');
+    await refused({ maxDataPoints: '10001' }, 'invalid_range');
+    await refused({ from: '-2y', step: '1' }, 'invalid_range');
+    await refused({ from: 'yesterday' }, 'invalid_time');
+    await refused({ until: '2026-13-45' }, 'invalid_time');
+    await refused({ from: '-1fortnight' }, 'invalid_time');
+    await refused({ event: 'signup' }, 'unknown_event');
+    await refused({ event: '' }, 'invalid_event');
+    const answer = await history.series({
+      event: 'login',
+      from: '2025-12-31T23:00:00Z',
+      until: '2026-01-01T00:00:00Z',
+    });
+    expect(answer).toMatchObject({
+      from: Date.UTC(2025, 11, 31, 23) / 1000,
+      until: Date.UTC(2026, 0, 1) / 1000,
+      step: 60,
+    });
+    expect(answer.points).toHaveLength(60);
+    await sqlite.close();
+  });
+});

@@ -1,0 +1,208 @@
+// Usage history in the real service: exact counts before any flush, after SIGTERM writes
+// what was left, and across a restart on the same file; hostile /usage questions get a
+// 4xx and change nothing; a file it cannot open stops the start with a clear line.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import fc from 'fast-check';
+import Database from 'libsql';
+import { afterAll, describe, expect, it } from 'vitest';
+import { useMemcached } from './helpers/memcached.js';
+import { startServiceProcess, type ServiceProcess } from './helpers/service-process.js';
+
+const memcached = useMemcached();
+const folder = mkdtempSync(join(tmpdir(), 'memgate-usage-test-'));
+afterAll(() => rmSync(folder, { recursive: true, force: true }));
+
+const POLICIES = join(folder, 'policies.yaml');
+writeFileSync(
+  POLICIES,
+  'events:\n  login:\n    limits:\n      - { limit: 5, window: 1m }\n  search:\n    limits:\n      - { limit: 1000, window: 1m }\n',
+);
+
+interface Totals {
+  allowed: number;
+  denied: number;
+  degraded: number;
+}
+
+async function check(service: ServiceProcess, event: string, feature: string): Promise<number> {
+  const answer = await fetch(`${service.url}/check?event=${event}&feature=${encodeURIComponent(feature)}`);
+  await answer.arrayBuffer();
+  return answer.status;
+}
+
+/** Totals of /usage over the last hour, summed over its points. */
+async function usageTotals(service: ServiceProcess, event: string, feature?: string): Promise<Totals> {
+  const query = new URLSearchParams({ event, from: '-1h', ...(feature ? { feature } : {}) });
+  const answer = await fetch(`${service.url}/usage?${query.toString()}`);
+  expect(answer.status).toBe(200);
+  const { points } = (await answer.json()) as { points: Totals[] };
+  return points.reduce(
+    (sum, p) => ({
+      allowed: sum.allowed + p.allowed,
+      denied: sum.denied + p.denied,
+      degraded: sum.degraded + p.degraded,
+    }),
+    {
+      allowed: 0,
+      denied: 0,
+      degraded: 0,
+    },
+  );
+}
+
+/** What the file holds for an event, in its finest archive, read with the driver directly. */
+function fileTotals(path: string, event: string): Totals {
+  const db = new Database(path, { readonly: true });
+  try {
+    const row = db
+      .prepare(
+        "SELECT sum(allowed) AS allowed, sum(denied) AS denied, sum(degraded) AS degraded FROM usage_points WHERE resolution = 1 AND event = ? AND feature = ''",
+      )
+      .get(event) as Totals;
+    return { allowed: row.allowed ?? 0, denied: row.denied ?? 0, degraded: row.degraded ?? 0 };
+  } finally {
+    db.close();
+  }
+}
+
+function start(env: Record<string, string>): Promise<ServiceProcess> {
+  return startServiceProcess({
+    MEMCACHED_SERVERS: memcached().servers,
+    MEMGATE_CONFIG: POLICIES,
+    MEMGATE_SHUTDOWN_DRAIN_MS: '0',
+    ...env,
+  });
+}
+
+describe('usage history in the service', () => {
+  it('answers exact counts before any flush, writes them all at SIGTERM, and adds a restart on the same file', async () => {
+    const db = join(folder, 'restart.db');
+    // No flush while the test runs: everything the first process counts is written at SIGTERM.
+    const first = await start({ MEMGATE_USAGE_DB: db, MEMGATE_USAGE_FLUSH_S: '3600' });
+    const made: Totals = { allowed: 0, denied: 0, degraded: 0 };
+    const tally = (status: number) => {
+      if (status === 200) made.allowed++;
+      else if (status === 429) made.denied++;
+      else throw new Error(`unexpected status ${status}`);
+    };
+    for (let i = 0; i < 9; i++) tally(await check(first, 'login', '203.0.113.7'));
+    for (let i = 0; i < 3; i++) tally(await check(first, 'login', 'alice@example.com'));
+    expect(made).toEqual({ allowed: 8, denied: 4, degraded: 0 });
+    expect(await usageTotals(first, 'login')).toEqual(made);
+    expect(await usageTotals(first, 'login', '203.0.113.7')).toEqual({ allowed: 5, denied: 4, degraded: 0 });
+    const top = (await (await fetch(`${first.url}/usage/top?event=login`)).json()) as {
+      denied: { feature: string; count: number }[];
+    };
+    expect(top.denied).toEqual([{ feature: '203.0.113.7', count: 4 }]);
+    expect(await first.stop()).toBe(0);
+    expect(fileTotals(db, 'login')).toEqual(made);
+
+    const second = await start({ MEMGATE_USAGE_DB: db, MEMGATE_USAGE_FLUSH_S: '1' });
+    for (let i = 0; i < 4; i++) tally(await check(second, 'login', 'bob'));
+    expect(await usageTotals(second, 'login')).toEqual(made);
+    const events = (await (await fetch(`${second.url}/usage/events`)).json()) as { events: { event: string }[] };
+    expect(events.events.map(({ event }) => event)).toEqual(['login']);
+    // Flushed every second: the file catches up without a shutdown.
+    await expect.poll(() => fileTotals(db, 'login'), { timeout: 5000 }).toEqual(made);
+    expect(await second.stop()).toBe(0);
+  });
+
+  it('refuses hostile /usage questions with a 4xx JSON error, never a 5xx, and counts nothing', async () => {
+    const service = await start({ MEMGATE_USAGE_DB: join(folder, 'hostile.db') });
+    try {
+      for (let i = 0; i < 3; i++) await check(service, 'search', 'carol');
+      const before = await usageTotals(service, 'search');
+      const value = fc.oneof(
+        fc.string(),
+        fc.constantFrom(
+          '-1h',
+          'now',
+          '-0s',
+          '-99999999y',
+          '1e9',
+          '0x10',
+          '2026-02-30',
+          '2026-11-23T25:00:00Z',
+          'NaN',
+          '-',
+          '--1h',
+          '9'.repeat(40),
+          '%zz',
+          '%C0%AF',
+          '\u0000',
+        ),
+        fc.integer({ min: -1e12, max: 1e13 }).map(String),
+      );
+      const name = fc.constantFrom(
+        'event',
+        'feature',
+        'from',
+        'until',
+        'step',
+        'maxDataPoints',
+        'limit',
+        'other',
+        'event[]',
+      );
+      await fc.assert(
+        fc.asyncProperty(
+          fc.array(fc.tuple(name, value), { maxLength: 5 }),
+          fc.constantFrom('/usage', '/usage/top', '/usage/events'),
+          fc.boolean(),
+          async (pairs, route, raw) => {
+            const query = raw
+              ? pairs.map(([k, v]) => `${k}=${v.replaceAll('#', '%23').replaceAll('&', '%26')}`).join('&')
+              : new URLSearchParams(pairs).toString();
+            const answer = await fetch(`${service.url}${route}?${query}`);
+            const body = await answer.text();
+            expect(answer.status, `${route}?${query}: ${body}`).toBeLessThan(500);
+            if (answer.status >= 400)
+              expect((JSON.parse(body) as { error: { code: string } }).error.code).toMatch(/^[a-z_]+$/);
+          },
+        ),
+        { numRuns: 300 },
+      );
+      expect(await usageTotals(service, 'search')).toEqual(before);
+    } finally {
+      await service.stop();
+    }
+  });
+
+  it('answers 404 usage_off with MEMGATE_USAGE_DB=off, and still decides', async () => {
+    const service = await start({ MEMGATE_USAGE_DB: 'off' });
+    try {
+      expect(await check(service, 'login', 'dave')).toBe(200);
+      const answer = await fetch(`${service.url}/usage?event=login`);
+      expect(answer.status).toBe(404);
+      expect(((await answer.json()) as { error: { code: string } }).error.code).toBe('usage_off');
+    } finally {
+      await service.stop();
+    }
+  });
+
+  it('stops the start with one line naming MEMGATE_USAGE_DB when the file cannot be opened, and 2 for a bad retention', async () => {
+    const run = (env: Record<string, string>) =>
+      new Promise<{ code: number | null; stderr: string }>((resolve) => {
+        const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+          env: { PATH: process.env.PATH, PORT: '0', MEMGATE_CONFIG: POLICIES, ...env },
+          stdio: ['ignore', 'ignore', 'pipe'],
+        });
+        let stderr = '';
+        child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+        child.once('close', (code) => resolve({ code, stderr }));
+      });
+    const blocked = join(folder, 'a-file');
+    writeFileSync(blocked, '');
+    const unopenable = await run({ MEMGATE_USAGE_DB: join(blocked, 'usage.db') });
+    expect(unopenable.code).toBe(1);
+    expect(unopenable.stderr).toMatch(
+      /^memgate: cannot open the usage history file MEMGATE_USAGE_DB=.*set MEMGATE_USAGE_DB=off\n$/,
+    );
+    const badRetention = await run({ MEMGATE_USAGE_DB: 'off', MEMGATE_USAGE_RETENTION: '1m:6h,1s:30d' });
+    expect(badRetention.code).toBe(2);
+    expect(badRetention.stderr).toContain('MEMGATE_USAGE_RETENTION');
+  });
+});
