@@ -13,7 +13,9 @@ import { startServiceProcess, type ServiceProcess } from './helpers/service-proc
 
 const memcached = useMemcached();
 const folder = mkdtempSync(join(tmpdir(), 'memgate-usage-test-'));
-afterAll(() => rmSync(folder, { recursive: true, force: true }));
+afterAll(() => {
+  rmSync(folder, { recursive: true, force: true });
+});
 
 const POLICIES = join(folder, 'policies.yaml');
 writeFileSync(
@@ -61,7 +63,7 @@ function fileTotals(path: string, event: string): Totals {
       .prepare(
         "SELECT sum(allowed) AS allowed, sum(denied) AS denied, sum(degraded) AS degraded FROM usage_points WHERE resolution = 1 AND event = ? AND feature = ''",
       )
-      .get(event) as Totals;
+      .get(event) as Record<keyof Totals, number | null>;
     return { allowed: row.allowed ?? 0, denied: row.denied ?? 0, degraded: row.degraded ?? 0 };
   } finally {
     db.close();
@@ -192,7 +194,9 @@ describe('usage history in the service', () => {
         });
         let stderr = '';
         child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-        child.once('close', (code) => resolve({ code, stderr }));
+        child.once('close', (code) => {
+          resolve({ code, stderr });
+        });
       });
     const blocked = join(folder, 'a-file');
     writeFileSync(blocked, '');

@@ -34,7 +34,9 @@ export async function startServiceProcess(env: Record<string, string>, args: str
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   // 'close' comes after the child's output is fully read; 'exit' can come before.
   const exit = new Promise<number | null>((resolve) => child.once('close', resolve));
-  void exit.then(() => rmSync(usageFolder, { recursive: true, force: true }));
+  void exit.then(() => {
+    rmSync(usageFolder, { recursive: true, force: true });
+  });
   const listening = new Promise<number>((resolve, reject) => {
     let pending = '';
     child.stdout.on('data', (chunk: Buffer) => {
