@@ -18,6 +18,9 @@ COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY config ./config
 COPY examples/compose ./examples/compose
+# Usage history (MEMGATE_USAGE_DB=./data/usage.db): writable by the service; mount a volume to keep it.
+RUN mkdir -p /app/data && chown node:node /app/data
+VOLUME /app/data
 USER node
 EXPOSE 8080
 # Liveness, on the port the service listens on (PORT, read when the check runs; 8080 unset).

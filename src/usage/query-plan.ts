@@ -55,13 +55,17 @@ export function parseTime(text: string, nowSeconds: number, name: string): numbe
     if (span !== undefined) return nowSeconds - span;
   }
   // ISO 8601: a date, with a time and zone or not (a date alone is UTC midnight).
-  if (
-    /^[0-9]{4}-[0-9]{2}-[0-9]{2}(?:[T ][0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:\.[0-9]+)?)?(?:Z|[+-][0-9]{2}:?[0-9]{2})?)?$/.test(
+  const [, year, month, day] =
+    /^([0-9]{4})-([0-9]{2})-([0-9]{2})(?:[T ][0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:\.[0-9]+)?)?(?:Z|[+-][0-9]{2}:?[0-9]{2})?)?$/.exec(
       written,
-    )
-  ) {
+    ) ?? [];
+  if (year !== undefined) {
     const ms = Date.parse(written);
-    if (Number.isFinite(ms)) return Math.floor(ms / 1000);
+    // Date.parse reads February 30th as March 2nd: the day must exist.
+    const date = new Date(Date.UTC(Number(year), Number(month) - 1, Number(day)));
+    if (Number.isFinite(ms) && date.getUTCMonth() === Number(month) - 1 && date.getUTCDate() === Number(day)) {
+      return Math.floor(ms / 1000);
+    }
   }
   throw new UsageQueryError(
     'invalid_time',
