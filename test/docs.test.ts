@@ -46,6 +46,9 @@ describe('API description', () => {
       '/peek',
       '/policies',
       '/readyz',
+      '/usage',
+      '/usage/events',
+      '/usage/top',
     ]);
     const check = doc.paths['/check']?.get;
     expect(check?.parameters?.filter((p) => p.required).map((p) => p.name)).toEqual(['event', 'feature']);
