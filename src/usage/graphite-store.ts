@@ -116,7 +116,7 @@ export function plaintextLines(
     }
   }
   for (const minute of batch.minutes) {
-    if (!storable(minute.event)) continue; // already told with its seconds
+    if (!storable(minute.event)) continue; // told with its seconds, in this batch or an earlier one
     for (const outcome of CLIENT_OUTCOMES) {
       for (const { feature, count } of minute[outcome]) {
         if (!storable(feature)) onUnstorable?.({ event: minute.event, feature });
