@@ -217,6 +217,20 @@ export const SETTINGS = {
       return url;
     },
   },
+  graphiteInstance: {
+    env: ['MEMGATE_GRAPHITE_INSTANCE'],
+    default: 'unset',
+    values: '1 to 64 letters, digits, `_` or `-`',
+    summary: "this instance's node in Graphite: paths become `memgate.<instance>.<event>.<outcome>` and reads sum every instance's (`sumSeries(memgate.*.<event>.<outcome>)`)",
+    details: 'Unset, every instance writes the same paths and the last to write a second wins: with several instances, give each its own name, and the same name again after a restart',
+    read: (env): string | undefined => {
+      const instance = value(env, 'MEMGATE_GRAPHITE_INSTANCE');
+      if (instance !== undefined && !/^[A-Za-z0-9_-]{1,64}$/.test(instance)) {
+        throw new SettingsError([`MEMGATE_GRAPHITE_INSTANCE must be 1 to 64 letters, digits, "_" or "-" (got ${JSON.stringify(instance)})`]);
+      }
+      return instance;
+    },
+  },
   logLevel: {
     env: ['LOG_LEVEL'],
     default: DEFAULTS.logLevel,
