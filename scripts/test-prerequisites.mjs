@@ -33,6 +33,24 @@ export const SYSTEM_NEEDS = [
     variable: 'LIBFAKETIME_PATH',
     path: '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1',
   },
+  {
+    package: 'graphite-carbon',
+    purpose: 'the Graphite test',
+    variable: 'CARBON_CACHE_PATH',
+    path: '/usr/bin/carbon-cache',
+  },
+  {
+    package: 'graphite-web',
+    purpose: 'the Graphite test',
+    variable: 'GRAPHITE_WEB_PATH',
+    path: '/usr/lib/python3/dist-packages/graphite/settings.py',
+  },
+  {
+    package: 'python3-django',
+    purpose: 'the Graphite test (graphite-web under django-admin)',
+    variable: 'DJANGO_ADMIN_PATH',
+    path: '/usr/bin/django-admin',
+  },
 ];
 
 /** Where a command is looked for besides PATH, as test/helpers and scripts/lib do. */

@@ -26,6 +26,9 @@ const EVERYTHING = [
   '/usr/sbin/nginx',
   '/usr/bin/chromium',
   '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1',
+  '/usr/bin/carbon-cache',
+  '/usr/lib/python3/dist-packages/graphite/settings.py',
+  '/usr/bin/django-admin',
 ];
 
 describe('test prerequisites', () => {
@@ -36,18 +39,27 @@ describe('test prerequisites', () => {
   });
 
   it('take the paths the tests honour from the environment instead', () => {
-    const env = { CHROMIUM_PATH: '/opt/chrome', NGINX_PATH: '/opt/nginx', LIBFAKETIME_PATH: '/opt/faketime.so' };
+    const env = {
+      CHROMIUM_PATH: '/opt/chrome',
+      NGINX_PATH: '/opt/nginx',
+      LIBFAKETIME_PATH: '/opt/faketime.so',
+      CARBON_CACHE_PATH: '/opt/carbon-cache',
+      GRAPHITE_WEB_PATH: '/opt/graphite/settings.py',
+      DJANGO_ADMIN_PATH: '/opt/django-admin',
+    };
     expect(prerequisitesPlan(machine(['/usr/bin/memcached', ...Object.values(env)], { env }))).toEqual({
       kind: 'ready',
     });
   });
 
   it('installs what is missing as root with apt-get, in one go', () => {
-    const plan = prerequisitesPlan(machine(['/usr/sbin/nginx']));
+    const plan = prerequisitesPlan(machine(['/usr/sbin/nginx', '/usr/bin/django-admin']));
     expect(plan.kind === 'install' && plan.needs.map((need) => need.package)).toEqual([
       'memcached',
       'chromium',
       'libfaketime',
+      'graphite-carbon',
+      'graphite-web',
     ]);
   });
 
@@ -65,7 +77,7 @@ describe('test prerequisites', () => {
     });
     const elsewhere = prerequisitesPlan(machine([], { hasApt: false }));
     expect(elsewhere.kind === 'stop' && elsewhere.message).toMatch(
-      /; run: install memcached nginx chromium libfaketime \(Debian: apt-get install -y memcached nginx chromium libfaketime\)$/,
+      /; run: install memcached nginx chromium libfaketime graphite-carbon graphite-web python3-django \(Debian: apt-get install -y memcached nginx chromium libfaketime graphite-carbon graphite-web python3-django\)$/,
     );
   });
 
@@ -90,6 +102,9 @@ describe('test prerequisites', () => {
       ['nginx', 'NGINX_PATH', '/usr/sbin/nginx'],
       ['chromium', 'CHROMIUM_PATH', '/usr/bin/chromium'],
       ['libfaketime', 'LIBFAKETIME_PATH', '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1'],
+      ['graphite-carbon', 'CARBON_CACHE_PATH', '/usr/bin/carbon-cache'],
+      ['graphite-web', 'GRAPHITE_WEB_PATH', '/usr/lib/python3/dist-packages/graphite/settings.py'],
+      ['python3-django', 'DJANGO_ADMIN_PATH', '/usr/bin/django-admin'],
     ]);
   });
 

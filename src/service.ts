@@ -20,6 +20,7 @@ import { watchEvictions } from './store/eviction-watch.js';
 import { createMemcachedStore } from './store/memcached/memcached-store.js';
 import type { ObservedDecision } from './counting/limiter.js';
 import { openUsage, type OpenUsage } from './usage/open-usage.js';
+import type { UsageRecorder } from './usage/recorder.js';
 
 export interface RunningService {
   readonly app: FastifyInstance;
@@ -53,7 +54,8 @@ export async function startService(settings: Settings, logger: Logger): Promise<
   const metrics = createMetrics();
   const store = openStore(settings, { logger, metrics, storeTrouble, clockLog: log });
   const usage = openUsage({ settings, policyEvents: () => current.events.keys(), logger, watch: metrics.usage });
-  if (usage) metrics.watchUsagePending(() => usage.recorder.pendingRows);
+  const recorder = usage?.recorder;
+  if (recorder) metrics.watchUsagePending(() => recorder.pendingRows);
   const options = {
     store,
     keyPrefix: settings.keyPrefix,
@@ -67,7 +69,7 @@ export async function startService(settings: Settings, logger: Logger): Promise<
       );
     },
     onStoreUnavailable: storeTrouble.onStoreUnavailable,
-    onDecision: usage ? recordingDecisions(metrics.onDecision, usage) : metrics.onDecision,
+    onDecision: recorder ? recordingDecisions(metrics.onDecision, recorder) : metrics.onDecision,
   };
   const limiter = reloadable(createLimiter({ ...options, policies }));
   metrics.watchCache(() => limiter.cacheUsage);
@@ -90,7 +92,7 @@ export async function startService(settings: Settings, logger: Logger): Promise<
     drain,
     maxEventLoopDelayMs: settings.maxEventLoopDelayMs,
     ...(admin ? { admin } : {}),
-    ...(usage ? { usage: usage.history } : {}),
+    ...(usage?.history ? { usage: usage.history } : {}),
   });
   try {
     await app.listen({ port: settings.port, host: settings.host });
@@ -171,8 +173,7 @@ async function stopServing({ app, store, drain, evictions, logger, usage }: Serv
 }
 
 /** Tells the metrics of every decision, and usage history of every check (a peek decides nothing). */
-function recordingDecisions(metricsHook: (observed: ObservedDecision) => void, usage: OpenUsage) {
-  const { recorder } = usage;
+function recordingDecisions(metricsHook: (observed: ObservedDecision) => void, recorder: UsageRecorder) {
   return (observed: ObservedDecision) => {
     metricsHook(observed);
     if (observed.kind === 'check') recorder.record(observed.event, observed.feature, observed.decision);
@@ -216,7 +217,7 @@ interface Started {
   readonly store: CounterStore;
   readonly admin: boolean;
   readonly address: ReturnType<Server['address']>;
-  /** Where usage history goes: `sqlite`, `sqlite+graphite`, `off`. */
+  /** Where usage history is written and read from, or `off`. */
   readonly usage: string;
 }
 

@@ -4,7 +4,8 @@
 import { describe, expect, it } from 'vitest';
 import { freePort } from '../scripts/lib/memcached-process.js';
 import { parseRetention, type Archive } from '../src/config/retention.js';
-import { openGraphiteUsage, UsageStoreUnavailableError } from '../src/usage/graphite-store.js';
+import { openGraphiteUsage } from '../src/usage/graphite-store.js';
+import { UsageStoreUnavailableError } from '../src/usage/usage-store.js';
 import { UsageRecorder } from '../src/usage/recorder.js';
 import type { SeriesPoint, UsageBatch, UsageStore } from '../src/usage/usage-store.js';
 import { missingGraphite, useGraphite } from './helpers/graphite.js';

@@ -13,6 +13,7 @@ import { DEFAULTS } from '../src/config/defaults.js';
 import { parsePolicyText } from '../src/config/policies.js';
 import { parseRetention } from '../src/config/retention.js';
 import type { ObservedDecision } from '../src/counting/limiter.js';
+import { graphiteReader } from '../src/usage/graphite-store.js';
 import { UsageRecorder } from '../src/usage/recorder.js';
 import { openSqliteUsage } from '../src/usage/sqlite-store.js';
 import { createUsageHistory } from '../src/usage/usage-history.js';
@@ -88,7 +89,8 @@ afterAll(async () => {
  * gateway answers 403 and 401 and refuses unmatched paths. noGateway: no gateway section.
  * embedded: the in-process store. brokenFile: the policy file on disk has become invalid.
  * usage: usage history in an in-memory SQLite database, on a clock stopped at USAGE_NOW.
- * usageOff: no usage history (MEMGATE_USAGE_DB=off).
+ * usageOff: no usage history (MEMGATE_USAGE_DB=off). graphiteDown: usage read from a
+ * graphite-web that does not answer.
  */
 type World =
   | 'counting'
@@ -100,7 +102,8 @@ type World =
   | 'embedded'
   | 'brokenFile'
   | 'usage'
-  | 'usageOff';
+  | 'usageOff'
+  | 'graphiteDown';
 
 interface Memgate {
   readonly app: FastifyInstance;
@@ -138,12 +141,18 @@ async function world(kind: World, closing: (() => Promise<unknown>)[]): Promise<
         ? { events: document.events }
         : parsePolicyText(POLICY_TEXT, POLICY_FILE);
   const metrics = createMetrics();
-  const usage = kind === 'usage' ? usageHistory(Object.keys(document.events), closing) : undefined;
+  const usage =
+    kind === 'usage'
+      ? usageHistory(Object.keys(document.events), closing)
+      : kind === 'graphiteDown'
+        ? { history: await unreachableGraphite(Object.keys(document.events), closing) }
+        : undefined;
   const options = {
     now: () => NOW,
     onDecision: (observed: ObservedDecision) => {
       metrics.onDecision(observed);
-      if (observed.kind === 'check') usage?.recorder.record(observed.event, observed.feature, observed.decision);
+      if (observed.kind === 'check' && usage && 'recorder' in usage)
+        usage.recorder.record(observed.event, observed.feature, observed.decision);
     },
   };
   const limiter = reloadable(createLimiter({ ...options, store, keyPrefix: uniquePrefix(), policies }));
@@ -190,6 +199,15 @@ function usageHistory(events: readonly string[], closing: (() => Promise<unknown
       now: () => USAGE_NOW,
     }),
   };
+}
+
+/** Usage history read from graphite-web at an address where nothing listens. */
+async function unreachableGraphite(events: readonly string[], closing: (() => Promise<unknown>)[]) {
+  const archives = parseRetention(DEFAULTS.usageRetention);
+  if (typeof archives === 'string') throw new Error(archives);
+  const reader = graphiteReader({ web: new URL(`http://${await closedPort()}`), archives });
+  closing.push(() => reader.close());
+  return createUsageHistory({ reader, archives, policyEvents: () => events, now: () => USAGE_NOW });
 }
 
 /**
@@ -436,6 +454,9 @@ function usageReplays(): Record<string, Replay> {
     'GET /usage/top 404 off': replay('/usage/top?event=login', 'usageOff'),
     'GET /usage/events 200 recorded': replay('/usage/events'),
     'GET /usage/events 404 off': replay('/usage/events', 'usageOff'),
+    'GET /usage 502 down': { ...replay('/usage?event=login', 'graphiteDown'), compare: 'digits' },
+    'GET /usage/top 502 down': { ...replay('/usage/top?event=login', 'graphiteDown'), compare: 'digits' },
+    'GET /usage/events 502 down': { ...replay('/usage/events', 'graphiteDown'), compare: 'digits' },
   };
 }
 

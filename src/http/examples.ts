@@ -417,6 +417,15 @@ export const usageExamples = {
       },
     },
   },
+  unavailable: {
+    down: {
+      summary: 'graphite-web does not answer',
+      value: error(
+        'usage_store_unavailable',
+        'graphite-web at http://127.0.0.1:8081: connect ECONNREFUSED 127.0.0.1:8081',
+      ),
+    },
+  },
   off: {
     off: {
       summary: 'MEMGATE_USAGE_DB=off',

@@ -692,6 +692,8 @@ export const usageEventsResponse = {
   },
 } as const;
 
+const USAGE_UNAVAILABLE =
+  '`usage_store_unavailable`: graphite-web (`MEMGATE_GRAPHITE_WEB`) did not answer, or answered an error';
 const USAGE_OFF = '`usage_off`: usage history is off (`MEMGATE_USAGE_DB=off` and no `MEMGATE_GRAPHITE_WEB`)';
 
 export const usageRoute = {
@@ -708,6 +710,7 @@ export const usageRoute = {
       usageExamples.seriesErrors,
     ),
     404: answer(errorResponse, USAGE_OFF, usageExamples.off),
+    502: answer(errorResponse, USAGE_UNAVAILABLE, usageExamples.unavailable),
   },
 };
 
@@ -725,6 +728,7 @@ export const usageTopRoute = {
       usageExamples.topErrors,
     ),
     404: answer(errorResponse, USAGE_OFF, usageExamples.off),
+    502: answer(errorResponse, USAGE_UNAVAILABLE, usageExamples.unavailable),
   },
 };
 
@@ -735,5 +739,6 @@ export const usageEventsRoute = {
   response: {
     200: answer(usageEventsResponse, 'The events, each with the range of its data', usageExamples.events),
     404: answer(errorResponse, USAGE_OFF, usageExamples.off),
+    502: answer(errorResponse, USAGE_UNAVAILABLE, usageExamples.unavailable),
   },
 };

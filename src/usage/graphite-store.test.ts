@@ -15,9 +15,8 @@ import {
   renderSeries,
   seriesTarget,
   topTarget,
-  UsageStoreUnavailableError,
 } from './graphite-store.js';
-import type { UsageBatch } from './usage-store.js';
+import { UsageStoreUnavailableError, type UsageBatch } from './usage-store.js';
 
 const ARCHIVES = parseRetention('1s:6h,1m:30d,1h:2y') as readonly Archive[];
 const T = 1_795_000_020; // a minute's first second

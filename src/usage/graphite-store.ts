@@ -15,19 +15,8 @@ import {
   type TopQuery,
   type UsageBatch,
   type UsageStore,
+  UsageStoreUnavailableError,
 } from './usage-store.js';
-
-/**
- * Carbon or graphite-web did not answer in time, or not as they should. A write that
- * throws it stays with the recorder for the next flush; a /usage read answers 502
- * `usage_store_unavailable`.
- */
-export class UsageStoreUnavailableError extends Error {
-  constructor(message: string, options?: ErrorOptions) {
-    super(message, options);
-    this.name = 'UsageStoreUnavailableError';
-  }
-}
 
 export interface CarbonWriterOptions {
   /** Carbon's plaintext receiver (MEMGATE_GRAPHITE). */
@@ -55,7 +44,7 @@ export interface GraphiteReaderOptions {
 
 export type GraphiteUsageOptions = CarbonWriterOptions & GraphiteReaderOptions;
 
-/** Outcomes kept per client: a degraded decision is counted as what `onStoreError` decided. */
+/** Outcomes kept per client: a degraded decision ranks no client (see recorder.ts). */
 const CLIENT_OUTCOMES = ['allowed', 'denied'] as const satisfies readonly Outcome[];
 
 /** How much of an error page a message quotes. */

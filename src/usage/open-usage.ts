@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { Settings } from '../config/settings.js';
+import { carbonWriter, graphiteReader } from './graphite-store.js';
 import { UsageRecorder } from './recorder.js';
 import { openSqliteUsage } from './sqlite-store.js';
 import { createUsageHistory, type UsageHistory } from './usage-history.js';
@@ -12,21 +13,23 @@ export interface UsageWatch {
 }
 
 export interface OpenUsage {
-  /** Told of every decision of /check and /gate. */
-  readonly recorder: UsageRecorder;
-  /** What /usage reads. */
-  readonly history: UsageHistory;
+  /** Told of every decision of /check and /gate; undefined when this instance writes nowhere. */
+  readonly recorder: UsageRecorder | undefined;
+  /** What /usage reads; undefined when there is nothing to read from (/usage answers usage_off). */
+  readonly history: UsageHistory | undefined;
   /** Where usage goes and is read from, for the start-up log line. */
   readonly description: string;
   /** Writes what is left and closes the stores. */
   close(): Promise<void>;
 }
 
+export type UsageSettings = Pick<
+  Settings,
+  'usageDb' | 'usageFlushSeconds' | 'usageTop' | 'usageRetention' | 'graphite' | 'graphiteWeb' | 'graphiteInstance'
+>;
+
 export interface OpenUsageOptions {
-  readonly settings: Pick<
-    Settings,
-    'usageDb' | 'usageFlushSeconds' | 'usageTop' | 'usageRetention' | 'graphite' | 'graphiteWeb'
-  >;
+  readonly settings: UsageSettings;
   readonly policyEvents: () => Iterable<string>;
   readonly logger: Logger;
   readonly watch?: UsageWatch;
@@ -34,50 +37,103 @@ export interface OpenUsageOptions {
   readonly now?: () => number;
 }
 
+/** Somewhere a flush goes: the SQLite file, or carbon. */
+interface Writer {
+  readonly name: string;
+  write(batch: UsageBatch): Promise<void>;
+  close(): Promise<void>;
+}
+
 /**
- * Opens usage history as the settings say: the SQLite file unless MEMGATE_USAGE_DB=off,
- * Graphite too when MEMGATE_GRAPHITE is set; read back from graphite-web when
- * MEMGATE_GRAPHITE_WEB is set, else from the file. Undefined when there is nowhere to keep it.
+ * Opens usage history as the settings say. Written to the SQLite file unless
+ * MEMGATE_USAGE_DB=off, and to carbon when MEMGATE_GRAPHITE is set; read back from
+ * graphite-web when MEMGATE_GRAPHITE_WEB is set, else from the file. Undefined when it is
+ * neither written nor read.
  */
 export function openUsage({ settings, policyEvents, logger, watch, now }: OpenUsageOptions): OpenUsage | undefined {
   const archives = settings.usageRetention;
-  const writers: UsageStore[] = [];
+  const instance = settings.graphiteInstance;
   const sqlite = settings.usageDb === undefined ? undefined : openFile(settings.usageDb, archives);
-  if (sqlite) writers.push(sqlite);
-  const reader = sqlite;
-  if (!reader || writers.length === 0) return undefined;
-  const recorder = new UsageRecorder({
-    store: { write: (batch: UsageBatch) => writeAll(writers, batch) },
-    flushSeconds: settings.usageFlushSeconds,
-    top: settings.usageTop,
-    ...(now ? { now } : {}),
-    onFlushError: (err, pendingRows) => {
-      watch?.flushFailed();
-      logger.warn({ err, pendingRows }, 'writing usage history failed; it is kept and written again at the next flush');
-    },
-    onDropped: (rows) => {
-      watch?.dropped(rows);
-      logger.error(
-        { rows },
-        'usage history dropped: the usage store kept failing and memory for unwritten counts is full',
-      );
-    },
-  });
-  recorder.start();
-  const history = createUsageHistory({ reader, recorder, archives, policyEvents, ...(now ? { now } : {}) });
+  const writers: Writer[] = [];
+  if (sqlite) {
+    writers.push({
+      name: `sqlite ${settings.usageDb ?? ''}`,
+      write: (batch) => sqlite.write(batch),
+      close: () => sqlite.close(),
+    });
+  }
+  if (settings.graphite) {
+    const carbon = carbonWriter({ carbon: settings.graphite, instance, onUnstorable: unstorable(logger) });
+    const { host, port } = settings.graphite;
+    writers.push({ name: `graphite ${host}:${port}`, write: carbon.write, close: () => Promise.resolve() });
+  }
+  const web = settings.graphiteWeb ? graphiteReader({ web: settings.graphiteWeb, instance, archives }) : undefined;
+  const reader: Pick<UsageStore, 'series' | 'top' | 'events'> | undefined = web ?? sqlite;
+  if (!reader && writers.length === 0) return undefined;
+  // Only MEMGATE_GRAPHITE_WEB: this instance shows what others write, and records nothing.
+  const recorder =
+    writers.length === 0
+      ? undefined
+      : new UsageRecorder({
+          store: { write: (batch) => writeAll(writers, batch) },
+          flushSeconds: settings.usageFlushSeconds,
+          top: settings.usageTop,
+          ...(now ? { now } : {}),
+          onFlushError: (err, pendingRows) => {
+            watch?.flushFailed();
+            logger.warn(
+              { err, pendingRows },
+              'writing usage history failed; it is kept and written again at the next flush',
+            );
+          },
+          onDropped: (rows) => {
+            watch?.dropped(rows);
+            logger.error(
+              { rows },
+              'usage history dropped: the usage store kept failing and memory for unwritten counts is full',
+            );
+          },
+        });
+  recorder?.start();
+  const history =
+    reader &&
+    createUsageHistory({ reader, ...(recorder ? { recorder } : {}), archives, policyEvents, ...(now ? { now } : {}) });
+  const written =
+    writers.length > 0 ? `written to ${writers.map(({ name }) => name).join(' and ')}` : 'not recorded here';
+  const read = web
+    ? `read from graphite-web ${settings.graphiteWeb?.origin ?? ''}`
+    : sqlite
+      ? 'read from sqlite'
+      : 'not readable here';
   return {
     recorder,
     history,
-    description: writers.map((writer) => writer.kind).join('+'),
+    description: `${written}, ${read}`,
     async close() {
-      await recorder.close();
+      await recorder?.close();
       for (const writer of writers) await writer.close();
+      await web?.close();
     },
   };
 }
 
+/** Logs, once per name, an event or client too long for a whisper file name, which Graphite never gets. */
+function unstorable(logger: Logger) {
+  const told = new Set<string>();
+  return ({ event, feature }: { readonly event: string; readonly feature?: string }) => {
+    const key = `${event}\u0000${feature ?? ''}`;
+    // A bounded memory of what was said: a flood of long names is logged a thousand times at most.
+    if (told.has(key) || told.size >= 1000) return;
+    told.add(key);
+    logger.warn(
+      { event, feature },
+      'a name too long for a Graphite path node (255 bytes once escaped) is not sent to Graphite',
+    );
+  };
+}
+
 /** The SQLite file, or an error that says which file and how to run without it. */
-function openFile(path: string, archives: OpenUsageOptions['settings']['usageRetention']): UsageStore {
+function openFile(path: string, archives: UsageSettings['usageRetention']): UsageStore {
   try {
     return openSqliteUsage({ path, archives });
   } catch (error) {
@@ -92,6 +148,6 @@ function openFile(path: string, archives: OpenUsageOptions['settings']['usageRet
 }
 
 /** Writes a batch to every store; a store that already has it counts it once, so a retry may go to all. */
-async function writeAll(writers: readonly UsageStore[], batch: UsageBatch): Promise<void> {
+async function writeAll(writers: readonly Writer[], batch: UsageBatch): Promise<void> {
   for (const writer of writers) await writer.write(batch);
 }

@@ -110,7 +110,11 @@ export interface UsageStore {
   close(): Promise<void>;
 }
 
-/** The usage store could not be read (graphite-web down or answering an error): a 502 on /usage. */
+/**
+ * The usage store did not answer in time, or not as it should (carbon, graphite-web). A
+ * write that throws it stays with the recorder for the next flush; a /usage read answers
+ * 502 `usage_store_unavailable`.
+ */
 export class UsageStoreUnavailableError extends Error {
   constructor(message: string, options?: ErrorOptions) {
     super(message, options);
