@@ -1,6 +1,8 @@
 // memgate's usage dashboard: draws GET /usage, /usage/top and /policies with uPlot (the
 // global its script defines, served by memgate). A plain browser module: no build step.
 
+/* global window, document, location, history, fetch, URL, URLSearchParams, AbortController, setTimeout, clearTimeout, getComputedStyle, matchMedia, ResizeObserver -- the browser's: eslint.config.js names no browser globals */
+
 /** @typedef {{ t: number, allowed: number, denied: number, degraded: number }} Point */
 /** @typedef {{ event: string, feature: string | null, from: number, until: number, step: number, points: Point[] }} Series */
 /** @typedef {{ feature: string, count: number }} ClientCount */
@@ -666,6 +668,12 @@ function listen() {
     if (!previous) return;
     state.range = previous;
     void load();
+  });
+  // A link edited in the address bar, or followed from elsewhere on the page.
+  window.addEventListener('hashchange', () => {
+    readHash();
+    state.zoomedFrom = [];
+    if (state.event) void load();
   });
   // The plot follows the page's width, and its colours the light or dark theme.
   new ResizeObserver(() => view.plot?.setSize({ width: chartWidth(), height: chartHeight() })).observe($.chart);
