@@ -1,6 +1,7 @@
 // The README's picture of /dashboard: memgate in this process, an hour of made-up traffic
 // on a driven clock, the page in headless chromium, a PNG.
-//   npx tsx scripts/dashboard-screenshot.ts [--out docs/images/dashboard.png]
+//   npm run dashboard-screenshot -- [--out docs/images/dashboard.png]
+//   (without that npm script: npx tsx scripts/dashboard-screenshot.ts ...)
 import { access, writeFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { dirname } from 'node:path';
@@ -18,7 +19,7 @@ import { createUsageHistory } from '../src/usage/usage-history.js';
 import { runCommand, UsageError } from './lib/command-line.js';
 import { outputDirectory } from './lib/output.js';
 
-const USAGE = `usage: npx tsx scripts/dashboard-screenshot.ts [options]
+const USAGE = `usage: npm run dashboard-screenshot -- [options]
 
   --out FILE        the PNG, its folder made if missing; - for standard output
                     (default docs/images/dashboard.png)
