@@ -62,8 +62,8 @@ export function registerDashboardRoutes(
   { folder = DASHBOARD_FOLDER }: DashboardOptions = {},
 ): void {
   for (const asset of ASSETS) {
-    // Read once, here: a missing file (an image built without dashboard/) makes these
-    // routes answer 500 saying so, and leaves memgate's other routes serving.
+    // Read at registration, once per process: a missing file (an image built without
+    // dashboard/) makes its route answer 500 saying so, and memgate serves the rest.
     const loaded = load(asset.from === 'dashboard' ? folder : UPLOT_FOLDER, asset.file);
     const schema = asset.url === '/dashboard' ? dashboardRoute : { hide: true };
     app.get(asset.url, { schema }, (request, reply) => send(request, reply, asset, loaded));
@@ -87,7 +87,7 @@ function read(path: string): Loaded {
     const body = readFileSync(path);
     return { body, etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 22)}"` };
   } catch (error) {
-    return { missing: `${path}: ${(error as Error).message}` };
+    return { missing: `${path} (${(error as NodeJS.ErrnoException).code ?? String(error)})` };
   }
 }
 
@@ -96,7 +96,7 @@ function send(request: FastifyRequest, reply: FastifyReply, asset: Asset, loaded
     return sendError(
       reply,
       'internal_error',
-      `the dashboard's files are missing from this installation (${loaded.missing})`,
+      `the dashboard's files are missing from this installation: ${loaded.missing}`,
     );
   void reply
     .header('content-security-policy', CONTENT_SECURITY_POLICY)
