@@ -11,6 +11,7 @@ import { createErrorHandler, errorBody, handleClientError, handleNotFound } from
 import type { Metrics } from './metrics.js';
 import { openapiOptions } from './openapi.js';
 import { registerAdminRoutes, type AdminOptions } from './routes/admin.js';
+import { registerDashboardRoutes } from './routes/dashboard.js';
 import { registerDecisionRoutes } from './routes/decisions.js';
 import { isGateUrl, refuse, registerGatewayRoutes } from './routes/gateway.js';
 import { registerHealthRoutes } from './routes/health.js';
@@ -114,6 +115,7 @@ export function buildApp({
     registerHealthRoutes(routes, store, drain);
     registerPolicyRoutes(routes, limiter);
     registerUsageRoutes(routes, usage);
+    registerDashboardRoutes(routes);
     if (admin) registerAdminRoutes(routes, limiter, admin, log);
     metrics?.register(routes);
     done();

@@ -1,0 +1,332 @@
+// The usage dashboard at /dashboard: its files as served, and the page in a real headless
+// chromium against memgate in this process, with decisions recorded through /check.
+import { access } from 'node:fs/promises';
+import type { AddressInfo } from 'node:net';
+import Fastify from 'fastify';
+import { chromium, type Browser, type Page, type Response } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it, type TestContext } from 'vitest';
+import { DEFAULTS } from '../src/config/defaults.js';
+import { loadPolicyFile } from '../src/config/policies.js';
+import { parseRetention } from '../src/config/retention.js';
+import { createLimiter } from '../src/counting/limiter.js';
+import { buildApp } from '../src/http/app.js';
+import { registerDashboardRoutes } from '../src/http/routes/dashboard.js';
+import { createEmbeddedStore } from '../src/store/embedded-store.js';
+import { UsageRecorder } from '../src/usage/recorder.js';
+import { openSqliteUsage } from '../src/usage/sqlite-store.js';
+import { createUsageHistory } from '../src/usage/usage-history.js';
+import { IN_CI } from './helpers/shared-files.js';
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+/** login: 5 a minute and 100 a day; url_shorten: 100 a minute. */
+const POLICY_FILE = 'docs/api-policies.yaml';
+/** memgate's clock once the traffic is in: the last millisecond of a minute, so every point is whole. */
+const NOW = Math.floor(Date.now() / 60_000) * 60_000 - 1;
+const MINUTES = 10;
+/** Over its login limit: 8 a minute, of which 5 are allowed. */
+const HEAVY = '203.0.113.7';
+const LIGHT = '198.51.100.23';
+
+interface Memgate {
+  readonly url: string;
+  close(): Promise<void>;
+}
+
+/** memgate with usage history in memory (or none), after MINUTES of /check on a driven clock. */
+async function startMemgate({ usage }: { usage: boolean }): Promise<Memgate> {
+  let now = NOW - MINUTES * 60_000;
+  const clock = () => now;
+  const policies = await loadPolicyFile(POLICY_FILE);
+  const archives = parseRetention(DEFAULTS.usageRetention);
+  if (typeof archives === 'string') throw new Error(archives);
+  const sqlite = openSqliteUsage({ path: ':memory:', archives, nowSeconds: () => now / 1000 });
+  const recorder = new UsageRecorder({ store: sqlite, flushSeconds: 15, top: DEFAULTS.usageTop, now: clock });
+  const history = createUsageHistory({
+    reader: sqlite,
+    recorder,
+    archives,
+    policyEvents: () => policies.events.keys(),
+    now: clock,
+  });
+  const store = createEmbeddedStore({ now: clock });
+  const limiter = createLimiter({
+    policies,
+    store,
+    now: clock,
+    onDecision: ({ kind, event, feature, decision }) => {
+      if (usage && kind === 'check') recorder.record(event, feature, decision);
+    },
+  });
+  const app = buildApp({ limiter, store, maxEventLoopDelayMs: 0, ...(usage ? { usage: history } : {}) });
+  const check = (event: string, feature: string) => app.inject(`/check?event=${event}&feature=${feature}`);
+  for (let minute = 0; minute < MINUTES; minute++) {
+    for (let i = 0; i < 8; i++) {
+      now = NOW - (MINUTES - minute) * 60_000 + i * 7000;
+      await check('login', HEAVY);
+      if (i % 4 === 0) await check('login', LIGHT);
+      await check('url_shorten', LIGHT);
+    }
+    // Some of it written, the newest still in memory: /usage answers from both.
+    if (minute === MINUTES - 3) await recorder.flush();
+  }
+  now = NOW;
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  return {
+    url: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`,
+    close: async () => {
+      await app.close();
+      await recorder.close();
+      await sqlite.close();
+    },
+  };
+}
+
+/** What went wrong while a page was open: console errors, failed requests, requests elsewhere. */
+function watch(page: Page, origin: string) {
+  const seen = { consoleErrors: [] as string[], failed: [] as string[], elsewhere: [] as string[] };
+  page.on('console', (message) => {
+    if (message.type() === 'error') seen.consoleErrors.push(message.text());
+  });
+  page.on('pageerror', (error) => seen.consoleErrors.push(error.message));
+  page.on('request', (request) => {
+    if (new URL(request.url()).origin !== origin) seen.elsewhere.push(request.url());
+  });
+  page.on('requestfailed', (request) => {
+    // A newer range cancels the answer it no longer needs: that is not a failure.
+    if (request.failure()?.errorText !== 'net::ERR_ABORTED')
+      seen.failed.push(`${request.url()}: ${request.failure()?.errorText}`);
+  });
+  page.on('response', (response) => {
+    if (response.status() >= 400) seen.failed.push(`${response.url()}: ${response.status()}`);
+  });
+  return seen;
+}
+
+/** The next answer of GET /usage whose query passes `wanted`. */
+function usageAnswer(page: Page, wanted: (query: URLSearchParams) => boolean = () => true): Promise<Response> {
+  return page.waitForResponse((response) => {
+    const url = new URL(response.url());
+    return url.pathname === '/usage' && wanted(url.searchParams);
+  });
+}
+
+interface SeriesAnswer {
+  from: number;
+  until: number;
+  step: number;
+  points: unknown[];
+}
+
+/** Pixels of the chart's canvas close to this colour: what uPlot drew in it. */
+function pixelsLike(page: Page, [r, g, b]: readonly [number, number, number]): Promise<number> {
+  // A string, so this file needs no DOM types: it runs in the page.
+  return page.evaluate(`(() => {
+    const canvas = document.querySelector('#chart canvas');
+    const { data } = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height);
+    let count = 0;
+    for (let i = 0; i < data.length; i += 4)
+      if (data[i + 3] > 0 && Math.abs(data[i] - ${r}) < 24 && Math.abs(data[i + 1] - ${g}) < 24 && Math.abs(data[i + 2] - ${b}) < 24) count++;
+    return count;
+  })()`);
+}
+
+/** --allowed and --limit of dashboard.css's light theme. */
+const ALLOWED = [21, 135, 90] as const;
+const LIMIT = [106, 63, 200] as const;
+
+describe('the dashboard’s files', () => {
+  let app: ReturnType<typeof buildApp>;
+  beforeAll(async () => {
+    const store = createEmbeddedStore();
+    app = buildApp({ limiter: createLimiter({ policies: await loadPolicyFile(POLICY_FILE), store }), store });
+  });
+  afterAll(() => app.close());
+
+  it('are served with their types, a CSP of memgate’s own origin, and validators', async () => {
+    const types: Record<string, string> = {
+      '/dashboard': 'text/html',
+      '/dashboard/dashboard.js': 'text/javascript',
+      '/dashboard/dashboard.css': 'text/css',
+      '/dashboard/uplot.min.js': 'text/javascript',
+      '/dashboard/uplot.min.css': 'text/css',
+      '/dashboard/favicon.svg': 'image/svg+xml',
+    };
+    for (const [url, type] of Object.entries(types)) {
+      const answer = await app.inject(url);
+      expect([url, answer.statusCode, answer.headers['content-type']]).toEqual([
+        url,
+        200,
+        expect.stringContaining(type),
+      ]);
+      expect(answer.headers['content-security-policy']).toMatch(/^default-src 'self';/);
+      expect(answer.headers['x-content-type-options']).toBe('nosniff');
+      const again = await app.inject({ url, headers: { 'if-none-match': String(answer.headers.etag) } });
+      expect([url, again.statusCode, again.body]).toEqual([url, 304, '']);
+    }
+    expect((await app.inject('/dashboard')).body).toContain('<title>memgate usage</title>');
+  });
+
+  it('are a fixed list: no other path reaches a file', async () => {
+    for (const url of [
+      '/dashboard/index.html',
+      '/dashboard/../package.json',
+      '/dashboard/%2e%2e/package.json',
+      '/dashboard/..%2fpackage.json',
+      '/dashboard/uPlot.iife.min.js',
+    ]) {
+      const answer = await app.inject(url);
+      expect([url, answer.statusCode, answer.json<{ error: { code: string } }>().error.code]).toEqual([
+        url,
+        404,
+        'not_found',
+      ]);
+    }
+    const slash = await app.inject('/dashboard/');
+    expect([slash.statusCode, slash.headers.location]).toEqual([302, '../dashboard']);
+  });
+
+  it('missing from an installation make /dashboard answer 500 saying so, not stop memgate', async () => {
+    const bare = Fastify();
+    registerDashboardRoutes(bare, { folder: '/nonexistent/dashboard' });
+    const answer = await bare.inject('/dashboard');
+    expect(answer.statusCode).toBe(500);
+    const { error } = answer.json<{ error: { code: string; message: string } }>();
+    expect(error.code).toBe('internal_error');
+    expect(error.message).toContain('/nonexistent/dashboard/index.html');
+    // uPlot comes from node_modules, and is still there.
+    expect((await bare.inject('/dashboard/uplot.min.js')).statusCode).toBe(200);
+    await bare.close();
+  });
+});
+
+describe('the dashboard in chromium', () => {
+  let browser: Browser | undefined;
+  let memgate: Memgate;
+  let off: Memgate;
+
+  beforeAll(async () => {
+    [memgate, off] = await Promise.all([startMemgate({ usage: true }), startMemgate({ usage: false })]);
+    const found = await access(CHROMIUM).then(
+      () => true,
+      () => false,
+    );
+    if (found) browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await Promise.all([memgate.close(), off.close()]);
+  });
+
+  /** A page in a fresh context, or the test skipped (failed under CI) when chromium is missing. */
+  async function newPage(test: TestContext): Promise<Page> {
+    if (!browser) {
+      const missing = `no chromium at ${CHROMIUM} (set CHROMIUM_PATH, or install the chromium package)`;
+      if (IN_CI) throw new Error(missing);
+      process.stderr.write(`skipped: ${missing}\n`);
+      test.skip(missing);
+      throw new Error(missing);
+    }
+    return browser.newPage({ viewport: { width: 1280, height: 800 }, colorScheme: 'light' });
+  }
+
+  it('draws the curve /usage answers, changes range, shows a client with its limits, and zooms', async (test) => {
+    const page = await newPage(test);
+    const seen = watch(page, memgate.url);
+    const chart = page.locator('#chart');
+
+    // Loads with the last hour of the event with the newest data, every point drawn.
+    const first = usageAnswer(page);
+    await page.goto(`${memgate.url}/dashboard`);
+    const series = (await (await first).json()) as SeriesAnswer;
+    expect(new URL((await first).url()).searchParams.get('from')).toBe('-1h');
+    await page.locator('#chart[data-state="ready"]').waitFor();
+    expect(await chart.getAttribute('data-points')).toBe(String(series.points.length));
+    expect(series.points.length).toBeGreaterThan(20);
+    expect(await pixelsLike(page, ALLOWED)).toBeGreaterThan(500);
+    expect(await page.locator('#live').getAttribute('data-live')).toBe('true');
+    await expect.poll(() => page.locator('#top .client').allInnerTexts()).toEqual([HEAVY, LIGHT]);
+
+    // A client of the table: its own curve, with both login limits drawn in its unit.
+    const client = usageAnswer(page, (query) => query.get('feature') === HEAVY);
+    await page.locator('#top .client', { hasText: HEAVY }).click();
+    const own = (await (await client).json()) as SeriesAnswer;
+    await expect.poll(() => chart.getAttribute('data-feature')).toBe(HEAVY);
+    expect(own.step).toBe(60);
+    expect(await chart.getAttribute('data-points')).toBe(String(own.points.length));
+    expect(await chart.getAttribute('data-limits')).toBe('2');
+    const limits = page.locator('#limits');
+    expect(await limits.innerText()).toContain('login-1m: 5 per 1 min, so at most 5 allowed in a point of 1 min.');
+    expect(await limits.innerText()).toContain('login-1d: 100 per 1 d');
+    expect(await limits.innerText()).toContain('no single point may exceed 100');
+    expect(await pixelsLike(page, LIMIT)).toBeGreaterThan(200);
+    expect(await page.locator('#client').inputValue()).toBe(HEAVY);
+    expect(await page.locator('#top tr[aria-current="true"]').innerText()).toContain(HEAVY);
+
+    // Another preset asks /usage again, for that range: a coarser step, and the limit scaled to it.
+    const sixHours = usageAnswer(page, (query) => query.get('from') === '-6h' && query.get('until') === 'now');
+    await page.getByRole('button', { name: '6 h' }).click();
+    const wider = (await (await sixHours).json()) as SeriesAnswer;
+    await expect.poll(() => chart.getAttribute('data-from')).toBe(String(wider.from));
+    expect([wider.until - wider.from, wider.step]).toEqual([6 * 3600, 120]);
+    expect(await chart.getAttribute('data-points')).toBe(String(wider.points.length));
+    expect(await page.getByRole('button', { name: '6 h' }).getAttribute('aria-pressed')).toBe('true');
+    expect(await limits.innerText()).toContain(
+      'login-1m: 5 per 1 min, so at most 10 allowed in a point of 2 min (5 × 2 min ÷ 1 min).',
+    );
+
+    // A span dragged across the chart: that range, fixed, asked at a finer step.
+    const box = await page.locator('#chart .u-over').boundingBox();
+    if (!box) throw new Error('no plot area');
+    const zoom = usageAnswer(page, (query) => /^\d+$/.test(query.get('from') ?? '') && query.get('feature') === HEAVY);
+    await page.mouse.move(box.x + box.width * 0.9, box.y + box.height / 2);
+    await page.mouse.down();
+    await page.mouse.move(box.x + box.width * 0.99, box.y + box.height / 2, { steps: 5 });
+    await page.mouse.up();
+    const zoomed = (await (await zoom).json()) as SeriesAnswer;
+    expect(zoomed.until - zoomed.from).toBeLessThan(wider.until - wider.from);
+    expect(zoomed.from).toBeGreaterThanOrEqual(wider.from);
+    expect(zoomed.step).toBeLessThan(wider.step);
+    await expect.poll(() => page.locator('#live').getAttribute('data-live')).toBe('false');
+    expect(await chart.getAttribute('data-points')).toBe(String(zoomed.points.length));
+
+    // Zoom out: back to the last six hours, live again.
+    const back = usageAnswer(page, (query) => query.get('from') === '-6h');
+    await page.getByRole('button', { name: 'Zoom out' }).click();
+    await back;
+    await expect.poll(() => page.locator('#live').getAttribute('data-live')).toBe('true');
+
+    expect(seen).toEqual({ consoleErrors: [], failed: [], elsewhere: [] });
+    await page.close();
+  });
+
+  it('shows memgate’s message, not a blank chart, when /usage refuses', async (test) => {
+    const page = await newPage(test);
+    // memgate's own refusal of a range, in place of the answer the page asked for.
+    const refusal = `${memgate.url}/usage?event=login&from=now&until=-1h`;
+    await page.route(
+      (url) => url.pathname === '/usage',
+      async (route) => route.fulfill({ response: await route.fetch({ url: refusal }) }),
+    );
+    await page.goto(`${memgate.url}/dashboard`);
+    const message = page.locator('#message');
+    await expect.poll(() => message.innerText()).toMatch(/^from \(\d+\) must be before until \(\d+\)$/);
+    expect(await message.isVisible()).toBe(true);
+    expect(await page.locator('#chart').getAttribute('data-state')).toBe('error');
+    await page.close();
+  });
+
+  it('says plainly when usage history is off', async (test) => {
+    const page = await newPage(test);
+    const seen = watch(page, off.url);
+    await page.goto(`${off.url}/dashboard`);
+    const message = page.locator('#message');
+    await expect.poll(() => message.innerText()).toContain('Usage history is off on this memgate');
+    expect(await message.innerText()).toContain('MEMGATE_USAGE_DB');
+    expect(await page.locator('#chart').getAttribute('data-state')).toBe('off');
+    // Its one 404 is how the page learns it: usage_off, answered as documented.
+    expect(seen.failed).toEqual([`${off.url}/usage/events: 404`]);
+    expect(seen.consoleErrors.filter((text) => !text.includes('status of 404'))).toEqual([]);
+    expect(seen.elsewhere).toEqual([]);
+    await page.close();
+  });
+});
