@@ -17,6 +17,7 @@ COPY --from=build /app/package.json ./
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY config ./config
+COPY dashboard ./dashboard
 COPY examples/compose ./examples/compose
 # Usage history (MEMGATE_USAGE_DB=./data/usage.db): writable by the service; mount a volume to keep it.
 RUN mkdir -p /app/data && chown node:node /app/data

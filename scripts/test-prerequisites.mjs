@@ -26,7 +26,12 @@ export const SYSTEM_NEEDS = [
   // MEMCACHED_SERVERS does not stand in for it: some tests stop, pause and restart their own server.
   { package: 'memcached', purpose: 'the store tests', command: 'memcached' },
   { package: 'nginx', purpose: 'the gateway test', variable: 'NGINX_PATH', path: '/usr/sbin/nginx' },
-  { package: 'chromium', purpose: 'the browser test of /docs', variable: 'CHROMIUM_PATH', path: '/usr/bin/chromium' },
+  {
+    package: 'chromium',
+    purpose: 'the browser tests of /docs and /dashboard',
+    variable: 'CHROMIUM_PATH',
+    path: '/usr/bin/chromium',
+  },
   {
     package: 'libfaketime',
     purpose: 'the test of skewed clocks',

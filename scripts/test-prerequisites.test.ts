@@ -73,7 +73,7 @@ describe('test prerequisites', () => {
     expect(plan).toEqual({
       kind: 'stop',
       message:
-        'memgate tests need memcached (the store tests), chromium (the browser test of /docs); run: sudo apt-get install -y memcached chromium',
+        'memgate tests need memcached (the store tests), chromium (the browser tests of /docs and /dashboard); run: sudo apt-get install -y memcached chromium',
     });
     const elsewhere = prerequisitesPlan(machine([], { hasApt: false }));
     expect(elsewhere.kind === 'stop' && elsewhere.message).toMatch(

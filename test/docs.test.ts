@@ -40,6 +40,7 @@ describe('API description', () => {
       '/admin/reload',
       '/admin/reset',
       '/check',
+      '/dashboard',
       '/gate',
       '/healthz',
       '/metrics',

@@ -454,6 +454,7 @@ function usageReplays(): Record<string, Replay> {
     'GET /usage/top 404 off': replay('/usage/top?event=login', 'usageOff'),
     'GET /usage/events 200 recorded': replay('/usage/events'),
     'GET /usage/events 404 off': replay('/usage/events', 'usageOff'),
+    'GET /dashboard 200 example': { world: 'counting', ask: { method: 'GET', url: '/dashboard' }, compare: 'lines' },
     'GET /usage 502 down': { ...replay('/usage?event=login', 'graphiteDown'), compare: 'digits' },
     'GET /usage/top 502 down': { ...replay('/usage/top?event=login', 'graphiteDown'), compare: 'digits' },
     'GET /usage/events 502 down': { ...replay('/usage/events', 'graphiteDown'), compare: 'digits' },

@@ -40,7 +40,7 @@ export const ERROR_CODES = {
     status: 400,
     when: `\`/usage\`: \`from\` is not before \`until\`, \`step\`, \`maxDataPoints\` or \`limit\` is not a positive whole number, or the range needs more than ${DEFAULTS.usageMaxPoints.toLocaleString('en')} points`,
   },
-  usage_off: { status: 404, when: '`/usage` and `/dashboard` when usage history is off (`MEMGATE_USAGE_DB=off` and no `MEMGATE_GRAPHITE_WEB`)' },
+  usage_off: { status: 404, when: '`/usage`, `/usage/top` and `/usage/events` when usage history is off (`MEMGATE_USAGE_DB=off` and no `MEMGATE_GRAPHITE_WEB`)' },
   unauthorized: { status: 401, when: 'an admin route without the right bearer token' },
   too_many_failures: {
     status: 429,
