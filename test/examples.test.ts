@@ -1,6 +1,7 @@
 // The example configurations that cannot run here (Traefik, Envoy, docker compose) at
 // least parse, point at memgate and pass it only the headers it reads, as its README says.
 // nginx runs for real in nginx.test.ts.
+import { DEFAULTS } from '../src/config/defaults.js';
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
@@ -109,18 +110,44 @@ describe('examples', () => {
 
   // What `docker compose config` checks, without Docker: the file against the Compose
   // Specification's schema, and that each service it waits for is one of the file's.
-  it('compose: valid against the Compose Specification, waiting only for its own services', async () => {
-    const schema = JSON.parse(await readFile(COMPOSE_SCHEMA, 'utf8')) as Record<string, unknown>;
-    // Draft-07, Ajv's default, which Ajv does not know by the schema's https spelling.
-    delete schema.$schema;
-    const validate = new Ajv({ allErrors: true, strict: false }).compile(schema);
-    const compose = await yamlOf('docker-compose.yml');
-    expect(validate(compose) ? [] : validate.errors).toEqual([]);
-    const services = compose.services as Record<string, { depends_on?: string[] }>;
-    const awaited = Object.values(services).flatMap((service) => service.depends_on ?? []);
-    expect(awaited.length).toBeGreaterThan(0);
-    expect(awaited.filter((name) => !(name in services))).toEqual([]);
-    // The same check refuses a service with a misspelt key.
-    expect(validate({ services: { api: { image: 'x', enviroment: {} } } })).toBe(false);
+  it.each(['docker-compose.yml', 'examples/graphite/compose.yaml'])(
+    'compose: %s is valid against the Compose Specification, waiting only for its own services',
+    async (file) => {
+      const schema = JSON.parse(await readFile(COMPOSE_SCHEMA, 'utf8')) as Record<string, unknown>;
+      // Draft-07, Ajv's default, which Ajv does not know by the schema's https spelling.
+      delete schema.$schema;
+      const validate = new Ajv({ allErrors: true, strict: false }).compile(schema);
+      const compose = await yamlOf(file);
+      expect(validate(compose) ? [] : validate.errors).toEqual([]);
+      const services = compose.services as Record<string, { depends_on?: string[] }>;
+      const awaited = Object.values(services).flatMap((service) => service.depends_on ?? []);
+      expect(awaited.length).toBeGreaterThan(0);
+      expect(awaited.filter((name) => !(name in services))).toEqual([]);
+      // The same check refuses a service with a misspelt key.
+      expect(validate({ services: { api: { image: 'x', enviroment: {} } } })).toBe(false);
+    },
+  );
+
+  it('graphite: memgate sends to carbon and reads from graphite-web, each instance under a name of its own, with the schemas mounted', async () => {
+    const compose = await yamlOf('examples/graphite/compose.yaml');
+    const services = compose.services as Record<string, { environment?: Record<string, string>; volumes?: string[] }>;
+    const instances = ['memgate-a', 'memgate-b'].map((name) => services[name]?.environment ?? {});
+    expect(instances.map((environment) => environment.MEMGATE_GRAPHITE_INSTANCE)).toEqual(['a', 'b']);
+    for (const environment of instances) {
+      expect(environment).toMatchObject({
+        MEMGATE_GRAPHITE: 'graphite:2003',
+        MEMGATE_GRAPHITE_WEB: 'http://graphite:8080',
+      });
+      expect(environment.MEMGATE_USAGE_RETENTION).toBe(DEFAULTS.usageRetention);
+    }
+    expect(services.graphite?.volumes?.map((volume) => volume.split(':')[0])).toEqual(
+      expect.arrayContaining(['./storage-schemas.conf', './storage-aggregation.conf']),
+    );
+    // Graphite keeps what memgate's queries expect, and sums counts when it rolls them up.
+    const schemas = await readFile('examples/graphite/storage-schemas.conf', 'utf8');
+    expect(/^retentions = (.*)$/m.exec(schemas)?.[1]).toBe(DEFAULTS.usageRetention);
+    const aggregation = await readFile('examples/graphite/storage-aggregation.conf', 'utf8');
+    expect(aggregation).toMatch(/^xFilesFactor = 0$/m);
+    expect(aggregation).toMatch(/^aggregationMethod = sum$/m);
   });
 });
