@@ -11,7 +11,8 @@ import { setImmediate as afterPoll, setTimeout as sleep } from 'node:timers/prom
  * accept queue, whose client may already have written its request. So from then on
  * requests wait until the listener has closed: a client waiting for an answer opens no
  * new connection, and the listener closes once none has arrived for `quietMs`.
- * Connections that still carry no request are closed `quietMs` after that.
+ * Connections that carry no request are closed `quietMs` after that, and every `quietMs`
+ * after, as those whose requests began before the drain finish.
  *
  * Both act on the server's 'request' event, and only once begun: a request served before
  * the drain pays nothing for it (hooks on every request were a measurable share of the
@@ -100,12 +101,13 @@ export function createDrain(): Drain {
       held = undefined;
       for (const handle of waiting) handle();
       // A connection accepted just before has had quietMs to send its request; give it as
-      // long again, since the listener closed.
-      const idle = setTimeout(() => {
+      // long again, since the listener closed. Then again every quietMs: a request that began
+      // before the drain answers with keep-alive, and its connection turns idle only then.
+      const idle = setInterval(() => {
         server.closeIdleConnections();
       }, quietMs);
       void allClosed.then(() => {
-        clearTimeout(idle);
+        clearInterval(idle);
       });
       return { waitedMs, quiet, heldRequests, openConnections, allClosed };
     },
