@@ -84,7 +84,13 @@ async function startMemgate(): Promise<{ url: string; close: () => Promise<void>
   const archives = parseRetention(DEFAULTS.usageRetention);
   if (typeof archives === 'string') throw new Error(archives);
   const sqlite = openSqliteUsage({ path: ':memory:', archives, nowSeconds: () => now / 1000 });
-  const recorder = new UsageRecorder({ store: sqlite, flushSeconds: 15, top: DEFAULTS.usageTop, now: clock });
+  const recorder = new UsageRecorder({
+    stores: { sqlite },
+    readFrom: 'sqlite',
+    flushSeconds: 15,
+    top: DEFAULTS.usageTop,
+    now: clock,
+  });
   const policies = await loadPolicyFile(POLICY_FILE);
   const outage = { from: start + 46 * 60_000, until: start + 48 * 60_000 };
   const limiter = createLimiter({

@@ -40,7 +40,13 @@ async function startMemgate({ usage }: { usage: boolean }): Promise<Memgate> {
   const archives = parseRetention(DEFAULTS.usageRetention);
   if (typeof archives === 'string') throw new Error(archives);
   const sqlite = openSqliteUsage({ path: ':memory:', archives, nowSeconds: () => now / 1000 });
-  const recorder = new UsageRecorder({ store: sqlite, flushSeconds: 15, top: DEFAULTS.usageTop, now: clock });
+  const recorder = new UsageRecorder({
+    stores: { sqlite },
+    readFrom: 'sqlite',
+    flushSeconds: 15,
+    top: DEFAULTS.usageTop,
+    now: clock,
+  });
   const history = createUsageHistory({
     reader: sqlite,
     recorder,

@@ -214,7 +214,13 @@ describe.skipIf(missingGraphite() !== undefined)('Graphite', () => {
     it('counts what the recorder flushes, each second and minute in its batch', async () => {
       let clock = (H + 2 * 60 + 58) * 1000;
       const store = open();
-      const recorder = new UsageRecorder({ store, flushSeconds: 3600, top: 5, now: () => clock });
+      const recorder = new UsageRecorder({
+        stores: { graphite: store },
+        readFrom: 'graphite',
+        flushSeconds: 3600,
+        top: 5,
+        now: () => clock,
+      });
       for (const [at, feature, allowed] of [
         [0, 'dave', true],
         [0, 'dave', false],

@@ -187,7 +187,13 @@ function usageHistory(events: readonly string[], closing: (() => Promise<unknown
   const archives = parseRetention(DEFAULTS.usageRetention);
   if (typeof archives === 'string') throw new Error(archives);
   const sqlite = openSqliteUsage({ path: ':memory:', archives, nowSeconds: () => USAGE_NOW / 1000 });
-  const recorder = new UsageRecorder({ store: sqlite, flushSeconds: 15, top: DEFAULTS.usageTop, now: () => USAGE_NOW });
+  const recorder = new UsageRecorder({
+    stores: { sqlite },
+    readFrom: 'sqlite',
+    flushSeconds: 15,
+    top: DEFAULTS.usageTop,
+    now: () => USAGE_NOW,
+  });
   closing.push(() => recorder.close().then(() => sqlite.close()));
   return {
     recorder,

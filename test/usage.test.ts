@@ -2,6 +2,8 @@
 // what was left, and across a restart on the same file; hostile /usage questions get a
 // 4xx and change nothing; a file it cannot open stops the start with a clear line.
 import { spawn } from 'node:child_process';
+import { createServer } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -70,6 +72,15 @@ function fileTotals(path: string, event: string): Totals {
   }
 }
 
+/** `127.0.0.1:port` where nothing listens. */
+async function closedPort(): Promise<string> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  await new Promise((resolve) => server.close(resolve));
+  return `127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+}
+
 function start(env: Record<string, string>): Promise<ServiceProcess> {
   return startServiceProcess({
     MEMCACHED_SERVERS: memcached().servers,
@@ -110,6 +121,30 @@ describe('usage history in the service', () => {
     // Flushed every second: the file catches up without a shutdown.
     await expect.poll(() => fileTotals(db, 'login'), { timeout: 5000 }).toEqual(made);
     expect(await second.stop()).toBe(0);
+  });
+
+  it('keeps writing the file, once per decision, while Graphite refuses every flush', async () => {
+    const db = join(folder, 'carbon-down.db');
+    const carbon = await closedPort();
+    const service = await start({ MEMGATE_USAGE_DB: db, MEMGATE_USAGE_FLUSH_S: '1', MEMGATE_GRAPHITE: carbon });
+    const made: Totals = { allowed: 0, denied: 0, degraded: 0 };
+    for (let i = 0; i < 3; i++) if ((await check(service, 'login', 'dup')) === 200) made.allowed++;
+    await expect.poll(() => fileTotals(db, 'login'), { timeout: 5000 }).toEqual(made);
+    for (let i = 0; i < 4; i++) if ((await check(service, 'search', 'erin')) === 200) made.allowed++;
+    // Flushes keep failing for carbon: the answer counts each decision once all the same.
+    await sleep(2500);
+    expect(await usageTotals(service, 'login')).toEqual({ allowed: 3, denied: 0, degraded: 0 });
+    expect(await usageTotals(service, 'search')).toEqual({ allowed: 4, denied: 0, degraded: 0 });
+    expect(
+      service.logs.some(
+        (line) =>
+          line.store === 'graphite' &&
+          typeof line.msg === 'string' &&
+          line.msg.startsWith('writing usage history to graphite failed'),
+      ),
+    ).toBe(true);
+    expect(await service.stop()).toBe(0);
+    expect(fileTotals(db, 'search')).toEqual({ allowed: 4, denied: 0, degraded: 0 });
   });
 
   it('refuses hostile /usage questions with a 4xx JSON error, never a 5xx, and counts nothing', async () => {

@@ -39,7 +39,10 @@ export interface OpenUsageOptions {
 
 /** Somewhere a flush goes: the SQLite file, or carbon. */
 interface Writer {
-  readonly name: string;
+  /** `sqlite` or `graphite`: its queue's name in the recorder. */
+  readonly kind: string;
+  /** For the start-up line. */
+  readonly where: string;
   write(batch: UsageBatch): Promise<void>;
   close(): Promise<void>;
 }
@@ -57,7 +60,8 @@ export function openUsage({ settings, policyEvents, logger, watch, now }: OpenUs
   const writers: Writer[] = [];
   if (sqlite) {
     writers.push({
-      name: `sqlite ${settings.usageDb ?? ''}`,
+      kind: 'sqlite',
+      where: `sqlite ${settings.usageDb ?? ''}`,
       write: (batch) => sqlite.write(batch),
       close: () => sqlite.close(),
     });
@@ -65,7 +69,12 @@ export function openUsage({ settings, policyEvents, logger, watch, now }: OpenUs
   if (settings.graphite) {
     const carbon = carbonWriter({ carbon: settings.graphite, instance, onUnstorable: unstorable(logger) });
     const { host, port } = settings.graphite;
-    writers.push({ name: `graphite ${host}:${port}`, write: carbon.write, close: () => Promise.resolve() });
+    writers.push({
+      kind: 'graphite',
+      where: `graphite ${host}:${port}`,
+      write: carbon.write,
+      close: () => Promise.resolve(),
+    });
   }
   const web = settings.graphiteWeb ? graphiteReader({ web: settings.graphiteWeb, instance, archives }) : undefined;
   const reader: Pick<UsageStore, 'series' | 'top' | 'events'> | undefined = web ?? sqlite;
@@ -75,22 +84,25 @@ export function openUsage({ settings, policyEvents, logger, watch, now }: OpenUs
     writers.length === 0
       ? undefined
       : new UsageRecorder({
-          store: { write: (batch) => writeAll(writers, batch) },
+          stores: Object.fromEntries(writers.map((writer) => [writer.kind, writer])),
+          // What the reader has not taken yet is what answers add: the file's queue, or
+          // carbon's when graphite-web reads what this instance sends.
+          readFrom: web ? (settings.graphite ? 'graphite' : undefined) : 'sqlite',
           flushSeconds: settings.usageFlushSeconds,
           top: settings.usageTop,
           ...(now ? { now } : {}),
-          onFlushError: (err, pendingRows) => {
+          onFlushError: (err, { store, pendingRows }) => {
             watch?.flushFailed();
             logger.warn(
-              { err, pendingRows },
-              'writing usage history failed; it is kept and written again at the next flush',
+              { err, store, pendingRows },
+              `writing usage history to ${store} failed; it is kept and written again at the next flush`,
             );
           },
-          onDropped: (rows) => {
+          onDropped: (rows, store) => {
             watch?.dropped(rows);
             logger.error(
-              { rows },
-              'usage history dropped: the usage store kept failing and memory for unwritten counts is full',
+              { rows, store },
+              `usage history dropped: ${store} kept failing and memory for what it has not taken is full`,
             );
           },
         });
@@ -99,7 +111,7 @@ export function openUsage({ settings, policyEvents, logger, watch, now }: OpenUs
     reader &&
     createUsageHistory({ reader, ...(recorder ? { recorder } : {}), archives, policyEvents, ...(now ? { now } : {}) });
   const written =
-    writers.length > 0 ? `written to ${writers.map(({ name }) => name).join(' and ')}` : 'not recorded here';
+    writers.length > 0 ? `written to ${writers.map(({ where }) => where).join(' and ')}` : 'not recorded here';
   const read = web
     ? `read from graphite-web ${settings.graphiteWeb?.origin ?? ''}`
     : sqlite
@@ -145,9 +157,4 @@ function openFile(path: string, archives: UsageSettings['usageRetention']): Usag
       },
     );
   }
-}
-
-/** Writes a batch to every store; a store that already has it counts it once, so a retry may go to all. */
-async function writeAll(writers: readonly Writer[], batch: UsageBatch): Promise<void> {
-  for (const writer of writers) await writer.write(batch);
 }

@@ -10,24 +10,32 @@ export interface RecordedDecision {
 }
 
 export interface RecorderOptions {
-  /** Where flushes go. */
-  readonly store: Pick<UsageStore, 'write'>;
+  /**
+   * Where flushes go, by name (`sqlite`, `graphite`). Each store keeps its own batches to
+   * write again, so one that fails holds up no other.
+   */
+  readonly stores: Readonly<Record<string, Pick<UsageStore, 'write'>>>;
+  /**
+   * The store queries read: what it has not taken yet is what unflushed() gives. Undefined
+   * when queries read a store this instance does not write (graphite-web fed by others).
+   */
+  readonly readFrom: string | undefined;
   /** How often to flush, once started. */
   readonly flushSeconds: number;
   /** Clients kept per event, minute and outcome. */
   readonly top: number;
   /** Clients the summary follows per event, minute and outcome. Default top × DEFAULTS.usageSummaryPerTop. */
   readonly summaryCapacity?: number;
-  /** Rows (seconds and minutes of one event) kept for a failing store before the oldest go. */
+  /** Rows (seconds and minutes of one event) kept per failing store before the oldest go. */
   readonly maxPendingRows?: number;
   /** Names this process in what it writes. Default a new UUID. */
   readonly instance?: string;
   /** Milliseconds since the epoch. Default Date.now. */
   readonly now?: () => number;
-  /** Told when a flush fails; the batch stays and is written again at the next flush. */
-  readonly onFlushError?: (error: unknown, pendingRows: number) => void;
-  /** Told of rows dropped because the store kept failing. */
-  readonly onDropped?: (rows: number) => void;
+  /** Told when a store refuses a flush; the batch stays and is written again at the next flush. */
+  readonly onFlushError?: (error: unknown, failure: { store: string; pendingRows: number }) => void;
+  /** Told of rows dropped because a store kept failing. */
+  readonly onDropped?: (rows: number, store: string) => void;
 }
 
 /** What is counted but not in the store yet: what a query adds to what the store answers. */
@@ -43,10 +51,11 @@ interface OpenMinute {
 
 /**
  * Counts decisions in memory per event and second, and each minute's heaviest clients per
- * event, and writes them to the store every `flushSeconds`: no write per request. A second
+ * event, and writes them to each store every `flushSeconds`: no write per request. A second
  * is written once it has ended, a minute once it has ended, each in one batch only; a batch
- * the store refuses stays, in order, and is written again at the next flush (stores count a
- * batch written twice once), until `maxPendingRows` make the oldest go.
+ * a store refuses stays in that store's queue, in order, and is written to it again at the
+ * next flush (stores count a batch written twice once), until `maxPendingRows` make the
+ * oldest go. Stores do not wait for each other.
  */
 export class UsageRecorder {
   readonly instance: string;
@@ -63,8 +72,10 @@ export class UsageRecorder {
   #minute = -1;
   #openMinute = new Map<string, OpenMinute>();
   #endedMinutes: MinuteTop[] = [];
-  /** Batches made and not yet written, oldest first. */
-  #pending: UsageBatch[] = [];
+  /** Per store, the batches made and not yet written to it, oldest first. */
+  readonly #queues: readonly StoreQueue[];
+  /** The queue of the store queries read, if this instance writes it. */
+  readonly #readQueue: StoreQueue | undefined;
   #sequence = 0;
   #closed = false;
   #flushing: Promise<void> = Promise.resolve();
@@ -76,6 +87,8 @@ export class UsageRecorder {
     this.#now = options.now ?? Date.now;
     this.#capacity = options.summaryCapacity ?? options.top * DEFAULTS.usageSummaryPerTop;
     this.#maxPendingRows = options.maxPendingRows ?? DEFAULTS.usageMaxPendingRows;
+    this.#queues = Object.entries(options.stores).map(([name, store]) => ({ name, store, pending: [] }));
+    this.#readQueue = this.#queues.find(({ name }) => name === options.readFrom);
   }
 
   /** Counts one decision: runs for every decision, so it only adds to maps. */
@@ -128,25 +141,23 @@ export class UsageRecorder {
     await this.#flushing;
   }
 
-  /** Rows counted but not yet in the store (pending batches included). */
+  /** Rows counted and not yet in every store: those of the store furthest behind. */
   get pendingRows(): number {
-    return (
-      this.#pending.reduce((sum, batch) => sum + rows(batch), 0) +
-      this.#ended.length +
-      this.#endedMinutes.length +
-      this.#open.size
-    );
+    const queued = Math.max(0, ...this.#queues.map(({ pending }) => rowsOf(pending)));
+    return queued + this.#ended.length + this.#endedMinutes.length + this.#open.size;
   }
 
   /**
-   * Everything counted and not yet written, for one event: queries add it to the store's
-   * answer. The open minute's clients are its summary so far.
+   * Everything counted and not yet in the store queries read, for one event: they add it
+   * to that store's answer. The open minute's clients are its summary so far. Nothing when
+   * queries read a store this instance does not write.
    */
   unflushed(event: string): Unflushed {
+    if (!this.#readQueue) return { seconds: [], minutes: [] };
     this.#endSecond(Math.floor(this.#now() / 1000));
     const seconds: SecondCounts[] = [];
     const minutes: MinuteTop[] = [];
-    for (const batch of this.#pending) {
+    for (const batch of this.#readQueue.pending) {
       for (const row of batch.seconds) if (row.event === event) seconds.push(row);
       for (const row of batch.minutes) if (row.event === event) minutes.push(row);
     }
@@ -159,11 +170,12 @@ export class UsageRecorder {
     return { seconds, minutes };
   }
 
-  /** Events counted and not yet written. */
+  /** Events counted and not yet in the store queries read. */
   unflushedEvents(): Set<string> {
+    if (!this.#readQueue) return new Set();
     const events = new Set<string>([...this.#open.keys(), ...this.#openMinute.keys()]);
     for (const row of this.#ended) events.add(row.event);
-    for (const batch of this.#pending) for (const row of batch.seconds) events.add(row.event);
+    for (const batch of this.#readQueue.pending) for (const row of batch.seconds) events.add(row.event);
     return events;
   }
 
@@ -171,26 +183,32 @@ export class UsageRecorder {
     this.#endSecond(Math.floor(this.#now() / 1000));
     if (everything) this.#endSecond(Number.MAX_SAFE_INTEGER);
     if (this.#ended.length > 0 || this.#endedMinutes.length > 0) {
-      this.#pending.push({
+      const batch = {
         instance: this.instance,
         sequence: this.#sequence++,
         seconds: this.#ended,
         minutes: this.#endedMinutes,
-      });
+      };
+      for (const queue of this.#queues) queue.pending.push(batch);
       this.#ended = [];
       this.#endedMinutes = [];
     }
-    this.#dropOverflow();
-    for (let batch = this.#pending[0]; batch; batch = this.#pending[0]) {
+    await Promise.all(this.#queues.map((queue) => this.#writeQueue(queue)));
+  }
+
+  /** Writes a store's batches in order, until it refuses one. */
+  async #writeQueue(queue: StoreQueue): Promise<void> {
+    this.#dropOverflow(queue);
+    for (let batch = queue.pending[0]; batch; batch = queue.pending[0]) {
       try {
-        await this.#options.store.write(batch);
+        await queue.store.write(batch);
       } catch (error) {
-        this.#options.onFlushError?.(error, this.pendingRows);
+        this.#options.onFlushError?.(error, { store: queue.name, pendingRows: rowsOf(queue.pending) });
         return;
       }
       // Removed in the same turn as the write resolves: a query reads the store and this
       // memory in one turn, so it sees a batch in one of the two, never both or neither.
-      this.#pending.shift();
+      queue.pending.shift();
     }
   }
 
@@ -225,20 +243,31 @@ export class UsageRecorder {
       .filter(({ count }) => count > 0);
   }
 
-  /** Drops the oldest pending rows past maxPendingRows. */
-  #dropOverflow(): void {
-    let excess = this.#pending.reduce((sum, batch) => sum + rows(batch), 0) - this.#maxPendingRows;
+  /** Drops a store's oldest pending rows past maxPendingRows. */
+  #dropOverflow(queue: StoreQueue): void {
+    let excess = rowsOf(queue.pending) - this.#maxPendingRows;
     let dropped = 0;
-    while (excess > 0 && this.#pending.length > 1) {
-      const oldest = this.#pending.shift();
+    while (excess > 0 && queue.pending.length > 1) {
+      const oldest = queue.pending.shift();
       if (!oldest) break;
       excess -= rows(oldest);
       dropped += rows(oldest);
     }
-    if (dropped > 0) this.#options.onDropped?.(dropped);
+    if (dropped > 0) this.#options.onDropped?.(dropped, queue.name);
   }
+}
+
+/** A store and the batches it has not taken yet. */
+interface StoreQueue {
+  readonly name: string;
+  readonly store: Pick<UsageStore, 'write'>;
+  readonly pending: UsageBatch[];
 }
 
 function rows(batch: UsageBatch): number {
   return batch.seconds.length + batch.minutes.length;
+}
+
+function rowsOf(batches: readonly UsageBatch[]): number {
+  return batches.reduce((sum, batch) => sum + rows(batch), 0);
 }

@@ -105,7 +105,7 @@ describe('usage history, on a driven clock', () => {
     const roll = random(7);
     let sqlite = openSqliteUsage({ path, archives: ARCHIVES, nowSeconds: () => nowMs / 1000 });
     let store = flaky(sqlite, roll);
-    let recorder = new UsageRecorder({ store, flushSeconds: 15, top: 20, now });
+    let recorder = new UsageRecorder({ stores: { sqlite: store }, readFrom: 'sqlite', flushSeconds: 15, top: 20, now });
     const log: Decision[] = [];
     const seconds = 75 * 60 + 7;
     for (let s = 0; s < seconds; s++) {
@@ -127,7 +127,7 @@ describe('usage history, on a driven clock', () => {
         await sqlite.close();
         sqlite = openSqliteUsage({ path, archives: ARCHIVES, nowSeconds: () => nowMs / 1000 });
         store = flaky(sqlite, roll);
-        recorder = new UsageRecorder({ store, flushSeconds: 15, top: 20, now });
+        recorder = new UsageRecorder({ stores: { sqlite: store }, readFrom: 'sqlite', flushSeconds: 15, top: 20, now });
       }
     }
     const history = createUsageHistory({
@@ -184,7 +184,13 @@ describe('usage history, on a driven clock', () => {
   it('includes what is not written yet, and nothing twice once it is', async () => {
     let nowMs = START_MS;
     const sqlite = openSqliteUsage({ path: ':memory:', archives: ARCHIVES, nowSeconds: () => nowMs / 1000 });
-    const recorder = new UsageRecorder({ store: sqlite, flushSeconds: 15, top: 20, now: () => nowMs });
+    const recorder = new UsageRecorder({
+      stores: { sqlite },
+      readFrom: 'sqlite',
+      flushSeconds: 15,
+      top: 20,
+      now: () => nowMs,
+    });
     const history = createUsageHistory({
       reader: sqlite,
       recorder,
@@ -211,37 +217,70 @@ describe('usage history, on a driven clock', () => {
     await sqlite.close();
   });
 
-  it('keeps refused batches, in order, up to a bound, and says what it dropped', async () => {
+  it('keeps a store that refuses from holding up another: each keeps its own batches, in order, up to a bound', async () => {
     let nowMs = START_MS;
-    let refuse = true;
-    const written: number[] = [];
-    const dropped: number[] = [];
+    let carbonUp = false;
+    const carbon: number[] = [];
+    let carbonMinutes = 0;
+    const dropped: [number, string][] = [];
+    const sqlite = openSqliteUsage({ path: ':memory:', archives: ARCHIVES, nowSeconds: () => nowMs / 1000 });
     const recorder = new UsageRecorder({
-      store: {
-        write: (batch) => {
-          if (refuse) return Promise.reject(new Error('carbon is down'));
-          written.push(...batch.seconds.map(({ t }) => t));
-          return Promise.resolve();
+      stores: {
+        sqlite,
+        graphite: {
+          write: (batch) => {
+            if (!carbonUp) return Promise.reject(new Error('carbon is down'));
+            carbon.push(...batch.seconds.map(({ t }) => t));
+            carbonMinutes += batch.minutes.length;
+            return Promise.resolve();
+          },
         },
       },
+      readFrom: 'sqlite',
       flushSeconds: 15,
       top: 20,
       maxPendingRows: 20,
       now: () => nowMs,
-      onDropped: (rows) => dropped.push(rows),
+      onDropped: (rows, store) => dropped.push([rows, store]),
+    });
+    const history = createUsageHistory({
+      reader: sqlite,
+      recorder,
+      archives: ARCHIVES,
+      policyEvents: () => EVENTS,
+      now: () => nowMs,
     });
     for (let s = 0; s < 40; s++) {
       recorder.record('login', 'bob', { allowed: true });
       nowMs += 1000;
       if (s % 5 === 4) await recorder.flush();
     }
-    expect(dropped.reduce((a, b) => a + b, 0)).toBeGreaterThan(0);
+    // The file took every batch, once, while carbon refused them all.
+    const { points } = await history.series({ event: 'login', from: '-5min', step: '1' });
+    expect(points.reduce((sum, point) => sum + point.allowed, 0)).toBe(40);
+    expect(
+      (
+        await sqlite.series({
+          event: 'login',
+          from: Math.floor(START_MS / 60_000) * 60,
+          until: Math.floor(START_MS / 60_000) * 60 + 120,
+          step: 60,
+          resolution: 60,
+        })
+      ).reduce((sum, p) => sum + p.allowed, 0),
+    ).toBe(40);
+    // Carbon's queue was bounded: the oldest went, and were counted as dropped from it alone.
+    expect(dropped.length).toBeGreaterThan(0);
+    expect(dropped.every(([, store]) => store === 'graphite')).toBe(true);
     expect(recorder.pendingRows).toBeLessThanOrEqual(20 + 5);
-    refuse = false;
+    carbonUp = true;
     await recorder.flush();
-    expect(written).toEqual([...written].sort((a, b) => a - b));
-    expect(written.at(-1)).toBe(Math.floor(START_MS / 1000) + 39);
+    expect(carbon).toEqual([...carbon].sort((a, b) => a - b));
+    expect(carbon.at(-1)).toBe(Math.floor(START_MS / 1000) + 39);
+    // Every row is in carbon or was dropped: 40 seconds and the one minute that ended (00:58).
+    expect(carbon.length + carbonMinutes + dropped.reduce((sum, [rows]) => sum + rows, 0)).toBe(41);
     await recorder.close();
+    await sqlite.close();
   });
 
   it('refuses bad questions with a 400 code, and answers the same after', async () => {
