@@ -63,7 +63,7 @@ function fileTotals(path: string, event: string): Totals {
   try {
     const row = db
       .prepare(
-        "SELECT sum(allowed) AS allowed, sum(denied) AS denied, sum(degraded) AS degraded FROM usage_points WHERE resolution = 1 AND event = ? AND feature = ''",
+        'SELECT sum(allowed) AS allowed, sum(denied) AS denied, sum(degraded) AS degraded FROM usage_points WHERE resolution = 1 AND event = ?',
       )
       .get(event) as Record<keyof Totals, number | null>;
     return { allowed: row.allowed ?? 0, denied: row.denied ?? 0, degraded: row.degraded ?? 0 };

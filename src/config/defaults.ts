@@ -85,12 +85,16 @@ export const DEFAULTS = {
   usageSummaryPerTop: 50,
   /** Seconds and minutes of counts kept for a store that keeps failing; past it the oldest are dropped (a metric counts them). */
   usageMaxPendingRows: 500_000,
+  /** The longest step a /usage answer may ask for: a year. */
+  usageMaxStepSeconds: 31_536_000,
   /** Points a /usage answer may hold. */
   usageMaxPoints: 10_000,
   /** Points a /usage answer aims at when it names no step nor maxDataPoints: an hour in minutes. */
   usageDefaultMaxDataPoints: 60,
   /** /usage's range when none is given: the last hour. */
   usageDefaultRangeSeconds: 3600,
+  /** Periods /usage/top sums at most (a day of minutes): longer ranges read a coarser archive. */
+  usageTopMaxPeriods: 1440,
   /** Clients /usage/top lists when no limit is given, and the most it lists. */
   usageTopDefaultLimit: 20,
   usageTopMaxLimit: 1000,

@@ -192,10 +192,26 @@ describe('rankClients', () => {
       denied: [{ feature: 'bob', count: 2 }],
     });
     expect(rankClients([{ target: 'bob.allowed', datapoints: [[3, T]] }], 0).allowed).toEqual([]);
+    // Past the limit only for a client the caller adds memory to; a target with no outcome is none.
+    const found = [
+      { target: 'bob.allowed', datapoints: [[3, T]] as [number, number][] },
+      { target: 'carol.allowed', datapoints: [[1, T]] as [number, number][] },
+      { target: 'allowed', datapoints: [[9, T]] as [number, number][] },
+    ];
+    expect(rankClients(found, 1, ['carol']).allowed).toEqual([
+      { feature: 'bob', count: 3 },
+      { feature: 'carol', count: 1 },
+    ]);
   });
 });
 
 describe('renderSeries', () => {
+  it.each([1.5, -7, 1e308, 1e21])('refuses %s, which is not a count (a Graphite that averages, or worse)', (value) => {
+    expect(() => renderSeries([{ target: 'allowed', datapoints: [[value, 60]] }])).toThrow(
+      /is not a count: is storage-aggregation.conf/,
+    );
+  });
+
   it.each([{ error: 'x' }, [{ target: 'a' }], [{ target: 'a', datapoints: [[1]] }], [{ target: 1, datapoints: [] }]])(
     'refuses %j',
     (answer) => {

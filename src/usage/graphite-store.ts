@@ -215,10 +215,11 @@ export function graphiteReader({
       return pointsOf(await render(targets, query), query);
     },
 
-    async top({ event, from, until, limit }: TopQuery): Promise<TopClients> {
+    async top({ event, from, until, limit, include }: TopQuery): Promise<TopClients> {
       // maxDataPoints=1: graphite-web consolidates each client's whole range into one point,
       // by the sum consolidateBy asks for.
-      return rankClients(await render([topTarget(layout, event)], { from, until }, { maxDataPoints: '1' }), limit);
+      const found = await render([topTarget(layout, event)], { from, until }, { maxDataPoints: '1' });
+      return rankClients(found, limit, include);
     },
 
     async events() {
@@ -289,22 +290,29 @@ export function pointsOf(found: readonly RenderSeries[], { from, until, step }: 
 }
 
 /** The clients of a top target's answer, most first (ties by name), at most `limit` of each outcome. */
-export function rankClients(found: readonly RenderSeries[], limit: number): TopClients {
+export function rankClients(
+  found: readonly RenderSeries[],
+  limit: number,
+  include: readonly string[] = [],
+): TopClients {
   const counts = { allowed: new Map<string, number>(), denied: new Map<string, number>() };
   for (const { target, datapoints } of found) {
     const dot = target.lastIndexOf('.');
+    if (dot < 0) continue;
     const feature = decodeNode(target.slice(0, dot));
     const outcome = target.slice(dot + 1);
     if (feature === undefined || (outcome !== 'allowed' && outcome !== 'denied')) continue;
     const total = datapoints.reduce((sum, [value]) => sum + (value ?? 0), 0);
     counts[outcome].set(feature, (counts[outcome].get(feature) ?? 0) + total);
   }
+  // The first `limit`, and any client of `include` below them (see TopQuery).
+  const wanted = new Set(include);
   const ranked = (outcome: 'allowed' | 'denied'): ClientCount[] =>
     [...counts[outcome]]
       .filter(([, count]) => count > 0)
       .map(([feature, count]) => ({ feature, count }))
       .sort((a, b) => b.count - a.count || (a.feature < b.feature ? -1 : 1))
-      .slice(0, limit);
+      .filter(({ feature }, rank) => rank < limit || wanted.has(feature));
   return { allowed: ranked('allowed'), denied: ranked('denied') };
 }
 
@@ -312,6 +320,16 @@ export function rankClients(found: readonly RenderSeries[], limit: number): TopC
 export function renderSeries(answer: unknown): RenderSeries[] {
   if (!Array.isArray(answer) || !answer.every(isRenderSeries)) {
     throw new UsageStoreUnavailableError('graphite-web answered /render with JSON that is not a list of series');
+  }
+  // Counts are whole and not negative: anything else is a Graphite that averages (or worse),
+  // which must be said, not shown as a curve.
+  for (const { target, datapoints } of answer) {
+    const bad = datapoints.find(([value]) => value !== null && !(Number.isSafeInteger(value) && value >= 0));
+    if (bad) {
+      throw new UsageStoreUnavailableError(
+        `graphite-web answered ${String(bad[0])} for ${target}, which is not a count: is storage-aggregation.conf's aggregationMethod sum for memgate's paths (examples/graphite)?`,
+      );
+    }
   }
   return answer;
 }

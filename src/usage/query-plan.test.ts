@@ -21,6 +21,8 @@ describe('parseTime', () => {
     ['2026-11-23T10:00:00Z', Date.UTC(2026, 10, 23, 10) / 1000],
     ['2026-11-23T11:00:00+01:00', Date.UTC(2026, 10, 23, 10) / 1000],
     ['2026-11-23T10:00:00.999Z', Date.UTC(2026, 10, 23, 10) / 1000],
+    ['2026-11-23T10:00:00', Date.UTC(2026, 10, 23, 10) / 1000],
+    ['2026-11-23 10:00', Date.UTC(2026, 10, 23, 10) / 1000],
   ])('reads %s', (text, seconds) => {
     expect(parseTime(text, NOW, 'from')).toBe(seconds);
   });
@@ -66,6 +68,10 @@ describe('planSeries', () => {
     const { firstPoint, points, step } = plan({ from: '1795420000', until: '1795420600', step: '300' });
     expect(firstPoint % step).toBe(0);
     expect(points).toBe(3);
+  });
+
+  it('refuses a step over a year', () => {
+    expect(() => plan({ step: '999999999999999' })).toThrow(/at most 31536000 s/);
   });
 
   it('refuses more than 10,000 points', () => {

@@ -44,7 +44,7 @@ const ROUND_STEPS = [
   1_209_600, 2_592_000,
 ];
 
-/** Seconds since the epoch, the 13 digits of milliseconds, ISO 8601, or `-1h`, `-30d`, `now`. */
+/** Seconds since the epoch (up to 12 digits), ISO 8601, or `-1h`, `-30d`, `now`. */
 export function parseTime(text: string, nowSeconds: number, name: string): number {
   const written = text.trim();
   if (written === 'now') return nowSeconds;
@@ -54,13 +54,14 @@ export function parseTime(text: string, nowSeconds: number, name: string): numbe
     const span = seconds(relative[1]);
     if (span !== undefined) return nowSeconds - span;
   }
-  // ISO 8601: a date, with a time and zone or not (a date alone is UTC midnight).
-  const [, year, month, day] =
-    /^([0-9]{4})-([0-9]{2})-([0-9]{2})(?:[T ][0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:\.[0-9]+)?)?(?:Z|[+-][0-9]{2}:?[0-9]{2})?)?$/.exec(
+  // ISO 8601: a date, with a time and zone or not. Without a zone it is UTC, as a date alone
+  // is (Date.parse would read the server's zone): one answer, wherever memgate runs.
+  const [, year, month, day, time, zone] =
+    /^([0-9]{4})-([0-9]{2})-([0-9]{2})([T ][0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:\.[0-9]+)?)?)?(Z|[+-][0-9]{2}:?[0-9]{2})?$/.exec(
       written,
     ) ?? [];
-  if (year !== undefined) {
-    const ms = Date.parse(written);
+  if (year !== undefined && (time !== undefined || zone === undefined)) {
+    const ms = Date.parse(time !== undefined && zone === undefined ? `${written}Z` : written);
     // Date.parse reads February 30th as March 2nd: the day must exist.
     const date = new Date(Date.UTC(Number(year), Number(month) - 1, Number(day)));
     if (Number.isFinite(ms) && date.getUTCMonth() === Number(month) - 1 && date.getUTCDate() === Number(day)) {
@@ -100,14 +101,15 @@ export function pickArchive(
   archives: readonly Archive[],
   from: number,
   nowMs: number,
-  options: { perClient: boolean; span?: number },
+  options: { perClient: boolean; span?: number; maxPoints?: number },
 ): Archive {
+  const maxPoints = options.maxPoints ?? DEFAULTS.usageMaxPoints;
   const age = endOfSecond(nowMs) - from;
   const usable = archives.filter(({ resolution }) => !options.perClient || resolution % 60 === 0);
   return (
     usable.find(
       ({ resolution, keepSeconds }) =>
-        keepSeconds >= age && (options.span === undefined || options.span / resolution <= DEFAULTS.usageMaxPoints),
+        keepSeconds >= age && (options.span === undefined || options.span / resolution <= maxPoints),
     ) ?? coarsest(usable)
   );
 }
@@ -116,6 +118,12 @@ export function pickArchive(
 export function planSeries(params: SeriesParams, archives: readonly Archive[], nowMs: number): SeriesPlan {
   const { from, until } = parseRange(params, nowMs);
   const askedStep = positiveWhole(params.step, 'step');
+  if (askedStep !== undefined && askedStep > DEFAULTS.usageMaxStepSeconds) {
+    throw new UsageQueryError(
+      'invalid_range',
+      `step must be at most ${DEFAULTS.usageMaxStepSeconds} s, a year (got ${askedStep})`,
+    );
+  }
   const maxDataPoints = positiveWhole(params.maxDataPoints, 'maxDataPoints') ?? DEFAULTS.usageDefaultMaxDataPoints;
   if (maxDataPoints > DEFAULTS.usageMaxPoints) {
     throw new UsageQueryError(

@@ -119,17 +119,22 @@ export function createUsageHistory({
         throw new UsageQueryError('invalid_range', `limit must be at most ${DEFAULTS.usageTopMaxLimit} (got ${limit})`);
       const nowMs = now();
       const { from, until } = parseRange(params, nowMs);
-      const { resolution } = pickArchive(archives, from, nowMs, { perClient: true, span: until - from });
+      // Summing a long range minute by minute costs the event loop: past a day, hours.
+      const { resolution } = pickArchive(archives, from, nowMs, {
+        perClient: true,
+        span: until - from,
+        maxPoints: DEFAULTS.usageTopMaxPeriods,
+      });
       const start = from - (from % resolution);
       const minutes = (recorder?.unflushed(event).minutes ?? []).filter(
         ({ t }) => t - (t % resolution) >= start && t - (t % resolution) < until,
       );
-      // Enough rows from the store that no client ranked below them could climb past the
-      // limit with what memory adds.
-      const extra = new Set(
-        minutes.flatMap((minute) => [...minute.allowed, ...minute.denied].map(({ feature }) => feature)),
-      ).size;
-      const stored = await reader.top({ event, from: start, until, resolution, limit: limit + extra });
+      // The store's counts of every client memory adds to, ranked or not: a client outside
+      // the store's top may climb into it with what memory holds.
+      const include = [
+        ...new Set(minutes.flatMap((minute) => [...minute.allowed, ...minute.denied].map(({ feature }) => feature))),
+      ];
+      const stored = await reader.top({ event, from: start, until, resolution, limit, include });
       const merge = (fromStore: readonly ClientCount[], outcome: 'allowed' | 'denied') => {
         const counts = new Map(fromStore.map(({ feature, count }) => [feature, count]));
         for (const minute of minutes)

@@ -82,6 +82,11 @@ export interface TopQuery {
   /** The archive to read, at least 60: clients are kept per minute. */
   readonly resolution: number;
   readonly limit: number;
+  /**
+   * Clients whose counts the answer must hold even below the limit: those the caller adds
+   * counts to from memory, so that its ranking of the sum is right.
+   */
+  readonly include?: readonly string[];
 }
 
 export interface TopClients {

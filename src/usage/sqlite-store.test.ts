@@ -1,0 +1,106 @@
+// The SQLite file's bounds: clients that were never among an hour's heaviest lose their
+// points once the hour has ended, so names chosen by whoever calls /check cannot fill the
+// disk; and /usage/top ranks what memory adds with what the file holds.
+import { describe, expect, it } from 'vitest';
+import { parseRetention, type Archive } from '../config/retention.js';
+import { UsageRecorder } from './recorder.js';
+import { openSqliteUsage } from './sqlite-store.js';
+import { createUsageHistory } from './usage-history.js';
+
+const ARCHIVES = parseRetention('1s:6h,1m:30d,1h:2y') as readonly Archive[];
+/** 2026-01-01T10:00:00Z. */
+const HOUR = Date.UTC(2026, 0, 1, 10) / 1000;
+
+describe('the SQLite usage store', () => {
+  it("keeps, once an hour has ended, only the points of that hour's heaviest clients", async () => {
+    let now = HOUR;
+    const store = openSqliteUsage({ path: ':memory:', archives: ARCHIVES, top: 2, nowSeconds: () => now });
+    // Each minute: two steady clients, and a new name each minute (a spray).
+    for (let minute = 0; minute < 60; minute++) {
+      await store.write({
+        instance: 'a',
+        sequence: minute,
+        seconds: [],
+        minutes: [
+          {
+            event: 'login',
+            t: HOUR + minute * 60,
+            allowed: [
+              { feature: 'alice', count: 5 },
+              { feature: `spray-${minute}`, count: 1 },
+            ],
+            denied: [{ feature: 'mallory', count: 3 }],
+          },
+        ],
+      });
+    }
+    const top = (from: number, until: number, resolution: number) =>
+      store.top({ event: 'login', from, until, resolution, limit: 100 });
+    expect((await top(HOUR, HOUR + 3600, 3600)).allowed).toHaveLength(61);
+    // Within the grace after the hour, nothing goes: batches for it may still come.
+    now = HOUR + 3600 + 60;
+    await store.write({ instance: 'a', sequence: 100, seconds: [], minutes: [] });
+    expect((await top(HOUR, HOUR + 3600, 60)).allowed).toHaveLength(61);
+    now = HOUR + 3600 + 3600;
+    await store.write({ instance: 'a', sequence: 101, seconds: [], minutes: [] });
+    const hour = await top(HOUR, HOUR + 3600, 3600);
+    // The top 2 allowed (alice, then the first spray name by name) and the top denied stay.
+    expect(hour.allowed.map(({ feature }) => feature)).toEqual(['alice', 'spray-0']);
+    expect(hour.denied).toEqual([{ feature: 'mallory', count: 180 }]);
+    const minutes = await top(HOUR, HOUR + 3600, 60);
+    expect(minutes.allowed.map(({ feature }) => feature)).toEqual(['alice', 'spray-0']);
+    const alice = await store.series({
+      event: 'login',
+      feature: 'alice',
+      from: HOUR,
+      until: HOUR + 3600,
+      step: 60,
+      resolution: 60,
+    });
+    expect(alice.every(({ allowed }) => allowed === 5)).toBe(true);
+    await store.close();
+  });
+});
+
+describe('/usage/top across the file and memory', () => {
+  it('ranks a client by what the file and memory hold together, whatever the limit', async () => {
+    let nowMs = HOUR * 1000;
+    const sqlite = openSqliteUsage({ path: ':memory:', archives: ARCHIVES, nowSeconds: () => nowMs / 1000 });
+    const recorder = new UsageRecorder({
+      stores: { sqlite },
+      readFrom: 'sqlite',
+      flushSeconds: 15,
+      top: 20,
+      now: () => nowMs,
+    });
+    const history = createUsageHistory({
+      reader: sqlite,
+      recorder,
+      archives: ARCHIVES,
+      policyEvents: () => ['login'],
+      now: () => nowMs,
+    });
+    const record = (feature: string, times: number) => {
+      for (let i = 0; i < times; i++) recorder.record('login', feature, { allowed: true });
+    };
+    record('A', 10);
+    record('B', 9);
+    record('X', 5);
+    nowMs += 60_000;
+    await recorder.flush();
+    // X's second minute is still in memory.
+    record('X', 6);
+    for (const limit of ['1', '2', '3']) {
+      const { allowed } = await history.top({ event: 'login', from: '-10min', limit });
+      expect(allowed, `limit ${limit}`).toEqual(
+        [
+          { feature: 'X', count: 11 },
+          { feature: 'A', count: 10 },
+          { feature: 'B', count: 9 },
+        ].slice(0, Number(limit)),
+      );
+    }
+    await recorder.close();
+    await sqlite.close();
+  });
+});
