@@ -13,11 +13,12 @@ import { memory } from './bench/memory.js';
 import { overload } from './bench/overload.js';
 import type { Suite, SuiteContext, SuiteReport } from './bench/suite.js';
 import { throughput } from './bench/throughput.js';
+import { usage } from './bench/usage.js';
 import { EXIT, runCommand } from './lib/command-line.js';
 import { memcachedVersion, startMemcachedProcess } from './lib/memcached-process.js';
 import { formatSeconds, progressIntervalMs, startProgress } from './lib/progress.js';
 
-const SUITES: readonly Suite[] = [embedded, throughput, denyPath, overload, memory];
+const SUITES: readonly Suite[] = [embedded, throughput, denyPath, overload, memory, usage];
 const DOCS = 'docs/performance.md';
 /** About how long `npm run build` takes on the 2-core development machine. */
 const BUILD_SECONDS = 20;
@@ -146,7 +147,9 @@ async function writeDocs(reports: ReadonlyMap<string, SuiteReport>, machineLine:
   text = text || skeleton(machineLine);
   for (const [name, report] of reports) {
     const section = new RegExp(`<!-- bench:${name} -->[\\s\\S]*?<!-- /bench:${name} -->`);
-    text = text.replace(section, `<!-- bench:${name} -->\n${report.markdown.trim()}\n<!-- /bench:${name} -->`);
+    const written = `<!-- bench:${name} -->\n${report.markdown.trim()}\n<!-- /bench:${name} -->`;
+    // A suite added since the page was made has no markers yet: its section goes at the end.
+    text = section.test(text) ? text.replace(section, () => written) : `${text.trimEnd()}\n\n${written}\n`;
   }
   await writeFile(DOCS, text.replace(/^Machine: .*$/m, machineLine));
 }

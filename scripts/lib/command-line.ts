@@ -78,10 +78,17 @@ function parseCommandLine<const O extends Options>(spec: CommandSpec<O>, args: s
   const { min, max, name } = spec.positionals ?? { min: 0, max: 0, name: 'argument' };
   let parsed;
   try {
-    parsed = parseArgs({ args, options: spec.options, allowPositionals: true, strict: true });
+    parsed = parseArgs({
+      args: joinDashValues(args, spec.options),
+      options: spec.options,
+      allowPositionals: true,
+      strict: true,
+    });
   } catch (error) {
-    // node:util's own wording, minus its advice on quoting arguments that start with '-'.
-    return fail((error as Error).message.replace(/\. To specify a positional argument.*$/s, ''));
+    // node:util's own wording on one line, minus its advice on quoting arguments that start with '-'.
+    return fail(
+      (error as Error).message.replace(/\. To specify a positional argument.*$/s, '').replace(/\s*\n\s*/g, ' '),
+    );
   }
   const { values, positionals } = parsed;
   if (positionals.length < min) fail(`missing ${name}`);
@@ -93,6 +100,26 @@ function parseCommandLine<const O extends Options>(spec: CommandSpec<O>, args: s
     return Number(text);
   };
   return { values, positionals, fail, positiveInteger };
+}
+
+/**
+ * `--from -1h` as `--from=-1h`: node:util refuses a value starting with '-' after a space,
+ * lest a forgotten value swallow the next option; a dash then a digit (a relative time, a
+ * negative number) is never an option. Nothing after `--` is touched.
+ */
+function joinDashValues(args: readonly string[], options: Options): string[] {
+  const joined: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i] ?? '';
+    if (arg === '--') return [...joined, ...args.slice(i)];
+    const next = args[i + 1];
+    const takesValue = arg.startsWith('--') && !arg.includes('=') && options[arg.slice(2)]?.type === 'string';
+    if (takesValue && next !== undefined && /^-[0-9]/.test(next)) {
+      joined.push(`${arg}=${next}`);
+      i++;
+    } else joined.push(arg);
+  }
+  return joined;
 }
 
 /** Why a file could not be read or written, in a few words: `no such file`, or the system's message. */

@@ -1,0 +1,191 @@
+import { describe, expect, it } from 'vitest';
+import type { SeriesAnswer } from '../../src/usage/usage-history.js';
+import {
+  fold,
+  formatTime,
+  headerLine,
+  LABEL_WIDTH,
+  renderSpark,
+  renderTable,
+  renderTop,
+  sparkline,
+  sparkWidth,
+  timeAxis,
+} from './render.js';
+
+/** 2026-11-23T10:00:00Z */
+const T0 = 1_795_428_000;
+
+function answer(counts: readonly [number, number, number][], step = 60): SeriesAnswer {
+  return {
+    event: 'login',
+    feature: null,
+    from: T0 + 1,
+    until: T0 + counts.length * step,
+    step,
+    points: counts.map(([allowed, denied, degraded], i) => ({ t: T0 + i * step, allowed, denied, degraded })),
+  };
+}
+
+describe('sparkline', () => {
+  it('scales from zero to the highest value: blank for none, ▁ for the least count, █ for the most', () => {
+    expect(sparkline([0, 1, 4, 8, 16, 100])).toBe(' ▁▁▁▂█');
+    expect(sparkline([0, 1, 2, 3, 4, 5, 6, 7, 8])).toBe(' ▁▂▃▄▅▆▇█');
+  });
+
+  it('is blank where nothing was decided, and one character per value', () => {
+    expect(sparkline([0, 0, 0])).toBe('   ');
+    expect(sparkline([])).toBe('');
+    expect(sparkline(Array.from({ length: 500 }, (_, i) => i))).toHaveLength(500);
+  });
+});
+
+describe('fold', () => {
+  const points = answer(Array.from({ length: 10 }, (_, i) => [i, 1, 0])).points;
+
+  it('leaves points that fit alone', () => {
+    expect(fold(points, 10)).toEqual({ points, per: 1 });
+  });
+
+  it('sums neighbours into columns, each starting where its first point starts; the last may hold fewer', () => {
+    const { points: folded, per } = fold(points, 4);
+    expect(per).toBe(3);
+    expect(folded.map(({ t, allowed, denied }) => [t - T0, allowed, denied])).toEqual([
+      [0, 0 + 1 + 2, 3],
+      [180, 3 + 4 + 5, 3],
+      [360, 6 + 7 + 8, 3],
+      [540, 9, 1],
+    ]);
+  });
+});
+
+describe('formatTime', () => {
+  it('shows seconds only for steps under a minute, the date only for spans over a day, the year over a year', () => {
+    expect(formatTime(T0 + 5, { step: 5, span: 600 })).toBe('10:00:05');
+    expect(formatTime(T0, { step: 60, span: 3600 })).toBe('10:00');
+    expect(formatTime(T0, { step: 3600, span: 30 * 86_400 })).toBe('11-23 10:00');
+    expect(formatTime(T0, { step: 3600, span: 2 * 365 * 86_400 })).toBe('2026-11-23 10:00');
+    expect(formatTime(T0, { step: 86_400, span: 365 * 86_400 })).toBe('2026-11-23');
+  });
+});
+
+describe('timeAxis', () => {
+  const label = (t: number) => String(t);
+
+  it('puts the first time at the left, the last ending at the right and the middle one centred', () => {
+    const times = Array.from({ length: 21 }, (_, i) => 100 + i);
+    expect(timeAxis(times, label)).toBe('100      110      120');
+  });
+
+  it('leaves out what does not fit with two blanks around it', () => {
+    expect(timeAxis([100, 101, 102, 103, 104, 105, 106, 107], label)).toBe('100  107');
+    expect(timeAxis([100, 101, 102], label)).toBe('100');
+    expect(timeAxis([], label)).toBe('');
+  });
+});
+
+describe('sparkWidth', () => {
+  it('is what a terminal leaves beside the label and the min and max', () => {
+    expect(sparkWidth(80)).toBe(44);
+    expect(sparkWidth(20)).toBe(10);
+    expect(sparkWidth(1_000_000)).toBe(10_000);
+  });
+});
+
+describe('headerLine', () => {
+  it('says the event, the range in UTC, the points and the totals of each outcome', () => {
+    expect(
+      headerLine(
+        answer([
+          [1000, 3, 0],
+          [234, 0, 2],
+        ]),
+      ),
+    ).toBe('login: 2026-11-23 10:00:01 to 10:02:00 UTC, 2 points of 1min; allowed 1,234, denied 3, degraded 2');
+  });
+
+  it('names the client, and both dates when the range crosses midnight', () => {
+    const line = headerLine({ ...answer([[1, 0, 0]], 86_400), feature: '203.0.113.7' });
+    expect(line).toBe(
+      'login, client 203.0.113.7: 2026-11-23 10:00:01 to 2026-11-24 10:00:00 UTC, 1 points of 1d; allowed 1, denied 0, degraded 0',
+    );
+  });
+});
+
+describe('renderSpark', () => {
+  it('prints the header, a row per outcome with its min and max, and the time axis under the columns', () => {
+    const lines = renderSpark(
+      answer([
+        [0, 0, 0],
+        [4, 1, 0],
+        [8, 0, 0],
+        [2, 3, 0],
+      ]),
+      80,
+    ).split('\n');
+    expect(lines).toEqual([
+      'login: 2026-11-23 10:00:01 to 10:04:00 UTC, 4 points of 1min; allowed 14, denied 4, degraded 0',
+      'allowed    ▄█▂  min 0  max 8',
+      'denied     ▃ █  min 0  max 3',
+      'degraded        min 0  max 0',
+      `${' '.repeat(LABEL_WIDTH)}10:00`,
+    ]);
+  });
+
+  it('folds a step finer than the terminal into columns, and says so', () => {
+    const points = Array.from({ length: 100 }, (): [number, number, number] => [1, 0, 0]);
+    const lines = renderSpark(answer(points, 1), 40).split('\n');
+    // 40 columns leave 10 for the sparkline: 10 points a column.
+    expect(lines[0]).toContain('100 points of 1s; allowed 100, denied 0, degraded 0 (10 points a column');
+    expect(lines[1]).toBe('allowed   ██████████  min 10  max 10');
+  });
+});
+
+describe('renderTable', () => {
+  it('prints a row per point and the totals', () => {
+    const text = renderTable(
+      answer([
+        [5, 2, 0],
+        [3, 1, 1],
+      ]),
+    );
+    expect(text.split('\n')).toEqual([
+      'login: 2026-11-23 10:00:01 to 10:02:00 UTC, 2 points of 1min; allowed 8, denied 3, degraded 1',
+      '',
+      '| time (UTC)          | allowed | denied | degraded |',
+      '| :------------------ | ------: | -----: | -------: |',
+      '| 2026-11-23 10:00:00 |       5 |      2 |        0 |',
+      '| 2026-11-23 10:01:00 |       3 |      1 |        1 |',
+      '| total               |       8 |      3 |        1 |',
+    ]);
+  });
+});
+
+describe('renderTop', () => {
+  it('lists allowed and denied clients side by side, most first', () => {
+    const text = renderTop({
+      event: 'login',
+      from: T0,
+      until: T0 + 3600,
+      allowed: [
+        { feature: '203.0.113.7', count: 5 },
+        { feature: '198.51.100.23', count: 2 },
+      ],
+      denied: [{ feature: '203.0.113.7', count: 2 }],
+    });
+    expect(text.split('\n')).toEqual([
+      'heaviest clients of login, 2026-11-23 10:00:00 to 2026-11-23 11:00:00 UTC',
+      '',
+      '|  # | allowed       | count | denied      | count |',
+      '| -: | :------------ | ----: | :---------- | ----: |',
+      '|  1 | 203.0.113.7   |     5 | 203.0.113.7 |     2 |',
+      '|  2 | 198.51.100.23 |     2 |             |       |',
+    ]);
+  });
+
+  it('says when the range had no client', () => {
+    expect(renderTop({ event: 'login', from: T0, until: T0 + 60, allowed: [], denied: [] })).toBe(
+      'heaviest clients of login, 2026-11-23 10:00:00 to 2026-11-23 10:01:00 UTC: none',
+    );
+  });
+});

@@ -1,0 +1,167 @@
+// What `npm run usage` prints: memgate's /usage and /usage/top answers as sparklines or a
+// table. Pure functions of the answers, so the layout is tested without a server.
+import { markdownTable } from 'markdown-table';
+import { formatSpan } from '../../src/config/retention.js';
+import type { SeriesAnswer, TopAnswer } from '../../src/usage/usage-history.js';
+import { OUTCOMES, type Counts, type Outcome } from '../../src/usage/usage-store.js';
+
+/** Eight heights; a step with no decision is blank, so a gap never reads as a little traffic. */
+export const SPARK_LEVELS = '▁▂▃▄▅▆▇█';
+
+/** The first column of a sparkline row: the outcome's name, padded. */
+export const LABEL_WIDTH = 10;
+
+/** Kept free on the right of a sparkline for `  min 1,234  max 56,789`. */
+export const RIGHT_WIDTH = 26;
+
+/** Most points a sparkline row shows in `columns` of terminal, at least 10 and at most memgate's cap. */
+export function sparkWidth(columns: number): number {
+  return Math.min(10_000, Math.max(10, columns - LABEL_WIDTH - RIGHT_WIDTH));
+}
+
+/** One character per value, from 0 to `top` (by default the highest): blank for 0, at least ▁ for any count. */
+export function sparkline(values: readonly number[], top = values.reduce((a, b) => Math.max(a, b), 0)): string {
+  return values
+    .map((value) => {
+      if (value <= 0 || top <= 0) return ' ';
+      const level = Math.min(SPARK_LEVELS.length, Math.max(1, Math.ceil((value / top) * SPARK_LEVELS.length)));
+      return SPARK_LEVELS[level - 1] ?? ' ';
+    })
+    .join('');
+}
+
+export interface Point extends Counts {
+  readonly t: number;
+}
+
+/**
+ * The points summed into at most `width` columns of `per` points each (the last may hold
+ * fewer): a step asked finer than the terminal is wide still fits on one line.
+ */
+export function fold(points: readonly Point[], width: number): { points: Point[]; per: number } {
+  const per = Math.max(1, Math.ceil(points.length / Math.max(1, width)));
+  if (per === 1) return { points: [...points], per };
+  const folded: Point[] = [];
+  for (let start = 0; start < points.length; start += per) {
+    const group = points.slice(start, start + per);
+    folded.push({ t: group[0]?.t ?? 0, ...totals(group) });
+  }
+  return { points: folded, per };
+}
+
+export function totals(points: readonly Counts[]): Counts {
+  const sum: Counts = { allowed: 0, denied: 0, degraded: 0 };
+  for (const point of points) for (const outcome of OUTCOMES) sum[outcome] += point[outcome];
+  return sum;
+}
+
+const count = (n: number) => n.toLocaleString('en');
+
+/** A time in UTC, as precise as `step` needs and no more: the span decides whether the date shows. */
+export function formatTime(t: number, { step, span }: { step: number; span: number }): string {
+  const iso = new Date(t * 1000).toISOString();
+  const date = iso.slice(0, 10);
+  const time = step < 60 ? iso.slice(11, 19) : iso.slice(11, 16);
+  if (step >= 86_400) return date;
+  if (span <= 86_400) return time;
+  return span <= 366 * 86_400 ? `${date.slice(5)} ${time}` : `${date} ${time}`;
+}
+
+/** `api, client 203.0.113.7: 2026-11-23 09:00:01 to 10:00:01 UTC, 60 points of 1min; allowed 8, denied 3, degraded 0` */
+export function headerLine(answer: SeriesAnswer): string {
+  const sum = totals(answer.points);
+  const from = new Date(answer.from * 1000).toISOString().replace('T', ' ').slice(0, 19);
+  const until = new Date(answer.until * 1000).toISOString().replace('T', ' ').slice(0, 19);
+  const sameDay = from.slice(0, 10) === until.slice(0, 10);
+  return `${answer.event}${answer.feature === null ? '' : `, client ${answer.feature}`}: ${from} to ${sameDay ? until.slice(11) : until} UTC, ${count(answer.points.length)} points of ${formatSpan(answer.step)}; ${OUTCOMES.map((outcome) => `${outcome} ${count(sum[outcome])}`).join(', ')}`;
+}
+
+/**
+ * A line of time labels under a sparkline of `times.length` columns: the first point's
+ * time at the left, the last's ending at the right, the middle one centred when it fits.
+ */
+export function timeAxis(times: readonly number[], format: (t: number) => string): string {
+  const width = times.length;
+  const first = times[0];
+  const last = times.at(-1);
+  if (first === undefined || last === undefined) return '';
+  const line = Array.from({ length: width }, () => ' ');
+  const put = (text: string, at: number) => {
+    for (let i = 0; i < text.length; i++) line[at + i] = text.charAt(i);
+  };
+  const left = format(first);
+  const right = format(last);
+  if (width < left.length) return left;
+  put(left, 0);
+  if (width >= left.length + right.length + 2 && last !== first) put(right, width - right.length);
+  const middleAt = Math.floor((width - 1) / 2);
+  const middleTime = times[middleAt];
+  if (middleTime !== undefined) {
+    const middle = format(middleTime);
+    const start = middleAt - Math.floor(middle.length / 2);
+    // Two blanks either side, or it crowds its neighbours.
+    if (start >= left.length + 2 && start + middle.length + 2 <= width - right.length) put(middle, start);
+  }
+  return line.join('').trimEnd();
+}
+
+/**
+ * The header line, a sparkline row per outcome with its min and max per column, and a
+ * time axis: what fits a terminal `columns` wide.
+ */
+export function renderSpark(answer: SeriesAnswer, columns: number): string {
+  const { points, per } = fold(answer.points, sparkWidth(columns));
+  const step = answer.step * per;
+  const format = (t: number) => formatTime(t, { step, span: answer.until - answer.from });
+  const rows = OUTCOMES.map((outcome: Outcome) => {
+    const values = points.map((point) => point[outcome]);
+    const min = values.reduce((a, b) => Math.min(a, b), Infinity);
+    const max = values.reduce((a, b) => Math.max(a, b), 0);
+    return `${outcome.padEnd(LABEL_WIDTH)}${sparkline(values)}  min ${count(Number.isFinite(min) ? min : 0)}  max ${count(max)}`;
+  });
+  const folded = per === 1 ? '' : ` (${count(per)} points a column: min and max per ${formatSpan(step)})`;
+  return [
+    `${headerLine(answer)}${folded}`,
+    ...rows,
+    `${' '.repeat(LABEL_WIDTH)}${timeAxis(
+      points.map((point) => point.t),
+      format,
+    )}`,
+  ].join('\n');
+}
+
+/** The header line, then one row per point and a total row. */
+export function renderTable(answer: SeriesAnswer): string {
+  const sum = totals(answer.points);
+  const time = (t: number) => new Date(t * 1000).toISOString().replace('T', ' ').slice(0, 19);
+  const table = markdownTable(
+    [
+      ['time (UTC)', ...OUTCOMES],
+      ...answer.points.map((point) => [time(point.t), ...OUTCOMES.map((outcome) => String(point[outcome]))]),
+      ['total', ...OUTCOMES.map((outcome) => String(sum[outcome]))],
+    ],
+    { align: ['l', 'r', 'r', 'r'] },
+  );
+  return `${headerLine(answer)}\n\n${table}`;
+}
+
+/** The heaviest clients of the range, allowed and denied side by side, most first. */
+export function renderTop(top: TopAnswer): string {
+  const from = new Date(top.from * 1000).toISOString().replace('T', ' ').slice(0, 19);
+  const until = new Date(top.until * 1000).toISOString().replace('T', ' ').slice(0, 19);
+  const heading = `heaviest clients of ${top.event}, ${from} to ${until} UTC`;
+  const rows = Math.max(top.allowed.length, top.denied.length);
+  if (rows === 0) return `${heading}: none`;
+  const cell = (list: TopAnswer['allowed'], i: number) => {
+    const client = list[i];
+    return client ? [client.feature, String(client.count)] : ['', ''];
+  };
+  const table = markdownTable(
+    [
+      ['#', 'allowed', 'count', 'denied', 'count'],
+      ...Array.from({ length: rows }, (_, i) => [String(i + 1), ...cell(top.allowed, i), ...cell(top.denied, i)]),
+    ],
+    { align: ['r', 'l', 'r', 'l', 'r'] },
+  );
+  return `${heading}\n\n${table}`;
+}
