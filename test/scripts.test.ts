@@ -28,6 +28,8 @@ const CLIS = [
   ['accuracy', 'accuracy.ts'],
   ['load', 'load.ts'],
   ['bench', 'bench.ts'],
+  ['usage', 'usage.ts'],
+  ['dashboard-screenshot', 'dashboard-screenshot.ts'],
 ] as const;
 
 describe('every command-line tool', () => {

@@ -27,7 +27,12 @@ export async function benchRecord(
   const allowed = { allowed: true };
   for (const features of spreads) {
     // Not started: no timer flushes; what it counts stays in memory, a row a second.
-    const recorder = new UsageRecorder({ store: { write: () => Promise.resolve() }, flushSeconds: 3600, top });
+    const recorder = new UsageRecorder({
+      stores: { sqlite: { write: () => Promise.resolve() } },
+      readFrom: 'sqlite',
+      flushSeconds: 3600,
+      top,
+    });
     const next = featureSpread(features, 1);
     const names = Array.from({ length: NAMES }, () => next());
     let i = 0;

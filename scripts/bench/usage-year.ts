@@ -175,11 +175,20 @@ export function rowCounts(
   path: string,
 ): { resolution: number; whole: number; clients: number }[] & { batches: number } {
   const db = new Database(path);
-  const rows = db
-    .prepare(
-      `SELECT resolution, sum(feature = '') AS whole, sum(feature > '') AS clients FROM usage_points GROUP BY resolution ORDER BY resolution`,
-    )
-    .all() as { resolution: number; whole: number; clients: number }[];
+  const count = (table: string) =>
+    new Map(
+      (
+        db.prepare(`SELECT resolution, count(*) AS n FROM ${table} GROUP BY resolution`).all() as {
+          resolution: number;
+          n: number;
+        }[]
+      ).map(({ resolution, n }) => [resolution, n]),
+    );
+  const whole = count('usage_points');
+  const clients = count('usage_clients');
+  const rows = [...new Set([...whole.keys(), ...clients.keys()])]
+    .sort((a, b) => a - b)
+    .map((resolution) => ({ resolution, whole: whole.get(resolution) ?? 0, clients: clients.get(resolution) ?? 0 }));
   const { batches } = db.prepare('SELECT count(*) AS batches FROM usage_batches').get() as { batches: number };
   db.close();
   return Object.assign(rows, { batches });

@@ -383,8 +383,12 @@ function report(
     ],
     { align: ['l', 'r', 'r'] },
   );
-  // One event in the file: its rows are usage_points; usage_batches is the instance's, whatever its events.
-  const points = (weighed: Weighed) => weighed.tables.usage_points ?? 0;
+  // One event in the file: its rows are its points, its clients and their index; usage_batches
+  // is the instance's, whatever its events.
+  const points = (weighed: Weighed) =>
+    (weighed.tables.usage_points ?? 0) +
+    (weighed.tables.usage_clients ?? 0) +
+    (weighed.tables.usage_clients_by_feature ?? 0);
   const rowsOf = (rows: ReturnType<typeof rowCounts>) => rows.reduce((sum, r) => sum + r.whole + r.clients, 0);
   const sizeRow = (what: string, weighed: Weighed, rows: ReturnType<typeof rowCounts>) => [
     what,
@@ -398,9 +402,9 @@ function report(
     [
       [
         'one event, a year',
-        'usage_points rows',
+        'rows',
         'file after VACUUM',
-        'the event: usage_points',
+        'the event: points, clients, index',
         'bytes a row',
         'usage_batches',
       ],
@@ -468,7 +472,7 @@ ${flushLine}
 
 ### Bytes on disk
 
-The same year without and with the heavy hitters, each file after \`VACUUM\` (and a checkpoint of its write-ahead log); the event's share is its rows, \`usage_points\`, weighed with SQLite's \`dbstat\` (\`usage_batches\` holds the instance's last day of flushes, whatever its events):
+The same year without and with the heavy hitters, each file after \`VACUUM\` (and a checkpoint of its write-ahead log); the event's share is its rows (\`usage_points\`, \`usage_clients\` and its index), weighed with SQLite's \`dbstat\` (\`usage_batches\` holds the instance's last day of flushes, whatever its events):
 
 ${sizeTable}
 

@@ -384,7 +384,7 @@ export const usageExamples = {
       summary: 'The heaviest clients of login in the last hour',
       value: {
         event: 'login',
-        from: 1795424431,
+        from: 1795424400,
         until: 1795428031,
         allowed: [
           { feature: '203.0.113.7', count: 5 },

@@ -657,7 +657,11 @@ export const usageTopResponse = {
   required: ['event', 'from', 'until', 'allowed', 'denied'],
   properties: {
     event: { type: 'string' },
-    from: { type: 'integer' },
+    from: {
+      type: 'integer',
+      description:
+        'the start of the range as counted: `from` rounded down to the minute, or to the hour past a day (clients are kept per minute and hour)',
+    },
     until: { type: 'integer' },
     allowed: clientList,
     denied: clientList,

@@ -108,18 +108,15 @@ export function openSqliteUsage({
   const clientPoints = db.prepare(`
     SELECT t - t % ? AS t, sum(allowed) AS allowed, sum(denied) AS denied, 0 AS degraded FROM usage_clients
     WHERE resolution = ? AND event = ? AND feature = ? AND t >= ? AND t < ? GROUP BY 1`);
-  const heaviest = (outcome: 'allowed' | 'denied') =>
-    db.prepare(`
-      SELECT feature, sum(${outcome}) AS count FROM usage_clients
-      WHERE resolution = ? AND event = ? AND t >= ? AND t < ?
-      GROUP BY feature HAVING count > 0 ORDER BY count DESC, feature LIMIT ?`);
-  const heaviestBy = { allowed: heaviest('allowed'), denied: heaviest('denied') };
-  const clientTotals = db.prepare(`
-    SELECT sum(allowed) AS allowed, sum(denied) AS denied FROM usage_clients
-    WHERE resolution = ? AND event = ? AND feature = ? AND t >= ? AND t < ?`);
+  // One pass over the range for both outcomes; the ranking is done here.
+  const clientSums = db.prepare(`
+    SELECT feature, sum(allowed) AS allowed, sum(denied) AS denied FROM usage_clients
+    WHERE resolution = ? AND event = ? AND t >= ? AND t < ? GROUP BY feature`);
   const listEvents = db.prepare('SELECT event, first, last FROM usage_events ORDER BY event');
-  const prunePoints = db.prepare('DELETE FROM usage_points WHERE resolution = ? AND t < ?');
-  const pruneClients = db.prepare('DELETE FROM usage_clients WHERE resolution = ? AND t < ?');
+  // Per event: the key's order (resolution, event, t) makes each a range, not a scan.
+  const prunePoints = db.prepare('DELETE FROM usage_points WHERE resolution = ? AND event = ? AND t < ?');
+  const pruneClients = db.prepare('DELETE FROM usage_clients WHERE resolution = ? AND event = ? AND t < ?');
+  const allEvents = db.prepare('SELECT event FROM usage_events');
   const pruneBatches = db.prepare('DELETE FROM usage_batches WHERE written < ?');
   // Rows as objects: libsql's statements have pluck(), but it plucks nothing.
   const compactedUntil = db.prepare('SELECT until FROM usage_compacted WHERE resolution = ?');
@@ -164,9 +161,12 @@ export function openSqliteUsage({
   });
 
   const prune = db.transaction((now: number) => {
+    const events = (allEvents.all() as { event: string }[]).map(({ event }) => event);
     for (const { resolution, keepSeconds } of archives) {
-      prunePoints.run(resolution, now - keepSeconds);
-      pruneClients.run(resolution, now - keepSeconds);
+      for (const event of events) {
+        prunePoints.run(resolution, event, now - keepSeconds);
+        pruneClients.run(resolution, event, now - keepSeconds);
+      }
     }
     // A batch is only written again while the recorder keeps it; a day is far beyond that.
     pruneBatches.run(now - 86_400);
@@ -199,20 +199,18 @@ export function openSqliteUsage({
   }
 
   function topClients({ event, from, until, resolution, limit, include = [] }: TopQuery): TopClients {
-    const read = (outcome: 'allowed' | 'denied') => {
-      const ranked = heaviestBy[outcome].all(resolution, event, from, until, limit) as ClientCount[];
-      const listed = new Set(ranked.map(({ feature }) => feature));
-      for (const feature of include) {
-        if (listed.has(feature)) continue;
-        const totals = clientTotals.get(resolution, event, feature, from, until) as Record<
-          'allowed' | 'denied',
-          number | null
-        >;
-        const count = totals[outcome] ?? 0;
-        if (count > 0) ranked.push({ feature, count });
-      }
-      return ranked;
-    };
+    const sums = clientSums.all(resolution, event, from, until) as {
+      feature: string;
+      allowed: number;
+      denied: number;
+    }[];
+    const wanted = new Set(include);
+    const read = (outcome: 'allowed' | 'denied'): ClientCount[] =>
+      sums
+        .filter((row) => row[outcome] > 0)
+        .sort((a, b) => b[outcome] - a[outcome] || (a.feature < b.feature ? -1 : 1))
+        .filter(({ feature }, rank) => rank < limit || wanted.has(feature))
+        .map((row) => ({ feature: row.feature, count: row[outcome] }));
     return { allowed: read('allowed'), denied: read('denied') };
   }
 

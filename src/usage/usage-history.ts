@@ -144,7 +144,14 @@ export function createUsageHistory({
           .sort((a, b) => b.count - a.count || (a.feature < b.feature ? -1 : 1))
           .slice(0, limit);
       };
-      return { event, from, until, allowed: merge(stored.allowed, 'allowed'), denied: merge(stored.denied, 'denied') };
+      // `from` as counted: the start of the archive's period that holds it.
+      return {
+        event,
+        from: start,
+        until,
+        allowed: merge(stored.allowed, 'allowed'),
+        denied: merge(stored.denied, 'denied'),
+      };
     },
 
     async events() {
