@@ -6,16 +6,12 @@ import { access, writeFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { dirname } from 'node:path';
 import { chromium } from 'playwright-core';
-import { DEFAULTS } from '../src/config/defaults.js';
 import { loadPolicyFile } from '../src/config/policies.js';
-import { parseRetention } from '../src/config/retention.js';
 import { createLimiter } from '../src/counting/limiter.js';
 import { buildApp } from '../src/http/app.js';
 import { createEmbeddedStore } from '../src/store/embedded-store.js';
 import { StoreUnavailableError, type CounterStore } from '../src/store/counter-store.js';
-import { UsageRecorder } from '../src/usage/recorder.js';
-import { openSqliteUsage } from '../src/usage/sqlite-store.js';
-import { createUsageHistory } from '../src/usage/usage-history.js';
+import { inMemoryUsage } from '../src/usage/in-memory-usage.js';
 import { runCommand, UsageError } from './lib/command-line.js';
 import { outputDirectory } from './lib/output.js';
 
@@ -81,17 +77,8 @@ async function startMemgate(): Promise<{ url: string; close: () => Promise<void>
   const start = end - seconds * 1000;
   let now = start;
   const clock = () => now;
-  const archives = parseRetention(DEFAULTS.usageRetention);
-  if (typeof archives === 'string') throw new Error(archives);
-  const sqlite = openSqliteUsage({ path: ':memory:', archives, nowSeconds: () => now / 1000 });
-  const recorder = new UsageRecorder({
-    stores: { sqlite },
-    readFrom: 'sqlite',
-    flushSeconds: 15,
-    top: DEFAULTS.usageTop,
-    now: clock,
-  });
   const policies = await loadPolicyFile(POLICY_FILE);
+  const { recorder, history: usage, close } = inMemoryUsage({ policyEvents: () => policies.events.keys(), now: clock });
   const outage = { from: start + 46 * 60_000, until: start + 48 * 60_000 };
   const limiter = createLimiter({
     policies,
@@ -100,13 +87,6 @@ async function startMemgate(): Promise<{ url: string; close: () => Promise<void>
     onDecision: ({ kind, event, feature, decision }) => {
       if (kind === 'check') recorder.record(event, feature, decision);
     },
-  });
-  const usage = createUsageHistory({
-    reader: sqlite,
-    recorder,
-    archives,
-    policyEvents: () => policies.events.keys(),
-    now: clock,
   });
   const app = buildApp({ limiter, store: createEmbeddedStore(), usage, maxEventLoopDelayMs: 0 });
 
@@ -140,8 +120,7 @@ async function startMemgate(): Promise<{ url: string; close: () => Promise<void>
     url: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`,
     close: async () => {
       await app.close();
-      await recorder.close();
-      await sqlite.close();
+      await close();
     },
   };
 }

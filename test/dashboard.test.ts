@@ -5,16 +5,12 @@ import type { AddressInfo } from 'node:net';
 import Fastify from 'fastify';
 import { chromium, type Browser, type Page, type Response } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it, type TestContext } from 'vitest';
-import { DEFAULTS } from '../src/config/defaults.js';
 import { loadPolicyFile } from '../src/config/policies.js';
-import { parseRetention } from '../src/config/retention.js';
 import { createLimiter } from '../src/counting/limiter.js';
 import { buildApp } from '../src/http/app.js';
 import { registerDashboardRoutes } from '../src/http/routes/dashboard.js';
 import { createEmbeddedStore } from '../src/store/embedded-store.js';
-import { UsageRecorder } from '../src/usage/recorder.js';
-import { openSqliteUsage } from '../src/usage/sqlite-store.js';
-import { createUsageHistory } from '../src/usage/usage-history.js';
+import { inMemoryUsage } from '../src/usage/in-memory-usage.js';
 import { IN_CI } from './helpers/shared-files.js';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -37,23 +33,7 @@ async function startMemgate({ usage }: { usage: boolean }): Promise<Memgate> {
   let now = NOW - MINUTES * 60_000;
   const clock = () => now;
   const policies = await loadPolicyFile(POLICY_FILE);
-  const archives = parseRetention(DEFAULTS.usageRetention);
-  if (typeof archives === 'string') throw new Error(archives);
-  const sqlite = openSqliteUsage({ path: ':memory:', archives, nowSeconds: () => now / 1000 });
-  const recorder = new UsageRecorder({
-    stores: { sqlite },
-    readFrom: 'sqlite',
-    flushSeconds: 15,
-    top: DEFAULTS.usageTop,
-    now: clock,
-  });
-  const history = createUsageHistory({
-    reader: sqlite,
-    recorder,
-    archives,
-    policyEvents: () => policies.events.keys(),
-    now: clock,
-  });
+  const { recorder, history, close } = inMemoryUsage({ policyEvents: () => policies.events.keys(), now: clock });
   const store = createEmbeddedStore({ now: clock });
   const limiter = createLimiter({
     policies,
@@ -81,8 +61,7 @@ async function startMemgate({ usage }: { usage: boolean }): Promise<Memgate> {
     url: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`,
     close: async () => {
       await app.close();
-      await recorder.close();
-      await sqlite.close();
+      await close();
     },
   };
 }

@@ -14,8 +14,7 @@ import { parsePolicyText } from '../src/config/policies.js';
 import { parseRetention } from '../src/config/retention.js';
 import type { ObservedDecision } from '../src/counting/limiter.js';
 import { graphiteReader } from '../src/usage/graphite-store.js';
-import { UsageRecorder } from '../src/usage/recorder.js';
-import { openSqliteUsage } from '../src/usage/sqlite-store.js';
+import { inMemoryUsage } from '../src/usage/in-memory-usage.js';
 import { createUsageHistory } from '../src/usage/usage-history.js';
 import { createLimiter } from '../src/counting/limiter.js';
 import { reloadable } from '../src/counting/reloadable-limiter.js';
@@ -184,27 +183,9 @@ async function world(kind: World, closing: (() => Promise<unknown>)[]): Promise<
 
 /** Usage history as the service keeps it by default, in memory, on a clock stopped at USAGE_NOW. */
 function usageHistory(events: readonly string[], closing: (() => Promise<unknown>)[]) {
-  const archives = parseRetention(DEFAULTS.usageRetention);
-  if (typeof archives === 'string') throw new Error(archives);
-  const sqlite = openSqliteUsage({ path: ':memory:', archives, nowSeconds: () => USAGE_NOW / 1000 });
-  const recorder = new UsageRecorder({
-    stores: { sqlite },
-    readFrom: 'sqlite',
-    flushSeconds: 15,
-    top: DEFAULTS.usageTop,
-    now: () => USAGE_NOW,
-  });
-  closing.push(() => recorder.close().then(() => sqlite.close()));
-  return {
-    recorder,
-    history: createUsageHistory({
-      reader: sqlite,
-      recorder,
-      archives,
-      policyEvents: () => events,
-      now: () => USAGE_NOW,
-    }),
-  };
+  const usage = inMemoryUsage({ policyEvents: () => events, now: () => USAGE_NOW });
+  closing.push(() => usage.close());
+  return usage;
 }
 
 /** Usage history read from graphite-web at an address where nothing listens. */

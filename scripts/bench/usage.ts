@@ -436,7 +436,7 @@ function report(
   const yearLine = yearQuery
     ? `A year at 1 h steps: p50 ${yearQuery.p50.toFixed(1)} ms, p99 ${yearQuery.p99.toFixed(1)} ms (target < ${YEAR_QUERY_MS} ms, ${yearQuery.p99 < YEAR_QUERY_MS ? 'met' : 'not met'}); its points add up to ${count(year.yearAddsUp.answered)} decisions, ${year.yearAddsUp.answered === year.yearAddsUp.written ? 'every one written in its range' : `against ${count(year.yearAddsUp.written)} written in its range: NOT the same`}.`
     : '';
-  const flushLine = `A flush of 15 s on this year-old file takes ${plain.toFixed(1)} ms, and ${pruning.toFixed(1)} ms when it also prunes (the store prunes at most once a minute; medians of ${FLUSH_ROUNDS}): pruning's \`DELETE … WHERE resolution = ? AND t < ?\` can use only the first column of the key (resolution, event, feature, t), so it reads every row of each archive; the driver is synchronous, so once a minute the process answers nothing for that long.`;
+  const flushLine = `A flush of 15 s on this year-old file takes ${plain.toFixed(1)} ms, and ${pruning.toFixed(1)} ms when it also prunes (the store prunes at most once a minute, event by event, each a range of the key; medians of ${FLUSH_ROUNDS}). The driver is synchronous: for that long the process answers nothing.`;
 
   const markdown = `## Usage history
 

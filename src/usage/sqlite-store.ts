@@ -73,7 +73,8 @@ export function openSqliteUsage({
       denied INTEGER NOT NULL,
       PRIMARY KEY (resolution, event, t, feature)
     ) WITHOUT ROWID;
-    CREATE INDEX IF NOT EXISTS usage_clients_by_feature ON usage_clients (resolution, event, feature, t);
+    -- Covering: a client's curve reads the index alone.
+    CREATE INDEX IF NOT EXISTS usage_clients_by_feature ON usage_clients (resolution, event, feature, t, allowed, denied);
     CREATE TABLE IF NOT EXISTS usage_batches (
       instance TEXT NOT NULL,
       sequence INTEGER NOT NULL,
@@ -108,10 +109,19 @@ export function openSqliteUsage({
   const clientPoints = db.prepare(`
     SELECT t - t % ? AS t, sum(allowed) AS allowed, sum(denied) AS denied, 0 AS degraded FROM usage_clients
     WHERE resolution = ? AND event = ? AND feature = ? AND t >= ? AND t < ? GROUP BY 1`);
-  // One pass over the range for both outcomes; the ranking is done here.
-  const clientSums = db.prepare(`
-    SELECT feature, sum(allowed) AS allowed, sum(denied) AS denied FROM usage_clients
-    WHERE resolution = ? AND event = ? AND t >= ? AND t < ? GROUP BY feature`);
+  // The heaviest of an outcome, with the clients the caller names (a JSON list) whatever their rank.
+  const heaviest = (outcome: 'allowed' | 'denied') =>
+    db.prepare(`
+      SELECT feature, count FROM (
+        SELECT feature, sum(${outcome}) AS count FROM usage_clients
+        WHERE resolution = :resolution AND event = :event AND t >= :from AND t < :until
+        GROUP BY feature HAVING count > 0 ORDER BY count DESC, feature LIMIT :limit)
+      UNION
+      SELECT feature, sum(${outcome}) AS count FROM usage_clients
+      WHERE resolution = :resolution AND event = :event AND t >= :from AND t < :until
+        AND feature IN (SELECT value FROM json_each(:include))
+      GROUP BY feature HAVING count > 0`);
+  const heaviestBy = { allowed: heaviest('allowed'), denied: heaviest('denied') };
   const listEvents = db.prepare('SELECT event, first, last FROM usage_events ORDER BY event');
   // Per event: the key's order (resolution, event, t) makes each a range, not a scan.
   const prunePoints = db.prepare('DELETE FROM usage_points WHERE resolution = ? AND event = ? AND t < ?');
@@ -120,6 +130,7 @@ export function openSqliteUsage({
   const pruneBatches = db.prepare('DELETE FROM usage_batches WHERE written < ?');
   // Rows as objects: libsql's statements have pluck(), but it plucks nothing.
   const compactedUntil = db.prepare('SELECT until FROM usage_compacted WHERE resolution = ?');
+  const oldestClient = db.prepare('SELECT min(t) AS t FROM usage_clients WHERE resolution = ?');
   const setCompacted = db.prepare('INSERT OR REPLACE INTO usage_compacted (resolution, until) VALUES (?, ?)');
   const periodEvents = db.prepare('SELECT DISTINCT event FROM usage_clients WHERE resolution = ? AND t = ?');
   // The clients of a period that are not among its heaviest, allowed or denied: their rows
@@ -173,7 +184,11 @@ export function openSqliteUsage({
     // A period is compacted once batches for it have stopped coming: a grace after its end.
     for (const { resolution } of compacting) {
       const ended = now - COMPACT_AFTER_SECONDS - ((now - COMPACT_AFTER_SECONDS) % resolution);
-      const done = (compactedUntil.get(resolution) as { until: number } | undefined)?.until ?? ended;
+      // Never compacted: from the oldest period held (a file written before compaction was).
+      const done =
+        (compactedUntil.get(resolution) as { until: number } | undefined)?.until ??
+        (oldestClient.get(resolution) as { t: number | null }).t ??
+        ended;
       for (let from = done; from < ended; from += resolution) {
         for (const { event } of periodEvents.all(resolution, from) as { event: string }[]) {
           compactPeriod.run({ resolution, event, from, until: from + resolution, top });
@@ -199,18 +214,17 @@ export function openSqliteUsage({
   }
 
   function topClients({ event, from, until, resolution, limit, include = [] }: TopQuery): TopClients {
-    const sums = clientSums.all(resolution, event, from, until) as {
-      feature: string;
-      allowed: number;
-      denied: number;
-    }[];
-    const wanted = new Set(include);
-    const read = (outcome: 'allowed' | 'denied'): ClientCount[] =>
-      sums
-        .filter((row) => row[outcome] > 0)
-        .sort((a, b) => b[outcome] - a[outcome] || (a.feature < b.feature ? -1 : 1))
-        .filter(({ feature }, rank) => rank < limit || wanted.has(feature))
-        .map((row) => ({ feature: row.feature, count: row[outcome] }));
+    const read = (outcome: 'allowed' | 'denied') =>
+      (
+        heaviestBy[outcome].all({
+          resolution,
+          event,
+          from,
+          until,
+          limit,
+          include: JSON.stringify(include),
+        }) as ClientCount[]
+      ).sort((a, b) => b.count - a.count || (a.feature < b.feature ? -1 : 1));
     return { allowed: read('allowed'), denied: read('denied') };
   }
 
