@@ -104,3 +104,56 @@ describe('/usage/top across the file and memory', () => {
     await sqlite.close();
   });
 });
+
+describe('/usage/top over many days', () => {
+  it('sums clients per day past 1,440 hours, to the same ranking as the hours give', async () => {
+    const days = 3;
+    const start = HOUR - (HOUR % 86_400);
+    let nowMs = (start + days * 86_400) * 1000;
+    const sqlite = openSqliteUsage({ path: ':memory:', archives: ARCHIVES, nowSeconds: () => nowMs / 1000 });
+    let sequence = 0;
+    for (let day = 0; day < days; day++) {
+      for (const hour of [1, 13]) {
+        const t = start + day * 86_400 + hour * 3600;
+        await sqlite.write({
+          instance: 'a',
+          sequence: sequence++,
+          seconds: [{ event: 'login', t, allowed: 5 + day, denied: 2, degraded: 0 }],
+          minutes: [
+            {
+              event: 'login',
+              t,
+              allowed: [
+                { feature: 'alice', count: 3 },
+                { feature: `bob-${day}`, count: 2 + day },
+              ],
+              denied: [{ feature: 'mallory', count: 2 }],
+            },
+          ],
+        });
+      }
+    }
+    nowMs += 3600_000;
+    const history = createUsageHistory({
+      reader: sqlite,
+      archives: ARCHIVES,
+      policyEvents: () => ['login'],
+      now: () => nowMs,
+    });
+    const year = await history.top({ event: 'login', from: '-400d' });
+    // 400 days: the daily sums, so `from` counts from a day's start.
+    expect(year.from % 86_400).toBe(0);
+    const week = await history.top({ event: 'login', from: '-7d' });
+    expect(week.from % 3600).toBe(0);
+    for (const answer of [year, week]) {
+      expect(answer.allowed).toEqual([
+        { feature: 'alice', count: 18 },
+        { feature: 'bob-2', count: 8 },
+        { feature: 'bob-1', count: 6 },
+        { feature: 'bob-0', count: 4 },
+      ]);
+      expect(answer.denied).toEqual([{ feature: 'mallory', count: 12 }]);
+    }
+    await sqlite.close();
+  });
+});

@@ -3,15 +3,16 @@ import { dirname } from 'node:path';
 import Database from 'libsql';
 import { DEFAULTS } from '../config/defaults.js';
 import type { Archive } from '../config/retention.js';
-import type {
-  ClientCount,
-  EventRange,
-  SeriesPoint,
-  SeriesQuery,
-  TopClients,
-  TopQuery,
-  UsageBatch,
-  UsageStore,
+import {
+  TOP_DAY_RESOLUTION,
+  type ClientCount,
+  type EventRange,
+  type SeriesPoint,
+  type SeriesQuery,
+  type TopClients,
+  type TopQuery,
+  type UsageBatch,
+  type UsageStore,
 } from './usage-store.js';
 
 export interface SqliteUsageOptions {
@@ -26,6 +27,9 @@ export interface SqliteUsageOptions {
 
 /** How often points past their archive's retention are deleted, at most. */
 const PRUNE_EVERY_SECONDS = 60;
+
+/** The clients' daily sums, for /usage/top over many days (TOP_DAY_SECONDS in usage-store.ts). */
+const TOP_DAY_SECONDS = TOP_DAY_RESOLUTION;
 
 /** How long after a period has ended its clients are compacted: batches for it may still come. */
 const COMPACT_AFTER_SECONDS = 600;
@@ -137,15 +141,26 @@ export function openSqliteUsage({
   // go from that period's archive and every finer client archive.
   const compactPeriod = db.prepare(`
     DELETE FROM usage_clients
-    WHERE resolution <= :resolution AND event = :event AND t >= :from AND t < :until
+    WHERE resolution >= :finest AND resolution <= :resolution AND event = :event AND t >= :from AND t < :until
       AND feature NOT IN (
         SELECT feature FROM usage_clients WHERE resolution = :resolution AND event = :event AND t = :from
         ORDER BY allowed DESC, feature LIMIT :top)
       AND feature NOT IN (
         SELECT feature FROM usage_clients WHERE resolution = :resolution AND event = :event AND t = :from
         ORDER BY denied DESC, feature LIMIT :top)`);
-  const clientArchives = archives.filter(({ resolution }) => resolution % 60 === 0);
-  const compacting = clientArchives.filter(({ resolution }) => resolution > 60);
+  const coarsest = archives.at(-1);
+  // Clients are also summed per day, kept as long as the coarsest archive: what /usage/top
+  // reads for a range of many days, so that a year is 365 periods to sum, not 8,760.
+  const days =
+    coarsest && coarsest.resolution < TOP_DAY_SECONDS && TOP_DAY_SECONDS % coarsest.resolution === 0
+      ? [{ resolution: TOP_DAY_SECONDS, keepSeconds: coarsest.keepSeconds }]
+      : [];
+  const clientArchives = [...archives.filter(({ resolution }) => resolution % 60 === 0), ...days];
+  // Compacting a period drops its light clients from it and the finer archives; a day, only
+  // from itself (an hour's heaviest keep their curve).
+  const compacting = clientArchives
+    .filter(({ resolution }) => resolution > 60)
+    .map(({ resolution }) => ({ resolution, finest: resolution === TOP_DAY_SECONDS ? resolution : 60 }));
   let prunedAt = 0;
 
   const writeBatch = db.transaction((batch: UsageBatch, now: number) => {
@@ -174,15 +189,15 @@ export function openSqliteUsage({
   const prune = db.transaction((now: number) => {
     const events = (allEvents.all() as { event: string }[]).map(({ event }) => event);
     for (const { resolution, keepSeconds } of archives) {
-      for (const event of events) {
-        prunePoints.run(resolution, event, now - keepSeconds);
-        pruneClients.run(resolution, event, now - keepSeconds);
-      }
+      for (const event of events) prunePoints.run(resolution, event, now - keepSeconds);
+    }
+    for (const { resolution, keepSeconds } of clientArchives) {
+      for (const event of events) pruneClients.run(resolution, event, now - keepSeconds);
     }
     // A batch is only written again while the recorder keeps it; a day is far beyond that.
     pruneBatches.run(now - 86_400);
     // A period is compacted once batches for it have stopped coming: a grace after its end.
-    for (const { resolution } of compacting) {
+    for (const { resolution, finest } of compacting) {
       const ended = now - COMPACT_AFTER_SECONDS - ((now - COMPACT_AFTER_SECONDS) % resolution);
       // Never compacted: from the oldest period held (a file written before compaction was).
       const done =
@@ -191,7 +206,7 @@ export function openSqliteUsage({
         ended;
       for (let from = done; from < ended; from += resolution) {
         for (const { event } of periodEvents.all(resolution, from) as { event: string }[]) {
-          compactPeriod.run({ resolution, event, from, until: from + resolution, top });
+          compactPeriod.run({ resolution, finest, event, from, until: from + resolution, top });
         }
       }
       setCompacted.run(resolution, ended);

@@ -12,7 +12,13 @@ import {
   type SeriesParams,
 } from './query-plan.js';
 import type { UsageRecorder } from './recorder.js';
-import type { ClientCount, EventRange, SeriesPoint, UsageStore } from './usage-store.js';
+import {
+  TOP_DAY_RESOLUTION,
+  type ClientCount,
+  type EventRange,
+  type SeriesPoint,
+  type UsageStore,
+} from './usage-store.js';
 
 export interface UsageHistoryOptions {
   /** Where points are read: the SQLite file, or graphite-web. */
@@ -120,11 +126,16 @@ export function createUsageHistory({
       const nowMs = now();
       const { from, until } = parseRange(params, nowMs);
       // Summing a long range minute by minute costs the event loop: past a day, hours.
-      const { resolution } = pickArchive(archives, from, nowMs, {
+      const picked = pickArchive(archives, from, nowMs, {
         perClient: true,
         span: until - from,
         maxPoints: DEFAULTS.usageTopMaxPeriods,
-      });
+      }).resolution;
+      // Still too many periods in the coarsest archive: the stores' daily sums of clients.
+      const resolution =
+        (until - from) / picked > DEFAULTS.usageTopMaxPeriods && TOP_DAY_RESOLUTION % picked === 0
+          ? TOP_DAY_RESOLUTION
+          : picked;
       const start = from - (from % resolution);
       const minutes = (recorder?.unflushed(event).minutes ?? []).filter(
         ({ t }) => t - (t % resolution) >= start && t - (t % resolution) < until,

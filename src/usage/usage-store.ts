@@ -8,6 +8,12 @@
 export const OUTCOMES = ['allowed', 'denied', 'degraded'] as const;
 export type Outcome = (typeof OUTCOMES)[number];
 
+/**
+ * The resolution /usage/top may ask for beyond the archives: clients summed per day, for
+ * ranges of many days. Graphite sums a range itself and ignores it.
+ */
+export const TOP_DAY_RESOLUTION = 86_400;
+
 /** How many decisions of each outcome. */
 export interface Counts {
   allowed: number;
