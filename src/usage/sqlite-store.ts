@@ -199,11 +199,12 @@ export function openSqliteUsage({
     // A period is compacted once batches for it have stopped coming: a grace after its end.
     for (const { resolution, finest } of compacting) {
       const ended = now - COMPACT_AFTER_SECONDS - ((now - COMPACT_AFTER_SECONDS) % resolution);
-      // Never compacted: from the oldest period held (a file written before compaction was).
+      // Never compacted: from the oldest period held; none held, nothing to mark yet (a file
+      // filled with history before its first compaction is compacted from its start).
       const done =
         (compactedUntil.get(resolution) as { until: number } | undefined)?.until ??
-        (oldestClient.get(resolution) as { t: number | null }).t ??
-        ended;
+        (oldestClient.get(resolution) as { t: number | null }).t;
+      if (done === null) continue;
       for (let from = done; from < ended; from += resolution) {
         for (const { event } of periodEvents.all(resolution, from) as { event: string }[]) {
           compactPeriod.run({ resolution, finest, event, from, until: from + resolution, top });
