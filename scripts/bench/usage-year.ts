@@ -59,8 +59,8 @@ export interface YearFilled {
  * - the last day: one row a second, in batches of 15 seconds with each minute's heaviest
  *   clients in the batch after the minute ended, as the recorder flushes them; the
  *   usage_batches table keeps a day of batches;
- * and the store's clock is set so that its last write prunes the second archive to 6 hours,
- * the minute archive to 30 days and the batches to a day, as the service's pruning would.
+ * and the store's clock follows the data, so that it compacts each hour's and day's clients
+ * once they have ended and prunes each archive and the batches as the service would.
  * Every count comes from the same minutes: a year of minutes at MEAN_RATE a second with a
  * daily and a weekly swing.
  */
@@ -76,8 +76,9 @@ export async function fillYear({
   const start = Math.floor((end - YEAR) / 3600) * 3600;
   const minuteArchiveStart = Math.floor((end - 30 * DAY) / 3600) * 3600;
   const lastDay = end - DAY;
-  // Batches older than a day are stamped two days back, so the last prune removes them.
-  let clock = end - 2 * DAY;
+  // The store's clock follows the data, as in a year of service: each period is compacted
+  // once it has ended, points and batches are pruned as they age.
+  let clock = start;
   const store = openSqliteUsage({ path, archives, nowSeconds: () => clock });
   const instance = randomUUID();
   let sequence = 0;
@@ -109,6 +110,7 @@ export async function fillYear({
         for (const { feature, count } of denied) hour.denied.set(feature, (hour.denied.get(feature) ?? 0) + count);
       }
       if ((t + 60) % 3600 === 0) {
+        clock = t + 60;
         seconds.push({ event, t: hourStart, ...hour.counts });
         if (heavyHitters) minutes.push({ event, t: hourStart, allowed: list(hour.allowed), denied: list(hour.denied) });
         hour = undefined;
@@ -122,6 +124,7 @@ export async function fillYear({
       seconds.push({ event, t, ...counts });
       minutes.push(...tops(t, counts));
       if ((t + 60) % 3600 === 0 || t + 60 === lastDay - (lastDay % 60)) {
+        clock = t + 60;
         await write(seconds, minutes);
         [seconds, minutes] = [[], []];
       }
