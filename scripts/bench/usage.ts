@@ -373,7 +373,9 @@ function report(
   const archiveName = (resolution: number) => {
     const archive = parseRetention(DEFAULTS.usageRetention);
     const kept = typeof archive === 'string' ? undefined : archive.find((a) => a.resolution === resolution);
-    return `${formatSpan(resolution)} points, kept ${kept ? formatSpan(kept.keepSeconds) : '?'}`;
+    return kept
+      ? `${formatSpan(resolution)} points, kept ${formatSpan(kept.keepSeconds)}`
+      : `${formatSpan(resolution)} client sums, for /usage/top over many days`;
   };
   const rowsTable = markdownTable(
     [
