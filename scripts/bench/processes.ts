@@ -1,7 +1,10 @@
 // The processes a benchmark runs and measures: a bench case's server (scripts/bench/server.ts)
 // or the memgate service itself, each on a free loopback port.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 
 export interface Measured {
@@ -52,13 +55,24 @@ export function startCase(name: string, servers: string): Promise<Measured> {
 
 /**
  * The memgate service as `npm start` runs it (dist/main.js: the bench builds it first),
- * with `env` on top of a free port; resolves once it logs that it listens.
+ * with `env` on top of a free port; resolves once it logs that it listens. Its usage history
+ * goes to a file of its own in a temporary folder unless `env` names one: one process
+ * writes a file, and the checkout's ./data stays clean.
  */
 export function startService(env: Record<string, string>): Promise<Measured> {
+  const usageFolder = mkdtempSync(join(tmpdir(), 'memgate-bench-'));
   const child = spawn(process.execPath, ['dist/main.js'], {
-    env: { PATH: process.env.PATH, PORT: '0', HOST: '127.0.0.1', MEMGATE_SHUTDOWN_DRAIN_MS: '0', ...env },
+    env: {
+      PATH: process.env.PATH,
+      PORT: '0',
+      HOST: '127.0.0.1',
+      MEMGATE_SHUTDOWN_DRAIN_MS: '0',
+      MEMGATE_USAGE_DB: join(usageFolder, 'usage.db'),
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
+  child.once('exit', () => { rmSync(usageFolder, { recursive: true, force: true }); });
   return new Promise((resolve, reject) => {
     child.once('exit', (code) => {
       reject(new Error(`memgate exited with ${String(code)} before listening`));
