@@ -72,7 +72,9 @@ export function startService(env: Record<string, string>): Promise<Measured> {
     },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
-  child.once('exit', () => { rmSync(usageFolder, { recursive: true, force: true }); });
+  child.once('exit', () => {
+    rmSync(usageFolder, { recursive: true, force: true });
+  });
   return new Promise((resolve, reject) => {
     child.once('exit', (code) => {
       reject(new Error(`memgate exited with ${String(code)} before listening`));
