@@ -95,9 +95,20 @@ function countedTotal({ plan, buckets, settled }: LimitCounts, now: number): num
   return oldest ? total - oldest.count * (1 - plan.oldestWeight(now)) : total;
 }
 
+/**
+ * `amount` of weighted cost, as whole bucket counts from the oldest: a weighted edge counts
+ * the oldest bucket at its share only, so its leaving frees that share, not its count. The
+ * buckets whose counts reach this amount free at least `amount` once they have all left.
+ */
+export function unweightedAmount({ plan, buckets }: LimitCounts, amount: number, now: number): number {
+  const oldest = buckets[0];
+  return oldest ? amount + oldest.count * (1 - plan.oldestWeight(now)) : amount;
+}
+
 /** The second by which at least `amount` of the counted cost has left the window, from these buckets alone. */
-function releaseOfFirst({ plan, buckets, settled }: LimitCounts, amount: number, pending: number, now: number): number {
-  const found = crossing(buckets, amount, pending, settled);
+function releaseOfFirst(counts: LimitCounts, amount: number, pending: number, now: number): number {
+  const { plan, buckets, settled } = counts;
+  const found = crossing(buckets, unweightedAmount(counts, amount, now), pending, settled);
   // Callers never ask for more than the buckets hold (cost ≤ every limit); be safe anyway.
   const bucket = found?.bucket ?? buckets[buckets.length - 1];
   return bucket ? plan.releaseAt(bucket.start, bucket.size, now) : now + 1;

@@ -1,7 +1,15 @@
 import { DEFAULTS, KEY_PREFIX_PATTERN } from '../config/defaults.js';
 import { parsePolicies, PolicySet } from '../config/policies.js';
 import { StoreUnavailableError, type CounterStore, type IncrementOptions } from '../store/counter-store.js';
-import { decide, degradedDecision, excessOf, secondsUntil, type Decision, type LimitCounts } from './decision.js';
+import {
+  decide,
+  degradedDecision,
+  excessOf,
+  secondsUntil,
+  unweightedAmount,
+  type Decision,
+  type LimitCounts,
+} from './decision.js';
 import { rememberDenial, repeatDenial } from './cached-denial.js';
 import { FeatureCache, type CacheUsage, type FeatureState } from './feature-cache.js';
 import type { FeatureWindow } from './feature-window.js';
@@ -139,7 +147,10 @@ export function createLimiter(options: LimiterOptions): Limiter {
       for (const [i, excess] of excessOf(counts, cost, second).entries()) {
         const limit = counts[i];
         if (limit && excess > 0)
-          release = Math.max(release, await exactRelease(limit.plan, limit.buckets, excess, second, read));
+          release = Math.max(
+            release,
+            await exactRelease(limit.plan, limit.buckets, unweightedAmount(limit, excess, second), second, read),
+          );
       }
       return release;
     } catch (error) {
