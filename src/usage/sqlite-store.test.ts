@@ -3,7 +3,7 @@
 // disk; and /usage/top ranks what memory adds with what the file holds.
 import { describe, expect, it } from 'vitest';
 import { parseRetention, type Archive } from '../config/retention.js';
-import { UsageRecorder } from './recorder.js';
+import { inMemoryUsage } from './in-memory-usage.js';
 import { openSqliteUsage } from './sqlite-store.js';
 import { createUsageHistory } from './usage-history.js';
 
@@ -65,20 +65,10 @@ describe('the SQLite usage store', () => {
 describe('/usage/top across the file and memory', () => {
   it('ranks a client by what the file and memory hold together, whatever the limit', async () => {
     let nowMs = HOUR * 1000;
-    const sqlite = openSqliteUsage({ path: ':memory:', archives: ARCHIVES, nowSeconds: () => nowMs / 1000 });
-    const recorder = new UsageRecorder({
-      stores: { sqlite },
-      readFrom: 'sqlite',
-      flushSeconds: 15,
-      top: 20,
-      now: () => nowMs,
-    });
-    const history = createUsageHistory({
-      reader: sqlite,
-      recorder,
-      archives: ARCHIVES,
+    const { recorder, history, close } = inMemoryUsage({
       policyEvents: () => ['login'],
       now: () => nowMs,
+      archives: ARCHIVES,
     });
     const record = (feature: string, times: number) => {
       for (let i = 0; i < times; i++) recorder.record('login', feature, { allowed: true });
@@ -100,8 +90,7 @@ describe('/usage/top across the file and memory', () => {
         ].slice(0, Number(limit)),
       );
     }
-    await recorder.close();
-    await sqlite.close();
+    await close();
   });
 });
 

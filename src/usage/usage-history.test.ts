@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parseRetention, type Archive } from '../config/retention.js';
 import { UsageQueryError } from './query-plan.js';
+import { inMemoryUsage } from './in-memory-usage.js';
 import { UsageRecorder } from './recorder.js';
 import { openSqliteUsage } from './sqlite-store.js';
 import { createUsageHistory } from './usage-history.js';
@@ -183,20 +184,10 @@ describe('usage history, on a driven clock', () => {
 
   it('includes what is not written yet, and nothing twice once it is', async () => {
     let nowMs = START_MS;
-    const sqlite = openSqliteUsage({ path: ':memory:', archives: ARCHIVES, nowSeconds: () => nowMs / 1000 });
-    const recorder = new UsageRecorder({
-      stores: { sqlite },
-      readFrom: 'sqlite',
-      flushSeconds: 15,
-      top: 20,
-      now: () => nowMs,
-    });
-    const history = createUsageHistory({
-      reader: sqlite,
-      recorder,
-      archives: ARCHIVES,
+    const { recorder, history, close } = inMemoryUsage({
       policyEvents: () => EVENTS,
       now: () => nowMs,
+      archives: ARCHIVES,
     });
     const total = async () => {
       const { points } = await history.series({ event: 'login', from: '-10min' });
@@ -213,8 +204,7 @@ describe('usage history, on a driven clock', () => {
     await recorder.flush();
     expect(recorder.pendingRows).toBe(0);
     expect(await total()).toBe(6);
-    await recorder.close();
-    await sqlite.close();
+    await close();
   });
 
   it('keeps a store that refuses from holding up another: each keeps its own batches, in order, up to a bound', async () => {
