@@ -42,6 +42,16 @@ describe('loadSettings', () => {
     expect(loadSettings({ MEMGATE_CONFIG: 'env.yaml' }, ['--config', 'flag.yaml']).configPath).toBe('flag.yaml');
   });
 
+  it('reads MEMGATE_GRAPHITE as one MEMCACHED_SERVERS entry reads: a host, or a bracketed IPv6 address, and a port', () => {
+    expect(loadSettings({ MEMGATE_GRAPHITE: 'carbon:2003' }, []).graphite).toEqual({ host: 'carbon', port: 2003 });
+    expect(loadSettings({ MEMGATE_GRAPHITE: '[::1]:2003' }, []).graphite).toEqual({ host: '::1', port: 2003 });
+    expect(problemsOf({ MEMGATE_GRAPHITE: 'carbon' })).toEqual([
+      'MEMGATE_GRAPHITE "carbon" names no port: write host:port, carbon\'s plaintext receiver listening on 2003 by default',
+    ]);
+    expect(problemsOf({ MEMGATE_GRAPHITE: '[nope]:2003' })[0]).toMatch(/^MEMGATE_GRAPHITE "\[nope\]:2003" is not host:port/);
+    expect(problemsOf({ MEMGATE_GRAPHITE: 'a:2003,b:2003' })).toEqual(['MEMGATE_GRAPHITE must be one host:port (got "a:2003,b:2003")']);
+  });
+
   it('refuses the replaced MEMGATE_FEATURE_CACHE_SIZE, naming its replacement', () => {
     expect(() => loadSettings({ MEMGATE_FEATURE_CACHE_SIZE: '10000' }, [])).toThrow('MEMGATE_FEATURE_CACHE_SIZE was replaced by MEMGATE_CACHE_MB');
   });

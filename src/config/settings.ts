@@ -192,9 +192,23 @@ export const SETTINGS = {
     read: (env): { host: string; port: number } | undefined => {
       const address = value(env, 'MEMGATE_GRAPHITE');
       if (address === undefined) return undefined;
-      const parsed = hostAndPort(address);
-      if (!parsed) throw new SettingsError([`MEMGATE_GRAPHITE must be host:port (got ${JSON.stringify(address)})`]);
-      return parsed;
+      // Read as MEMCACHED_SERVERS reads an entry: the same hosts, brackets and port rules.
+      let endpoints;
+      try {
+        endpoints = parseServerList(address);
+      } catch (error) {
+        if (!(error instanceof ServerListError)) throw error;
+        // Its advice on a missing port names Memcached's; carbon's plaintext port is 2003.
+        const problem = error.problem.startsWith('names no port')
+          ? "names no port: write host:port, carbon's plaintext receiver listening on 2003 by default"
+          : error.problem;
+        throw new SettingsError([`MEMGATE_GRAPHITE ${error.entry} ${problem}`]);
+      }
+      const [endpoint] = endpoints;
+      if (!endpoint || endpoints.length > 1 || endpoint.username !== undefined) {
+        throw new SettingsError([`MEMGATE_GRAPHITE must be one host:port (got ${JSON.stringify(address)})`]);
+      }
+      return { host: endpoint.host, port: endpoint.port };
     },
   },
   graphiteWeb: {
@@ -298,15 +312,6 @@ export function loadSettings(env: Env, argv: readonly string[]): Settings & { re
   if (problems.length > 0) throw new SettingsError(problems);
   if (args.values.config !== undefined) settings.configPath = args.values.config;
   return { ...(settings as Settings), help: args.values.help ?? false };
-}
-
-/** `host:port` (IPv6 as `[addr]:port`), or undefined. */
-function hostAndPort(text: string): { host: string; port: number } | undefined {
-  const [, ipv6, name, digits] = /^(?:\[([0-9A-Fa-f:.]+)\]|([A-Za-z0-9_.-]+)):([0-9]{1,5})$/.exec(text) ?? [];
-  const host = ipv6 ?? name;
-  const port = Number(digits);
-  if (host === undefined || port < 1 || port > 65_535) return undefined;
-  return { host, port };
 }
 
 /** A variable's trimmed value; unset and empty both mean "use the default". */
