@@ -6,7 +6,7 @@ import { STATUS_CODES } from 'node:http';
 import { createServer, type Server, type Socket } from 'node:net';
 import { compileErrors, validate } from '@readme/openapi-parser';
 import { Ajv } from 'ajv';
-import type { FastifyInstance, InjectOptions } from 'fastify';
+import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { DEFAULTS } from '../src/config/defaults.js';
@@ -261,7 +261,8 @@ interface Replay {
   readonly world: World;
   /** Asked first, on the same memgate. */
   readonly before?: readonly InjectOptions[];
-  readonly ask: InjectOptions;
+  /** The request, or how to make it from the answers to `before` (a lease's id). */
+  readonly ask: InjectOptions | ((before: readonly LightMyRequestResponse[]) => InjectOptions);
   /** Asked this many times at once; the answer with the example's status is compared. */
   readonly burst?: number;
   /** exact; digits: every number and run of digits may differ (ports, clocks, seconds); lines: each line of the example is in the answer. */
@@ -418,6 +419,127 @@ const reset = (headers: Record<string, string>, payload: unknown): InjectOptions
 const wrongToken: InjectOptions = { method: 'POST', url: '/admin/reload', headers: { authorization: 'Bearer wrong' } };
 const resetLogin = reset(bearer, { event: 'login', feature: FEATURE });
 
+function leaseReplays(): Record<string, Replay> {
+  const post = (url: string, payload: unknown, headers: Record<string, string> = {}): InjectOptions => ({
+    method: 'POST',
+    url,
+    headers,
+    payload: payload as string,
+  });
+  const user = { event: 'url_shorten', feature: 'user-42' };
+  const takeTen = post('/lease', { ...user, units: 10 });
+  const idOf = (answer: LightMyRequestResponse | undefined) => answer?.json<{ lease: { id: string } }>().lease.id ?? '';
+  const giveBack = (unused: number) => (before: readonly LightMyRequestResponse[]) =>
+    post('/lease/return', { ...user, id: idOf(before[0]), unused });
+  const invalidJson = (url: string): Replay => ({
+    world: 'counting',
+    ask: post(url, '{"event":"url_shorten"', { 'content-type': 'application/json' }),
+  });
+  const refund = (payload: object, headers: Record<string, string> = bearer) => post('/admin/refund', payload, headers);
+  return {
+    'POST /lease 200 granted': { world: 'counting', ask: takeTen, compare: 'digits' },
+    'POST /lease 429 denied': {
+      world: 'counting',
+      before: [post('/check', { ...user, cost: 100 })],
+      ask: takeTen,
+    },
+    'POST /lease 400 leaseOff': {
+      world: 'counting',
+      ask: post('/lease', { event: 'login', feature: FEATURE, units: 3 }),
+    },
+    'POST /lease 400 unknownEvent': {
+      world: 'counting',
+      ask: post('/lease', { event: 'signup', feature: FEATURE, units: 3 }),
+    },
+    'POST /lease 400 invalidJson': invalidJson('/lease'),
+    'POST /lease 503 overloaded': { world: 'storeSilent', ask: takeTen, burst: IN_FLIGHT + 1 },
+    'POST /lease/return 200 returned': { world: 'counting', before: [takeTen], ask: giveBack(4) },
+    'POST /lease/return 400 leaseOff': {
+      world: 'counting',
+      ask: post('/lease/return', {
+        event: 'login',
+        feature: FEATURE,
+        id: `${NOW / 1000}.q8Yc3hJd0mWn2LxTf5RkAw`,
+        unused: 0,
+      }),
+    },
+    'POST /lease/return 400 unknownEvent': {
+      world: 'counting',
+      ask: post('/lease/return', { event: 'signup', feature: FEATURE, id: 'x', unused: 0 }),
+    },
+    'POST /lease/return 400 invalidJson': invalidJson('/lease/return'),
+    'POST /lease/return 404 unknownLease': {
+      world: 'counting',
+      ask: post('/lease/return', { ...user, id: `${NOW / 1000}.q8Yc3hJd0mWn2LxTf5RkAw`, unused: 0 }),
+    },
+    'POST /lease/return 409 returnedTwice': {
+      world: 'counting',
+      before: [takeTen],
+      // Twice at once: one is taken, the other refused.
+      ask: giveBack(0),
+      burst: 2,
+    },
+    'POST /lease/return 503 storeUnavailable': {
+      world: 'storeSilent',
+      ask: post('/lease/return', { ...user, id: `${NOW / 1000}.q8Yc3hJd0mWn2LxTf5RkAw`, unused: 0 }),
+      compare: 'digits',
+    },
+    'POST /admin/refund 200 refunded': {
+      world: 'counting',
+      ask: refund({ event: 'login', feature: FEATURE, at: NOW }),
+    },
+    'POST /admin/refund 400 unknownEvent': {
+      world: 'counting',
+      ask: refund({ event: 'signup', feature: FEATURE, at: NOW }),
+    },
+    'POST /admin/refund 400 missingFeature': { world: 'counting', ask: refund({ event: 'login', at: NOW }) },
+    'POST /admin/refund 400 futureAt': {
+      world: 'counting',
+      ask: refund({ event: 'login', feature: FEATURE, at: NOW + 3_600_000 }),
+    },
+    'POST /admin/refund 401 unauthorized': {
+      world: 'counting',
+      ask: refund({ event: 'login', feature: FEATURE, at: NOW }, {}),
+      alone: true,
+    },
+    'POST /admin/refund 429 tooManyFailures': {
+      world: 'counting',
+      before: times(10, wrongToken),
+      ask: refund({ event: 'login', feature: FEATURE, at: NOW }),
+      compare: 'digits',
+      alone: true,
+    },
+    'POST /admin/refund 503 storeUnavailable': {
+      world: 'storeSilent',
+      ask: refund({ event: 'login', feature: FEATURE, at: NOW }),
+      compare: 'digits',
+    },
+  };
+}
+
+function batchReplays(): Record<string, Replay> {
+  const batch = (payload: unknown, headers: Record<string, string> = {}): Replay => ({
+    world: 'counting',
+    ask: { method: 'POST', url: '/check/batch', headers, payload: payload as string },
+  });
+  const login = { event: 'login', feature: FEATURE };
+  return {
+    'POST /check/batch 200 decided': batch([
+      login,
+      { event: 'url_shorten', feature: 'user-42', cost: 3 },
+      { event: 'signup', feature: FEATURE },
+    ]),
+    'POST /check/batch 400 notAnArray': batch(login),
+    'POST /check/batch 400 empty': batch([]),
+    'POST /check/batch 400 itemMissingFeature': batch([login, { event: 'login' }]),
+    'POST /check/batch 400 invalidJson': batch('[{"event":"login"', { 'content-type': 'application/json' }),
+    'POST /check/batch 413 payloadTooLarge': batch(
+      Array.from({ length: 100 }, () => ({ event: 'login', feature: 'a'.repeat(17_000) })),
+    ),
+    'POST /check/batch 415 unsupportedMediaType': batch('event=login', { 'content-type': 'text/plain' }),
+  };
+}
+
 /** Each usage example in a memgate of its own, after 7 logins from FEATURE (5 allowed) and 2 from another client. */
 function usageReplays(): Record<string, Replay> {
   const get = (url: string): InjectOptions => ({ method: 'GET', url });
@@ -468,6 +590,8 @@ const REPLAYS: Record<string, Replay> = {
     compare: 'lines',
     alone: true,
   },
+  ...batchReplays(),
+  ...leaseReplays(),
   ...usageReplays(),
   'POST /admin/reset 200 reset': { world: 'counting', ask: resetLogin },
   'POST /admin/reset 400 unknownEvent': {
@@ -560,9 +684,12 @@ const isObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** Numbers and runs of digits masked: what an answer keeps whatever the clock, port or second. */
+/** A lease's id: its second and random bits, different at every replay. */
+const LEASE_ID = /^[0-9]+\.[A-Za-z0-9_-]{22}$/;
+
 function masked(value: unknown): unknown {
   if (typeof value === 'number') return 0;
-  if (typeof value === 'string') return value.replace(/\d+/g, '#');
+  if (typeof value === 'string') return LEASE_ID.test(value) ? '<lease id>' : value.replace(/\d+/g, '#');
   if (Array.isArray(value)) return value.map(masked);
   if (isObject(value)) return Object.fromEntries(Object.entries(value).map(([key, inner]) => [key, masked(inner)]));
   return value;
@@ -679,8 +806,10 @@ describe('the OpenAPI document', () => {
       const replay = REPLAYS[example.key];
       if (!replay) throw new Error(`no request for the example ${example.key}`);
       const ask = async (app: FastifyInstance) => {
-        for (const before of replay.before ?? []) await app.inject(before);
-        return Promise.all(Array.from({ length: replay.burst ?? 1 }, () => app.inject(replay.ask)));
+        const earlier: LightMyRequestResponse[] = [];
+        for (const before of replay.before ?? []) earlier.push(await app.inject(before));
+        const request = typeof replay.ask === 'function' ? replay.ask(earlier) : replay.ask;
+        return Promise.all(Array.from({ length: replay.burst ?? 1 }, () => app.inject(request)));
       };
       let answers;
       if (replay.alone) answers = await inWorld(replay.world, ask);

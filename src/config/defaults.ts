@@ -50,6 +50,8 @@ export const DEFAULTS = {
   maxEventLoopDelayMs: 1000,
   /** Largest request body: a /check request is a few hundred bytes. */
   bodyLimitBytes: 16 * 1024,
+  /** Checks one POST /check/batch may carry. */
+  batchMaxChecks: 100,
   /** Longest a client may take to send a whole request. */
   requestTimeoutMs: 10_000,
   /** Longest a shutdown may take, after the drain, before the process exits anyway. */
@@ -64,6 +66,15 @@ export const DEFAULTS = {
   shutdownQuietMs: 100,
   /** The longest the listener waits for that quiet; requests arriving meanwhile wait with it. */
   shutdownQuietMaxMs: 1000,
+
+  /** A lease's life when the policy's `lease` names none: the client returns what it did not spend by then. */
+  leaseLifeSeconds: 5,
+  /** Most units one lease may take when the policy's `lease` names none, as a share of the event's tightest limit. */
+  leaseMaxUnitsShare: 0.1,
+  /** How late after its life a lease's return is still taken; its buckets stay unsettled this long. */
+  leaseReturnGraceSeconds: 2,
+  /** Longest lease life a policy may set. */
+  leaseMaxLifeSeconds: 60,
 
   /** Failed admin authentications one client address may make per window before 429. */
   adminFailureLimit: 10,

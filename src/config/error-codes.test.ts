@@ -4,7 +4,19 @@ import { ERROR_CODES, INPUT_ERROR_CODES, PATH_ERROR_CODES } from './error-codes.
 
 describe('the table of error codes', () => {
   it('keeps the library’s LimiterInputError codes, which are public API', () => {
-    expect(INPUT_ERROR_CODES).toEqual(['invalid_event', 'unknown_event', 'invalid_feature', 'feature_too_long', 'invalid_cost', 'cost_exceeds_limit']);
+    expect(INPUT_ERROR_CODES).toEqual([
+      'invalid_event',
+      'unknown_event',
+      'invalid_feature',
+      'feature_too_long',
+      'invalid_cost',
+      'cost_exceeds_limit',
+      'invalid_time',
+      'lease_off',
+      'unknown_lease',
+      'lease_returned',
+      'lease_expired',
+    ]);
   });
 
   it('gives every code an HTTP error status and a description', () => {

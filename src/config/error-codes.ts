@@ -29,13 +29,26 @@ export const ERROR_CODES = {
   unknown_event: { status: 400, when: 'the event is not in the policy file' },
   feature_too_long: { status: 400, when: 'the feature is over 1024 UTF-8 bytes' },
   cost_exceeds_limit: { status: 400, when: '`cost` is larger than a limit of the event: it could never be allowed' },
+  lease_off: { status: 400, when: '`/lease`, `/lease/return`: the event has no `lease` section in the policy file' },
+  unknown_lease: {
+    status: 404,
+    when: '`/lease/return`: no lease of this id for this event and feature (never given, or forgotten after its life)',
+  },
+  lease_returned: { status: 409, when: '`/lease/return`: the lease was returned already; a lease is returned once' },
+  lease_expired: {
+    status: 409,
+    when: `\`/lease/return\`: more than the lease's life and ${DEFAULTS.leaseReturnGraceSeconds} s have passed since it was taken; its units stay counted`,
+  },
   invalid_request: { status: 400, when: 'an unknown field, a body that is not a JSON object, or a URL that is not valid percent-encoding' },
   invalid_json: { status: 400, when: 'the body is broken or empty JSON' },
   malformed_request: { status: 400, when: 'the request is not valid HTTP' },
   invalid_uri: { status: 400, when: '`/gate` only: the URI header missing or sent twice, a bare `/gate` under `uri: path`, or a path that is not valid percent-encoding' },
   ambiguous_uri: { status: 400, when: '`/gate` only: a path that servers read as different routes (see [Paths](#gateways))' },
   unmatched_path: { status: 400, when: '`/gate` only: no route matches the path, under `unmatched: deny`' },
-  invalid_time: { status: 400, when: '`/usage`: `from` or `until` is not epoch seconds, ISO 8601 or a relative time such as `-1h` or `now`' },
+  invalid_time: {
+    status: 400,
+    when: '`/usage`: `from` or `until` is not epoch seconds, ISO 8601 or a relative time such as `-1h` or `now`; `/admin/refund`: `at` is in the future',
+  },
   invalid_range: {
     status: 400,
     when: `\`/usage\`: \`from\` is not before \`until\`, \`step\`, \`maxDataPoints\` or \`limit\` is not a positive whole number, or the range needs more than ${DEFAULTS.usageMaxPoints.toLocaleString('en')} points`,
@@ -48,7 +61,10 @@ export const ERROR_CODES = {
   },
   invalid_policies: { status: 400, when: '`/admin/reload` found the policy file invalid; the policies in use stay' },
   not_found: { status: 404, when: 'no such route; `/gate` when the policy file has no `gateway` section' },
-  payload_too_large: { status: 413, when: `the body is over ${KB(DEFAULTS.bodyLimitBytes)}` },
+  payload_too_large: {
+    status: 413,
+    when: `the body is over ${KB(DEFAULTS.bodyLimitBytes)} (${KB(DEFAULTS.bodyLimitBytes * DEFAULTS.batchMaxChecks)} for \`/check/batch\`)`,
+  },
   unsupported_media_type: { status: 415, when: 'the body is not `application/json`' },
   request_too_large: { status: 431, when: 'the URL or headers are too large' },
   request_timeout: { status: 408, when: `the client took over ${DEFAULTS.requestTimeoutMs / 1000} s to send its request` },
@@ -69,7 +85,19 @@ export const ERROR_CODES = {
 export type ErrorCode = keyof typeof ERROR_CODES;
 
 /** The codes of the library's LimiterInputError: public API, so these strings never change. */
-export const INPUT_ERROR_CODES = ['invalid_event', 'unknown_event', 'invalid_feature', 'feature_too_long', 'invalid_cost', 'cost_exceeds_limit'] as const satisfies readonly ErrorCode[];
+export const INPUT_ERROR_CODES = [
+  'invalid_event',
+  'unknown_event',
+  'invalid_feature',
+  'feature_too_long',
+  'invalid_cost',
+  'cost_exceeds_limit',
+  'invalid_time',
+  'lease_off',
+  'unknown_lease',
+  'lease_returned',
+  'lease_expired',
+] as const satisfies readonly ErrorCode[];
 export type InputErrorCode = (typeof INPUT_ERROR_CODES)[number];
 
 /** Why /gate refuses a guarded request's path (gateway-policy.ts). */

@@ -154,6 +154,22 @@ describe('parsePolicies', () => {
     });
   });
 
+  it('reads an event’s lease section, with defaults from the tightest limit', () => {
+    const set = parsePolicies({
+      events: {
+        given: { limits: [{ limit: 100, window: '1m' }], lease: { maxUnits: 25, life: '10s' } },
+        defaults: { limits: [{ limit: 100, window: '1m' }, { limit: 50, window: '1h' }], lease: {} },
+        capped: { limits: [{ limit: 4, window: '1m' }], lease: { maxUnits: 10 } },
+        none: { limits: [{ limit: 4, window: '1m' }] },
+      },
+    });
+    expect(set.events.get('given')?.lease).toEqual({ maxUnits: 25, life: 10 });
+    expect(set.events.get('defaults')?.lease).toEqual({ maxUnits: 5, life: 5 });
+    // No lease may hold more than the tightest limit admits.
+    expect(set.events.get('capped')?.lease).toEqual({ maxUnits: 4, life: 5 });
+    expect(set.events.get('none')?.lease).toBeUndefined();
+  });
+
   it('reads an edge rule for a sliding event', () => {
     expect(parsePolicies({ events: { a: { edge: 'weighted', limits: [{ limit: 1, window: 60, granularity: 60 }] } } }).events.get('a')?.edge).toBe('weighted');
   });
@@ -165,7 +181,12 @@ describe('parsePolicies', () => {
 
   it.each([
     ['an unknown top-level key', { events: { a: { limits: [{ limit: 1, window: 1 }] } }, extra: 1 }, 'top level: unknown key "extra"'],
-    ['an unknown event key', { events: { a: { limitz: 1, limits: [{ limit: 1, window: 1 }] } } }, 'event "a": unknown key "limitz"; the event takes algorithm, edge, onStoreError, limits'],
+    ['an unknown event key', { events: { a: { limitz: 1, limits: [{ limit: 1, window: 1 }] } } }, 'event "a": unknown key "limitz"; the event takes algorithm, edge, onStoreError, lease, limits'],
+    ['a lease that outlives the shortest window', { events: { a: { limits: [{ limit: 9, window: '10s' }], lease: { life: '9s' } } } }, 'event "a", field lease.life: a lease of 9s (plus 2 s for its return) must end within the shortest window, 10s'],
+    ['a lease life over a minute', { events: { a: { limits: [{ limit: 9, window: '1h' }], lease: { life: '2m' } } } }, 'event "a", field lease.life: 2m is longer than the 60 s a lease may live'],
+    ['a lease life that is no duration', { events: { a: { limits: [{ limit: 9, window: '1h' }], lease: { life: 'soon' } } } }, 'event "a", field lease.life: must be a positive whole duration'],
+    ['a lease of no units', { events: { a: { limits: [{ limit: 9, window: '1h' }], lease: { maxUnits: 0 } } } }, 'event "a", field lease.maxUnits: must be >= 1 (got 0)'],
+    ['an unknown lease key', { events: { a: { limits: [{ limit: 9, window: '1h' }], lease: { units: 3 } } } }, 'event "a", field lease: unknown key "units"'],
     ['an unknown limit key', { events: { a: { limits: [{ limit: 1, window: 1, windw: 2 }] } } }, 'event "a", field limits[0]: unknown key "windw"; a limit takes name, limit, window, granularity'],
     ['a missing window', { events: { a: { limits: [{ limit: 1 }] } } }, 'event "a", field limits[0]: missing required key "window"'],
     ['a missing limits list', { events: { a: {} } }, 'event "a": missing required key "limits"'],

@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { extname } from 'node:path';
 import { Ajv, type ErrorObject } from 'ajv';
 import { parse as parseYaml } from 'yaml';
-import { AJV_CODE_OPTIONS } from './defaults.js';
+import { AJV_CODE_OPTIONS, DEFAULTS } from './defaults.js';
 import { formatDuration, parseDuration } from './duration.js';
 import { parseGateway, type GatewayPolicy, type RawGateway } from './gateway-policy.js';
 import { policyFileSchema } from './policy-schema.js';
@@ -34,12 +34,21 @@ export interface LimitPolicy {
   readonly granularity: number;
 }
 
+/** Quota leases of an event (see docs/client.md#leases): off unless the event has a `lease` section. */
+export interface LeasePolicy {
+  /** Most units one lease may take. */
+  readonly maxUnits: number;
+  /** Seconds a client may spend a lease's units before it returns what is left. */
+  readonly life: number;
+}
+
 export interface EventPolicy {
   readonly event: string;
   readonly algorithm: Algorithm;
   /** Treatment of the oldest, partly-outside bucket of each sliding limit. */
   readonly edge: Edge;
   readonly onStoreError: OnStoreError;
+  readonly lease?: LeasePolicy | undefined;
   /** In the order of the policy file. */
   readonly limits: readonly LimitPolicy[];
 }
@@ -156,9 +165,48 @@ function parseEvent(
   });
   // Only used when the file has no fault at all, so every field is sound by then.
   if (algorithm === undefined || limits.length !== raw.limits.length) return undefined;
+  const lease = raw.lease !== undefined && sound(['lease']) ? parseLease(asRecord(raw.lease) ?? {}, limits, report) : undefined;
+  if (lease === null) return undefined;
   const edge = (raw.edge as Edge | undefined) ?? 'whole';
   const onStoreError = (raw.onStoreError as OnStoreError | undefined) ?? 'allow';
-  return { event, algorithm, edge, onStoreError, limits };
+  return { event, algorithm, edge, onStoreError, limits, ...(lease ? { lease } : {}) };
+}
+
+/**
+ * An event's lease section, or null when it is faulty. A lease's units are counted at the
+ * second it is taken and, once returned, its spent units at the second of the return: so
+ * that a window never loses a spent unit early, a lease must end (with the grace for its
+ * return) within every window of the event.
+ */
+function parseLease(
+  raw: Record<string, unknown>,
+  limits: readonly LimitPolicy[],
+  report: (path: readonly string[], text: string) => void,
+): LeasePolicy | null {
+  let life: number | undefined = DEFAULTS.leaseLifeSeconds;
+  if (raw.life !== undefined) {
+    life = parseDuration(raw.life);
+    if (life === undefined) {
+      report(['lease', 'life'], `${DURATION_HINT} (got ${JSON.stringify(raw.life)})`);
+      return null;
+    }
+  }
+  if (life > DEFAULTS.leaseMaxLifeSeconds) {
+    report(['lease', 'life'], `${formatDuration(life)} is longer than the ${DEFAULTS.leaseMaxLifeSeconds} s a lease may live`);
+    return null;
+  }
+  const shortest = Math.min(...limits.map((limit) => limit.window));
+  const held = life + DEFAULTS.leaseReturnGraceSeconds;
+  if (limits.length > 0 && held >= shortest) {
+    report(
+      ['lease', 'life'],
+      `a lease of ${formatDuration(life)} (plus ${DEFAULTS.leaseReturnGraceSeconds} s for its return) must end within the shortest window, ${formatDuration(shortest)}`,
+    );
+    return null;
+  }
+  const tightest = Math.min(...limits.map((limit) => limit.limit));
+  const maxUnits = (raw.maxUnits as number | undefined) ?? Math.max(1, Math.floor(tightest * DEFAULTS.leaseMaxUnitsShare));
+  return { maxUnits: Math.min(maxUnits, tightest), life };
 }
 
 function parseLimit(

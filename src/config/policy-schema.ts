@@ -66,6 +66,15 @@ export const policyFileSchema = {
           algorithm: { enum: ['sliding', 'fixed'] },
           edge: { enum: ['whole', 'drop', 'weighted'] },
           onStoreError: { enum: ['allow', 'deny'] },
+          lease: {
+            type: 'object',
+            additionalProperties: false,
+            description: 'lets clients take quota leases for this event',
+            properties: {
+              maxUnits: { type: 'integer', minimum: 1, maximum: MAX_LIMIT },
+              life: duration,
+            },
+          },
           limits: {
             type: 'array',
             minItems: 1,

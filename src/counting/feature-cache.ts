@@ -99,7 +99,8 @@ export class FeatureCache {
   private bytesPerFeature(plan: EventPlan): number {
     let bytes = this.bytesByPlan.get(plan);
     if (bytes === undefined) {
-      const buckets = plan.limits.reduce((sum, limit) => sum + limit.keysPerCheck.max + 2 + this.skewSeconds, 0);
+      const ahead = 2 + this.skewSeconds + (plan.lease?.holdSeconds ?? 0);
+      const buckets = plan.limits.reduce((sum, limit) => sum + limit.keysPerCheck.max + ahead, 0);
       bytes = FIXED_BYTES + BYTES_PER_BUCKET * buckets;
       this.bytesByPlan.set(plan, bytes);
     }

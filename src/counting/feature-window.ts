@@ -45,7 +45,8 @@ export class FeatureWindow {
   /** What a check reads now: live buckets, and settled ones until their counts are known. */
   reads: ReadList;
   private readonly live: ReadList;
-  private readonly skewSeconds: number;
+  /** Seconds after its end until a bucket is settled: the clock skew, and a lease's hold on its event. */
+  private readonly settleSeconds: number;
   private readonly ttls: readonly number[];
   private lastIncrements: readonly CounterIncrement[] = [];
   /** The second the feature's counts were last reset at: buckets that ended by then count nothing. */
@@ -57,7 +58,8 @@ export class FeatureWindow {
 
   constructor(plan: EventPlan, base: string, second: number, skewSeconds: number, previous?: FeatureWindow) {
     this.second = second;
-    this.skewSeconds = skewSeconds;
+    // A returned lease takes units back from the buckets of its second until its hold ends.
+    this.settleSeconds = skewSeconds + (plan.lease?.holdSeconds ?? 0);
     this.resetAt = previous?.resetAt ?? 0;
     const levelOf = new Map(plan.levels.map(({ size }, index) => [size, index]));
     this.currentKeys = plan.levels.map(({ size }) => bucketKey(base, size, bucketStart(second, size)));
@@ -178,7 +180,7 @@ export class FeatureWindow {
   }
 
   private isSettled(start: number, size: number): boolean {
-    return start + size + this.skewSeconds <= this.second;
+    return start + size + this.settleSeconds <= this.second;
   }
 
   /** A bucket's count if it was settled and known in this window. */

@@ -1,6 +1,11 @@
 import { DEFAULTS, KEY_PREFIX_PATTERN } from '../config/defaults.js';
 import { parsePolicies, PolicySet } from '../config/policies.js';
-import { StoreUnavailableError, type CounterStore, type IncrementOptions } from '../store/counter-store.js';
+import {
+  StoreUnavailableError,
+  type CounterIncrement,
+  type CounterStore,
+  type IncrementOptions,
+} from '../store/counter-store.js';
 import {
   decide,
   degradedDecision,
@@ -18,6 +23,18 @@ import { bucketKey, resetMarkerKey } from './keys.js';
 import { planEvents, type EventPlan } from './plan.js';
 import { eventPlan, validCost, validFeature, type CheckRequest } from './check-request.js';
 import { exactRelease } from './release.js';
+import { LimiterInputError } from './errors.js';
+import {
+  leaseReturnsKey,
+  leaseSecond,
+  leaseUnitsKey,
+  newLeaseId,
+  validUnits,
+  type LeaseDecision,
+  type LeaseRequest,
+  type LeaseReturn,
+  type LeaseReturned,
+} from './lease.js';
 
 /** What a check tells the store about a request it cannot get an answer for (see IncrementOptions). */
 const ADMITTED_IF_UNANSWERED: IncrementOptions = { admittedIfUnanswered: true };
@@ -55,6 +72,14 @@ export interface LimiterOptions {
   readonly maxDenialCacheMs?: number;
 }
 
+export interface RefundRequest extends CheckRequest {
+  /** When the check counted it, in milliseconds since the epoch. */
+  readonly at: number;
+}
+
+/** Units counted by a lease that are not taken back stay this much longer than its hold, for a late duplicate return to find. */
+const LEASE_KEY_SLACK_SECONDS = 60;
+
 /** What a decision cost and where it came from, for metrics. */
 export interface ObservedDecision extends HowDecided {
   readonly event: string;
@@ -85,6 +110,19 @@ export interface Limiter {
    * holding that second are deleted, so they count only what comes after it.
    */
   reset(request: Omit<CheckRequest, 'cost'>): Promise<void>;
+  /**
+   * Takes back `cost` a check counted at `at` (milliseconds since the epoch): what a
+   * framework's limiter does when it decides afterwards that a request should not count.
+   * False when that second has left every window, so there is nothing to take back.
+   */
+  refund(request: RefundRequest): Promise<boolean>;
+  /**
+   * Counts up to `units` at once (never more than remains, nor the policy's maxUnits) for the
+   * holder to spend within the lease's life; denied like a check when nothing remains.
+   */
+  lease(request: LeaseRequest): Promise<LeaseDecision>;
+  /** Takes back a lease's unused units, and counts its spent ones at this second instead. */
+  returnLease(request: LeaseReturn): Promise<LeaseReturned>;
   readonly policies: PolicySet;
   readonly plans: ReadonlyMap<string, EventPlan>;
   /** What this instance keeps in memory between checks, against its budget (cacheBytes). */
@@ -202,13 +240,66 @@ export function createLimiter(options: LimiterOptions): Limiter {
   ): Promise<Decision> {
     // The window's buckets are shared with concurrent checks of this feature: keep this check's counts.
     const own = window.limits.map(({ plan, buckets }) => ({ plan, buckets: buckets.map((bucket) => ({ ...bucket })) }));
-    const release = await exactReleaseSecond(own, state.base, cost, nowMs, window.lastResetAt);
-    if (release === undefined) return decision;
+    const exactSecond = await exactReleaseSecond(own, state.base, cost, nowMs, window.lastResetAt);
+    const hold = plan.lease?.holdSeconds;
+    // On an event with leases, units a lease returns may free up before counts leave the window.
+    if (exactSecond === undefined)
+      return hold === undefined ? decision : { ...decision, retryAfter: Math.min(decision.retryAfter ?? hold, hold) };
+    const release = hold === undefined ? exactSecond : Math.min(exactSecond, Math.floor(nowMs / 1000) + hold);
     const exact = { ...decision, retryAfter: secondsUntil(release, nowMs) };
     // A weighted edge's release time is only an upper bound: repeating it could deny too long.
     if (plan.edge !== 'weighted' || plan.algorithm === 'fixed')
       state.denial = rememberDenial(exact, cost, release, nowMs, maxDenialCacheMs);
     return exact;
+  }
+
+  /**
+   * Counts `cost` for a feature when every limit has room, in one store call with `extra`
+   * increments (a lease's record); a denial takes its increments back, and carries its
+   * exact retryAfter.
+   */
+  async function count(
+    plan: EventPlan,
+    state: FeatureState,
+    cost: number,
+    nowMs: number,
+    extra?: readonly CounterIncrement[],
+  ): Promise<{ decision: Decision; how: HowDecided }> {
+    const window = features.windowAt(state, plan, Math.floor(nowMs / 1000));
+    // Increment first, so concurrent checks on any instance see each other's cost.
+    const increments = window.increments(cost);
+    const reads = window.reads;
+    const how: HowDecided = {
+      keysRead: reads.keys.length,
+      settledMiss: window.readsSettled(reads),
+      fromDeniedCache: false,
+    };
+    const answer = await ask(
+      store.incrementAndRead(
+        extra ? [...increments, ...extra] : increments,
+        reads.keys,
+        plan.onStoreError === 'allow' ? ADMITTED_IF_UNANSWERED : REFUSED_IF_UNANSWERED,
+      ),
+      plan,
+    );
+    // The store cannot answer: the event's onStoreError rule decides.
+    if (!answer) return { decision: degradedDecision(plan.onStoreError), how };
+    const { incremented, read } = answer;
+    // Decide on the counts before this request: its own cost comes out of what it incremented.
+    const counts = window.fill(reads, read, incremented, cost);
+    const decision = decide(counts, { cost, nowMs, kind: 'check' });
+    if (decision.allowed) return { decision, how };
+    // A denied request is not counted: take the increment back.
+    await store
+      .decrement(increments.map(({ key }) => ({ key, delta: cost })))
+      .catch((error: unknown) => onRollbackError?.(error));
+    return { decision: await denial(decision, window, plan, state, cost, nowMs), how };
+  }
+
+  /** Counts changed behind this instance's memory of the feature (a refund, a returned lease): read them again. */
+  function forget(state: FeatureState): void {
+    state.window = undefined;
+    state.denial = undefined;
   }
 
   return {
@@ -226,35 +317,121 @@ export function createLimiter(options: LimiterOptions): Limiter {
       const nowMs = nowFor(state.base);
       const repeated = repeatDenial(state.denial, cost, nowMs);
       if (repeated) return observed(plan, feature, 'check', repeated, FROM_DENIED_CACHE);
-      const window = features.windowAt(state, plan, Math.floor(nowMs / 1000));
-      // Increment first, so concurrent checks on any instance see each other's cost.
-      const increments = window.increments(cost);
-      const reads = window.reads;
-      const how: HowDecided = {
-        keysRead: reads.keys.length,
-        settledMiss: window.readsSettled(reads),
-        fromDeniedCache: false,
-      };
-      const answer = await ask(
-        store.incrementAndRead(
-          increments,
-          reads.keys,
-          plan.onStoreError === 'allow' ? ADMITTED_IF_UNANSWERED : REFUSED_IF_UNANSWERED,
-        ),
-        plan,
+      const { decision, how } = await count(plan, state, cost, nowMs);
+      return observed(plan, feature, 'check', decision, how);
+    },
+
+    async refund(request) {
+      const plan = eventPlan(plans, request.event);
+      const state = features.state(plan, validFeature(request.feature));
+      const cost = validCost(request.cost, plan);
+      const now = Math.floor(nowFor(state.base) / 1000);
+      if (
+        typeof request.at !== 'number' ||
+        !Number.isFinite(request.at) ||
+        request.at > (now + 1) * 1000 + maxClockSkewMs
+      )
+        throw new LimiterInputError(
+          'invalid_time',
+          'at must be the milliseconds since the epoch the check was counted at, not in the future',
+        );
+      const second = Math.floor(request.at / 1000);
+      const longest = Math.max(...plan.limits.map((limit) => limit.policy.window));
+      if (second + longest <= now) return false;
+      await store.decrement(
+        plan.levels.map(({ size }) => ({ key: bucketKey(state.base, size, bucketStart(second, size)), delta: cost })),
       );
-      // The store cannot answer: the event's onStoreError rule decides.
-      if (!answer) return observed(plan, feature, 'check', degradedDecision(plan.onStoreError), how);
-      const { incremented, read } = answer;
-      // Decide on the counts before this request: its own cost comes out of what it incremented.
-      const counts = window.fill(reads, read, incremented, cost);
-      const decision = decide(counts, { cost, nowMs, kind: 'check' });
-      if (decision.allowed) return observed(plan, feature, 'check', decision, how);
-      // A denied request is not counted: take the increment back.
-      await store
-        .decrement(increments.map(({ key }) => ({ key, delta: cost })))
-        .catch((error: unknown) => onRollbackError?.(error));
-      return observed(plan, feature, 'check', await denial(decision, window, plan, state, cost, nowMs), how);
+      forget(state);
+      return true;
+    },
+
+    async lease(request) {
+      const plan = eventPlan(plans, request.event);
+      const { lease } = plan;
+      if (!lease)
+        throw new LimiterInputError(
+          'lease_off',
+          `event ${plan.event} takes no leases: its policy has no lease section`,
+        );
+      const feature = validFeature(request.feature);
+      let units = Math.min(validUnits(request.units, 'units', 1), lease.maxUnits, plan.maxCost);
+      const state = features.state(plan, feature);
+      const nowMs = nowFor(state.base);
+      const second = Math.floor(nowMs / 1000);
+      const ttlSeconds = lease.holdSeconds + LEASE_KEY_SLACK_SECONDS;
+      // Counted as one check of `units`; when they do not fit, again with what the denial says remains.
+      for (let attempt = 0; ; attempt++) {
+        // An id per attempt: a denied attempt's record stays behind, naming units never granted.
+        const id = newLeaseId(second);
+        const record: CounterIncrement = { key: leaseUnitsKey(state.base, id), delta: units, ttlSeconds };
+        const { decision, how } = await count(plan, state, units, nowMs, [record]);
+        const remaining = Math.min(...decision.limits.map((limit) => limit.remaining));
+        if (decision.allowed || decision.degraded || attempt === 2 || !(remaining >= 1)) {
+          observed(plan, feature, 'check', decision, how);
+          if (!decision.allowed || decision.degraded) return decision;
+          return {
+            ...decision,
+            lease: { id, units, seconds: lease.lifeSeconds, expiresAt: nowMs + lease.lifeSeconds * 1000 },
+          };
+        }
+        units = remaining;
+      }
+    },
+
+    async returnLease(request) {
+      const plan = eventPlan(plans, request.event);
+      const { lease } = plan;
+      if (!lease)
+        throw new LimiterInputError(
+          'lease_off',
+          `event ${plan.event} takes no leases: its policy has no lease section`,
+        );
+      const state = features.state(plan, validFeature(request.feature));
+      const second = leaseSecond(request.id);
+      const unused = validUnits(request.unused, 'unused', 0);
+      const nowMs = nowFor(state.base);
+      const now = Math.floor(nowMs / 1000);
+      if (second > now + skewSeconds)
+        throw new LimiterInputError('unknown_lease', 'the lease id is not one memgate gave');
+      if (now > second + lease.holdSeconds)
+        throw new LimiterInputError(
+          'lease_expired',
+          `the lease was taken ${now - second} s ago, past its life and the grace for its return (${lease.holdSeconds} s); its units stay counted`,
+        );
+      const ttlSeconds = lease.holdSeconds + LEASE_KEY_SLACK_SECONDS;
+      // Counting the return first makes it the only one, however many arrive at once.
+      const { incremented, read } = await store.incrementAndRead(
+        [{ key: leaseReturnsKey(state.base, request.id), delta: 1, ttlSeconds }],
+        [leaseUnitsKey(state.base, request.id)],
+      );
+      const granted = read[0] ?? 0;
+      if (granted === 0) throw new LimiterInputError('unknown_lease', 'no lease of this id for this event and feature');
+      if ((incremented[0] ?? 0) > 1) throw new LimiterInputError('lease_returned', 'the lease was returned already');
+      // A holder claiming more than it was given has a bug: its units stay counted.
+      if (unused > granted)
+        throw new LimiterInputError(
+          'invalid_cost',
+          `unused ${unused} is more than the ${granted} units the lease holds`,
+        );
+      const spent = granted - unused;
+      // Spent units are counted again at this second first, so no window is short of them meanwhile.
+      if (spent > 0)
+        await store.incrementAndRead(
+          plan.levels.map(({ size, ttlSeconds: ttl }) => ({
+            key: bucketKey(state.base, size, bucketStart(now, size)),
+            delta: spent,
+            ttlSeconds: ttl,
+          })),
+          [],
+        );
+      await store.decrement(
+        plan.levels.map(({ size }) => ({
+          key: bucketKey(state.base, size, bucketStart(second, size)),
+          delta: granted,
+        })),
+      );
+      forget(state);
+      return { returned: unused, spent };
     },
 
     async reset(request) {
@@ -264,8 +441,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
       const ttlSeconds = Math.max(...plan.levels.map((level) => level.ttlSeconds));
       const straddling = plan.levels.map(({ size }) => bucketKey(state.base, size, bucketStart(second, size)));
       await store.reset({ key: resetMarkerKey(state.base), value: second, ttlSeconds }, straddling);
-      state.window = undefined;
-      state.denial = undefined;
+      forget(state);
     },
 
     async peek(request) {

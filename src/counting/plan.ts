@@ -1,3 +1,4 @@
+import { DEFAULTS } from '../config/defaults.js';
 import { formatDuration } from '../config/duration.js';
 import {
   PolicyError,
@@ -60,6 +61,18 @@ export interface EventPlan {
   readonly levels: readonly CounterLevel[];
   /** The largest cost a request may carry; beyond it no limit could ever allow it. */
   readonly maxCost: number;
+  /** Quota leases, when the event allows them. */
+  readonly lease?: LeasePlan | undefined;
+}
+
+export interface LeasePlan {
+  readonly maxUnits: number;
+  readonly lifeSeconds: number;
+  /**
+   * Seconds after a lease's second until its return can no longer come: its life and the
+   * grace for a late return. A lease's buckets can shrink until then, so they stay live.
+   */
+  readonly holdSeconds: number;
 }
 
 export function planLimit(policy: LimitPolicy, algorithm: Algorithm, edge: Edge = 'whole'): LimitPlan {
@@ -101,7 +114,7 @@ export function planLimit(policy: LimitPolicy, algorithm: Algorithm, edge: Edge 
 export function planEvents(policies: PolicySet): Map<string, EventPlan> {
   const plans = new Map<string, EventPlan>();
   const problems: string[] = [];
-  for (const { event, algorithm, edge, onStoreError, limits } of policies.events.values()) {
+  for (const { event, algorithm, edge, onStoreError, limits, lease } of policies.events.values()) {
     const limitPlans = limits.map((policy) => planLimit(policy, algorithm, edge));
     limitPlans.forEach((plan, index) => {
       if (plan.keysPerCheck.max > MAX_KEYS_PER_CHECK) {
@@ -119,6 +132,15 @@ export function planEvents(policies: PolicySet): Map<string, EventPlan> {
       limits: limitPlans,
       levels: sharedLevels(limitPlans),
       maxCost: Math.min(...limits.map((limit) => limit.limit)),
+      ...(lease
+        ? {
+            lease: {
+              maxUnits: lease.maxUnits,
+              lifeSeconds: lease.life,
+              holdSeconds: lease.life + DEFAULTS.leaseReturnGraceSeconds,
+            },
+          }
+        : {}),
     });
   }
   if (problems.length > 0) throw new PolicyError(policies.source, problems);

@@ -26,6 +26,9 @@ export function reloadable(initial: Limiter): ReloadableLimiter {
     check: (request: CheckRequest) => current.check(request),
     peek: (request: CheckRequest) => current.peek(request),
     reset: (request: Omit<CheckRequest, 'cost'>) => current.reset(request),
+    refund: (request) => current.refund(request),
+    lease: (request) => current.lease(request),
+    returnLease: (request) => current.returnLease(request),
     replace(next: Limiter) {
       current = next;
     },

@@ -15,6 +15,7 @@ import { registerDashboardRoutes } from './routes/dashboard.js';
 import { registerDecisionRoutes } from './routes/decisions.js';
 import { isGateUrl, refuse, registerGatewayRoutes } from './routes/gateway.js';
 import { registerHealthRoutes } from './routes/health.js';
+import { registerLeaseRoutes } from './routes/leases.js';
 import { registerPolicyRoutes } from './routes/policies.js';
 import { registerUsageRoutes } from './routes/usage.js';
 import type { UsageHistory } from '../usage/usage-history.js';
@@ -108,6 +109,7 @@ export function buildApp({
       });
     }
     registerDecisionRoutes(decisions, limiter);
+    registerLeaseRoutes(decisions, limiter);
     registerGatewayRoutes(decisions, limiter, handleError);
   });
   // Registered as a plugin, after swagger, so the OpenAPI document lists them too.

@@ -1,6 +1,7 @@
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyBaseLogger, FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { DEFAULTS } from '../config/defaults.js';
 import { ERROR_CODES, type ErrorCode, type InputErrorCode } from '../config/error-codes.js';
 import { PolicyError } from '../config/policies.js';
 import { LimiterInputError } from '../counting/errors.js';
@@ -14,6 +15,28 @@ export interface ErrorBody {
 
 export function errorBody(code: ErrorCode, message: string): ErrorBody {
   return { error: { code, message } };
+}
+
+/** One check of a POST /check/batch that /check would have refused: its error, and the status /check would have sent. */
+export interface BatchItemError extends ErrorBody {
+  status: number;
+}
+
+/**
+ * The answer to one check of a batch that threw: what /check would have answered (a 4xx
+ * for its input, 503 when it was shed). Anything else is a bug, and fails the whole batch.
+ */
+export function batchItemError(error: unknown): BatchItemError {
+  const code =
+    error instanceof LimiterInputError
+      ? error.code
+      : error instanceof StoreOverloadedError
+        ? 'overloaded'
+        : error instanceof StoreUnavailableError
+          ? 'store_unavailable'
+          : undefined;
+  if (code === undefined) throw error;
+  return { ...errorBody(code, (error as Error).message), status: ERROR_CODES[code].status };
 }
 
 /** Answers `code` with its status from the table of error codes. */
@@ -79,8 +102,15 @@ function handleError(
   if (error.validation) {
     const [first] = error.validation;
     const missing = first?.params.missingProperty;
-    const field = typeof missing === 'string' ? missing : (first?.instancePath.slice(1) ?? '');
-    return sendError(reply, FIELD_CODES[field] ?? 'invalid_request', describeValidation(error, field, request));
+    // A check of a /check/batch body is at /<index>: its fields are named as a check's.
+    const [, item, path = ''] = /^(?:\/(\d+))?\/?(.*)$/.exec(first?.instancePath ?? '') ?? [];
+    const field = typeof missing === 'string' ? missing : path;
+    const message = describeValidation(error, field, request, item !== undefined);
+    return sendError(
+      reply,
+      FIELD_CODES[field] ?? 'invalid_request',
+      item === undefined ? message : `check ${item} of the batch: ${message}`,
+    );
   }
   const known = FRAMEWORK_ERRORS[error.code];
   if (known) return sendError(reply, known, error.message);
@@ -91,12 +121,13 @@ function handleError(
   return sendError(reply, 'internal_error', 'memgate failed to handle this request');
 }
 
-function describeValidation(error: FastifyError, field: string, request: FastifyRequest): string {
+function describeValidation(error: FastifyError, field: string, request: FastifyRequest, inBatch: boolean): string {
   const [first] = error.validation ?? [];
-  const where = error.validationContext === 'body' ? 'the JSON body' : 'the query string';
+  const where = inBatch ? 'the check' : error.validationContext === 'body' ? 'the JSON body' : 'the query string';
   // The fields the route's schema names, for "unknown field": every route says its own.
-  const schema = request.routeOptions.schema?.[error.validationContext === 'body' ? 'body' : 'querystring'] as
-    { properties?: Record<string, unknown> } | undefined;
+  const routeSchema = request.routeOptions.schema?.[error.validationContext === 'body' ? 'body' : 'querystring'] as
+    { properties?: Record<string, unknown>; items?: { properties?: Record<string, unknown> } } | undefined;
+  const schema = inBatch ? routeSchema?.items : routeSchema;
   const names = Object.keys(schema?.properties ?? {});
   const expected = names.length > 1 ? `${names.slice(0, -1).join(', ')} and ${names.at(-1) ?? ''}` : names.join('');
   if (!first) return `${where} is invalid`;
@@ -107,10 +138,13 @@ function describeValidation(error: FastifyError, field: string, request: Fastify
       return `unknown field ${JSON.stringify(first.params.additionalProperty)} in ${where}; expected ${expected}`;
     case 'type':
       return field === ''
-        ? `${where} must be a JSON object`
+        ? `${where} must be a JSON ${first.params.type === 'array' ? 'array' : 'object'}`
         : `${field} must be ${/^[aeiou]/.test(String(first.params.type)) ? 'an' : 'a'} ${String(first.params.type)}`;
     case 'pattern':
       return `${field} must be a positive integer`;
+    case 'minItems':
+    case 'maxItems':
+      return `${where} must hold 1 to ${DEFAULTS.batchMaxChecks} checks (it holds ${String((request.body as unknown[]).length)})`;
     default:
       return `${field || where} ${first.message ?? 'is invalid'}`;
   }

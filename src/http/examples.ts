@@ -75,6 +75,80 @@ export const decisionExamples = {
   },
 } satisfies Record<string, Example>;
 
+/** POST /check/batch: each check decided as /check would, in the order asked. */
+export const batchExamples = {
+  decided: {
+    summary:
+      'A login, 3 url_shorten and a check of an unknown event: two decisions and the error /check would have sent',
+    value: [
+      decisionExamples.allowed.value,
+      decisionExamples.allowedCost.value,
+      {
+        error: { code: 'unknown_event', message: 'unknown event "signup"; known events: login, url_shorten' },
+        status: 400,
+      },
+    ],
+  },
+} satisfies Record<string, Example>;
+
+export const batchErrorExamples = {
+  notAnArray: {
+    summary: 'A body that is not a JSON array of checks',
+    value: error('invalid_request', 'the JSON body must be a JSON array'),
+  },
+  empty: {
+    summary: 'No check at all',
+    value: error('invalid_request', 'the JSON body must hold 1 to 100 checks (it holds 0)'),
+  },
+  itemMissingFeature: {
+    summary: 'A check without a feature: the whole batch is refused, nothing counted',
+    value: error('invalid_feature', 'check 1 of the batch: feature is required in the check'),
+  },
+} satisfies Record<string, Example>;
+
+/** POST /lease: url_shorten allows leases of up to 10 units for 5 s (docs/api-policies.yaml). */
+export const leaseExamples = {
+  granted: {
+    granted: {
+      summary: 'Ten units for user-42, to spend within 5 s',
+      value: {
+        allowed: true,
+        limits: [{ name: 'url_shorten-1m', limit: 100, window: 60, remaining: 90, resetSeconds: 60 }],
+        lease: { id: '1795427730.q8Yc3hJd0mWn2LxTf5RkAw', units: 10, seconds: 5, expiresAt: 1795427735250 },
+      },
+    },
+  },
+  denied: {
+    denied: {
+      summary: 'Nothing remains this minute; asked again within the lease hold of 7 s, as a lease may come back',
+      value: {
+        allowed: false,
+        limits: [{ name: 'url_shorten-1m', limit: 100, window: 60, remaining: 0, resetSeconds: 60 }],
+        retryAfter: 7,
+      },
+    },
+  },
+  leaseOff: {
+    summary: 'An event whose policy has no lease section',
+    value: error('lease_off', 'event login takes no leases: its policy has no lease section'),
+  },
+} satisfies Record<string, Example | Record<string, Example>>;
+
+export const leaseReturnExamples = {
+  returned: {
+    summary: 'Four of ten units unused: they are free again, and the six spent count from now',
+    value: { returned: 4, spent: 6 },
+  },
+  unknownLease: {
+    summary: 'An id no lease of this feature has',
+    value: error('unknown_lease', 'no lease of this id for this event and feature'),
+  },
+  returnedTwice: {
+    summary: 'The same lease returned a second time',
+    value: error('lease_returned', 'the lease was returned already'),
+  },
+} satisfies Record<string, Example>;
+
 /** Refusals of what the client sent: the same from /check and /peek. */
 export const inputErrorExamples = {
   unknownEvent: {
@@ -262,6 +336,7 @@ export const policiesExamples = {
           algorithm: 'sliding',
           edge: 'whole',
           onStoreError: 'allow',
+          lease: { maxUnits: 10, life: 5 },
           incrementsPerCheck: 2,
           keysPerCheck: { max: 60 },
           itemsPerFeature: 68,
@@ -311,6 +386,17 @@ export const adminExamples = {
   tooManyFailures: {
     summary: 'This address gave a wrong token 10 times within 60 s',
     value: error('too_many_failures', 'too many failed admin authentications from this address; retry in 56 s'),
+  },
+  refunded: {
+    summary: 'The login counted at 1795427730250 is taken back',
+    value: { refunded: true, event: 'login' },
+  },
+  futureAt: {
+    summary: 'A check that has not happened yet',
+    value: error(
+      'invalid_time',
+      'at must be the milliseconds since the epoch the check was counted at, not in the future',
+    ),
   },
   storeUnavailable: {
     summary: 'Memcached did not answer in time',

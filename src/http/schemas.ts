@@ -7,14 +7,19 @@
  * In a route's answers, `x-response-description` and `x-examples` (named examples, see
  * examples.ts) and `headers` are read by @fastify/swagger only; fastify serializes by the rest.
  */
+import { DEFAULTS } from '../config/defaults.js';
 import {
   adminExamples,
+  batchErrorExamples,
+  batchExamples,
   bodyErrorExamples,
   decisionExamples,
   gatewayErrorExamples,
   gatewayOffExample,
   healthExamples,
   inputErrorExamples,
+  leaseExamples,
+  leaseReturnExamples,
   metricsExample,
   overloadedExample,
   payloadTooLargeExample,
@@ -54,6 +59,82 @@ export const checkBody = {
   properties: { event, feature, cost: { type: 'integer', description: 'A positive integer, 1 by default' } },
   examples: [{ event: 'login', feature: '203.0.113.7' }],
 } as const;
+
+export const checkBatchBody = {
+  type: 'array',
+  minItems: 1,
+  maxItems: DEFAULTS.batchMaxChecks,
+  items: checkBody,
+  examples: [
+    [
+      { event: 'login', feature: '203.0.113.7' },
+      { event: 'url_shorten', feature: 'user-42', cost: 3 },
+    ],
+  ],
+} as const;
+
+const units = (description: string, minimum: 0 | 1) => ({ type: 'integer', minimum, description }) as const;
+
+export const leaseBody = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['event', 'feature', 'units'],
+  properties: {
+    event,
+    feature,
+    units: units(
+      'How many units the client would like; memgate grants at most what remains and the policy’s maxUnits',
+      1,
+    ),
+  },
+  examples: [{ event: 'url_shorten', feature: 'user-42', units: 10 }],
+} as const;
+
+export interface LeaseBody {
+  event: string;
+  feature: string;
+  units: number;
+}
+
+export const leaseReturnBody = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['event', 'feature', 'id', 'unused'],
+  properties: {
+    event,
+    feature,
+    id: { type: 'string', description: 'The id /lease gave', maxLength: 64 },
+    unused: units('Units the client did not spend', 0),
+  },
+  examples: [{ event: 'url_shorten', feature: 'user-42', id: '1795427730.q8Yc3hJd0mWn2LxTf5RkAw', unused: 4 }],
+} as const;
+
+export interface LeaseReturnBody {
+  event: string;
+  feature: string;
+  id: string;
+  unused: number;
+}
+
+export const refundBody = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['event', 'feature', 'at'],
+  properties: {
+    event,
+    feature,
+    cost: { type: 'integer', description: 'The cost the check counted, 1 by default' },
+    at: { type: 'integer', minimum: 0, description: 'When the check was counted, in milliseconds since the epoch' },
+  },
+  examples: [{ event: 'login', feature: '203.0.113.7', at: 1795427730250 }],
+} as const;
+
+export interface RefundBody {
+  event: string;
+  feature: string;
+  cost?: number;
+  at: number;
+}
 
 export interface CheckQuerystring {
   event: string;
@@ -113,6 +194,61 @@ export const decisionResponse = {
       type: 'boolean',
       description: "true when the store could not answer and the event's onStoreError rule decided",
     },
+  },
+} as const;
+
+/** A check of a batch that /check would have refused: its error, and the status /check would have answered. */
+export const batchItemErrorResponse = {
+  type: 'object',
+  required: ['error', 'status'],
+  properties: {
+    ...errorResponse.properties,
+    status: { type: 'integer', description: 'the status /check would have answered: 400 for its input, 503 when shed' },
+  },
+} as const;
+
+export const leaseResponse = {
+  ...decisionResponse,
+  properties: {
+    ...decisionResponse.properties,
+    lease: {
+      type: 'object',
+      description: 'The lease, when allowed: spend its units within its life, then return what is left',
+      required: ['id', 'units', 'seconds', 'expiresAt'],
+      properties: {
+        id: { type: 'string', description: 'Names the lease in its return; only its holder knows it' },
+        units: {
+          type: 'integer',
+          description: 'Units counted for the holder: at most what was asked, what remained and maxUnits',
+        },
+        seconds: { type: 'integer', description: 'The lease’s life' },
+        expiresAt: {
+          type: 'integer',
+          description: 'When its life ends, in milliseconds since the epoch on memgate’s clock',
+        },
+      },
+    },
+  },
+} as const;
+
+export const leaseReturnedResponse = {
+  type: 'object',
+  required: ['returned', 'spent'],
+  properties: {
+    returned: { type: 'integer', description: 'Units taken back: others may use them now' },
+    spent: { type: 'integer', description: 'Units counted again at this second, where the window keeps them longest' },
+  },
+} as const;
+
+export const refundResponse = {
+  type: 'object',
+  required: ['refunded', 'event'],
+  properties: {
+    refunded: {
+      type: 'boolean',
+      description: 'false when that second has left every window: nothing was counted there any more',
+    },
+    event: { type: 'string' },
   },
 } as const;
 
@@ -176,6 +312,14 @@ export const policiesResponse = {
           algorithm: { type: 'string' },
           edge: { type: 'string' },
           onStoreError: { type: 'string' },
+          lease: {
+            type: 'object',
+            description: 'present when clients may take leases of this event',
+            properties: {
+              maxUnits: { type: 'integer', description: 'most units one lease may take' },
+              life: { type: 'integer', description: 'seconds a lease lives' },
+            },
+          },
           incrementsPerCheck: { type: 'integer' },
           keysPerCheck,
           itemsPerFeature: { type: 'integer', description: 'Memcached items one active feature keeps alive' },
@@ -370,6 +514,99 @@ export const peekBodyRoute = {
   response: decisionAnswers('/peek', 'body'),
 };
 
+export const checkBatchRoute = {
+  summary: 'Decide and count several requests at once',
+  description: `Up to ${DEFAULTS.batchMaxChecks} checks in one request, as \`POST /check\` bodies in a JSON array: memgate's client (\`memgate/client\`) sends the checks its callers make at the same moment this way, one HTTP request instead of many. Each check is decided on its own, exactly as \`/check\` would decide it alone (checks of the same feature count as concurrent \`/check\`s do), and counted when allowed.
+
+The answer is always 200 with an array in the order of the checks: a decision (\`allowed\` true or false, as \`/check\`'s 200 and 429 bodies) or, for a check \`/check\` would have refused, its error with the \`status\` \`/check\` would have answered (400 for its input, 503 when it was shed). A body that is not such an array, or a check of the wrong shape, is a 400 for the whole batch, and nothing is counted. No RateLimit headers: they describe one decision.`,
+  tags: ['decisions'],
+  body: checkBatchBody,
+  response: {
+    200: answer(
+      { type: 'array', items: { anyOf: [decisionResponse, batchItemErrorResponse] } },
+      'The decisions, in the order of the checks; a check /check would have refused holds its error and status instead',
+      batchExamples,
+    ),
+    400: answer(
+      errorResponse,
+      'The body is not a JSON array of 1 to 100 checks, or a check is not an object with a string event and feature (and an integer cost); nothing was counted',
+      { ...batchErrorExamples, invalidJson: bodyErrorExamples.invalidJson },
+    ),
+    413: answer(
+      errorResponse,
+      `\`payload_too_large\`: the body is over ${(DEFAULTS.bodyLimitBytes * DEFAULTS.batchMaxChecks) / 1024} KB`,
+      payloadTooLargeExample,
+    ),
+    415: answer(
+      errorResponse,
+      '`unsupported_media_type`: the body is not `application/json`',
+      unsupportedMediaTypeExample,
+    ),
+  },
+};
+
+const leaseInputErrors = (extra: Record<string, Example>) =>
+  answer(
+    errorResponse,
+    'The request is not one memgate can take (see the examples); nothing was counted or taken back',
+    {
+      ...extra,
+      unknownEvent: inputErrorExamples.unknownEvent,
+      invalidJson: bodyErrorExamples.invalidJson,
+    },
+  );
+
+export const leaseRoute = {
+  summary: 'Take a quota lease: several units counted at once, spent by the client',
+  description: `For an event whose policy has a \`lease\` section. memgate counts up to \`units\` at once for \`feature\` (never more than what remains in every limit, nor the policy's \`maxUnits\`), and the client answers its next checks itself from those units, without asking. When the lease's \`seconds\` end, the client returns what it did not spend with \`POST /lease/return\`; memgate takes those back, and counts the spent ones again at the return's second, so that no window loses a spent unit early.
+
+Nothing is ever admitted beyond the limit: the units are counted before they are spent. What a lease costs others is that its unspent units are refused to them until it is returned (at most its life and ${DEFAULTS.leaseReturnGraceSeconds} s). So that a denied client asks again by then, a denial of an event with leases says at most that long in \`retryAfter\`.
+
+200 with the decision and the \`lease\` when units were counted; 429 with the decision, as \`/check\`'s, when not even one unit fits. \`memgate/client\` takes and returns leases itself (docs/client.md).`,
+  tags: ['leases'],
+  body: leaseBody,
+  response: {
+    200: answer(leaseResponse, 'Units were counted: the `lease` says how many, and until when', leaseExamples.granted),
+    400: leaseInputErrors({ leaseOff: leaseExamples.leaseOff }),
+    429: answer(
+      decisionResponse,
+      'Not even one unit fits: the decision, as /check’s',
+      leaseExamples.denied,
+      DENIAL_HEADERS,
+    ),
+    503: overloaded,
+  },
+};
+
+export const leaseReturnRoute = {
+  summary: 'Return a lease: take back its unused units',
+  description: `Takes back the units a lease did not spend, and counts its spent ones at this second instead of the lease's. A lease is returned once, within its life and ${DEFAULTS.leaseReturnGraceSeconds} s; after that its units stay counted until they leave the window.`,
+  tags: ['leases'],
+  body: leaseReturnBody,
+  response: {
+    200: answer(leaseReturnedResponse, 'The unused units are free again; the spent ones count from now', {
+      returned: leaseReturnExamples.returned,
+    }),
+    400: leaseInputErrors({ leaseOff: leaseExamples.leaseOff }),
+    404: answer(errorResponse, '`unknown_lease`: no lease of this id for this event and feature', {
+      unknownLease: leaseReturnExamples.unknownLease,
+    }),
+    409: answer(
+      errorResponse,
+      '`lease_returned`: returned already (a lease is returned once); `lease_expired`: too late',
+      {
+        returnedTwice: leaseReturnExamples.returnedTwice,
+      },
+    ),
+    503: answer(
+      errorResponse,
+      '`store_unavailable`: Memcached did not answer in time; the units stay counted',
+      { storeUnavailable: adminExamples.storeUnavailable },
+      RETRY_SOON,
+    ),
+  },
+};
+
 const gatewayDenied = (status: string, examples: Record<string, Example>) =>
   answer(
     decisionResponse,
@@ -525,6 +762,33 @@ export const adminResetRoute = {
     503: answer(
       errorResponse,
       '`store_unavailable`: Memcached did not answer in time, so the counts may not be forgotten; retry',
+      { storeUnavailable: adminExamples.storeUnavailable },
+      RETRY_SOON,
+    ),
+  },
+};
+
+export const adminRefundRoute = {
+  summary: 'Take back what a check counted',
+  description: `Takes \`cost\` back from the buckets that counted a check at \`at\`: what express-rate-limit's \`decrement\` (\`skipFailedRequests\`, \`skipSuccessfulRequests\`) does through \`memgate/express-rate-limit\`. It gives quota back, so it is an admin route. Instances that already keep that second as settled see the refund when it leaves their window: until then they count the request still (never less than what was admitted).
+
+${ADMIN}`,
+  tags: ['admin'],
+  security: [{ adminToken: [] }],
+  body: refundBody,
+  response: {
+    200: answer(refundResponse, 'Taken back, or nothing to take back any more', {
+      refunded: adminExamples.refunded,
+    }),
+    400: answer(errorResponse, 'The body is not a check memgate knows, or `at` is in the future; nothing was changed', {
+      unknownEvent,
+      missingFeature,
+      futureAt: adminExamples.futureAt,
+    }),
+    ...adminRefusals,
+    503: answer(
+      errorResponse,
+      '`store_unavailable`: Memcached did not answer in time, so nothing may be taken back; retry',
       { storeUnavailable: adminExamples.storeUnavailable },
       RETRY_SOON,
     ),

@@ -5,7 +5,7 @@ import { PolicyError } from '../../config/policies.js';
 import type { Limiter } from '../../counting/limiter.js';
 import { sendError } from '../errors.js';
 import { createFailureThrottle } from '../failure-throttle.js';
-import { adminReloadRoute, adminResetRoute, type ResetBody } from '../schemas.js';
+import { adminRefundRoute, adminReloadRoute, adminResetRoute, type RefundBody, type ResetBody } from '../schemas.js';
 
 export interface AdminOptions {
   /** The bearer token every admin request must carry. */
@@ -17,7 +17,8 @@ export interface AdminOptions {
 }
 
 /**
- * /admin/reset forgets a feature's counts on every instance; /admin/reload loads the
+ * /admin/reset forgets a feature's counts on every instance; /admin/refund takes back what
+ * one check counted; /admin/reload loads the
  * policy file again without a restart. Both need `Authorization: Bearer <token>`.
  * An address that fails to give it `adminFailureLimit` times in a window gets 429 for
  * every admin request until its failures leave the window: guessing the token is slow,
@@ -78,6 +79,16 @@ export function registerAdminRoutes(
     log.info({ event }, 'admin reset a feature');
     return { reset: true, event };
   });
+
+  app.post<{ Body: RefundBody }>(
+    '/admin/refund',
+    { onRequest: authorize, schema: adminRefundRoute },
+    async (request) => {
+      const { event } = request.body;
+      const refunded = await limiter.refund(request.body);
+      return { refunded, event };
+    },
+  );
 
   app.post('/admin/reload', { onRequest: authorize, schema: adminReloadRoute }, async (request) => {
     const address = request.ip;

@@ -2,9 +2,11 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Decision } from '../../counting/decision.js';
 import type { CheckRequest } from '../../counting/check-request.js';
 import type { Limiter } from '../../counting/limiter.js';
-import { errorBody } from '../errors.js';
+import { DEFAULTS } from '../../config/defaults.js';
+import { batchItemError, errorBody } from '../errors.js';
 import { rateLimitHeaderWriter } from '../rate-limit-headers.js';
 import {
+  checkBatchRoute,
   checkBodyRoute,
   checkQueryRoute,
   peekBodyRoute,
@@ -65,4 +67,11 @@ export function registerDecisionRoutes(app: FastifyInstance, limiter: Limiter): 
       return send(reply, request.body.event, await decide(request.body));
     });
   }
+  // Each check of a batch is decided on its own, as concurrent /checks would be: one refused
+  // or shed answers its own error, and the others stand.
+  app.post<{ Body: CheckBody[] }>(
+    '/check/batch',
+    { schema: checkBatchRoute, bodyLimit: DEFAULTS.bodyLimitBytes * DEFAULTS.batchMaxChecks },
+    async (request) => Promise.all(request.body.map((check) => limiter.check(check).catch(batchItemError))),
+  );
 }
