@@ -21,17 +21,15 @@ function harness(maxEntries = 100) {
   return {
     denials,
     asked,
-    advance(ms: number) {
+    advance: (ms: number) => {
       clock += ms;
     },
     /** An ask that answers `decision` for `feature`, sent at the current clock. */
-    ask(feature: string, decision: ClientDecision, delay?: Promise<unknown>) {
-      return async (): Promise<Asked> => {
-        const sentAt = clock;
-        asked.push(feature);
-        await delay;
-        return { decision, sentAt };
-      };
+    ask: (feature: string, decision: ClientDecision, delay?: Promise<unknown>) => async (): Promise<Asked> => {
+      const sentAt = clock;
+      asked.push(feature);
+      await delay;
+      return { decision, sentAt };
     },
   };
 }
@@ -70,12 +68,14 @@ describe('local denials', () => {
     const { denials, asked, advance, ask } = harness();
     await denials.decide('e', 'f', 1, ask('f', denied(1)));
     advance(1000);
-    let answer = () => {};
-    const slow = new Promise<void>((resolve) => (answer = resolve));
+    const slowly: { answer?: () => void } = {};
+    const slow = new Promise<void>((resolve) => {
+      slowly.answer = resolve;
+    });
     const all = Array.from({ length: 1000 }, () => denials.decide('e', 'f', 1, ask('f', denied(2), slow)));
     await Promise.resolve();
     expect(asked).toHaveLength(2);
-    answer();
+    slowly.answer?.();
     const decisions = await Promise.all(all);
     expect(decisions.filter((d) => d.source === 'server')).toHaveLength(1);
     expect(decisions.slice(1).every((d) => d.source === 'local' && d.retryAfter === 2)).toBe(true);
