@@ -111,4 +111,21 @@ export const DEFAULTS = {
   usageTopMaxLimit: 1000,
   /** How long a write to Graphite or a read from graphite-web may take. */
   graphiteTimeoutMs: 5000,
+
+  /** memgate/client: how long a request to memgate may take before its checks are degraded. */
+  clientTimeoutMs: 500,
+  /** memgate/client: what a check answers when memgate cannot be reached. */
+  clientOnError: 'allow',
+  /** memgate/client: how long checks wait for others to share a request; 0 is the current tick. */
+  clientBatchWindowMs: 0,
+  /** memgate/client: the longest batchWindowMs may be: a check should not wait on others for longer. */
+  clientMaxBatchWindowMs: 10,
+  /** memgate/client: checks one POST /check/batch may carry (the server's own limit). */
+  clientMaxBatchSize: 100,
+  /** memgate/client: keep-alive connections of the undici pool, in Node. */
+  clientConnections: 10,
+  /** memgate/client: after memgate could not be reached, how long checks are degraded at once before one probes. */
+  clientErrorBackoffMs: 1000,
+  /** memgate/client: denials (event, feature and cost) remembered at once; the oldest go first. */
+  clientMaxLocalDenials: 10_000,
 } as const;

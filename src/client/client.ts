@@ -1,0 +1,311 @@
+/**
+ * memgate/client: asks a memgate service about each check, over HTTP, and answers in the
+ * caller's process what it can: denials that still hold (local-denials.ts) and, when
+ * memgate cannot be reached, the `onError` rule. Concurrent checks share requests
+ * (batcher.ts), over keep-alive connections (transport.ts).
+ */
+import type { Decision } from '../counting/decision.js';
+import { createBatcher } from './batcher.js';
+import { MemgateClientError, serverError } from './errors.js';
+import { createLocalDenials, type Asked, type ClientDecision } from './local-denials.js';
+import { resolveOptions, type ClientOptions } from './options.js';
+import { createReachability } from './reachability.js';
+import { createTransport, TransportFailure, type HttpAnswer } from './transport.js';
+
+export type { ClientDecision, ClientOptions };
+
+/** What the client has done so far; the benchmark and the tests read it. */
+export interface ClientStats {
+  /** HTTP requests sent to memgate (checks, peeks and admin calls), answered or not. */
+  readonly requests: number;
+  /** Checks carried by those requests: each one memgate decides (and counts, when allowed). */
+  readonly checksSent: number;
+  /** Checks answered in this process: a denial that still holds, or `onError` without a request. */
+  readonly answeredLocally: number;
+  /** Checks and peeks answered `degraded: true`: by memgate's `onStoreError`, or by `onError` here. */
+  readonly degraded: number;
+}
+
+export interface CheckOptions {
+  /** How much of the limit this check uses; a positive integer, 1 by default. */
+  readonly cost?: number | undefined;
+}
+
+export interface RefundOptions {
+  /** The cost to take back; 1 by default. */
+  readonly cost?: number | undefined;
+  /** When the check was counted, in epoch milliseconds (this host's clock). */
+  readonly at: number;
+}
+
+export interface MemgateClient {
+  /** Decides and, when allowed, counts: memgate's /check, or a denial repeated locally. */
+  check(event: string, feature: string, options?: CheckOptions): Promise<ClientDecision>;
+  /** memgate's /peek: the decision a check would get, counting nothing. Always asks memgate, never batched, never remembered. */
+  peek(event: string, feature: string, options?: CheckOptions): Promise<ClientDecision>;
+  /** Forgets what `feature` has counted for `event` (POST /admin/reset; needs adminToken), and its local denials. */
+  reset(event: string, feature: string): Promise<{ reset: true; event: string }>;
+  /** Takes back a counted cost (POST /admin/refund; needs adminToken), and forgets the feature's local denials. */
+  refund(event: string, feature: string, options: RefundOptions): Promise<{ refunded: true; event: string }>;
+  /** Waits for the checks under way, then closes the connections; later calls reject with `client_closed`. */
+  close(): Promise<void>;
+  readonly stats: ClientStats;
+}
+
+interface CheckBody {
+  readonly event: string;
+  readonly feature: string;
+  readonly cost?: number;
+}
+
+/** One check's fate at memgate. */
+type Outcome =
+  | { readonly kind: 'decision'; readonly decision: Decision }
+  | { readonly kind: 'unreachable' }
+  | { readonly kind: 'error'; readonly error: MemgateClientError };
+
+const now = () => performance.now();
+
+export function createClient(options: ClientOptions): MemgateClient {
+  const settings = resolveOptions(options);
+  const transport = createTransport(settings);
+  const reachability = createReachability({ backoffMs: settings.errorBackoffMs, now });
+  const denials = createLocalDenials({ maxEntries: settings.maxLocalDenials, now });
+  const stats = { requests: 0, checksSent: 0, answeredLocally: 0, degraded: 0 };
+  const underWay = new Set<Promise<unknown>>();
+  let closed = false;
+
+  const post = (path: string, body: unknown, headers?: Record<string, string>): Promise<HttpAnswer> => {
+    stats.requests++;
+    return transport.post(path, body, headers);
+  };
+
+  /** Sends checks: one alone to /check, more to /check/batch. Never rejects: each check gets its outcome. */
+  const sendChecks = async (checks: readonly CheckBody[]): Promise<Outcome[]> => {
+    stats.checksSent += checks.length;
+    const single = checks.length === 1 ? checks[0] : undefined;
+    const path = single ? '/check' : '/check/batch';
+    let answer: HttpAnswer;
+    try {
+      answer = await post(path, single ?? checks);
+    } catch (error) {
+      if (error instanceof TransportFailure) return checks.map(() => ({ kind: 'unreachable' }));
+      throw error;
+    }
+    if (single) return [outcomeOf(answer.status, answer.body, path)];
+    const { status, body } = answer;
+    if (status === 200 && Array.isArray(body) && body.length === checks.length) {
+      return body.map((item: unknown) => {
+        const itemStatus = typeof item === 'object' && item !== null && 'status' in item ? item.status : undefined;
+        if (typeof itemStatus === 'number') return outcomeOf(itemStatus, item, path);
+        return outcomeOf(isDecision(item) && !item.allowed ? 429 : 200, item, path);
+      });
+    }
+    const whole = outcomeOf(status === 200 ? 502 : status, body, path);
+    return checks.map(() => whole);
+  };
+
+  const batcher = createBatcher<CheckBody, Outcome>({
+    windowMs: settings.batchWindowMs,
+    maxSize: settings.maxBatchSize,
+    send: sendChecks,
+  });
+
+  const degraded = (): ClientDecision =>
+    settings.onError === 'allow'
+      ? { allowed: true, limits: [], degraded: true, source: 'local' }
+      : { allowed: false, limits: [], retryAfter: 1, degraded: true, source: 'local' };
+
+  /** An outcome as the caller sees it; feeds what memgate's reachability is. */
+  const settle = (outcome: Outcome): ClientDecision => {
+    switch (outcome.kind) {
+      case 'decision':
+        reachability.answered();
+        return { ...outcome.decision, source: 'server' };
+      case 'unreachable':
+        reachability.failed();
+        return degraded();
+      case 'error':
+        reachability.answered();
+        throw outcome.error;
+    }
+  };
+
+  const askCheck = async (body: CheckBody): Promise<Asked> => {
+    const sentAt = now();
+    if (!reachability.mayAsk()) return { decision: degraded(), sentAt };
+    return { decision: settle(await batcher.add(body)), sentAt };
+  };
+
+  const track = <T>(work: Promise<T>): Promise<T> => {
+    underWay.add(work);
+    void work.then(
+      () => underWay.delete(work),
+      () => underWay.delete(work),
+    );
+    return work;
+  };
+
+  const count = (decision: ClientDecision): ClientDecision => {
+    if (decision.source === 'local') stats.answeredLocally++;
+    if (decision.degraded) stats.degraded++;
+    return decision;
+  };
+
+  const openOrThrow = () => {
+    if (closed) throw new MemgateClientError('client_closed', 'memgate client: this client was closed');
+  };
+
+  const admin = async <T>(path: string, body: object): Promise<T> => {
+    const token = settings.adminToken;
+    if (token === undefined) {
+      throw new MemgateClientError('admin_token_missing', `memgate client: ${path} needs the adminToken option`);
+    }
+    let answer: HttpAnswer;
+    try {
+      answer = await post(path, body, { authorization: `Bearer ${token}` });
+    } catch (error) {
+      if (error instanceof TransportFailure)
+        throw new MemgateClientError('unreachable', `memgate client: ${error.message}`);
+      throw error;
+    }
+    if (answer.status === 200) return answer.body as T;
+    throw errorOf(answer.status, answer.body, path);
+  };
+
+  return {
+    check(event, feature, checkOptions) {
+      return track(
+        (async () => {
+          openOrThrow();
+          const body = checkBody(event, feature, checkOptions);
+          return count(await denials.decide(body.event, body.feature, body.cost ?? 1, () => askCheck(body)));
+        })(),
+      );
+    },
+    peek(event, feature, checkOptions) {
+      return track(
+        (async () => {
+          openOrThrow();
+          const body = checkBody(event, feature, checkOptions);
+          if (!reachability.mayAsk()) return count(degraded());
+          let outcome: Outcome;
+          try {
+            const answer = await post('/peek', body);
+            outcome = outcomeOf(answer.status, answer.body, '/peek');
+          } catch (error) {
+            if (!(error instanceof TransportFailure)) throw error;
+            outcome = { kind: 'unreachable' };
+          }
+          return count(settle(outcome));
+        })(),
+      );
+    },
+    reset(event, feature) {
+      return track(
+        (async () => {
+          openOrThrow();
+          const { event: e, feature: f } = checkBody(event, feature, undefined);
+          const answer = await admin<{ reset: true; event: string }>('/admin/reset', { event: e, feature: f });
+          denials.forget(e, f);
+          return answer;
+        })(),
+      );
+    },
+    refund(event, feature, refundOptions) {
+      return track(
+        (async () => {
+          openOrThrow();
+          const body = checkBody(event, feature, refundOptions);
+          const at = (refundOptions as RefundOptions | undefined)?.at;
+          if (typeof at !== 'number' || !Number.isSafeInteger(at) || at < 0) {
+            throw new MemgateClientError(
+              'invalid_at',
+              `memgate client: refund needs at, the epoch milliseconds the check was counted (got ${String(at)})`,
+            );
+          }
+          const answer = await admin<{ refunded: true; event: string }>('/admin/refund', { ...body, at });
+          denials.forget(body.event, body.feature);
+          return answer;
+        })(),
+      );
+    },
+    async close() {
+      closed = true;
+      while (underWay.size > 0) await Promise.allSettled([...underWay]);
+      await transport.close();
+    },
+    get stats() {
+      return { ...stats };
+    },
+  };
+}
+
+/**
+ * A check's body, refused here when memgate's schema would refuse it: in a batch such a
+ * check would fail every other check with it (memgate judges the rest: unknown events,
+ * long features, costs over a limit).
+ */
+function checkBody(event: unknown, feature: unknown, options: unknown): CheckBody {
+  if (typeof event !== 'string' || event.length === 0) {
+    throw new MemgateClientError(
+      'invalid_event',
+      `memgate client: event must be a non-empty string (got ${typeof event})`,
+    );
+  }
+  if (typeof feature !== 'string' || feature.length === 0) {
+    throw new MemgateClientError(
+      'invalid_feature',
+      `memgate client: feature must be a non-empty string (got ${typeof feature})`,
+    );
+  }
+  if (!feature.isWellFormed()) {
+    throw new MemgateClientError(
+      'invalid_feature',
+      'memgate client: feature must be well-formed Unicode (it holds a lone surrogate)',
+    );
+  }
+  if (options !== undefined && (typeof options !== 'object' || options === null)) {
+    throw new MemgateClientError(
+      'invalid_request',
+      'memgate client: the options of a check must be an object such as { cost: 2 }',
+    );
+  }
+  const cost = (options as CheckOptions | undefined)?.cost;
+  if (cost === undefined) return { event, feature };
+  if (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 1) {
+    throw new MemgateClientError(
+      'invalid_cost',
+      `memgate client: cost must be a positive integer (got ${String(cost)})`,
+    );
+  }
+  return { event, feature, cost };
+}
+
+function isDecision(body: unknown): body is Decision {
+  return (
+    typeof body === 'object' &&
+    body !== null &&
+    'allowed' in body &&
+    typeof body.allowed === 'boolean' &&
+    'limits' in body &&
+    Array.isArray(body.limits)
+  );
+}
+
+/** What memgate's answer to one check (or one element of a batch) means for it. */
+function outcomeOf(status: number, body: unknown, path: string): Outcome {
+  if ((status === 200 || status === 429) && isDecision(body)) return { kind: 'decision', decision: body };
+  // 5xx (overloaded, shed, a proxy's 502) and answers that are no decision: memgate is not answering checks.
+  if (status >= 500 || status < 400) return { kind: 'unreachable' };
+  return { kind: 'error', error: errorOf(status, body, path) };
+}
+
+function errorOf(status: number, body: unknown, path: string): MemgateClientError {
+  const error = serverError(body);
+  return new MemgateClientError(
+    error?.code ?? `http_${status}`,
+    `memgate ${path}: ${error?.message ?? `answered ${status}`}`,
+    status,
+  );
+}

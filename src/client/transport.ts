@@ -1,0 +1,165 @@
+/**
+ * How the client's requests reach memgate: an undici Pool with keep-alive connections in
+ * Node, loaded only on the first request (a dynamic import, so importing memgate/client
+ * loads no `node:` module), or `fetch` in other runtimes and whenever the caller passes one.
+ */
+
+/** What memgate answered: the status and the body as parsed JSON (undefined when it was not JSON). */
+export interface HttpAnswer {
+  readonly status: number;
+  readonly body: unknown;
+}
+
+/** The request never got an answer: no connection, a broken one, or no answer within the timeout. */
+export class TransportFailure extends Error {
+  override readonly name = 'TransportFailure';
+  constructor(
+    readonly reason: 'timeout' | 'network',
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export interface Transport {
+  /** POSTs `body` as JSON to `path` (under the URL's own path); rejects only with TransportFailure. */
+  post(path: string, body: unknown, headers?: Readonly<Record<string, string>>): Promise<HttpAnswer>;
+  /** Waits for requests under way, then closes the connections. */
+  close(): Promise<void>;
+}
+
+export type FetchFunction = (input: string, init: RequestInit) => Promise<Response>;
+
+export interface TransportOptions {
+  readonly url: URL;
+  readonly timeoutMs: number;
+  /** Keep-alive connections of the undici pool. */
+  readonly connections: number;
+  /** Sent with every request. */
+  readonly headers: Readonly<Record<string, string>>;
+  /** When given, used instead of undici. */
+  readonly fetch?: FetchFunction | undefined;
+}
+
+/** Node, where undici is worth loading; elsewhere the runtime's fetch is all there is. */
+function inNode(): boolean {
+  return (
+    typeof globalThis.process === 'object' &&
+    typeof (globalThis.process.versions as { node?: unknown } | undefined)?.node === 'string'
+  );
+}
+
+/** The runtime's own fetch, or undefined in a runtime without one. */
+export function globalFetch(): FetchFunction | undefined {
+  return typeof globalThis.fetch === 'function' ? globalThis.fetch.bind(globalThis) : undefined;
+}
+
+export function createTransport(options: TransportOptions): Transport {
+  if (options.fetch) return fetchTransport(options, options.fetch);
+  if (inNode()) return undiciTransport(options);
+  const fetch = globalFetch();
+  if (!fetch) throw new Error('this runtime has no fetch: pass one as the fetch option');
+  return fetchTransport(options, fetch);
+}
+
+interface RawAnswer {
+  readonly status: number;
+  readonly text: string;
+}
+
+/** One request under `timeoutMs`, from sending to the body's last byte. */
+async function withTimeout(timeoutMs: number, send: (signal: AbortSignal) => Promise<RawAnswer>): Promise<HttpAnswer> {
+  const controller = new AbortController();
+  const timer = setTimeout(() => {
+    controller.abort();
+  }, timeoutMs);
+  try {
+    const { status, text } = await send(controller.signal);
+    return { status, body: parseJson(text) };
+  } catch (error) {
+    if (controller.signal.aborted)
+      throw new TransportFailure('timeout', `memgate did not answer within ${timeoutMs} ms`);
+    throw new TransportFailure('network', `memgate could not be reached: ${describe(error)}`);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+function describe(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  // fetch wraps the socket's error (ECONNREFUSED, …) as its cause.
+  const cause = error.cause instanceof Error ? `: ${error.cause.message}` : '';
+  return `${error.message}${cause}`;
+}
+
+function requestHeaders(options: TransportOptions, extra?: Readonly<Record<string, string>>): Record<string, string> {
+  return { ...options.headers, ...extra, 'content-type': 'application/json' };
+}
+
+function basePath(url: URL): string {
+  return url.pathname.replace(/\/+$/, '');
+}
+
+function fetchTransport(options: TransportOptions, fetch: FetchFunction): Transport {
+  const base = `${options.url.origin}${basePath(options.url)}`;
+  const pending = new Set<Promise<unknown>>();
+  return {
+    post(path, body, headers) {
+      const answer = withTimeout(options.timeoutMs, async (signal) => {
+        const response = await fetch(`${base}${path}`, {
+          method: 'POST',
+          headers: requestHeaders(options, headers),
+          body: JSON.stringify(body),
+          signal,
+        });
+        return { status: response.status, text: await response.text() };
+      });
+      pending.add(answer);
+      void answer.catch(() => undefined).finally(() => pending.delete(answer));
+      return answer;
+    },
+    async close() {
+      await Promise.allSettled([...pending]);
+    },
+  };
+}
+
+type UndiciPool = import('undici').Pool;
+
+function undiciTransport(options: TransportOptions): Transport {
+  const prefix = basePath(options.url);
+  let pool: Promise<UndiciPool> | undefined;
+  // Loaded on the first request, not at import: memgate/client imports no node: module.
+  const openPool = () =>
+    (pool ??= import('undici').then(
+      ({ Pool }) => new Pool(options.url.origin, { connections: options.connections, pipelining: 1 }),
+    ));
+  return {
+    post(path, body, headers) {
+      return withTimeout(options.timeoutMs, async (signal) => {
+        const answer = await (
+          await openPool()
+        ).request({
+          path: `${prefix}${path}`,
+          method: 'POST',
+          headers: requestHeaders(options, headers),
+          body: JSON.stringify(body),
+          signal,
+        });
+        return { status: answer.statusCode, text: await answer.body.text() };
+      });
+    },
+    async close() {
+      // Pool.close() waits for the requests under way, then closes its connections.
+      if (pool) await (await pool).close();
+    },
+  };
+}
