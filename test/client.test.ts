@@ -23,6 +23,10 @@ const POLICIES = `events:
   hourly:
     limits:
       - { limit: 5, window: 1h }
+  leased:
+    limits:
+      - { limit: 100, window: 1m }
+    lease: { maxUnits: 20, life: 2s }
 `;
 const memcached = useMemcached();
 
@@ -316,6 +320,42 @@ describe.each(['memcached', 'embedded'] as const)('memgate/client against memgat
     const settled = await Promise.allSettled(pending);
     expect(settled.every((s) => s.status === 'fulfilled' && s.value.source === 'server')).toBe(true);
     await expect(memgateClient.check('wide', 'x')).rejects.toMatchObject({ code: 'client_closed' });
+  });
+
+  it("spends a lease's units locally, returns what is left when it ends, and never admits past the limit", async () => {
+    const leaser = client({ leaseUnits: 10 });
+    const other = client();
+    const feature = unique('leased');
+    const before = proxy.seen('/lease');
+    const answers: ClientDecision[] = [];
+    for (let i = 0; i < 25; i++) answers.push(await leaser.check('leased', feature));
+    expect(answers.every((a) => a.allowed)).toBe(true);
+    // Three leases of 10 units: the first check of each asks memgate, the other 22 are answered here.
+    expect(proxy.seen('/lease') - before).toBe(3);
+    expect(answers.filter((a) => a.source === 'local')).toHaveLength(22);
+    expect(leaser.stats.answeredFromLeases).toBe(22);
+    // Another caller sees the 30 units counted, 5 of them not yet spent.
+    expect((await other.peek('leased', feature)).limits[0]?.remaining).toBe(70);
+    // The lease ends after 2 s (less the margin) and its 5 unused units come back.
+    await expect.poll(() => proxy.seen('/lease/return'), { timeout: 5000 }).toBeGreaterThanOrEqual(3);
+    await expect.poll(async () => (await other.peek('leased', feature)).limits[0]?.remaining).toBe(75);
+    expect(leaser.stats.leaseReturnsLost).toBe(0);
+  });
+
+  it('takes at most what remains, and checks of an event without leases go to /check', async () => {
+    const leaser = client({ leaseUnits: 50 });
+    const feature = unique('leased');
+    // 85 of 100 spent by others: the lease gets the 15 that remain (maxUnits is 20).
+    expect((await postCheck(memgate.url, { event: 'leased', feature, cost: 85 })).status).toBe(200);
+    const answers = [];
+    for (let i = 0; i < 16; i++) answers.push((await leaser.check('leased', feature)).allowed);
+    expect(answers.filter(Boolean)).toHaveLength(15);
+    expect(answers[15]).toBe(false);
+    const before = proxy.seen('/check');
+    expect((await leaser.check('hourly', unique('h'))).allowed).toBe(true);
+    expect((await leaser.check('hourly', unique('h'))).allowed).toBe(true);
+    expect(proxy.seen('/check') - before).toBe(2);
+    await leaser.close();
   });
 });
 

@@ -64,7 +64,15 @@ describe('createClient over the /check/batch contract', () => {
       { status: 'rejected', reason: { code: 'feature_too_long', status: 400 } },
       { status: 'fulfilled', value: { allowed: false, degraded: true, retryAfter: 1, source: 'local' } },
     ]);
-    expect(client.stats).toEqual({ requests: 1, checksSent: 4, answeredLocally: 1, degraded: 1 });
+    expect(client.stats).toEqual({
+      requests: 1,
+      checksSent: 4,
+      answeredLocally: 1,
+      degraded: 1,
+      leasesTaken: 0,
+      answeredFromLeases: 0,
+      leaseReturnsLost: 0,
+    });
   });
 
   it('rejects every check of a batch memgate refused as a whole, with its code', async () => {

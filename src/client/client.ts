@@ -4,9 +4,11 @@
  * memgate cannot be reached, the `onError` rule. Concurrent checks share requests
  * (batcher.ts), over keep-alive connections (transport.ts).
  */
+import { DEFAULTS } from '../config/defaults.js';
 import type { Decision } from '../counting/decision.js';
 import { createBatcher } from './batcher.js';
 import { MemgateClientError, serverError } from './errors.js';
+import { createLeases, type LeaseAnswer } from './leases.js';
 import { createLocalDenials, type Asked, type ClientDecision } from './local-denials.js';
 import { resolveOptions, type ClientOptions } from './options.js';
 import { createReachability } from './reachability.js';
@@ -24,6 +26,12 @@ export interface ClientStats {
   readonly answeredLocally: number;
   /** Checks and peeks answered `degraded: true`: by memgate's `onStoreError`, or by `onError` here. */
   readonly degraded: number;
+  /** Quota leases taken (with `leaseUnits`). */
+  readonly leasesTaken: number;
+  /** Checks answered from a lease's units, without a request (counted in answeredLocally too). */
+  readonly answeredFromLeases: number;
+  /** Lease returns memgate did not take (unreachable, or too late): their units stayed counted until they left the window. */
+  readonly leaseReturnsLost: number;
 }
 
 export interface CheckOptions {
@@ -71,9 +79,10 @@ export function createClient(options: ClientOptions): MemgateClient {
   const transport = createTransport(settings);
   const reachability = createReachability({ backoffMs: settings.errorBackoffMs, now });
   const denials = createLocalDenials({ maxEntries: settings.maxLocalDenials, now });
-  const stats = { requests: 0, checksSent: 0, answeredLocally: 0, degraded: 0 };
+  const stats = { requests: 0, checksSent: 0, answeredLocally: 0, degraded: 0, leaseReturnsLost: 0 };
   const underWay = new Set<Promise<unknown>>();
   let closed = false;
+  let closing: Promise<void> | undefined;
 
   const post = (path: string, body: unknown, headers?: Record<string, string>): Promise<HttpAnswer> => {
     stats.requests++;
@@ -137,6 +146,60 @@ export function createClient(options: ClientOptions): MemgateClient {
     return { decision: settle(await batcher.add(body)), sentAt };
   };
 
+  /** POST /lease: a lease, a denial or a degraded answer; `off` for an event without leases. */
+  const takeLease = async (event: string, feature: string, units: number): Promise<LeaseAnswer> => {
+    if (!reachability.mayAsk()) return { kind: 'decision', decision: degraded() };
+    stats.checksSent++;
+    let answer: HttpAnswer;
+    try {
+      answer = await post('/lease', { event, feature, units });
+    } catch (error) {
+      if (!(error instanceof TransportFailure)) throw error;
+      return { kind: 'decision', decision: settle({ kind: 'unreachable' }) };
+    }
+    if (answer.status === 400 && serverError(answer.body)?.code === 'lease_off') {
+      reachability.answered();
+      return { kind: 'off' };
+    }
+    const decision = settle(outcomeOf(answer.status, answer.body, '/lease'));
+    const { lease, ...rest } = decision as ClientDecision & { lease?: { id: string; units: number; seconds: number } };
+    return { kind: 'decision', decision: rest, lease };
+  };
+
+  const giveLease = async (event: string, feature: string, id: string, unused: number): Promise<void> => {
+    try {
+      const answer = await post('/lease/return', { event, feature, id, unused });
+      if (answer.status !== 200) stats.leaseReturnsLost++;
+    } catch {
+      stats.leaseReturnsLost++;
+    }
+  };
+
+  const leases =
+    settings.leaseUnits > 0
+      ? createLeases({
+          units: settings.leaseUnits,
+          marginMs: DEFAULTS.clientLeaseMarginMs,
+          maxLeases: DEFAULTS.clientMaxLeases,
+          now: () => Date.now(),
+          take: takeLease,
+          give: giveLease,
+        })
+      : undefined;
+
+  /** A check memgate decides: from a lease's units when the client holds leases, else by /check. */
+  const ask = async (body: CheckBody): Promise<Asked> => {
+    if (!leases) return askCheck(body);
+    const sentAt = now();
+    const decision = await leases.decide(
+      body.event,
+      body.feature,
+      body.cost ?? 1,
+      async () => (await askCheck(body)).decision,
+    );
+    return { decision, sentAt };
+  };
+
   const track = <T>(work: Promise<T>): Promise<T> => {
     underWay.add(work);
     void work.then(
@@ -179,7 +242,7 @@ export function createClient(options: ClientOptions): MemgateClient {
         (async () => {
           openOrThrow();
           const body = checkBody(event, feature, checkOptions);
-          return count(await denials.decide(body.event, body.feature, body.cost ?? 1, () => askCheck(body)));
+          return count(await denials.decide(body.event, body.feature, body.cost ?? 1, () => ask(body)));
         })(),
       );
     },
@@ -230,13 +293,18 @@ export function createClient(options: ClientOptions): MemgateClient {
         })(),
       );
     },
-    async close() {
-      closed = true;
-      while (underWay.size > 0) await Promise.allSettled([...underWay]);
-      await transport.close();
+    close() {
+      // Once: a second close waits for the first.
+      closing ??= (async () => {
+        closed = true;
+        while (underWay.size > 0) await Promise.allSettled([...underWay]);
+        await leases?.returnAll();
+        await transport.close();
+      })();
+      return closing;
     },
     get stats() {
-      return { ...stats };
+      return { ...stats, leasesTaken: leases?.taken ?? 0, answeredFromLeases: leases?.spent ?? 0 };
     },
   };
 }

@@ -29,6 +29,11 @@ export interface ClientOptions {
   readonly errorBackoffMs?: number | undefined;
   /** Denied keys (event, feature, cost) remembered at once; the oldest go first. Default 10,000. */
   readonly maxLocalDenials?: number | undefined;
+  /**
+   * Units to ask for in a quota lease (docs/client.md#leases), for events whose policy allows
+   * leases: checks then spend them here, without a request. Default 0: no leases.
+   */
+  readonly leaseUnits?: number | undefined;
 }
 
 export interface ResolvedOptions {
@@ -43,6 +48,7 @@ export interface ResolvedOptions {
   readonly adminToken: string | undefined;
   readonly errorBackoffMs: number;
   readonly maxLocalDenials: number;
+  readonly leaseUnits: number;
 }
 
 const KNOWN = new Set<string>([
@@ -57,6 +63,7 @@ const KNOWN = new Set<string>([
   'adminToken',
   'errorBackoffMs',
   'maxLocalDenials',
+  'leaseUnits',
 ]);
 
 function invalid(name: string, rule: string, value: unknown): MemgateClientError {
@@ -134,7 +141,8 @@ export function resolveOptions(input: unknown): ResolvedOptions {
     timeoutMs: wholeNumber(options, 'timeoutMs', 1, 2_147_483_647, DEFAULTS.clientTimeoutMs),
     onError: onError ?? DEFAULTS.clientOnError,
     batchWindowMs,
-    maxBatchSize: wholeNumber(options, 'maxBatchSize', 1, DEFAULTS.clientMaxBatchSize, DEFAULTS.clientMaxBatchSize),
+    maxBatchSize: wholeNumber(options, 'maxBatchSize', 1, DEFAULTS.batchMaxChecks, DEFAULTS.batchMaxChecks),
+    leaseUnits: wholeNumber(options, 'leaseUnits', 0, any, DEFAULTS.clientLeaseUnits),
     connections: wholeNumber(options, 'connections', 1, any, DEFAULTS.clientConnections),
     headers: headers ?? {},
     fetch: fetch as FetchFunction | undefined,

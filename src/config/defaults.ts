@@ -120,12 +120,16 @@ export const DEFAULTS = {
   clientBatchWindowMs: 0,
   /** memgate/client: the longest batchWindowMs may be: a check should not wait on others for longer. */
   clientMaxBatchWindowMs: 10,
-  /** memgate/client: checks one POST /check/batch may carry (the server's own limit). */
-  clientMaxBatchSize: 100,
   /** memgate/client: keep-alive connections of the undici pool, in Node. */
   clientConnections: 10,
   /** memgate/client: after memgate could not be reached, how long checks are degraded at once before one probes. */
   clientErrorBackoffMs: 1000,
   /** memgate/client: denials (event, feature and cost) remembered at once; the oldest go first. */
   clientMaxLocalDenials: 10_000,
+  /** memgate/client: units a lease asks for (0: no leases). */
+  clientLeaseUnits: 0,
+  /** memgate/client: a lease ends this long before its life says, so that its return arrives in time. */
+  clientLeaseMarginMs: 250,
+  /** memgate/client: leases held at once; past it the oldest is returned early. */
+  clientMaxLeases: 10_000,
 } as const;
