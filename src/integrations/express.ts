@@ -15,6 +15,8 @@ import { checkOf, decisionBody, decisionHeaders, DENIED_STATUS, type RequestChec
 import { checkRefused, openClient, type ClientSource } from './memgate-client.js';
 import { eventFromRoute } from './route-event.js';
 
+export { eventFromRoute };
+
 const WHO = 'memgate/express';
 
 export interface MemgateExpressOptions extends ClientSource, RequestCheckOptions<Request> {}

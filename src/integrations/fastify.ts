@@ -17,6 +17,8 @@ import { checkOf, decisionBody, decisionHeaders, DENIED_STATUS, type RequestChec
 import { checkRefused, openClient, type ClientDecision, type ClientSource } from './memgate-client.js';
 import { eventFromRoute } from './route-event.js';
 
+export { eventFromRoute };
+
 const WHO = 'memgate/fastify';
 
 declare module 'fastify' {
