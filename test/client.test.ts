@@ -1,0 +1,381 @@
+// memgate/client against a real memgate process, over a real memcached and over the
+// embedded store: the decisions it answers, the requests that reach memgate, and what it
+// answers when memgate cannot.
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { createServer as createHttpServer, request as httpRequest, type Server } from 'node:http';
+import { createServer as createNetServer, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createClient, MemgateClientError, type ClientDecision, type MemgateClient } from '../src/client/index.js';
+import { uniquePrefix, useMemcached } from './helpers/memcached.js';
+import { startServiceProcess, type ServiceProcess } from './helpers/service-process.js';
+
+const TOKEN = 'client-test-admin-token-0123456789';
+const POLICIES = `events:
+  login:
+    limits:
+      - { limit: 3, window: 2s }
+  wide:
+    limits:
+      - { limit: 1000000, window: 60s }
+  hourly:
+    limits:
+      - { limit: 5, window: 1h }
+`;
+const memcached = useMemcached();
+
+/** An HTTP proxy in front of memgate that counts the requests it forwards, per path; `down` answers 503 itself. */
+async function countingProxy(target: string) {
+  const seen = new Map<string, number>();
+  const state = { down: false };
+  const server = createHttpServer((request, response) => {
+    const path = request.url ?? '';
+    seen.set(path, (seen.get(path) ?? 0) + 1);
+    if (state.down) {
+      response.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1' });
+      response.end(JSON.stringify({ error: { code: 'overloaded', message: 'down for the test' } }));
+      return;
+    }
+    const upstream = httpRequest(`${target}${path}`, { method: request.method, headers: request.headers }, (answer) => {
+      response.writeHead(answer.statusCode ?? 502, answer.headers);
+      answer.pipe(response);
+    });
+    request.pipe(upstream);
+  });
+  const url = await listen(server);
+  return {
+    url,
+    state,
+    /** Requests seen so far, per path. */
+    seen: (path: string) => seen.get(path) ?? 0,
+    close: () => closeServer(server),
+  };
+}
+
+async function listen(server: Server | ReturnType<typeof createNetServer>): Promise<string> {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  return `http://127.0.0.1:${port}`;
+}
+
+function closeServer(server: Server): Promise<void> {
+  server.closeAllConnections();
+  return new Promise((resolve) =>
+    server.close(() => {
+      resolve();
+    }),
+  );
+}
+
+/** memgate's own count of the decisions of one event and route kind, every outcome, from /metrics. */
+async function decisionsCounted(url: string, event: string, kind = 'check'): Promise<number> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  let total = 0;
+  for (const [, labels, value] of text.matchAll(/^memgate_decisions_total\{([^}]*)\} (\S+)$/gm)) {
+    if (labels?.includes(`event="${event}"`) && labels.includes(`kind="${kind}"`)) total += Number(value);
+  }
+  return total;
+}
+
+async function postCheck(url: string, body: object, route = '/check'): Promise<{ status: number; body: unknown }> {
+  const response = await fetch(`${url}${route}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  return { status: response.status, body: await response.json() };
+}
+
+function unique(name: string): string {
+  return `${name}-${uniquePrefix()}`;
+}
+
+describe.each(['memcached', 'embedded'] as const)('memgate/client against memgate (%s store)', (store) => {
+  let memgate: ServiceProcess;
+  let proxy: Awaited<ReturnType<typeof countingProxy>>;
+  const clients: MemgateClient[] = [];
+  const client = (options: Partial<Parameters<typeof createClient>[0]> = {}) => {
+    const made = createClient({ url: proxy.url, adminToken: TOKEN, ...options });
+    clients.push(made);
+    return made;
+  };
+
+  beforeAll(async () => {
+    const folder = mkdtempSync(join(tmpdir(), 'memgate-client-'));
+    const policies = join(folder, 'policies.yaml');
+    writeFileSync(policies, POLICIES);
+    memgate = await startServiceProcess({
+      MEMGATE_CONFIG: policies,
+      MEMGATE_ADMIN_TOKEN: TOKEN,
+      MEMGATE_KEY_PREFIX: uniquePrefix(),
+      ...(store === 'memcached' ? { MEMCACHED_SERVERS: memcached().servers } : {}),
+    });
+    proxy = await countingProxy(memgate.url);
+  });
+  afterAll(async () => {
+    await Promise.all(clients.map((c) => c.close()));
+    await proxy.close();
+    expect(await memgate.stop()).toBe(0);
+  });
+
+  it('answers the decisions /check and /peek answer', async () => {
+    const memgateClient = client();
+    const viaClient = unique('a');
+    const direct = unique('b');
+    for (let i = 0; i < 7; i++) {
+      const peeked = await memgateClient.peek('hourly', viaClient);
+      const peekedDirect = await postCheck(memgate.url, { event: 'hourly', feature: direct }, '/peek');
+      expect(peeked).toMatchObject({ ...(peekedDirect.body as object), source: 'server' });
+      const checked = await memgateClient.check('hourly', viaClient);
+      const checkedDirect = await postCheck(memgate.url, { event: 'hourly', feature: direct });
+      expect(checkedDirect.status).toBe(checked.allowed ? 200 : 429);
+      // The first denial comes from memgate; the next is repeated locally, as memgate would answer it.
+      expect(checked).toMatchObject({ ...(checkedDirect.body as object), source: i < 6 ? 'server' : 'local' });
+    }
+    const cost = await memgateClient.check('hourly', unique('c'), { cost: 4 });
+    expect(cost.limits[0]?.remaining).toBe(1);
+  });
+
+  it('coalesces concurrent checks into /check/batch requests of at most maxBatchSize', async () => {
+    const memgateClient = client();
+    const before = { batch: proxy.seen('/check/batch'), single: proxy.seen('/check') };
+    const counted = await decisionsCounted(memgate.url, 'wide');
+    const features = Array.from({ length: 250 }, (_, i) => unique(`w${i}`));
+    const decisions = await Promise.all(features.map((f) => memgateClient.check('wide', f)));
+    expect(decisions.every((d) => d.allowed && d.source === 'server' && d.limits[0]?.remaining === 999_999)).toBe(true);
+    expect(proxy.seen('/check/batch') - before.batch).toBe(3);
+    expect(proxy.seen('/check') - before.single).toBe(0);
+    expect((await decisionsCounted(memgate.url, 'wide')) - counted).toBe(250);
+
+    // One check alone, or maxBatchSize 1, goes to /check.
+    const alone = client({ maxBatchSize: 1 });
+    await Promise.all(Array.from({ length: 5 }, () => alone.check('wide', unique('one'))));
+    expect(proxy.seen('/check') - before.single).toBe(5);
+  });
+
+  it('decides each check of a batch on its own: an unknown event rejects alone, counting nothing', async () => {
+    const memgateClient = client();
+    const counted = await decisionsCounted(memgate.url, 'wide');
+    const [good, bad, tooCostly] = await Promise.allSettled([
+      memgateClient.check('wide', unique('g')),
+      memgateClient.check('no_such_event', 'x'),
+      memgateClient.check('hourly', unique('h'), { cost: 6 }),
+    ]);
+    expect(good).toMatchObject({ status: 'fulfilled', value: { allowed: true, source: 'server' } });
+    expect(bad).toMatchObject({ status: 'rejected', reason: { code: 'unknown_event', status: 400 } });
+    expect((bad as PromiseRejectedResult).reason).toBeInstanceOf(MemgateClientError);
+    expect(tooCostly).toMatchObject({ status: 'rejected', reason: { code: 'cost_exceeds_limit', status: 400 } });
+    expect((await decisionsCounted(memgate.url, 'wide')) - counted).toBe(1);
+  });
+
+  it('refuses input memgate would refuse before sending it', async () => {
+    const memgateClient = client();
+    const requests = memgateClient.stats.requests;
+    await expect(memgateClient.check('hourly', '')).rejects.toMatchObject({
+      code: 'invalid_feature',
+      status: undefined,
+    });
+    await expect(memgateClient.check('', 'f')).rejects.toMatchObject({ code: 'invalid_event' });
+    await expect(memgateClient.check('hourly', 'f', { cost: 0 })).rejects.toMatchObject({ code: 'invalid_cost' });
+    await expect(memgateClient.check('hourly', 'f\uD800')).rejects.toMatchObject({ code: 'invalid_feature' });
+    expect(memgateClient.stats.requests).toBe(requests);
+  });
+
+  it('sends at most one check per retryAfter period of a denied feature: 100,000 checks', async () => {
+    const memgateClient = client();
+    const feature = unique('denied');
+    let first: ClientDecision;
+    do first = await memgateClient.check('login', feature);
+    while (first.allowed);
+    const statsBefore = memgateClient.stats;
+    const proxyBefore = proxy.seen('/check') + proxy.seen('/check/batch');
+    const countedBefore = await decisionsCounted(memgate.url, 'login');
+
+    // 100 rounds of 1,000 concurrent checks, spread over more than two retryAfter periods.
+    const started = performance.now();
+    const fromServer: { decision: ClientDecision; at: number }[] = [];
+    let local = 0;
+    for (let round = 0; round < 100; round++) {
+      const at = performance.now();
+      const decisions = await Promise.all(Array.from({ length: 1000 }, () => memgateClient.check('login', feature)));
+      for (const decision of decisions) {
+        if (decision.source === 'server') fromServer.push({ decision, at });
+        else local++;
+      }
+      await sleep(40);
+    }
+    const elapsedMs = performance.now() - started;
+    expect(elapsedMs).toBeGreaterThan(4000);
+
+    const stats = memgateClient.stats;
+    // The requests that reached memgate: the same number counted by the client, by a proxy
+    // in front of memgate, and by memgate itself; every other check was answered locally.
+    expect(stats.checksSent - statsBefore.checksSent).toBe(fromServer.length);
+    expect(proxy.seen('/check') + proxy.seen('/check/batch') - proxyBefore).toBe(fromServer.length);
+    expect((await decisionsCounted(memgate.url, 'login')) - countedBefore).toBe(fromServer.length);
+    expect(stats.answeredLocally - statsBefore.answeredLocally).toBe(local);
+    expect(local + fromServer.length).toBe(100_000);
+
+    // The bound: a denial from memgate, then nothing more of this key until its retryAfter
+    // has passed; what passes then is what the window freed (at most its limit, 3).
+    const deniedFromServer = fromServer.filter(({ decision }) => !decision.allowed);
+    const allowedFromServer = fromServer.filter(({ decision }) => decision.allowed);
+    const periods = Math.ceil(elapsedMs / 1000 / (first.retryAfter ?? 1));
+    expect(deniedFromServer.length).toBeLessThanOrEqual(periods + 1);
+    expect(allowedFromServer.length).toBeLessThanOrEqual(3 * (Math.ceil(elapsedMs / 2000) + 1));
+    for (let i = 1; i < deniedFromServer.length; i++) {
+      const previous = deniedFromServer[i - 1] as (typeof deniedFromServer)[number];
+      const gapMs = (deniedFromServer[i] as (typeof deniedFromServer)[number]).at - previous.at;
+      // Rounds start after the previous one ended, so a gap is measured from before the
+      // previous denial was sent; the next probe left at least retryAfter after it.
+      expect(gapMs).toBeGreaterThanOrEqual((previous.decision.retryAfter ?? 0) * 1000 - 50);
+    }
+    expect(fromServer.length).toBeLessThan(20);
+  }, 60_000);
+
+  it('repeats a denial until its retryAfter with the time left, and asks memgate once it has passed', async () => {
+    const memgateClient = client();
+    const feature = unique('countdown');
+    for (let i = 0; i < 3; i++) expect((await memgateClient.check('login', feature)).allowed).toBe(true);
+    const denial = await memgateClient.check('login', feature);
+    expect(denial).toMatchObject({ allowed: false, source: 'server' });
+    const repeated = await memgateClient.check('login', feature);
+    expect(repeated).toMatchObject({ allowed: false, source: 'local', retryAfter: denial.retryAfter });
+    await sleep((denial.retryAfter ?? 0) * 1000 + 50);
+    expect(await memgateClient.check('login', feature)).toMatchObject({ allowed: true, source: 'server' });
+  });
+
+  it('reset forgets the count at memgate and the local denial', async () => {
+    const memgateClient = client();
+    const feature = unique('reset');
+    await memgateClient.check('hourly', feature, { cost: 5 });
+    expect(await memgateClient.check('hourly', feature)).toMatchObject({ allowed: false, source: 'server' });
+    expect(await memgateClient.reset('hourly', feature)).toEqual({ reset: true, event: 'hourly' });
+    expect(await memgateClient.check('hourly', feature)).toMatchObject({ allowed: true, source: 'server' });
+    await expect(createClient({ url: proxy.url }).reset('hourly', feature)).rejects.toMatchObject({
+      code: 'admin_token_missing',
+    });
+    await expect(client({ adminToken: 'a-wrong-token-0123456789' }).reset('hourly', feature)).rejects.toMatchObject({
+      code: 'unauthorized',
+      status: 401,
+    });
+  });
+
+  it('refund takes a counted cost back', async () => {
+    const memgateClient = client();
+    const feature = unique('refund');
+    const at = Date.now();
+    await memgateClient.check('hourly', feature, { cost: 5 });
+    expect((await memgateClient.check('hourly', feature)).allowed).toBe(false);
+    expect(await memgateClient.refund('hourly', feature, { cost: 2, at })).toEqual({ refunded: true, event: 'hourly' });
+    expect(await memgateClient.check('hourly', feature)).toMatchObject({ allowed: true, source: 'server' });
+  });
+
+  it('answers by onError, degraded, while memgate answers 503, then probes once per errorBackoffMs', async () => {
+    const memgateClient = client({ errorBackoffMs: 300 });
+    const feature = unique('down');
+    proxy.state.down = true;
+    try {
+      const requests = memgateClient.stats.requests;
+      expect(await memgateClient.check('hourly', feature)).toEqual({
+        allowed: true,
+        limits: [],
+        degraded: true,
+        source: 'local',
+      });
+      const during = await Promise.all(Array.from({ length: 50 }, () => memgateClient.check('hourly', feature)));
+      expect(during.every((d) => d.degraded && d.allowed)).toBe(true);
+      expect(memgateClient.stats.requests - requests).toBe(1);
+      await sleep(350);
+      await memgateClient.check('hourly', feature);
+      expect(memgateClient.stats.requests - requests).toBe(2);
+    } finally {
+      proxy.state.down = false;
+    }
+    await sleep(350);
+    expect(await memgateClient.check('hourly', feature)).toMatchObject({ allowed: true, source: 'server' });
+    expect(memgateClient.stats.degraded).toBe(52);
+  });
+
+  it('works over a plain fetch transport', async () => {
+    const memgateClient = client({ fetch: globalThis.fetch });
+    const decisions = await Promise.all([
+      memgateClient.check('wide', unique('f1')),
+      memgateClient.check('wide', unique('f2')),
+    ]);
+    expect(decisions.every((d) => d.allowed && d.source === 'server')).toBe(true);
+    expect(memgateClient.stats).toMatchObject({ requests: 1, checksSent: 2 });
+  });
+
+  it('close waits for the checks under way; later calls reject', async () => {
+    const memgateClient = createClient({ url: proxy.url });
+    const pending = Array.from({ length: 10 }, () => memgateClient.check('wide', unique('close')));
+    await memgateClient.close();
+    const settled = await Promise.allSettled(pending);
+    expect(settled.every((s) => s.status === 'fulfilled' && s.value.source === 'server')).toBe(true);
+    await expect(memgateClient.check('wide', 'x')).rejects.toMatchObject({ code: 'client_closed' });
+  });
+});
+
+describe('memgate/client when memgate cannot be reached', () => {
+  let silent: ReturnType<typeof createNetServer>;
+  let silentUrl: string;
+  const sockets: Socket[] = [];
+  let downUrl: string;
+
+  beforeAll(async () => {
+    // Accepts connections and never answers.
+    silent = createNetServer((socket) => sockets.push(socket));
+    silentUrl = await listen(silent);
+    const closed = createNetServer();
+    downUrl = await listen(closed);
+    await new Promise((resolve) => closed.close(resolve));
+  });
+  afterAll(async () => {
+    for (const socket of sockets) socket.destroy();
+    await new Promise((resolve) => silent.close(resolve));
+  });
+
+  it('answers degraded within timeoutMs when memgate stays silent', async () => {
+    const memgateClient = createClient({ url: silentUrl, timeoutMs: 200 });
+    const started = performance.now();
+    const decision = await memgateClient.check('login', 'x');
+    const took = performance.now() - started;
+    expect(decision).toEqual({ allowed: true, limits: [], degraded: true, source: 'local' });
+    expect(took).toBeGreaterThanOrEqual(195);
+    expect(took).toBeLessThan(450);
+    await memgateClient.close();
+  });
+
+  it('with onError deny, denies for one second and repeats that denial locally', async () => {
+    const memgateClient = createClient({ url: silentUrl, timeoutMs: 100, onError: 'deny', errorBackoffMs: 0 });
+    expect(await memgateClient.check('login', 'x')).toEqual({
+      allowed: false,
+      limits: [],
+      retryAfter: 1,
+      degraded: true,
+      source: 'local',
+    });
+    const requests = memgateClient.stats.requests;
+    expect(await memgateClient.check('login', 'x')).toMatchObject({ allowed: false, degraded: true, source: 'local' });
+    expect(memgateClient.stats.requests).toBe(requests);
+    // Another feature is not denied by it: it asks (and times out) on its own.
+    await memgateClient.check('login', 'y');
+    expect(memgateClient.stats.requests).toBe(requests + 1);
+    await memgateClient.close();
+  });
+
+  it('answers degraded when nothing listens, and asks again only after errorBackoffMs', async () => {
+    const memgateClient = createClient({ url: downUrl, errorBackoffMs: 400 });
+    expect(await memgateClient.check('login', 'x')).toMatchObject({ allowed: true, degraded: true });
+    const during = await Promise.all(Array.from({ length: 100 }, (_, i) => memgateClient.check('login', `f${i}`)));
+    expect(during.every((d) => d.degraded && d.source === 'local')).toBe(true);
+    expect(memgateClient.stats).toMatchObject({ requests: 1, checksSent: 1, answeredLocally: 101, degraded: 101 });
+    await sleep(450);
+    await memgateClient.check('login', 'x');
+    expect(memgateClient.stats.requests).toBe(2);
+    await memgateClient.close();
+  });
+});
