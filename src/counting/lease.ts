@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { LimiterInputError } from './errors.js';
 import type { Decision } from './decision.js';
 import type { CheckRequest } from './check-request.js';
+import type { EventPlan, LeasePlan } from './plan.js';
 
 /** Asks for up to `units` of a feature's quota at once, to spend without asking again. */
 export interface LeaseRequest extends Omit<CheckRequest, 'cost'> {
@@ -50,6 +51,13 @@ export function leaseSecond(id: unknown): number {
   const match = typeof id === 'string' ? LEASE_ID.exec(id) : null;
   if (!match) throw new LimiterInputError('unknown_lease', 'the lease id is not one memgate gave');
   return Number(match[1]);
+}
+
+/** The event's lease rules; lease_off when its policy has none. */
+export function leasePlanOf(plan: EventPlan): LeasePlan {
+  if (!plan.lease)
+    throw new LimiterInputError('lease_off', `event ${plan.event} takes no leases: its policy has no lease section`);
+  return plan.lease;
 }
 
 /** Where the units a lease counted are kept, routed with the feature's buckets. */

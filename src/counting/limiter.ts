@@ -26,6 +26,7 @@ import { exactRelease } from './release.js';
 import { LimiterInputError } from './errors.js';
 import {
   leaseReturnsKey,
+  leasePlanOf,
   leaseSecond,
   leaseUnitsKey,
   newLeaseId,
@@ -347,12 +348,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
 
     async lease(request) {
       const plan = eventPlan(plans, request.event);
-      const { lease } = plan;
-      if (!lease)
-        throw new LimiterInputError(
-          'lease_off',
-          `event ${plan.event} takes no leases: its policy has no lease section`,
-        );
+      const lease = leasePlanOf(plan);
       const feature = validFeature(request.feature);
       let units = Math.min(validUnits(request.units, 'units', 1), lease.maxUnits, plan.maxCost);
       const state = features.state(plan, feature);
@@ -380,12 +376,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
 
     async returnLease(request) {
       const plan = eventPlan(plans, request.event);
-      const { lease } = plan;
-      if (!lease)
-        throw new LimiterInputError(
-          'lease_off',
-          `event ${plan.event} takes no leases: its policy has no lease section`,
-        );
+      const lease = leasePlanOf(plan);
       const state = features.state(plan, validFeature(request.feature));
       const second = leaseSecond(request.id);
       const unused = validUnits(request.unused, 'unused', 0);

@@ -52,7 +52,8 @@ function policyHeader(limits: readonly LimitStatus[]): string {
   return limits.map((l) => `"${l.name}";q=${l.limit};w=${l.window}`).join(', ');
 }
 
-function closestToExhaustion(limits: readonly LimitStatus[]): LimitStatus | undefined {
+/** The limit RateLimit names: least remaining; on a tie, the one that frees up last. */
+export function closestToExhaustion(limits: readonly LimitStatus[]): LimitStatus | undefined {
   let closest: LimitStatus | undefined;
   for (const limit of limits) {
     if (

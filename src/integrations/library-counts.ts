@@ -6,6 +6,9 @@
  * several sliding limits per event.
  */
 import type { Decision, LimitStatus } from '../counting/decision.js';
+import { closestToExhaustion } from '../http/rate-limit-headers.js';
+
+export { closestToExhaustion };
 
 export interface LibraryCounts {
   /** The library's hit count: over `limit` exactly when memgate denied. */
@@ -33,21 +36,6 @@ export function libraryCounts(decision: Decision, limit: number, nowMs: number):
     hits: Math.min(limit, Math.max(1, limit - closest.remaining)),
     resetAtMs: nowMs + closest.resetSeconds * 1000,
   };
-}
-
-/** Least remaining; on a tie, the one that frees up last (as memgate's RateLimit header). */
-export function closestToExhaustion(limits: readonly LimitStatus[]): LimitStatus | undefined {
-  let closest: LimitStatus | undefined;
-  for (const limit of limits) {
-    if (
-      !closest ||
-      limit.remaining < closest.remaining ||
-      (limit.remaining === closest.remaining && limit.resetSeconds > closest.resetSeconds)
-    ) {
-      closest = limit;
-    }
-  }
-  return closest;
 }
 
 /** The limit a fresh client meets first: the smallest count (on a tie, the shortest window). */
