@@ -296,6 +296,12 @@ export function createLimiter(options: LimiterOptions): Limiter {
     return { decision: await denial(decision, window, plan, state, cost, nowMs), how };
   }
 
+  /** Whether the feature was reset at or after `second` (on any instance). */
+  async function resetSince(base: string, second: number): Promise<boolean> {
+    const { read } = await store.incrementAndRead([], [resetMarkerKey(base)]);
+    return (read[0] ?? 0) >= second;
+  }
+
   /** Counts changed behind this instance's memory of the feature (a refund, a returned lease): read them again. */
   function forget(state: FeatureState): void {
     state.window = undefined;
@@ -338,6 +344,9 @@ export function createLimiter(options: LimiterOptions): Limiter {
       const second = Math.floor(request.at / 1000);
       const longest = Math.max(...plan.limits.map((limit) => limit.policy.window));
       if (second + longest <= now) return false;
+      // A reset since then forgot the check, and its bucket may now hold only checks counted
+      // after it. `at` is the caller's clock: a reset within the skew of it may be after it too.
+      if (await resetSince(state.base, second - Math.ceil(maxClockSkewMs / 1000))) return false;
       await store.decrement(
         plan.levels.map(({ size }) => ({ key: bucketKey(state.base, size, bucketStart(second, size)), delta: cost })),
       );
@@ -402,9 +411,12 @@ export function createLimiter(options: LimiterOptions): Limiter {
       // Counting the return first makes it the only one, however many arrive at once.
       const { incremented, read } = await store.incrementAndRead(
         [{ key: leaseReturnsKey(state.base, request.id), delta: 1, ttlSeconds }],
-        [leaseUnitsKey(state.base, request.id)],
+        [leaseUnitsKey(state.base, request.id), resetMarkerKey(state.base)],
       );
       const granted = read[0] ?? 0;
+      // A reset at or after the lease's second forgot its units (deleting their bucket, which
+      // since counts other checks): taking them back would take those checks' counts instead.
+      const forgotten = (read[1] ?? 0) >= second;
       if (granted === 0) throw new LimiterInputError('unknown_lease', 'no lease of this id for this event and feature');
       if ((incremented[0] ?? 0) > 1) throw new LimiterInputError('lease_returned', 'the lease was returned already');
       // A holder claiming more than it was given has a bug: its units stay counted.
@@ -424,6 +436,10 @@ export function createLimiter(options: LimiterOptions): Limiter {
           })),
           [],
         );
+      if (forgotten) {
+        forget(state);
+        return { returned: 0, spent };
+      }
       await store.decrement(
         plan.levels.map(({ size }) => ({
           key: bucketKey(state.base, size, bucketStart(second, size)),
