@@ -254,16 +254,16 @@ export function createLimiter(options: LimiterOptions): Limiter {
   }
 
   /**
-   * Counts `cost` for a feature when every limit has room, in one store call with `extra`
-   * increments (a lease's record); a denial takes its increments back, and carries its
-   * exact retryAfter.
+   * Counts `cost` for a feature when every limit has room, in one store call with a lease's
+   * record when it is a lease; a denial takes its increments back, and carries its exact
+   * retryAfter.
    */
   async function count(
     plan: EventPlan,
     state: FeatureState,
     cost: number,
     nowMs: number,
-    extra?: readonly CounterIncrement[],
+    leaseRecord?: CounterIncrement,
   ): Promise<{ decision: Decision; how: HowDecided }> {
     const window = features.windowAt(state, plan, Math.floor(nowMs / 1000));
     // Increment first, so concurrent checks on any instance see each other's cost.
@@ -274,11 +274,14 @@ export function createLimiter(options: LimiterOptions): Limiter {
       settledMiss: window.readsSettled(reads),
       fromDeniedCache: false,
     };
+    // A lease unanswered is granted to no one (its degraded answer holds no lease): its units
+    // landing late would be quota nobody can spend, a whole lease per degraded check.
+    const admitted = plan.onStoreError === 'allow' && !leaseRecord;
     const answer = await ask(
       store.incrementAndRead(
-        extra ? [...increments, ...extra] : increments,
+        leaseRecord ? [...increments, leaseRecord] : increments,
         reads.keys,
-        plan.onStoreError === 'allow' ? ADMITTED_IF_UNANSWERED : REFUSED_IF_UNANSWERED,
+        admitted ? ADMITTED_IF_UNANSWERED : REFUSED_IF_UNANSWERED,
       ),
       plan,
     );
@@ -373,7 +376,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
         // An id per attempt: a denied attempt's record stays behind, naming units never granted.
         const id = newLeaseId(second);
         const record: CounterIncrement = { key: leaseUnitsKey(state.base, id), delta: units, ttlSeconds };
-        const { decision, how } = await count(plan, state, units, nowMs, [record]);
+        const { decision, how } = await count(plan, state, units, nowMs, record);
         const remaining = Math.min(...decision.limits.map((limit) => limit.remaining));
         if (decision.allowed || decision.degraded || attempt === 2 || !(remaining >= 1)) {
           observed(plan, feature, 'check', decision, how);
