@@ -104,7 +104,10 @@ describe('leases through a hostile world', () => {
         if (response.status === 200) serverAllowed++;
       }
       // Everything above happened well within one 4 s window.
-      expect(localAllowed + serverAllowed, `${localAllowed} by the client, ${serverAllowed} by memgate`).toBeLessThanOrEqual(4);
+      expect(
+        localAllowed + serverAllowed,
+        `${localAllowed} by the client, ${serverAllowed} by memgate`,
+      ).toBeLessThanOrEqual(4);
     } finally {
       await client.close();
     }

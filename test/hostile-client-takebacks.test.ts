@@ -39,7 +39,11 @@ afterAll(async () => {
   await memgate.stop();
 });
 
-async function post(path: string, body: unknown, admin = false): Promise<{ status: number; body: { lease?: { id: string } } }> {
+async function post(
+  path: string,
+  body: unknown,
+  admin = false,
+): Promise<{ status: number; body: { lease?: { id: string } } }> {
   const response = await fetch(`${memgate.url}${path}`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...(admin ? { authorization: `Bearer ${TOKEN}` } : {}) },
