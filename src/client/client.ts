@@ -181,7 +181,8 @@ export function createClient(options: ClientOptions): MemgateClient {
           units: settings.leaseUnits,
           marginMs: DEFAULTS.clientLeaseMarginMs,
           maxLeases: DEFAULTS.clientMaxLeases,
-          now: () => Date.now(),
+          // Monotonic, as the local denials': a wall clock stepped back would spend a lease past its life.
+          now,
           take: takeLease,
           give: giveLease,
         })

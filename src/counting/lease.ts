@@ -30,7 +30,7 @@ export interface Lease {
 export type LeaseDecision = Decision & { readonly lease?: Lease };
 
 export interface LeaseReturned {
-  /** Units taken back from the lease's second. */
+  /** Units taken back from the lease's second; 0 when a reset since the lease forgot its units already. */
   readonly returned: number;
   /** Units counted at the return's second instead. */
   readonly spent: number;

@@ -255,16 +255,16 @@ export function createLimiter(options: LimiterOptions): Limiter {
   }
 
   /**
-   * Counts `cost` for a feature when every limit has room, in one store call with `extra`
-   * increments (a lease's record); a denial takes its increments back, and carries its
-   * exact retryAfter.
+   * Counts `cost` for a feature when every limit has room, in one store call with a lease's
+   * record when it is a lease; a denial takes its increments back, and carries its exact
+   * retryAfter.
    */
   async function count(
     plan: EventPlan,
     state: FeatureState,
     cost: number,
     nowMs: number,
-    extra?: readonly CounterIncrement[],
+    leaseRecord?: CounterIncrement,
   ): Promise<{ decision: Decision; how: HowDecided }> {
     const window = features.windowAt(state, plan, Math.floor(nowMs / 1000));
     // Increment first, so concurrent checks on any instance see each other's cost.
@@ -275,11 +275,14 @@ export function createLimiter(options: LimiterOptions): Limiter {
       settledMiss: window.readsSettled(reads),
       fromDeniedCache: false,
     };
+    // A lease unanswered is granted to no one (its degraded answer holds no lease): its units
+    // landing late would be quota nobody can spend, a whole lease per degraded check.
+    const admitted = plan.onStoreError === 'allow' && !leaseRecord;
     const answer = await ask(
       store.incrementAndRead(
-        extra ? [...increments, ...extra] : increments,
+        leaseRecord ? [...increments, leaseRecord] : increments,
         reads.keys,
-        plan.onStoreError === 'allow' ? ADMITTED_IF_UNANSWERED : REFUSED_IF_UNANSWERED,
+        admitted ? ADMITTED_IF_UNANSWERED : REFUSED_IF_UNANSWERED,
       ),
       plan,
     );
@@ -295,6 +298,12 @@ export function createLimiter(options: LimiterOptions): Limiter {
       .decrement(increments.map(({ key }) => ({ key, delta: cost })))
       .catch((error: unknown) => onRollbackError?.(error));
     return { decision: await denial(decision, window, plan, state, cost, nowMs), how };
+  }
+
+  /** Whether the feature was reset at or after `second` (on any instance). */
+  async function resetSince(base: string, second: number): Promise<boolean> {
+    const { read } = await store.incrementAndRead([], [resetMarkerKey(base)]);
+    return (read[0] ?? 0) >= second;
   }
 
   /** Counts changed behind this instance's memory of the feature (a refund, a returned lease): read them again. */
@@ -339,6 +348,9 @@ export function createLimiter(options: LimiterOptions): Limiter {
       const second = Math.floor(request.at / 1000);
       const longest = Math.max(...plan.limits.map((limit) => limit.policy.window));
       if (second + longest <= now) return false;
+      // A reset since then forgot the check, and its bucket may now hold only checks counted
+      // after it. `at` is the caller's clock: a reset within the skew of it may be after it too.
+      if (await resetSince(state.base, second - Math.ceil(maxClockSkewMs / 1000))) return false;
       await store.decrement(
         plan.levels.map(({ size }) => ({ key: bucketKey(state.base, size, bucketStart(second, size)), delta: cost })),
       );
@@ -360,7 +372,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
         // An id per attempt: a denied attempt's record stays behind, naming units never granted.
         const id = newLeaseId(second);
         const record: CounterIncrement = { key: leaseUnitsKey(state.base, id), delta: units, ttlSeconds };
-        const { decision, how } = await count(plan, state, units, nowMs, [record]);
+        const { decision, how } = await count(plan, state, units, nowMs, record);
         const remaining = Math.min(...decision.limits.map((limit) => limit.remaining));
         if (decision.allowed || decision.degraded || attempt === 2 || !(remaining >= 1)) {
           observed(plan, feature, 'check', decision, how);
@@ -393,9 +405,12 @@ export function createLimiter(options: LimiterOptions): Limiter {
       // Counting the return first makes it the only one, however many arrive at once.
       const { incremented, read } = await store.incrementAndRead(
         [{ key: leaseReturnsKey(state.base, request.id), delta: 1, ttlSeconds }],
-        [leaseUnitsKey(state.base, request.id)],
+        [leaseUnitsKey(state.base, request.id), resetMarkerKey(state.base)],
       );
       const granted = read[0] ?? 0;
+      // A reset at or after the lease's second forgot its units (deleting their bucket, which
+      // since counts other checks): taking them back would take those checks' counts instead.
+      const forgotten = (read[1] ?? 0) >= second;
       if (granted === 0) throw new LimiterInputError('unknown_lease', 'no lease of this id for this event and feature');
       if ((incremented[0] ?? 0) > 1) throw new LimiterInputError('lease_returned', 'the lease was returned already');
       // A holder claiming more than it was given has a bug: its units stay counted.
@@ -415,6 +430,10 @@ export function createLimiter(options: LimiterOptions): Limiter {
           })),
           [],
         );
+      if (forgotten) {
+        forget(state);
+        return { returned: 0, spent };
+      }
       await store.decrement(
         plan.levels.map(({ size }) => ({
           key: bucketKey(state.base, size, bucketStart(second, size)),
