@@ -35,7 +35,7 @@ function twoInstances(startSecond = 1_900_000_000) {
   const clock = { second: startSecond };
   const keyPrefix = uniquePrefix();
   const make = () => createLimiter({ policies, store, keyPrefix, now: () => clock.second * 1000 + 500 });
-  return { clock, a: make(), b: make() };
+  return { clock, keyPrefix, a: make(), b: make() };
 }
 
 const code = async (promise: Promise<unknown>) => {
@@ -129,6 +129,24 @@ describe('quota leases', () => {
     expect((await a.peek({ event: 'api', feature: who })).limits[0]?.remaining).toBe(LIMIT - 8);
     expect(await code(a.lease({ event: 'plain', feature: who, units: 4 }))).toBe('lease_off');
     expect(await code(a.lease({ event: 'api', feature: who, units: 0 }))).toBe('invalid_cost');
+  });
+
+  it('are not taken back by policies that count in other buckets (a reload between lease and return)', async () => {
+    const { clock, keyPrefix, a } = twoInstances();
+    const who = feature();
+    const lease = (await a.lease({ event: 'api', feature: who, units: 5 })).lease;
+    if (!lease) throw new Error('no lease');
+    // The same event reloaded with an hour window: its buckets are hours, minutes and seconds.
+    const reloaded = createLimiter({
+      policies: { events: { api: { limits: [{ limit: LIMIT, window: '1h' }], lease: { life: `${LIFE}s` } } } },
+      store,
+      keyPrefix,
+      now: () => clock.second * 1000 + 500,
+    });
+    expect(await code(reloaded.returnLease({ event: 'api', feature: who, id: lease.id, unused: 5 }))).toBe(
+      'unknown_lease',
+    );
+    expect((await a.peek({ event: 'api', feature: who })).limits[0]?.remaining).toBe(LIMIT - 5);
   });
 
   it('never admit more than the limit in any minute, whatever leases, checks and returns interleave (fast-check)', async () => {

@@ -54,7 +54,7 @@ export interface MemgateClient {
   /** Forgets what `feature` has counted for `event` (POST /admin/reset; needs adminToken), and its local denials. */
   reset(event: string, feature: string): Promise<{ reset: true; event: string }>;
   /** Takes back a counted cost (POST /admin/refund; needs adminToken), and forgets the feature's local denials. */
-  refund(event: string, feature: string, options: RefundOptions): Promise<{ refunded: true; event: string }>;
+  refund(event: string, feature: string, options: RefundOptions): Promise<{ refunded: boolean; event: string }>;
   /** Waits for the checks under way, then closes the connections; later calls reject with `client_closed`. */
   close(): Promise<void>;
   readonly stats: ClientStats;
@@ -288,7 +288,7 @@ export function createClient(options: ClientOptions): MemgateClient {
               `memgate client: refund needs at, the epoch milliseconds the check was counted (got ${String(at)})`,
             );
           }
-          const answer = await admin<{ refunded: true; event: string }>('/admin/refund', { ...body, at });
+          const answer = await admin<{ refunded: boolean; event: string }>('/admin/refund', { ...body, at });
           denials.forget(body.event, body.feature);
           return answer;
         })(),

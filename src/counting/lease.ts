@@ -1,5 +1,5 @@
 // Quota leases: their requests, ids and keys. The limiter (limiter.ts) grants and takes them back.
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { LimiterInputError } from './errors.js';
 import type { Decision } from './decision.js';
 import type { CheckRequest } from './check-request.js';
@@ -60,9 +60,19 @@ export function leasePlanOf(plan: EventPlan): LeasePlan {
   return plan.lease;
 }
 
-/** Where the units a lease counted are kept, routed with the feature's buckets. */
-export function leaseUnitsKey(base: string, id: string): string {
-  return `${base}lease:${id}`;
+/**
+ * Where the units a lease counted are kept, routed with the feature's buckets. The key names
+ * the event's bucket sizes: after a reload that changed them, a return would take units out
+ * of buckets that never held them, so it finds no lease instead (its units stay counted).
+ */
+export function leaseUnitsKey(base: string, plan: EventPlan, id: string): string {
+  // Hashed: a list of sizes could take a key past Memcached's 250 bytes.
+  const sizes = createHash('sha256')
+    .update(plan.levels.map((level) => level.size).join('.'))
+    .digest()
+    .subarray(0, 6)
+    .toString('base64url');
+  return `${base}lease:${sizes}:${id}`;
 }
 
 /** Counts the returns of a lease: only the first is taken. */

@@ -371,7 +371,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
       for (let attempt = 0; ; attempt++) {
         // An id per attempt: a denied attempt's record stays behind, naming units never granted.
         const id = newLeaseId(second);
-        const record: CounterIncrement = { key: leaseUnitsKey(state.base, id), delta: units, ttlSeconds };
+        const record: CounterIncrement = { key: leaseUnitsKey(state.base, plan, id), delta: units, ttlSeconds };
         const { decision, how } = await count(plan, state, units, nowMs, record);
         const remaining = Math.min(...decision.limits.map((limit) => limit.remaining));
         if (decision.allowed || decision.degraded || attempt === 2 || !(remaining >= 1)) {
@@ -405,7 +405,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
       // Counting the return first makes it the only one, however many arrive at once.
       const { incremented, read } = await store.incrementAndRead(
         [{ key: leaseReturnsKey(state.base, request.id), delta: 1, ttlSeconds }],
-        [leaseUnitsKey(state.base, request.id), resetMarkerKey(state.base)],
+        [leaseUnitsKey(state.base, plan, request.id), resetMarkerKey(state.base)],
       );
       const granted = read[0] ?? 0;
       // A reset at or after the lease's second forgot its units (deleting their bucket, which

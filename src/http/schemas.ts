@@ -246,7 +246,8 @@ export const refundResponse = {
   properties: {
     refunded: {
       type: 'boolean',
-      description: 'false when that second has left every window: nothing was counted there any more',
+      description:
+        'false when that second has left every window, or the feature was reset since: nothing was counted there any more',
     },
     event: { type: 'string' },
   },
@@ -580,7 +581,7 @@ Nothing is ever admitted beyond the limit: the units are counted before they are
 
 export const leaseReturnRoute = {
   summary: 'Return a lease: take back its unused units',
-  description: `Takes back the units a lease did not spend, and counts its spent ones at this second instead of the lease's. A lease is returned once, within its life and ${DEFAULTS.leaseReturnGraceSeconds} s; after that its units stay counted until they leave the window.`,
+  description: `Takes back the units a lease did not spend, and counts its spent ones at this second instead of the lease's. A lease is returned once, within its life and ${DEFAULTS.leaseReturnGraceSeconds} s; after that its units stay counted until they leave the window. After a reset of the feature (\`/admin/reset\`) at or after the lease's second, nothing is taken back (\`returned: 0\`): the reset forgot the units already.`,
   tags: ['leases'],
   body: leaseReturnBody,
   response: {
