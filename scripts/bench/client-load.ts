@@ -4,6 +4,7 @@
 import { createHistogram } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type * as ClientModule from '../../src/client/index.js';
+import { featureSpread } from '../lib/run-load.js';
 import { COMPILED_ENV } from './compiled.js';
 
 type CreateClient = typeof ClientModule.createClient;
@@ -133,13 +134,16 @@ export interface CallersRun {
   readonly denied: number;
   readonly degraded: number;
   readonly leasesTaken: number;
+  /** Lease returns memgate did not take (no answer within the client's timeout, or too late): their units stayed counted. */
+  readonly leaseReturnsLost: number;
   /** The bench process's CPU over the run (the callers and the client), microseconds. */
   readonly callerCpuMicros: number;
 }
 
 /**
- * `callers` concurrent loops, each awaiting one check after another for `seconds`, the
- * features taken in turn from `features` names so that each comes back every `features` checks.
+ * `callers` concurrent loops, each awaiting one check after another for `seconds`, of
+ * features drawn uniformly from `features` names (seeded): each comes back, at random
+ * times, so that leases get spent and do not all end together.
  */
 export async function concurrentCallers({
   createClient,
@@ -148,6 +152,7 @@ export async function concurrentCallers({
   event,
   featurePrefix,
   features,
+  seed,
   callers,
   seconds,
 }: {
@@ -157,13 +162,14 @@ export async function concurrentCallers({
   event: string;
   featurePrefix: string;
   features: number;
+  seed: number;
   callers: number;
   seconds: number;
 }): Promise<CallersRun> {
   const client = createClient({ ...options, url });
   // Nanoseconds, which it records as integers.
   const latency = createHistogram();
-  let next = 0;
+  const nextFeature = featureSpread(`uniform:${features}`, seed);
   let checks = 0;
   let denied = 0;
   let degraded = 0;
@@ -173,7 +179,7 @@ export async function concurrentCallers({
   const end = started + seconds * 1000;
   const caller = async () => {
     while (performance.now() < end) {
-      const feature = `${featurePrefix}${next++ % features}`;
+      const feature = `${featurePrefix}${nextFeature()}`;
       const callStarted = performance.now();
       const decision = await client.check(event, feature);
       latency.record(Math.max(1, Math.round((performance.now() - callStarted) * 1e6)));
@@ -201,6 +207,7 @@ export async function concurrentCallers({
     denied,
     degraded,
     leasesTaken: stats.leasesTaken,
+    leaseReturnsLost: stats.leaseReturnsLost,
     callerCpuMicros: cpu.user + cpu.system,
   };
 }

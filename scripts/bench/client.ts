@@ -21,7 +21,7 @@ import { median, type Suite, type SuiteContext } from './suite.js';
 const DENIED = { event: 'denied', limit: 1, windowSeconds: 2 } as const;
 const DENIED_CHECKS = 100_000;
 const DENIED_BURST = 1000;
-/** The allowed path: callers awaiting one check after another, over features each checked every FEATURES checks. */
+/** The allowed path: callers awaiting one check after another, of features drawn from FEATURES. */
 const CALLERS = 64;
 const FEATURES = 1000;
 const LEASE = { units: 10, life: '5s' } as const;
@@ -116,6 +116,7 @@ export const client: Suite = {
             event: way.event,
             featurePrefix: `r${round}-${way.name}-`,
             features: FEATURES,
+            seed: round + 1,
             callers: CALLERS,
             seconds,
           });
@@ -229,6 +230,8 @@ function report(
           memgateCpuMs: m((run) => perThousand(run.memgateCpuMicros, run.checks)) / 1000,
           callerCpuMs: m((run) => perThousand(run.callerCpuMicros, run.checks)) / 1000,
           odd: runs.reduce((sum, run) => sum + run.denied + run.degraded, 0),
+          leasesTaken: runs.reduce((sum, run) => sum + run.leasesTaken, 0),
+          returnsLost: runs.reduce((sum, run) => sum + run.leaseReturnsLost, 0),
         },
       ] as const;
     }),
@@ -255,7 +258,7 @@ function report(
       String(figures.odd),
     ];
   });
-  const waysLine = `Against one \`POST /check\` per call: batching (defaults) gives ${against('batched')}; with \`batchWindowMs: 1\`, ${against('batched-1ms')}; leases of ${LEASE.units}, ${against('leased')}.`;
+  const waysLine = `Against one \`POST /check\` per call: batching (defaults) gives ${against('batched')}; with \`batchWindowMs: 1\`, ${against('batched-1ms')}; leases of ${LEASE.units}, ${against('leased')}; ${count(medians.get('leased')?.returnsLost ?? 0)} of the ${count(medians.get('leased')?.leasesTaken ?? 0)} leases of all rounds were not taken back (their return got no answer in time, \`stats.leaseReturnsLost\`).`;
   const waysTable = markdownTable(
     [
       [
@@ -291,7 +294,7 @@ ${deniedLine}
 
 ### Allowed path: one request per call, batching and leases
 
-${CALLERS} concurrent callers, each awaiting one \`check\` after another for ${duration} s, over ${count(FEATURES)} features taken in turn (each comes back every ${count(FEATURES)} checks), far under their limit (\`1000000000\` a 60 s window). Each way runs once per round in a rotating order, after a warm-up round of ${WARM_UP_SECONDS} s not counted; the table shows medians over ${rounds} rounds. The leases' event has \`lease: { maxUnits: ${LEASE.units}, life: ${LEASE.life} }\`: a lease is one decision at memgate and its return one more request (leases still held at the end of a run are returned, and counted, when the client closes). Latency is per call, in the caller, from \`check()\` to its answer. CPU is user and system time, memgate's from \`/proc\`, the caller's (the bench process: callers and client) from \`process.cpuUsage()\`. The client keeps its default 10 keep-alive connections.
+${CALLERS} concurrent callers, each awaiting one \`check\` after another for ${duration} s, of features drawn uniformly at random (seeded by the round) from ${count(FEATURES)}, far under their limit (\`1000000000\` a 60 s window). Each way runs once per round in a rotating order, after a warm-up round of ${WARM_UP_SECONDS} s not counted; the table shows medians over ${rounds} rounds. The leases' event has \`lease: { maxUnits: ${LEASE.units}, life: ${LEASE.life} }\`: a lease is one decision at memgate and its return one more request (leases still held at the end of a run are returned, and counted, when the client closes). Latency is per call, in the caller, from \`check()\` to its answer. CPU is user and system time, memgate's from \`/proc\`, the caller's (the bench process: callers and client) from \`process.cpuUsage()\`. The client keeps its default 10 keep-alive connections.
 
 ${waysTable}
 
