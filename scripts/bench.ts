@@ -6,6 +6,7 @@ import { execFile } from 'node:child_process';
 import { readFile, writeFile } from 'node:fs/promises';
 import { cpus, totalmem } from 'node:os';
 import { promisify } from 'node:util';
+import { client } from './bench/client.js';
 import { COMPILED_ENV } from './bench/compiled.js';
 import { denyPath } from './bench/deny.js';
 import { embedded } from './bench/embedded.js';
@@ -18,7 +19,7 @@ import { EXIT, runCommand } from './lib/command-line.js';
 import { memcachedVersion, startMemcachedProcess } from './lib/memcached-process.js';
 import { formatSeconds, progressIntervalMs, startProgress } from './lib/progress.js';
 
-const SUITES: readonly Suite[] = [embedded, throughput, denyPath, overload, memory, usage];
+const SUITES: readonly Suite[] = [embedded, throughput, denyPath, overload, memory, usage, client];
 const DOCS = 'docs/performance.md';
 /** About how long `npm run build` takes on the 2-core development machine. */
 const BUILD_SECONDS = 20;

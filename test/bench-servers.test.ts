@@ -77,3 +77,93 @@ describe('npm run bench', () => {
     expect(await readFile('docs/performance.md', 'utf8')).toBe(docs);
   }, 180_000);
 });
+
+/** The cells of a Markdown table's row, trimmed. */
+const cells = (line: string) =>
+  line
+    .split('|')
+    .slice(1, -1)
+    .map((cell) => cell.trim());
+const number = (cell: string | undefined) => Number((cell ?? '').replaceAll(',', '').replace(/×$/, ''));
+
+describe('npm run bench -- --suite client', () => {
+  const memcached = useMemcached();
+
+  it('counts the checks of a denied feature that reach memgate, at the client and at memgate, and measures the allowed path three ways', async () => {
+    const docs = await readFile('docs/performance.md', 'utf8');
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        'scripts/bench.ts',
+        '--suite',
+        'client',
+        '--duration',
+        '3',
+        '--rounds',
+        '1',
+        '--memcached',
+        memcached().servers,
+      ],
+      { env: { ...process.env, CLI_PROGRESS_SECONDS: '1' } },
+    );
+    const lines = stdout.split('\n');
+
+    // The denied feature: 100,000 checks, of which a few reached memgate, as many by the
+    // client's count as by memgate's own metrics, within a retryAfter period each.
+    const denied = lines.filter((line) => /^\|\s+1 \|/.test(line)).map(cells);
+    expect(denied).toHaveLength(1);
+    const [, seconds, spanned, reached, requests, sentAndDecided, local, localRate, target] = denied[0] ?? [];
+    const [periods, retryAfter] = (spanned ?? '').split(' × ').map((part) => number(part.replace(/ s$/, '')));
+    const [reachedDenied, reachedAllowed] = (reached ?? '').split(' + ').map(number);
+    const [sent, decided] = (sentAndDecided ?? '').split(' / ').map(number);
+    expect(number(seconds)).toBeGreaterThanOrEqual(3);
+    expect(retryAfter).toBeGreaterThanOrEqual(1);
+    const reachedAll = (reachedDenied ?? 0) + (reachedAllowed ?? 0);
+    expect(reachedAll).toBeGreaterThanOrEqual(1);
+    expect(reachedDenied).toBeLessThanOrEqual((periods ?? 0) + 1);
+    expect(sent).toBe(reachedAll);
+    expect(decided).toBe(reachedAll);
+    expect(number(requests)).toBeGreaterThanOrEqual(1);
+    expect(number(requests)).toBeLessThanOrEqual(reachedAll);
+    expect(number(local) + reachedAll).toBe(100_000);
+    expect(number(localRate)).toBeGreaterThan(0);
+    expect(target).toBe('met');
+
+    // The allowed path: every check allowed; memgate decides each one without leases (by its
+    // metrics), batching carries them in fewer requests, leases take fewer decisions.
+    const way = (what: string) => {
+      const row = lines.find((line) => line.startsWith(`| ${what}`));
+      expect(row, what).toBeDefined();
+      const [, checksPerSecond, p50, p99, perThousandRequests, perThousandDecisions, memgateCpu, callerCpu, , odd] =
+        cells(row ?? '');
+      return {
+        checksPerSecond: number(checksPerSecond),
+        p50: number(p50),
+        p99: number(p99),
+        requests: number(perThousandRequests),
+        decisions: number(perThousandDecisions),
+        memgateCpu: number(memgateCpu),
+        callerCpu: number(callerCpu),
+        odd: number(odd),
+      };
+    };
+    const single = way('one `POST /check` per call');
+    const batched = way('batching, client defaults');
+    const leased = way('leases, `leaseUnits: 10`');
+    for (const figures of [single, batched, way('batching, `batchWindowMs: 1`'), leased]) {
+      expect(figures.checksPerSecond).toBeGreaterThan(0);
+      expect(figures.p99).toBeGreaterThanOrEqual(figures.p50);
+      expect(figures.memgateCpu).toBeGreaterThan(0);
+      expect(figures.callerCpu).toBeGreaterThan(0);
+      expect(figures.odd).toBe(0);
+    }
+    expect(single.requests).toBe(1000);
+    expect(single.decisions).toBe(1000);
+    expect(batched.decisions).toBe(1000);
+    expect(batched.requests).toBeLessThan(500);
+    expect(leased.decisions).toBeLessThan(500);
+    expect(await readFile('docs/performance.md', 'utf8')).toBe(docs);
+  }, 240_000);
+});
