@@ -37,12 +37,17 @@ describe('API description', () => {
     };
     expect(doc.openapi).toMatch(/^3\./);
     expect(Object.keys(doc.paths).sort()).toEqual([
+      '/admin/refund',
       '/admin/reload',
       '/admin/reset',
       '/check',
+      '/check/batch',
       '/dashboard',
       '/gate',
       '/healthz',
+      '/lease',
+      '/lease/batch',
+      '/lease/return',
       '/metrics',
       '/peek',
       '/policies',

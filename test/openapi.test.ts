@@ -484,6 +484,30 @@ function leaseReplays(): Record<string, Replay> {
       ask: post('/lease/return', { ...user, id: `${NOW / 1000}.q8Yc3hJd0mWn2LxTf5RkAw`, unused: 0 }),
       compare: 'digits',
     },
+    'POST /lease/batch 200 mixed': {
+      world: 'counting',
+      before: [takeTen],
+      ask: (before) =>
+        post('/lease/batch', {
+          return: [{ ...user, id: idOf(before[0]), unused: 4 }],
+          take: [
+            { ...user, units: 10 },
+            { event: 'login', feature: FEATURE, units: 3 },
+          ],
+        }),
+      compare: 'digits',
+    },
+    'POST /lease/batch 400 nothing': { world: 'counting', ask: post('/lease/batch', {}) },
+    'POST /lease/batch 400 takeWithoutUnits': {
+      world: 'counting',
+      ask: post('/lease/batch', { take: [user] }),
+    },
+    'POST /lease/batch 413 payloadTooLarge': {
+      world: 'counting',
+      ask: post('/lease/batch', {
+        take: Array.from({ length: 100 }, () => ({ event: 'url_shorten', feature: 'a'.repeat(17_000), units: 1 })),
+      }),
+    },
     'POST /admin/refund 200 refunded': {
       world: 'counting',
       ask: refund({ event: 'login', feature: FEATURE, at: NOW }),

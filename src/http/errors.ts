@@ -102,14 +102,18 @@ function handleError(
   if (error.validation) {
     const [first] = error.validation;
     const missing = first?.params.missingProperty;
-    // A check of a /check/batch body is at /<index>: its fields are named as a check's.
-    const [, item, path = ''] = /^(?:\/(\d+))?\/?(.*)$/.exec(first?.instancePath ?? '') ?? [];
+    // An item of a batch (/check/batch's /<index>, /lease/batch's /take/<index>) is named as such.
+    const segments = (first?.instancePath ?? '').split('/').slice(1);
+    const index = segments.findIndex((segment) => /^[0-9]+$/.test(segment));
+    const item =
+      index === -1 ? undefined : { kind: segments[index - 1] ?? 'check', path: segments.slice(0, index + 1) };
+    const path = segments.slice(index + 1).join('/');
     const field = typeof missing === 'string' ? missing : path;
-    const message = describeValidation(error, field, request, item !== undefined);
+    const message = describeValidation(error, field, request, item);
     return sendError(
       reply,
       FIELD_CODES[field] ?? 'invalid_request',
-      item === undefined ? message : `check ${item} of the batch: ${message}`,
+      item === undefined ? message : `${item.kind} ${segments[index] ?? ''} of the batch: ${message}`,
     );
   }
   const known = FRAMEWORK_ERRORS[error.code];
@@ -121,13 +125,26 @@ function handleError(
   return sendError(reply, 'internal_error', 'memgate failed to handle this request');
 }
 
-function describeValidation(error: FastifyError, field: string, request: FastifyRequest, inBatch: boolean): string {
+interface SchemaNode {
+  properties?: Record<string, SchemaNode>;
+  items?: SchemaNode;
+}
+
+function describeValidation(
+  error: FastifyError,
+  field: string,
+  request: FastifyRequest,
+  item: { kind: string; path: readonly string[] } | undefined,
+): string {
   const [first] = error.validation ?? [];
-  const where = inBatch ? 'the check' : error.validationContext === 'body' ? 'the JSON body' : 'the query string';
-  // The fields the route's schema names, for "unknown field": every route says its own.
+  const where = item ? `the ${item.kind}` : error.validationContext === 'body' ? 'the JSON body' : 'the query string';
+  // The fields the route's schema names, for "unknown field": every route says its own (a batch item's, its item's).
   const routeSchema = request.routeOptions.schema?.[error.validationContext === 'body' ? 'body' : 'querystring'] as
-    { properties?: Record<string, unknown>; items?: { properties?: Record<string, unknown> } } | undefined;
-  const schema = inBatch ? routeSchema?.items : routeSchema;
+    SchemaNode | undefined;
+  const schema = (item?.path ?? []).reduce<SchemaNode | undefined>(
+    (node, segment) => (/^[0-9]+$/.test(segment) ? node?.items : node?.properties?.[segment]),
+    routeSchema,
+  );
   const names = Object.keys(schema?.properties ?? {});
   const expected = names.length > 1 ? `${names.slice(0, -1).join(', ')} and ${names.at(-1) ?? ''}` : names.join('');
   if (!first) return `${where} is invalid`;

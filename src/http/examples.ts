@@ -149,6 +149,38 @@ export const leaseReturnExamples = {
   },
 } satisfies Record<string, Example>;
 
+/** POST /lease/batch: a return of user-42's lease with 4 units unused, and takes for two users. */
+export const leaseBatchExamples = {
+  mixed: {
+    summary: 'One return, a take granted, and a take of an event without leases',
+    value: {
+      returned: [{ returned: 4, spent: 6 }],
+      taken: [
+        {
+          allowed: true,
+          limits: [{ name: 'url_shorten-1m', limit: 100, window: 60, remaining: 90, resetSeconds: 60 }],
+          lease: { id: '1795427730.q8Yc3hJd0mWn2LxTf5RkAw', units: 10, seconds: 5, expiresAt: 1795427735250 },
+        },
+        {
+          error: { code: 'lease_off', message: 'event login takes no leases: its policy has no lease section' },
+          status: 400,
+        },
+      ],
+    },
+  },
+} satisfies Record<string, Example>;
+
+export const leaseBatchErrorExamples = {
+  nothing: {
+    summary: 'Neither a take nor a return',
+    value: error('invalid_request', 'a lease batch holds 1 to 100 takes and returns together (it holds 0)'),
+  },
+  takeWithoutUnits: {
+    summary: 'A take without units: the whole batch is refused',
+    value: error('invalid_request', 'take 0 of the batch: units is required in the take'),
+  },
+} satisfies Record<string, Example>;
+
 /** Refusals of what the client sent: the same from /check and /peek. */
 export const inputErrorExamples = {
   unknownEvent: {

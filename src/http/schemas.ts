@@ -18,6 +18,8 @@ import {
   gatewayOffExample,
   healthExamples,
   inputErrorExamples,
+  leaseBatchErrorExamples,
+  leaseBatchExamples,
   leaseExamples,
   leaseReturnExamples,
   metricsExample,
@@ -114,6 +116,26 @@ export interface LeaseReturnBody {
   feature: string;
   id: string;
   unused: number;
+}
+
+export const leaseBatchBody = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    take: { type: 'array', maxItems: DEFAULTS.batchMaxChecks, items: leaseBody },
+    return: { type: 'array', maxItems: DEFAULTS.batchMaxChecks, items: leaseReturnBody },
+  },
+  examples: [
+    {
+      take: [{ event: 'url_shorten', feature: 'user-42', units: 10 }],
+      return: [{ event: 'url_shorten', feature: 'user-7', id: '1795427730.q8Yc3hJd0mWn2LxTf5RkAw', unused: 4 }],
+    },
+  ],
+} as const;
+
+export interface LeaseBatchBody {
+  take?: LeaseBody[];
+  return?: LeaseReturnBody[];
 }
 
 export const refundBody = {
@@ -237,6 +259,24 @@ export const leaseReturnedResponse = {
   properties: {
     returned: { type: 'integer', description: 'Units taken back: others may use them now' },
     spent: { type: 'integer', description: 'Units counted again at this second, where the window keeps them longest' },
+  },
+} as const;
+
+export const leaseBatchResponse = {
+  type: 'object',
+  required: ['returned', 'taken'],
+  properties: {
+    returned: {
+      type: 'array',
+      description: 'One answer per return, in order: as /lease/return’s 200 body, or its error and status',
+      items: { anyOf: [leaseReturnedResponse, batchItemErrorResponse] },
+    },
+    taken: {
+      type: 'array',
+      description:
+        'One answer per take, in order: the decision (with the lease when allowed) as /lease answers it, or its error and status',
+      items: { anyOf: [leaseResponse, batchItemErrorResponse] },
+    },
   },
 } as const;
 
@@ -604,6 +644,32 @@ export const leaseReturnRoute = {
       '`store_unavailable`: Memcached did not answer in time; the units stay counted',
       { storeUnavailable: adminExamples.storeUnavailable },
       RETRY_SOON,
+    ),
+  },
+};
+
+export const leaseBatchRoute = {
+  summary: 'Take and return many leases in one request',
+  description: `What \`memgate/client\` sends: the leases its callers take and return at the same moment, in one request instead of one each. The returns are taken first (the units they free are there for the takes), then each take, each exactly as \`/lease/return\` and \`/lease\` would answer it alone. Up to ${DEFAULTS.batchMaxChecks} takes and returns together.
+
+The answer is always 200 with \`returned\` and \`taken\`, in the order asked: each an answer of \`/lease/return\` or \`/lease\` (a take not granted is its decision with \`allowed: false\`), or the error and \`status\` those routes would have answered. A body of the wrong shape is a 400 for the whole batch, and nothing is counted or taken back.`,
+  tags: ['leases'],
+  body: leaseBatchBody,
+  response: {
+    200: answer(
+      leaseBatchResponse,
+      'The answers, in the order asked; an item those routes would have refused holds its error and status instead',
+      leaseBatchExamples,
+    ),
+    400: answer(
+      errorResponse,
+      'The body is not `take` and `return` arrays of 1 to 100 items together, or an item is not of their shape; nothing was counted or taken back',
+      leaseBatchErrorExamples,
+    ),
+    413: answer(
+      errorResponse,
+      `\`payload_too_large\`: the body is over ${(DEFAULTS.bodyLimitBytes * DEFAULTS.batchMaxChecks) / 1024} KB`,
+      payloadTooLargeExample,
     ),
   },
 };

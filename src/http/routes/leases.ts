@@ -1,11 +1,21 @@
 import type { FastifyInstance } from 'fastify';
+import { DEFAULTS } from '../../config/defaults.js';
 import type { Limiter } from '../../counting/limiter.js';
+import { batchItemError, sendError } from '../errors.js';
 import { rateLimitHeaderWriter } from '../rate-limit-headers.js';
-import { leaseReturnRoute, leaseRoute, type LeaseBody, type LeaseReturnBody } from '../schemas.js';
+import {
+  leaseBatchRoute,
+  leaseReturnRoute,
+  leaseRoute,
+  type LeaseBatchBody,
+  type LeaseBody,
+  type LeaseReturnBody,
+} from '../schemas.js';
 
 /**
  * /lease counts several units at once for a client to spend itself (200 with the lease, or
- * 429 with the denial, as /check's); /lease/return takes back what it did not spend.
+ * 429 with the denial, as /check's); /lease/return takes back what it did not spend;
+ * /lease/batch does both for many leases in one request, each on its own.
  */
 export function registerLeaseRoutes(app: FastifyInstance, limiter: Limiter): void {
   const setHeaders = rateLimitHeaderWriter(limiter);
@@ -16,5 +26,23 @@ export function registerLeaseRoutes(app: FastifyInstance, limiter: Limiter): voi
   });
   app.post<{ Body: LeaseReturnBody }>('/lease/return', { schema: leaseReturnRoute }, async (request) =>
     limiter.returnLease(request.body),
+  );
+  app.post<{ Body: LeaseBatchBody }>(
+    '/lease/batch',
+    { schema: leaseBatchRoute, bodyLimit: DEFAULTS.bodyLimitBytes * DEFAULTS.batchMaxChecks },
+    async (request, reply) => {
+      const { take = [], return: giveBack = [] } = request.body;
+      const items = take.length + giveBack.length;
+      if (items === 0 || items > DEFAULTS.batchMaxChecks)
+        return sendError(
+          reply,
+          'invalid_request',
+          `a lease batch holds 1 to ${DEFAULTS.batchMaxChecks} takes and returns together (it holds ${items})`,
+        );
+      // Returns first: the units they free are there for the takes.
+      const returned = await Promise.all(giveBack.map((item) => limiter.returnLease(item).catch(batchItemError)));
+      const taken = await Promise.all(take.map((item) => limiter.lease(item).catch(batchItemError)));
+      return { returned, taken };
+    },
   );
 }
