@@ -13,6 +13,7 @@
  */
 import type { FastifyRateLimitOptions, FastifyRateLimitStore, FastifyRateLimitStoreCtor } from '@fastify/rate-limit';
 import type { Decision } from '../counting/decision.js';
+import { featureName } from './feature-name.js';
 import { closestToExhaustion, consoleWarn, libraryCounts, mismatchWarning, onceEach } from './library-counts.js';
 import { checkRefused, openClient, type ClientSource } from './memgate-client.js';
 
@@ -80,7 +81,7 @@ export function memgateStore(options: MemgateFastifyStoreOptions): MemgateFastif
 
     /** A check: memgate counts it when allowed; `current` is over `max` exactly when it denied. */
     incr(key: string, callback: Callback, timeWindow: number, max: number): void {
-      client.check(this.event, key).then(
+      client.check(this.event, featureName(key)).then(
         (decision) => {
           compare(this.event, decision, max, timeWindow);
           const now = Date.now();
@@ -95,7 +96,7 @@ export function memgateStore(options: MemgateFastifyStoreOptions): MemgateFastif
 
     /** createRateLimit's `{ increment: false }`: a peek, counting nothing. */
     read(key: string, callback: Callback, timeWindow: number, max: number): void {
-      client.peek(this.event, key).then(
+      client.peek(this.event, featureName(key)).then(
         (decision) => {
           compare(this.event, decision, max, timeWindow);
           const closest = closestToExhaustion(decision.limits);
