@@ -15,7 +15,7 @@ import type { FastifyRateLimitOptions, FastifyRateLimitStore, FastifyRateLimitSt
 import type { Decision } from '../counting/decision.js';
 import { featureName } from './feature-name.js';
 import { closestToExhaustion, consoleWarn, libraryCounts, mismatchWarning, onceEach } from './library-counts.js';
-import { checkRefused, openClient, type ClientSource } from './memgate-client.js';
+import { checkRefusedQuietly, openClient, type ClientSource } from './memgate-client.js';
 
 const WHO = 'memgate/fastify-rate-limit';
 
@@ -89,7 +89,7 @@ export function memgateStore(options: MemgateFastifyStoreOptions): MemgateFastif
           callback(null, { current: hits, ttl: Math.max(0, resetAtMs - now) });
         },
         (error: unknown) => {
-          callback(checkRefused(WHO, this.event, error));
+          callback(checkRefusedQuietly(WHO, this.event, error));
         },
       );
     }
@@ -104,7 +104,7 @@ export function memgateStore(options: MemgateFastifyStoreOptions): MemgateFastif
           callback(null, { current, ttl: (closest?.resetSeconds ?? 0) * 1000 });
         },
         (error: unknown) => {
-          callback(checkRefused(WHO, this.event, error));
+          callback(checkRefusedQuietly(WHO, this.event, error));
         },
       );
     }
