@@ -7,6 +7,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { inspect } from 'node:util';
 import rateLimitPlugin from '@fastify/rate-limit';
 import express from 'express';
@@ -240,6 +241,31 @@ function expectDenials(answers: Answer[]): void {
   }
 }
 
+describe('an end user steering the feature with X-Forwarded-For', () => {
+  it('shares one limit across spoofed addresses while trust proxy is off (the default)', async () => {
+    const app = express();
+    app.get('/login', memgateLimit({ client: client() }), (_req, res) => {
+      res.send('ok');
+    });
+    const fast = Fastify();
+    await fast.register(memgatePlugin, { client: client() });
+    fast.get('/login', () => 'ok');
+    // Both apps see 127.0.0.1: use a fresh event-free feature by resetting what the first counted.
+    for (const url of [await listen(app), await listenFastify(fast)]) {
+      await request(`${memgate.url}/admin/reset`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` },
+        body: JSON.stringify({ event: 'login', feature: '127.0.0.1' }),
+      });
+      let spoof = 0;
+      const statuses = await statusesOf(5, () =>
+        send(`${url}/login`, { headers: { 'x-forwarded-for': `203.0.113.${String(++spoof)}` } }),
+      );
+      expect(statuses).toEqual(LIMITED);
+    }
+  });
+});
+
 describe('one user sending 100 concurrent requests to two instances of the app', () => {
   it('express-rate-limit: exactly the limit is admitted, each with its own remaining', async () => {
     const app = () => erlApp(new MemgateStore({ client: client(), event: 'crowd' }), { limit: CROWD_LIMIT });
@@ -387,6 +413,10 @@ describe('what an end user sees when the check fails', () => {
       res.send('ok');
     });
     app.use('/store', rateLimit({ limit: LIMIT, store: new MemgateStore({ client: client(), event: 'unlisted' }) }));
+    // A route with no path to name an event by: the operator's log says so.
+    app.get(/^\/re\/\d+$/, memgateLimit({ client: client() }), (_req, res) => {
+      res.send('ok');
+    });
     const url = await listen(app);
     // express (finalhandler) and express-rate-limit log to console.error: the operator's copy.
     const errors: string[] = [];
@@ -394,15 +424,18 @@ describe('what an end user sees when the check fails', () => {
       errors.push(...args.map((arg) => inspect(arg)));
     });
     try {
-      for (const path of ['/unlisted', '/store']) {
+      for (const path of ['/unlisted', '/store', '/re/12']) {
         const answer = await send(`${url}${path}`);
         expect(answer.status).toBe(500);
         expectNothingOfMemgate(answer);
       }
+      // finalhandler logs on a later turn than it answers.
+      for (let wait = 0; wait < 50 && errors.length < 3; wait++) await sleep(20);
     } finally {
       consoleError.mockRestore();
     }
     expect(errors.join('\n')).toContain('unknown event "unlisted"');
+    expect(errors.join('\n')).toContain('the route of GET /re/12 has no path to name an event by');
   });
 
   it("memgate down: the client's onError answers, as a 429 with Retry-After or an admitted request", async () => {
