@@ -5,6 +5,7 @@
  */
 import type { Decision } from '../counting/decision.js';
 import { rateLimitHeaders } from '../http/rate-limit-headers.js';
+import { featureName } from './feature-name.js';
 import type { ClientDecision } from './memgate-client.js';
 
 export const DENIED_STATUS = 429;
@@ -30,7 +31,7 @@ export interface CheckOf<Request> {
 export interface RequestCheckOptions<Request> {
   /** The event: a name, or read from the request (default: from the route's path, see route-event.ts). */
   readonly event?: string | ((request: Request) => string) | undefined;
-  /** Who is asking (default: the client's IP address as the framework sees it). */
+  /** Who is asking (default: the client's IP address as the framework sees it); one memgate refuses is checked as its hash (feature-name.ts). */
   readonly feature?: ((request: Request) => string) | undefined;
   /** The request's cost (default 1). */
   readonly cost?: ((request: Request) => number) | undefined;
@@ -53,7 +54,7 @@ export function checkOf<Request>(
   }
   return {
     event: typeof event === 'string' ? () => event : (event ?? defaults.event),
-    feature: feature ?? defaults.feature,
+    feature: (request) => featureName((feature ?? defaults.feature)(request)),
     cost: cost ?? (() => undefined),
   };
 }

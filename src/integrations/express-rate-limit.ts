@@ -13,6 +13,7 @@ import type { ClientRateLimitInfo, IncrementResponse, Options, Store } from 'exp
 import type { Decision } from '../counting/decision.js';
 import { adminCall, adminTokenMessage } from './admin-calls.js';
 import { COUNTED_CHECKS_DEFAULTS, CountedChecks, type CountedChecksOptions } from './counted-checks.js';
+import { featureName } from './feature-name.js';
 import {
   closestToExhaustion,
   consoleWarn,
@@ -86,7 +87,8 @@ export class MemgateStore implements Store {
     }
   }
 
-  async increment(key: string): Promise<IncrementResponse> {
+  async increment(libraryKey: string): Promise<IncrementResponse> {
+    const key = featureName(libraryKey);
     const at = Date.now();
     const decision = await this.#client.check(this.event, key).catch((error: unknown) => {
       throw checkRefused(WHO, this.event, error);
@@ -98,20 +100,22 @@ export class MemgateStore implements Store {
   }
 
   /** Gives back this key's newest check, at the time it was counted; a denied check counted nothing. */
-  async decrement(key: string): Promise<void> {
+  async decrement(libraryKey: string): Promise<void> {
+    const key = featureName(libraryKey);
     const check = this.#checks.takeNewest(key);
     if (!check?.counted) return;
     await adminCall(WHO, 'decrement', () => this.#client.refund(this.event, key, { cost: check.cost, at: check.at }));
   }
 
-  async resetKey(key: string): Promise<void> {
+  async resetKey(libraryKey: string): Promise<void> {
+    const key = featureName(libraryKey);
     this.#checks.forget(key);
     await adminCall(WHO, 'resetKey', () => this.#client.reset(this.event, key));
   }
 
   /** What memgate would say now, counting nothing (express-rate-limit's getKey). */
-  async get(key: string): Promise<ClientRateLimitInfo | undefined> {
-    const decision = await this.#client.peek(this.event, key).catch((error: unknown) => {
+  async get(libraryKey: string): Promise<ClientRateLimitInfo | undefined> {
+    const decision = await this.#client.peek(this.event, featureName(libraryKey)).catch((error: unknown) => {
       throw checkRefused(WHO, this.event, error);
     });
     this.#learn(decision);

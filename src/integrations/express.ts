@@ -28,12 +28,15 @@ export function memgateLimit(options: MemgateExpressOptions): MemgateMiddleware 
   const { client, owned } = openClient(options, WHO);
   const check = checkOf<Request>(WHO, options, {
     event: (req) => {
-      const path: unknown = (req.route as { path?: unknown } | undefined)?.path;
-      if (typeof path !== 'string') {
+      const route = req.route as { path?: unknown } | undefined;
+      if (typeof route?.path !== 'string') {
         throw new Error(
-          `${WHO}: no route has matched ${req.method} ${req.path} yet; mount the middleware on a route, or pass event`,
+          route
+            ? `${WHO}: the route of ${req.method} ${req.path} has no path to name an event by (a regular expression or a list of paths); pass event`
+            : `${WHO}: no route has matched ${req.method} ${req.path} yet; mount the middleware on a route, or pass event`,
         );
       }
+      const { path } = route;
       return eventFromRoute(path);
     },
     feature: (req) => req.ip ?? '',

@@ -13,8 +13,9 @@
  */
 import type { FastifyRateLimitOptions, FastifyRateLimitStore, FastifyRateLimitStoreCtor } from '@fastify/rate-limit';
 import type { Decision } from '../counting/decision.js';
+import { featureName } from './feature-name.js';
 import { closestToExhaustion, consoleWarn, libraryCounts, mismatchWarning, onceEach } from './library-counts.js';
-import { checkRefused, openClient, type ClientSource } from './memgate-client.js';
+import { checkRefusedQuietly, openClient, type ClientSource } from './memgate-client.js';
 
 const WHO = 'memgate/fastify-rate-limit';
 
@@ -80,7 +81,7 @@ export function memgateStore(options: MemgateFastifyStoreOptions): MemgateFastif
 
     /** A check: memgate counts it when allowed; `current` is over `max` exactly when it denied. */
     incr(key: string, callback: Callback, timeWindow: number, max: number): void {
-      client.check(this.event, key).then(
+      client.check(this.event, featureName(key)).then(
         (decision) => {
           compare(this.event, decision, max, timeWindow);
           const now = Date.now();
@@ -88,14 +89,14 @@ export function memgateStore(options: MemgateFastifyStoreOptions): MemgateFastif
           callback(null, { current: hits, ttl: Math.max(0, resetAtMs - now) });
         },
         (error: unknown) => {
-          callback(checkRefused(WHO, this.event, error));
+          callback(checkRefusedQuietly(WHO, this.event, error));
         },
       );
     }
 
     /** createRateLimit's `{ increment: false }`: a peek, counting nothing. */
     read(key: string, callback: Callback, timeWindow: number, max: number): void {
-      client.peek(this.event, key).then(
+      client.peek(this.event, featureName(key)).then(
         (decision) => {
           compare(this.event, decision, max, timeWindow);
           const closest = closestToExhaustion(decision.limits);
@@ -103,7 +104,7 @@ export function memgateStore(options: MemgateFastifyStoreOptions): MemgateFastif
           callback(null, { current, ttl: (closest?.resetSeconds ?? 0) * 1000 });
         },
         (error: unknown) => {
-          callback(checkRefused(WHO, this.event, error));
+          callback(checkRefusedQuietly(WHO, this.event, error));
         },
       );
     }

@@ -14,7 +14,7 @@
  */
 import type { FastifyPluginCallback, FastifyRequest } from 'fastify';
 import { checkOf, decisionBody, decisionHeaders, DENIED_STATUS, type RequestCheckOptions } from './decision-reply.js';
-import { checkRefused, openClient, type ClientDecision, type ClientSource } from './memgate-client.js';
+import { checkRefusedQuietly, openClient, type ClientDecision, type ClientSource } from './memgate-client.js';
 import { eventFromRoute } from './route-event.js';
 
 export { eventFromRoute };
@@ -44,7 +44,8 @@ const plugin: FastifyPluginCallback<MemgateFastifyOptions> = (app, options, done
     feature: (request) => request.ip,
   });
   if (owned) app.addHook('onClose', () => client.close());
-  app.decorateRequest('memgate', undefined);
+  // A second registration (in a child context, for other routes) finds it already there.
+  if (!app.hasRequestDecorator('memgate')) app.decorateRequest('memgate', undefined);
   app.addHook('onRequest', async (request, reply) => {
     const { config, url } = request.routeOptions;
     if (url === undefined || config.memgate === false) return;
@@ -53,7 +54,7 @@ const plugin: FastifyPluginCallback<MemgateFastifyOptions> = (app, options, done
     const decision = await client
       .check(event, check.feature(request), cost === undefined ? undefined : { cost })
       .catch((error: unknown) => {
-        throw checkRefused(WHO, event, error);
+        throw checkRefusedQuietly(WHO, event, error);
       });
     request.memgate = decision;
     void reply.headers(decisionHeaders(decision));

@@ -62,3 +62,13 @@ export function checkRefused(who: string, event: string, error: unknown): Error 
   const reason = error instanceof Error ? error.message : String(error);
   return new Error(`${who}: the check of event "${event}" failed: ${reason}`, { cause: error });
 }
+
+/**
+ * checkRefused for fastify, whose default error handler answers an error's message to the
+ * end user: that message would name memgate's events and its policy's (memgate's own error
+ * lists the known events). So the message says only that the check failed, and the detail is
+ * the cause, which fastify's logger prints with it.
+ */
+export function checkRefusedQuietly(who: string, event: string, error: unknown): Error {
+  return new Error('the rate limit could not be checked', { cause: checkRefused(who, event, error) });
+}
