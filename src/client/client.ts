@@ -146,33 +146,85 @@ export function createClient(options: ClientOptions): MemgateClient {
     return { decision: settle(await batcher.add(body)), sentAt };
   };
 
-  /** POST /lease: a lease, a denial or a degraded answer; `off` for an event without leases. */
+  /** A lease taken or returned: they travel together, in one POST /lease/batch per tick. */
+  type LeaseOp =
+    | { readonly kind: 'take'; readonly event: string; readonly feature: string; readonly units: number }
+    | {
+        readonly kind: 'return';
+        readonly event: string;
+        readonly feature: string;
+        readonly id: string;
+        readonly unused: number;
+      };
+  /** One lease operation's answer: its status and body, as /lease or /lease/return would send them alone. */
+  type LeaseOpOutcome = { readonly status: number; readonly body: unknown } | undefined;
+
+  const sendLeaseOps = async (ops: readonly LeaseOp[]): Promise<LeaseOpOutcome[]> => {
+    const take = ops.flatMap((op) =>
+      op.kind === 'take' ? [{ event: op.event, feature: op.feature, units: op.units }] : [],
+    );
+    const giveBack = ops.flatMap((op) =>
+      op.kind === 'return' ? [{ event: op.event, feature: op.feature, id: op.id, unused: op.unused }] : [],
+    );
+    let answer: HttpAnswer;
+    try {
+      answer = await post('/lease/batch', {
+        ...(take.length ? { take } : {}),
+        ...(giveBack.length ? { return: giveBack } : {}),
+      });
+    } catch (error) {
+      if (error instanceof TransportFailure) return ops.map(() => undefined);
+      throw error;
+    }
+    const body = answer.body as { taken?: unknown; returned?: unknown } | null;
+    const { taken, returned } = body ?? {};
+    if (
+      answer.status !== 200 ||
+      !Array.isArray(taken) ||
+      !Array.isArray(returned) ||
+      taken.length !== take.length ||
+      returned.length !== giveBack.length
+    ) {
+      // The whole batch refused (a 4xx each op shares) or no answer of memgate's (a 5xx, garbage).
+      const whole =
+        answer.status >= 400 && answer.status < 500 ? { status: answer.status, body: answer.body } : undefined;
+      return ops.map(() => whole);
+    }
+    let t = 0;
+    let r = 0;
+    return ops.map((op) => {
+      const item: unknown = op.kind === 'take' ? taken[t++] : returned[r++];
+      const status = typeof item === 'object' && item !== null && 'status' in item ? item.status : undefined;
+      if (typeof status === 'number') return { status, body: item };
+      return { status: op.kind === 'take' && isDecision(item) && !item.allowed ? 429 : 200, body: item };
+    });
+  };
+
+  const leaseBatcher = createBatcher<LeaseOp, LeaseOpOutcome>({
+    windowMs: settings.batchWindowMs,
+    maxSize: settings.maxBatchSize,
+    send: sendLeaseOps,
+  });
+
+  /** A lease, a denial or a degraded answer; `off` for an event without leases. */
   const takeLease = async (event: string, feature: string, units: number): Promise<LeaseAnswer> => {
     if (!reachability.mayAsk()) return { kind: 'decision', decision: degraded() };
     stats.checksSent++;
-    let answer: HttpAnswer;
-    try {
-      answer = await post('/lease', { event, feature, units });
-    } catch (error) {
-      if (!(error instanceof TransportFailure)) throw error;
-      return { kind: 'decision', decision: settle({ kind: 'unreachable' }) };
-    }
+    const answer = await leaseBatcher.add({ kind: 'take', event, feature, units });
+    if (!answer) return { kind: 'decision', decision: settle({ kind: 'unreachable' }) };
     if (answer.status === 400 && serverError(answer.body)?.code === 'lease_off') {
       reachability.answered();
       return { kind: 'off' };
     }
-    const decision = settle(outcomeOf(answer.status, answer.body, '/lease'));
+    const decision = settle(outcomeOf(answer.status, answer.body, '/lease/batch'));
     const { lease, ...rest } = decision as ClientDecision & { lease?: { id: string; units: number; seconds: number } };
     return { kind: 'decision', decision: rest, lease };
   };
 
+  /** Never rejects: a return memgate did not take leaves the units counted until they leave the window. */
   const giveLease = async (event: string, feature: string, id: string, unused: number): Promise<void> => {
-    try {
-      const answer = await post('/lease/return', { event, feature, id, unused });
-      if (answer.status !== 200) stats.leaseReturnsLost++;
-    } catch {
-      stats.leaseReturnsLost++;
-    }
+    const answer = await leaseBatcher.add({ kind: 'return', event, feature, id, unused });
+    if (answer?.status !== 200) stats.leaseReturnsLost++;
   };
 
   const leases =

@@ -133,10 +133,8 @@ export function createLeases({ units, marginMs, maxLeases, now, take, give }: Le
         const lease = held.get(key);
         if (lease) {
           const answer = spend(lease, cost);
-          if (answer) {
-            if (lease.spent === lease.units) giveBack(key, lease);
-            return answer;
-          }
+          // A spent lease stays until the next check (or its end) returns it, with the next take in the same request.
+          if (answer) return answer;
           // Ended, or short of this cost: back to memgate, and a new lease.
           giveBack(key, lease);
         }
@@ -168,7 +166,6 @@ export function createLeases({ units, marginMs, maxLeases, now, take, give }: Le
         }
         // This check is the lease's first spend; it answers with memgate's decision.
         entry.spent += cost;
-        if (entry.spent === entry.units) giveBack(key, entry);
         return answer.decision;
       }
     },

@@ -143,11 +143,11 @@ function undiciTransport(options: TransportOptions): Transport {
       ({ Pool }) => new Pool(options.url.origin, { connections: options.connections, pipelining: 1 }),
     ));
   return {
-    post(path, body, headers) {
+    async post(path, body, headers) {
+      // Loading undici is not memgate's time: the deadline starts once the pool is there.
+      const ready = await openPool();
       return withTimeout(options.timeoutMs, async (signal) => {
-        const answer = await (
-          await openPool()
-        ).request({
+        const answer = await ready.request({
           path: `${prefix}${path}`,
           method: 'POST',
           headers: requestHeaders(options, headers),

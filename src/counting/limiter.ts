@@ -379,7 +379,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
           if (!decision.allowed || decision.degraded) return decision;
           return {
             ...decision,
-            lease: { id, units, seconds: lease.lifeSeconds, expiresAt: nowMs + lease.lifeSeconds * 1000 },
+            lease: { id, units, seconds: lease.lifeSeconds, expiresAt: Math.floor(nowMs) + lease.lifeSeconds * 1000 },
           };
         }
         units = remaining;
