@@ -4,8 +4,6 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -13,7 +11,6 @@ import rateLimitPlugin from '@fastify/rate-limit';
 import express from 'express';
 import { MemoryStore, rateLimit, type Options as ErlOptions } from 'express-rate-limit';
 import Fastify, { type FastifyInstance } from 'fastify';
-import { request } from 'undici';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createClient, type MemgateClient } from '../src/client/index.js';
 import type { Decision } from '../src/counting/decision.js';
@@ -23,6 +20,7 @@ import { memgatePlugin } from '../src/integrations/fastify.js';
 import { memgateStore } from '../src/integrations/fastify-rate-limit.js';
 import { eventFromRoute } from '../src/integrations/route-event.js';
 import { uniquePrefix, useMemcached } from './helpers/memcached.js';
+import { closedPortUrl, peekAt, send, serveExpress, serveFastify } from './helpers/framework-apps.js';
 import { startServiceProcess, type ServiceProcess } from './helpers/service-process.js';
 
 const TOKEN = 'frameworks-admin-token-0123456789abcdef';
@@ -74,15 +72,12 @@ function client(options: { adminToken?: string; onError?: 'allow' | 'deny'; url?
   return made;
 }
 
-/** memgate's own answer, counting nothing. */
-async function peek(event: string, feature: string): Promise<Decision> {
-  const answer = await request(`${memgate.url}/peek`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ event, feature }),
-  });
-  return (await answer.body.json()) as Decision;
-}
+const listen = (app: express.Express) => serveExpress(app, closers);
+const listenFastify = (app: FastifyInstance) => serveFastify(app, closers);
+const peek = (event: string, feature: string) => peekAt(memgate.url, event, feature);
+const get = (url: string, user: string, method: 'GET' | 'POST' = 'GET') =>
+  send(url, { method, headers: { 'x-user': user } });
+const closedPort = closedPortUrl;
 
 const remainingAt = async (event: string, feature: string) => (await peek(event, feature)).limits[0]?.remaining;
 
@@ -93,51 +88,6 @@ async function untilRemaining(event: string, feature: string, remaining: number)
     if (Date.now() > deadline) throw new Error(`${event}/${feature} never showed remaining ${remaining}`);
     await sleep(20);
   }
-}
-
-async function listen(app: express.Express): Promise<string> {
-  const server: Server = createServer(app);
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  closers.push(
-    () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => {
-          resolve();
-        });
-      }),
-  );
-  return `http://127.0.0.1:${String((server.address() as AddressInfo).port)}`;
-}
-
-async function listenFastify(app: FastifyInstance): Promise<string> {
-  closers.push(() => app.close());
-  return app.listen({ port: 0, host: '127.0.0.1' });
-}
-
-interface Answer {
-  status: number;
-  headers: Record<string, string>;
-  text: string;
-}
-
-async function get(url: string, user: string, method: 'GET' | 'POST' = 'GET'): Promise<Answer> {
-  const answer = await request(url, { method, headers: { 'x-user': user } });
-  const headers: Record<string, string> = {};
-  for (const [name, value] of Object.entries(answer.headers)) {
-    headers[name] = Array.isArray(value) ? value.join(', ') : String(value);
-  }
-  return { status: answer.statusCode, headers, text: await answer.body.text() };
-}
-
-/** A port nothing listens on. */
-async function closedPort(): Promise<string> {
-  const server = createServer().listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return `http://127.0.0.1:${String(port)}`;
 }
 
 /** An express app limited by express-rate-limit with `store`, answering `status` on /. */

@@ -1,10 +1,7 @@
 // Hostile tests of memgate's four framework integrations from the outside: an end user who
 // controls only the HTTP requests sent to an express or fastify app (real apps over real
 // HTTP, a real memgate process on a real memcached), and the settings an operator picks.
-import { once } from 'node:events';
 import { mkdtemp, writeFile } from 'node:fs/promises';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -22,6 +19,7 @@ import { MemgateStore } from '../src/integrations/express-rate-limit.js';
 import { memgatePlugin } from '../src/integrations/fastify.js';
 import { memgateStore } from '../src/integrations/fastify-rate-limit.js';
 import { uniquePrefix, useMemcached } from './helpers/memcached.js';
+import { closedPortUrl, peekAt, send, serveExpress, serveFastify, type Answer } from './helpers/framework-apps.js';
 import { startServiceProcess, type ServiceProcess } from './helpers/service-process.js';
 
 const TOKEN = 'hostile-frameworks-token-0123456789abcdef';
@@ -67,53 +65,10 @@ function client(options: { adminToken?: string } = {}): MemgateClient {
   return made;
 }
 
-async function peek(event: string, feature: string): Promise<Decision> {
-  const answer = await request(`${memgate.url}/peek`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ event, feature }),
-  });
-  return (await answer.body.json()) as Decision;
-}
-
-async function listen(app: express.Express): Promise<string> {
-  const server: Server = createServer(app);
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  closers.push(
-    () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => {
-          resolve();
-        });
-      }),
-  );
-  return `http://127.0.0.1:${String((server.address() as AddressInfo).port)}`;
-}
-
-async function listenFastify(app: FastifyInstance): Promise<string> {
-  closers.push(() => app.close());
-  return app.listen({ port: 0, host: '127.0.0.1' });
-}
-
-interface Answer {
-  status: number;
-  headers: Record<string, string>;
-  text: string;
-}
-
-async function send(
-  url: string,
-  { method = 'GET', headers = {}, body }: { method?: string; headers?: Record<string, string>; body?: string } = {},
-): Promise<Answer> {
-  const answer = await request(url, { method: method as 'GET', headers, body: body ?? null });
-  const flat: Record<string, string> = {};
-  for (const [name, value] of Object.entries(answer.headers)) {
-    flat[name] = Array.isArray(value) ? value.join(', ') : String(value);
-  }
-  return { status: answer.statusCode, headers: flat, text: await answer.body.text() };
-}
+const listen = (app: express.Express) => serveExpress(app, closers);
+const listenFastify = (app: FastifyInstance) => serveFastify(app, closers);
+const peek = (event: string, feature: string) => peekAt(memgate.url, event, feature);
+const closedPort = closedPortUrl;
 
 /** Statuses of `count` requests sent one after another. */
 async function statusesOf(count: number, ask: () => Promise<Answer>): Promise<number[]> {
@@ -354,15 +309,6 @@ describe('one user sending 100 concurrent requests to two instances of the app',
     expect((await peek('crowd', user)).limits[0]?.remaining).toBe(0);
   });
 });
-
-/** A port nothing listens on: memgate down. */
-async function closedPort(): Promise<string> {
-  const server = createServer().listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return `http://127.0.0.1:${String(port)}`;
-}
 
 /** What an end user must never read: memgate's event names, its policy, its messages. */
 function expectNothingOfMemgate(answer: Answer): void {
