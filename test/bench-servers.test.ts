@@ -89,7 +89,7 @@ const number = (cell: string | undefined) => Number((cell ?? '').replaceAll(',',
 describe('npm run bench -- --suite client', () => {
   const memcached = useMemcached();
 
-  it('counts the checks of a denied feature that reach memgate, at the client and at memgate, and measures the allowed path three ways', async () => {
+  it('counts the checks of a denied feature that reach memgate, at the client and at memgate, and measures the allowed path four ways, and a caller alone two', async () => {
     const docs = await readFile('docs/performance.md', 'utf8');
     const { stdout } = await promisify(execFile)(
       process.execPath,
@@ -152,7 +152,9 @@ describe('npm run bench -- --suite client', () => {
     const single = way('one `POST /check` per call');
     const batched = way('batching, client defaults');
     const leased = way('leases, `leaseUnits: 10`');
-    for (const figures of [single, batched, way('batching, `batchWindowMs: 1`'), leased]) {
+    const singleAlone = way('one caller, 10 features: one `POST /check` per call');
+    const leasedAlone = way('one caller, 10 features: leases');
+    for (const figures of [single, batched, way('batching, `batchWindowMs: 1`'), leased, singleAlone, leasedAlone]) {
       expect(figures.checksPerSecond).toBeGreaterThan(0);
       expect(figures.p99).toBeGreaterThanOrEqual(figures.p50);
       expect(figures.memgateCpu).toBeGreaterThan(0);
@@ -164,6 +166,10 @@ describe('npm run bench -- --suite client', () => {
     expect(batched.decisions).toBe(1000);
     expect(batched.requests).toBeLessThan(500);
     expect(leased.decisions).toBeLessThan(500);
+    // A caller alone has nothing to batch with: a request per check, unless it holds leases.
+    expect(singleAlone.requests).toBe(1000);
+    expect(leasedAlone.requests).toBeLessThan(500);
+    expect(leasedAlone.decisions).toBeLessThan(500);
     expect(await readFile('docs/performance.md', 'utf8')).toBe(docs);
   }, 240_000);
 });

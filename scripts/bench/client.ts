@@ -33,30 +33,57 @@ interface Way {
   readonly what: string;
   readonly event: 'allowed' | 'leased';
   readonly options: ClientOptions;
+  /** Callers awaiting one check after another, and the features they draw from. */
+  readonly callers: number;
+  readonly features: number;
+  /** The way its checks/s is compared with: one `POST /check` per call, as many callers. */
+  readonly baseline: string;
 }
+
+/** A caller alone (a worker on behalf of a few API keys): nothing to batch with, what leases are for. */
+const ONE_CALLER = { callers: 1, features: 10, baseline: 'single-alone' } as const;
+const CROWD = { callers: CALLERS, features: FEATURES, baseline: 'single' } as const;
 
 const WAYS: readonly Way[] = [
   {
     name: 'single',
+    ...CROWD,
     what: 'one `POST /check` per call (`maxBatchSize: 1`)',
     event: 'allowed',
     options: { maxBatchSize: 1 },
   },
   {
     name: 'batched',
+    ...CROWD,
     what: 'batching, client defaults (checks of one tick share a request)',
     event: 'allowed',
     options: {},
   },
   {
     name: 'batched-1ms',
+    ...CROWD,
     what: 'batching, `batchWindowMs: 1`',
     event: 'allowed',
     options: { batchWindowMs: 1 },
   },
   {
     name: 'leased',
+    ...CROWD,
     what: `leases, \`leaseUnits: ${LEASE.units}\``,
+    event: 'leased',
+    options: { leaseUnits: LEASE.units },
+  },
+  {
+    name: 'single-alone',
+    ...ONE_CALLER,
+    what: `one caller, ${ONE_CALLER.features} features: one \`POST /check\` per call`,
+    event: 'allowed',
+    options: { maxBatchSize: 1 },
+  },
+  {
+    name: 'leased-alone',
+    ...ONE_CALLER,
+    what: `one caller, ${ONE_CALLER.features} features: leases, \`leaseUnits: ${LEASE.units}\``,
     event: 'leased',
     options: { leaseUnits: LEASE.units },
   },
@@ -115,9 +142,9 @@ export const client: Suite = {
             options: way.options,
             event: way.event,
             featurePrefix: `r${round}-${way.name}-`,
-            features: FEATURES,
+            features: way.features,
             seed: round + 1,
-            callers: CALLERS,
+            callers: way.callers,
             seconds,
           });
           const cpuAfter = await cpuMicros(memgate.pid);
@@ -236,9 +263,9 @@ function report(
       ] as const;
     }),
   );
-  const single = medians.get('single');
   const against = (name: string) => {
     const way = medians.get(name);
+    const single = medians.get(WAYS.find((w) => w.name === name)?.baseline ?? 'single');
     if (!way || !single) return '';
     return `${(way.throughput / Math.max(1, single.throughput)).toFixed(2)}× the checks/s, ${(way.memgateCpuMs / Math.max(1e-9, single.memgateCpuMs)).toFixed(2)}× memgate's CPU per check, ${(way.requests / 10).toFixed(1)}% of the requests and ${(way.decisions / 10).toFixed(1)}% of the decisions`;
   };
@@ -254,11 +281,11 @@ function report(
       figures.decisions.toFixed(1),
       figures.memgateCpuMs.toFixed(1),
       figures.callerCpuMs.toFixed(1),
-      `${(figures.throughput / Math.max(1, single?.throughput ?? 0)).toFixed(2)}×`,
+      `${(figures.throughput / Math.max(1, medians.get(way.baseline)?.throughput ?? 0)).toFixed(2)}×`,
       String(figures.odd),
     ];
   });
-  const waysLine = `Against one \`POST /check\` per call: batching (defaults) gives ${against('batched')}; with \`batchWindowMs: 1\`, ${against('batched-1ms')}; leases of ${LEASE.units}, ${against('leased')}; ${count(medians.get('leased')?.returnsLost ?? 0)} of the ${count(medians.get('leased')?.leasesTaken ?? 0)} leases of all rounds were not taken back (their return got no answer in time, \`stats.leaseReturnsLost\`).`;
+  const waysLine = `Against one \`POST /check\` per call: batching (defaults) gives ${against('batched')}; with \`batchWindowMs: 1\`, ${against('batched-1ms')}; leases of ${LEASE.units}, ${against('leased')}. A caller alone, against one \`POST /check\` per call alone: leases of ${LEASE.units} give ${against('leased-alone')}. ${count((medians.get('leased')?.returnsLost ?? 0) + (medians.get('leased-alone')?.returnsLost ?? 0))} of the ${count((medians.get('leased')?.leasesTaken ?? 0) + (medians.get('leased-alone')?.leasesTaken ?? 0))} leases of all rounds were not taken back (their return got no answer in time, \`stats.leaseReturnsLost\`).`;
   const waysTable = markdownTable(
     [
       [
@@ -270,7 +297,7 @@ function report(
         'memgate decisions / 1,000 checks',
         'memgate CPU ms / 1,000 checks',
         'caller CPU ms / 1,000 checks',
-        'checks/s against one /check per call',
+        'checks/s against one /check per call (as many callers)',
         'answers not allowed or degraded (all rounds)',
       ],
       ...wayRows,
@@ -294,7 +321,7 @@ ${deniedLine}
 
 ### Allowed path: one request per call, batching and leases
 
-${CALLERS} concurrent callers, each awaiting one \`check\` after another for ${duration} s, of features drawn uniformly at random (seeded by the round) from ${count(FEATURES)}, far under their limit (\`1000000000\` a 60 s window). Each way runs once per round in a rotating order, after a warm-up round of ${WARM_UP_SECONDS} s not counted; the table shows medians over ${rounds} rounds. The leases' event has \`lease: { maxUnits: ${LEASE.units}, life: ${LEASE.life} }\`: a lease is one decision at memgate, and its take and its return travel in \`POST /lease/batch\` with the other takes and returns of the same tick (leases still held at the end of a run are returned, and counted, when the client closes). Latency is per call, in the caller, from \`check()\` to its answer. CPU is user and system time, memgate's from \`/proc\`, the caller's (the bench process: callers and client) from \`process.cpuUsage()\`. The client keeps its default 10 keep-alive connections.
+${CALLERS} concurrent callers (or, in the last two rows, ${ONE_CALLER.callers} caller alone, which has nothing to batch with), each awaiting one \`check\` after another for ${duration} s, of features drawn uniformly at random (seeded by the round) from ${count(FEATURES)} (${ONE_CALLER.features} for the caller alone), far under their limit (\`1000000000\` a 60 s window). Each way runs once per round in a rotating order, after a warm-up round of ${WARM_UP_SECONDS} s not counted; the table shows medians over ${rounds} rounds. The leases' event has \`lease: { maxUnits: ${LEASE.units}, life: ${LEASE.life} }\`: a lease is one decision at memgate, and its take and its return travel in \`POST /lease/batch\` with the other takes and returns of the same tick (leases still held at the end of a run are returned, and counted, when the client closes). Latency is per call, in the caller, from \`check()\` to its answer. CPU is user and system time, memgate's from \`/proc\`, the caller's (the bench process: callers and client) from \`process.cpuUsage()\`. The client keeps its default 10 keep-alive connections.
 
 ${waysTable}
 
