@@ -1,0 +1,232 @@
+// Envoy's rate limit messages as plain typed objects, and their checked conversion from and to what
+// @grpc/proto-loader decodes and encodes (proto/envoy/service/ratelimit/v3/rls.proto). A request
+// that breaks Envoy's own rules or memgate's size limits is refused here, before anything decides.
+import { MAX_FEATURE_BYTES } from '../counting/check-request.js';
+
+export type RateLimitCode = 'OK' | 'OVER_LIMIT';
+
+/** RateLimitResponse.RateLimit.Unit's names (UNKNOWN aside). */
+export type RateLimitUnit = 'SECOND' | 'MINUTE' | 'HOUR' | 'DAY' | 'WEEK' | 'MONTH' | 'YEAR';
+
+/** envoy.type.v3.RateLimitUnit's names (UNKNOWN aside): the units of an override, which has no WEEK. */
+export type OverrideUnit = Exclude<RateLimitUnit, 'WEEK'>;
+
+export interface DescriptorEntry {
+  readonly key: string;
+  /** May be empty. */
+  readonly value: string;
+}
+
+/** A limit Envoy asks for instead of the configured one (its filter's `limit` override). */
+export interface LimitOverride {
+  readonly requestsPerUnit: number;
+  readonly unit: OverrideUnit;
+}
+
+export interface RateLimitDescriptor {
+  /** At least one, in the order Envoy's actions produced them. */
+  readonly entries: readonly DescriptorEntry[];
+  readonly limit?: LimitOverride;
+  /** When present (0 included), replaces the request's hitsAddend for this descriptor. */
+  readonly hitsAddend?: number;
+}
+
+export interface RateLimitRequest {
+  /** Not empty. */
+  readonly domain: string;
+  /** At least one. */
+  readonly descriptors: readonly RateLimitDescriptor[];
+  /** As sent: 0 is also what an unset field decodes to, which Envoy's filter means as 1. */
+  readonly hitsAddend: number;
+}
+
+export interface CurrentLimit {
+  readonly name: string;
+  readonly requestsPerUnit: number;
+  readonly unit: RateLimitUnit;
+}
+
+export interface DescriptorStatus {
+  readonly code: RateLimitCode;
+  /** Absent when no limit applies to the descriptor. */
+  readonly currentLimit?: CurrentLimit;
+  readonly limitRemaining: number;
+  readonly durationUntilResetMs?: number;
+}
+
+export interface HeaderValue {
+  readonly key: string;
+  readonly value: string;
+}
+
+export interface RateLimitResponse {
+  readonly overallCode: RateLimitCode;
+  /** One per descriptor of the request, in its order. */
+  readonly statuses: readonly DescriptorStatus[];
+  readonly responseHeadersToAdd?: readonly HeaderValue[];
+  readonly requestHeadersToAdd?: readonly HeaderValue[];
+}
+
+/**
+ * What one ShouldRateLimit request may hold. Envoy's filter sends a handful of descriptors of a few
+ * short entries; values become counters' keys, so they are bounded as /check's features are.
+ */
+export const REQUEST_LIMITS = {
+  domainBytes: 256,
+  descriptors: 64,
+  entriesPerDescriptor: 32,
+  keyBytes: 256,
+  valueBytes: MAX_FEATURE_BYTES,
+} as const;
+
+/** uint32 fields of the response hold at most this; larger counts are sent as this. */
+const UINT32_MAX = 0xffff_ffff;
+
+/** A request Envoy's API or memgate's limits refuse: answered INVALID_ARGUMENT with this message. */
+export class InvalidRateLimitRequestError extends Error {
+  override readonly name = 'InvalidRateLimitRequestError';
+}
+
+// What proto-loader decodes with { keepCase: false, longs: Number, enums: String, defaults: true }:
+// repeated fields are arrays, unset messages null, unknown enum numbers stay numbers.
+interface WireEntry {
+  readonly key: string;
+  readonly value: string;
+}
+interface WireDescriptor {
+  readonly entries: readonly WireEntry[];
+  readonly limit: { readonly requestsPerUnit: number; readonly unit: string | number } | null;
+  readonly hitsAddend: { readonly value: number } | null;
+}
+interface WireRequest {
+  readonly domain: string;
+  readonly descriptors: readonly WireDescriptor[];
+  readonly hitsAddend: number;
+}
+
+export interface WireDuration {
+  readonly seconds: number;
+  readonly nanos: number;
+}
+export interface WireDescriptorStatus {
+  readonly code: RateLimitCode;
+  readonly currentLimit: CurrentLimit | null;
+  readonly limitRemaining: number;
+  readonly durationUntilReset: WireDuration | null;
+}
+export interface WireResponse {
+  readonly overallCode: RateLimitCode;
+  readonly statuses: readonly WireDescriptorStatus[];
+  readonly responseHeadersToAdd: readonly HeaderValue[];
+  readonly requestHeadersToAdd: readonly HeaderValue[];
+}
+
+const OVERRIDE_UNITS: ReadonlySet<string> = new Set<OverrideUnit>(['SECOND', 'MINUTE', 'HOUR', 'DAY', 'MONTH', 'YEAR']);
+const RESPONSE_UNITS: ReadonlySet<string> = new Set<RateLimitUnit>([...OVERRIDE_UNITS, 'WEEK'] as RateLimitUnit[]);
+const CODES: ReadonlySet<string> = new Set<RateLimitCode>(['OK', 'OVER_LIMIT']);
+
+/** The request as memgate reads it; throws InvalidRateLimitRequestError with a one-line reason. */
+export function requestFromWire(decoded: unknown): RateLimitRequest {
+  const wire = decoded as WireRequest;
+  const domain = boundedText(wire.domain, 'domain', REQUEST_LIMITS.domainBytes);
+  if (domain === '') invalid('domain must not be empty');
+  const count = wire.descriptors.length;
+  if (count === 0) invalid('descriptors must not be empty: send at least one');
+  if (count > REQUEST_LIMITS.descriptors) {
+    invalid(`${count} descriptors; at most ${REQUEST_LIMITS.descriptors} are allowed`);
+  }
+  return {
+    domain,
+    descriptors: wire.descriptors.map((descriptor, index) => descriptorFromWire(descriptor, `descriptors[${index}]`)),
+    hitsAddend: wire.hitsAddend,
+  };
+}
+
+function descriptorFromWire(wire: WireDescriptor, where: string): RateLimitDescriptor {
+  const count = wire.entries.length;
+  if (count === 0) invalid(`${where} has no entries; Envoy sends at least one`);
+  if (count > REQUEST_LIMITS.entriesPerDescriptor) {
+    invalid(`${where} has ${count} entries; at most ${REQUEST_LIMITS.entriesPerDescriptor} are allowed`);
+  }
+  const entries = wire.entries.map((entry, index) => {
+    const at = `${where}.entries[${index}]`;
+    const key = boundedText(entry.key, `${at}.key`, REQUEST_LIMITS.keyBytes);
+    if (key === '') invalid(`${at}.key must not be empty`);
+    return { key, value: boundedText(entry.value, `${at}.value`, REQUEST_LIMITS.valueBytes) };
+  });
+  let descriptor: RateLimitDescriptor = { entries };
+  if (wire.limit !== null) {
+    const { unit, requestsPerUnit } = wire.limit;
+    if (typeof unit !== 'string' || !OVERRIDE_UNITS.has(unit)) {
+      invalid(`${where}.limit.unit must be one of ${[...OVERRIDE_UNITS].join(', ')}; got ${String(unit)}`);
+    }
+    descriptor = { ...descriptor, limit: { requestsPerUnit, unit: unit as OverrideUnit } };
+  }
+  if (wire.hitsAddend !== null) {
+    // A uint64 on the wire; past 2^53 a JavaScript number no longer holds it exactly.
+    const hits = wire.hitsAddend.value;
+    if (!Number.isSafeInteger(hits)) invalid(`${where}.hits_addend is beyond ${Number.MAX_SAFE_INTEGER}`);
+    descriptor = { ...descriptor, hitsAddend: hits };
+  }
+  return descriptor;
+}
+
+function boundedText(text: string, field: string, maxBytes: number): string {
+  const bytes = Buffer.byteLength(text, 'utf8');
+  if (bytes > maxBytes) invalid(`${field} is ${bytes} bytes; at most ${maxBytes} are allowed`);
+  return text;
+}
+
+function invalid(message: string): never {
+  throw new InvalidRateLimitRequestError(message);
+}
+
+/**
+ * The response as proto-loader encodes it. A response that does not fit the request (a status per
+ * descriptor) or the protocol is a bug of whoever decided, and throws a plain Error.
+ */
+export function responseToWire(response: RateLimitResponse, descriptorCount: number): WireResponse {
+  if (!CODES.has(response.overallCode))
+    throw new Error(`overallCode ${JSON.stringify(response.overallCode)} is not OK or OVER_LIMIT`);
+  if (response.statuses.length !== descriptorCount) {
+    throw new Error(`${response.statuses.length} statuses for ${descriptorCount} descriptors`);
+  }
+  return {
+    overallCode: response.overallCode,
+    statuses: response.statuses.map((status, index) => statusToWire(status, `statuses[${index}]`)),
+    responseHeadersToAdd: response.responseHeadersToAdd ?? [],
+    requestHeadersToAdd: response.requestHeadersToAdd ?? [],
+  };
+}
+
+function statusToWire(status: DescriptorStatus, where: string): WireDescriptorStatus {
+  if (!CODES.has(status.code)) throw new Error(`${where}.code ${JSON.stringify(status.code)} is not OK or OVER_LIMIT`);
+  let currentLimit: CurrentLimit | null = null;
+  if (status.currentLimit) {
+    const { name, unit, requestsPerUnit } = status.currentLimit;
+    if (!RESPONSE_UNITS.has(unit)) throw new Error(`${where}.currentLimit.unit ${JSON.stringify(unit)} is not a unit`);
+    currentLimit = { name, unit, requestsPerUnit: uint32(requestsPerUnit, `${where}.currentLimit.requestsPerUnit`) };
+  }
+  const durationUntilReset =
+    status.durationUntilResetMs === undefined
+      ? null
+      : duration(status.durationUntilResetMs, `${where}.durationUntilResetMs`);
+  return {
+    code: status.code,
+    currentLimit,
+    limitRemaining: uint32(status.limitRemaining, `${where}.limitRemaining`),
+    durationUntilReset,
+  };
+}
+
+function uint32(count: number, field: string): number {
+  if (!Number.isInteger(count) || count < 0) throw new Error(`${field} ${count} is not a count`);
+  return Math.min(count, UINT32_MAX);
+}
+
+function duration(ms: number, field: string): WireDuration {
+  if (!Number.isFinite(ms) || ms < 0) throw new Error(`${field} ${ms} is not a duration`);
+  const totalNanos = Math.round(ms * 1e6);
+  const seconds = Math.floor(totalNanos / 1e9);
+  return { seconds, nanos: totalNanos - seconds * 1e9 };
+}

@@ -1,0 +1,174 @@
+// The gRPC server: Envoy's envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit and the
+// standard grpc.health.v1.Health/Check. It checks requests and hands them to `decide`, which owns
+// every decision; it never crashes on a request and never lets a rejection go unhandled.
+import { fileURLToPath } from 'node:url';
+import * as grpc from '@grpc/grpc-js';
+import * as protoLoader from '@grpc/proto-loader';
+import {
+  InvalidRateLimitRequestError,
+  requestFromWire,
+  responseToWire,
+  type RateLimitRequest,
+  type RateLimitResponse,
+  type WireResponse,
+} from './messages.js';
+
+/** The service Envoy calls, as the health service names it. */
+export const RATE_LIMIT_SERVICE = 'envoy.service.ratelimit.v3.RateLimitService';
+const HEALTH_SERVICE = 'grpc.health.v1.Health';
+
+/** The package's proto/ folder: two levels up from src/grpc/ under tsx and from dist/grpc/ once built. */
+const PROTO_DIR = fileURLToPath(new URL('../../proto/', import.meta.url));
+
+/** Envoy's requests are a few hundred bytes; a larger one is refused (RESOURCE_EXHAUSTED) before decoding. */
+const DEFAULT_MAX_MESSAGE_BYTES = 1024 * 1024;
+
+/** What the server logs through; a pino logger is one. */
+export interface GrpcLog {
+  error(details: object, message: string): void;
+}
+
+export interface GrpcServerOptions {
+  /** 0 picks a free port; `GrpcServer.port` says which. */
+  readonly port: number;
+  readonly host: string;
+  /** Decides a checked request. A rejection is logged and answered INTERNAL, without its message. */
+  readonly decide: (request: RateLimitRequest) => Promise<RateLimitResponse>;
+  readonly log: GrpcLog;
+  /** The health service's answer: SERVING when true. Always serving when absent. */
+  readonly serving?: () => boolean;
+  readonly maxMessageBytes?: number;
+}
+
+export interface GrpcServer {
+  readonly port: number;
+  /**
+   * Refuses new calls, answers NOT_SERVING to health checks, and lets calls in flight finish for up
+   * to `deadlineMs`; then cuts what is left. `forced` says whether it had to.
+   */
+  close(options: { readonly deadlineMs: number }): Promise<{ readonly forced: boolean }>;
+}
+
+type Callback<T> = grpc.sendUnaryData<T>;
+
+export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcServer> {
+  const definition = await protoLoader.load(['envoy/service/ratelimit/v3/rls.proto', 'grpc/health/v1/health.proto'], {
+    includeDirs: [PROTO_DIR],
+    keepCase: false,
+    longs: Number,
+    enums: String,
+    defaults: true,
+  });
+  const server = new grpc.Server({
+    'grpc.max_receive_message_length': options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES,
+  });
+  let closing = false;
+
+  server.addService(definition[RATE_LIMIT_SERVICE] as grpc.ServiceDefinition, {
+    ShouldRateLimit: (call: grpc.ServerUnaryCall<unknown, WireResponse>, callback: Callback<WireResponse>) => {
+      answer({ method: 'ShouldRateLimit', callback, log: options.log }, () => shouldRateLimit(call.request, options));
+    },
+  });
+  server.addService(definition[HEALTH_SERVICE] as grpc.ServiceDefinition, {
+    Check: (call: grpc.ServerUnaryCall<{ service: string }, object>, callback: Callback<object>) => {
+      answer({ method: 'Health/Check', callback, log: options.log }, () =>
+        healthCheck(call.request.service, () => !closing && isServing(options)),
+      );
+    },
+  });
+
+  const port = await new Promise<number>((resolve, reject) => {
+    server.bindAsync(hostPort(options.host, options.port), grpc.ServerCredentials.createInsecure(), (error, bound) => {
+      if (error) reject(error);
+      else resolve(bound);
+    });
+  });
+
+  let closed: Promise<{ forced: boolean }> | undefined;
+  return {
+    port,
+    close: ({ deadlineMs }) => {
+      closing = true;
+      closed ??= new Promise((resolve) => {
+        const deadline = setTimeout(() => {
+          server.forceShutdown();
+          resolve({ forced: true });
+        }, deadlineMs);
+        server.tryShutdown(() => {
+          clearTimeout(deadline);
+          resolve({ forced: false });
+        });
+      });
+      return closed;
+    },
+  };
+}
+
+async function shouldRateLimit(decoded: unknown, options: GrpcServerOptions): Promise<WireResponse> {
+  const request = requestFromWire(decoded);
+  const response = await options.decide(request);
+  return responseToWire(response, request.descriptors.length);
+}
+
+function healthCheck(service: string, serving: () => boolean): object {
+  if (service !== '' && service !== RATE_LIMIT_SERVICE) {
+    throw new GrpcStatusError(grpc.status.NOT_FOUND, `unknown service ${JSON.stringify(service.slice(0, 128))}`);
+  }
+  return { status: serving() ? 'SERVING' : 'NOT_SERVING' };
+}
+
+function isServing(options: GrpcServerOptions): boolean {
+  try {
+    return options.serving?.() ?? true;
+  } catch (error) {
+    options.log.error(
+      { err: error },
+      'the gRPC health check could not tell whether memgate serves; answering NOT_SERVING',
+    );
+    return false;
+  }
+}
+
+class GrpcStatusError extends Error {
+  constructor(
+    readonly code: grpc.status,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * Answers a call with what `work` resolves to. Refusals carry their message; anything else is
+ * memgate's fault, logged here and answered INTERNAL with nothing of its message, which Envoy
+ * handles as it handles an unreachable service (its failure_mode_deny).
+ */
+function answer<T>(
+  { method, callback, log }: { method: string; callback: Callback<T>; log: GrpcLog },
+  work: () => T | Promise<T>,
+): void {
+  Promise.resolve()
+    .then(work)
+    .then(
+      (reply) => {
+        callback(null, reply);
+      },
+      (error: unknown) => {
+        if (error instanceof InvalidRateLimitRequestError) {
+          callback({ code: grpc.status.INVALID_ARGUMENT, details: error.message });
+        } else if (error instanceof GrpcStatusError) {
+          callback({ code: error.code, details: error.message });
+        } else {
+          log.error({ err: error }, `gRPC ${method} failed`);
+          callback({ code: grpc.status.INTERNAL, details: `memgate could not answer ${method}; its log says why` });
+        }
+      },
+    )
+    .catch((error: unknown) => {
+      log.error({ err: error }, `the answer to gRPC ${method} could not be sent`);
+    });
+}
+
+function hostPort(host: string, port: number): string {
+  return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
+}
