@@ -1,0 +1,395 @@
+// The gRPC transport of Envoy's rate limit service (src/grpc/), over a real socket with a real
+// grpc-js client sending what Envoy's ratelimit filter sends. This tests the transport and the
+// wire format, not the limiting: each test hands the server a `decide` of its own that records
+// the request it was given and echoes it back into the response, so every field is seen crossing
+// the wire both ways. Deciding from descriptors comes with the service's wiring.
+import { fileURLToPath } from 'node:url';
+import * as grpc from '@grpc/grpc-js';
+import * as protoLoader from '@grpc/proto-loader';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { RateLimitRequest, RateLimitResponse } from '../src/grpc/messages.js';
+import { REQUEST_LIMITS } from '../src/grpc/messages.js';
+import { startGrpcServer, type GrpcServer, type GrpcServerOptions } from '../src/grpc/server.js';
+
+const PROTO_DIR = fileURLToPath(new URL('../proto/', import.meta.url));
+const definition = protoLoader.loadSync(['envoy/service/ratelimit/v3/rls.proto', 'grpc/health/v1/health.proto'], {
+  includeDirs: [PROTO_DIR],
+  keepCase: true, // The client speaks in the .proto's own field names, as Envoy's C++ does.
+  longs: Number,
+  enums: String,
+  defaults: true,
+});
+const RateLimitClient = grpc.makeGenericClientConstructor(
+  definition['envoy.service.ratelimit.v3.RateLimitService'] as grpc.ServiceDefinition,
+  'RateLimitService',
+);
+const HealthClient = grpc.makeGenericClientConstructor(
+  definition['grpc.health.v1.Health'] as grpc.ServiceDefinition,
+  'Health',
+);
+
+interface Logged {
+  details: object;
+  message: string;
+}
+
+/** A started server, its client and what it logged; closed after each test. */
+interface Harness {
+  server: GrpcServer;
+  client: grpc.Client;
+  health: grpc.Client;
+  logged: Logged[];
+  decided: RateLimitRequest[];
+}
+
+const open: Harness[] = [];
+afterEach(async () => {
+  for (const harness of open.splice(0)) {
+    harness.client.close();
+    harness.health.close();
+    await harness.server.close({ deadlineMs: 1000 });
+  }
+});
+
+type Decide = GrpcServerOptions['decide'];
+
+async function start(decide: Decide, options: Partial<GrpcServerOptions> = {}): Promise<Harness> {
+  const logged: Logged[] = [];
+  const decided: RateLimitRequest[] = [];
+  const server = await startGrpcServer({
+    port: 0,
+    host: '127.0.0.1',
+    decide: (request) => {
+      decided.push(request);
+      return decide(request);
+    },
+    log: { error: (details, message) => logged.push({ details, message }) },
+    ...options,
+  });
+  const address = `127.0.0.1:${server.port}`;
+  const harness = {
+    server,
+    client: new RateLimitClient(address, grpc.credentials.createInsecure()),
+    health: new HealthClient(address, grpc.credentials.createInsecure()),
+    logged,
+    decided,
+  };
+  open.push(harness);
+  return harness;
+}
+
+type Reply = Record<string, unknown>;
+type UnaryMethod = (request: object, options: grpc.CallOptions, callback: grpc.requestCallback<Reply>) => void;
+
+/** One unary call; resolves to the reply or rejects with the grpc-js ServiceError. */
+function call(client: grpc.Client, method: string, request: object): Promise<Reply> {
+  return new Promise((resolve, reject) => {
+    const unary = (client as unknown as Record<string, UnaryMethod>)[method] as UnaryMethod;
+    unary.call(client, request, { deadline: Date.now() + 5000 }, (error, reply) => {
+      if (error) reject(error);
+      else resolve(reply as Reply);
+    });
+  });
+}
+
+async function callError(client: grpc.Client, method: string, request: object): Promise<grpc.ServiceError> {
+  const error = await call(client, method, request).then(
+    (reply) => {
+      throw new Error(`expected an error, got ${JSON.stringify(reply)}`);
+    },
+    (failure: unknown) => failure as grpc.ServiceError,
+  );
+  return error;
+}
+
+/** Echoes the request into the response: one status per descriptor, each field derived from what came in. */
+const echo: Decide = (request) =>
+  Promise.resolve({
+    overallCode: request.descriptors.some((descriptor) => descriptor.entries[0]?.value === 'over')
+      ? 'OVER_LIMIT'
+      : 'OK',
+    statuses: request.descriptors.map((descriptor, index) => ({
+      code: descriptor.entries[0]?.value === 'over' ? 'OVER_LIMIT' : 'OK',
+      currentLimit: {
+        name: `${request.domain}:${descriptor.entries.map((entry) => `${entry.key}=${entry.value}`).join(',')}`,
+        requestsPerUnit: descriptor.limit?.requestsPerUnit ?? 100 + index,
+        unit: descriptor.limit?.unit ?? 'WEEK',
+      },
+      limitRemaining: descriptor.hitsAddend ?? request.hitsAddend,
+      durationUntilResetMs: 1500.25 + index * 1000,
+    })),
+    responseHeadersToAdd: [
+      { key: 'ratelimit-policy', value: `${request.descriptors.length};w=60` },
+      { key: 'x-domain', value: request.domain },
+    ],
+    requestHeadersToAdd: [{ key: 'x-hits', value: String(request.hitsAddend) }],
+  } satisfies RateLimitResponse);
+
+/** A request as Envoy's HTTP ratelimit filter sends it: remote_address, then generic_key + path. */
+const envoyRequest = {
+  domain: 'edge',
+  descriptors: [
+    { entries: [{ key: 'remote_address', value: '10.0.0.1' }] },
+    {
+      entries: [
+        { key: 'generic_key', value: 'over' },
+        { key: 'path', value: '/api/orders' },
+      ],
+    },
+  ],
+  hits_addend: 0,
+};
+
+describe('ShouldRateLimit round trips', () => {
+  it('hands decide the request as Envoy sent it and returns every field of its answer', async () => {
+    const harness = await start(echo);
+    const reply = await call(harness.client, 'ShouldRateLimit', envoyRequest);
+
+    expect(harness.decided).toEqual([
+      {
+        domain: 'edge',
+        descriptors: [
+          { entries: [{ key: 'remote_address', value: '10.0.0.1' }] },
+          {
+            entries: [
+              { key: 'generic_key', value: 'over' },
+              { key: 'path', value: '/api/orders' },
+            ],
+          },
+        ],
+        hitsAddend: 0,
+      },
+    ]);
+    expect(reply.overall_code).toBe('OVER_LIMIT');
+    expect(reply.statuses).toEqual([
+      {
+        code: 'OK',
+        current_limit: { name: 'edge:remote_address=10.0.0.1', requests_per_unit: 100, unit: 'WEEK' },
+        limit_remaining: 0,
+        duration_until_reset: { seconds: 1, nanos: 500_250_000 },
+      },
+      {
+        code: 'OVER_LIMIT',
+        current_limit: { name: 'edge:generic_key=over,path=/api/orders', requests_per_unit: 101, unit: 'WEEK' },
+        limit_remaining: 0,
+        duration_until_reset: { seconds: 2, nanos: 500_250_000 },
+      },
+    ]);
+    expect(reply.response_headers_to_add).toEqual([
+      { key: 'ratelimit-policy', value: '2;w=60', raw_value: Buffer.alloc(0) },
+      { key: 'x-domain', value: 'edge', raw_value: Buffer.alloc(0) },
+    ]);
+    expect(reply.request_headers_to_add).toEqual([{ key: 'x-hits', value: '0', raw_value: Buffer.alloc(0) }]);
+  });
+
+  it('carries hits_addend N, a descriptor hits_addend (0 included) and a limit override', async () => {
+    const harness = await start(echo);
+    const reply = await call(harness.client, 'ShouldRateLimit', {
+      domain: 'edge',
+      descriptors: [
+        { entries: [{ key: 'user', value: 'ann' }] },
+        { entries: [{ key: 'user', value: 'bob' }], hits_addend: { value: 7 } },
+        { entries: [{ key: 'user', value: 'cy' }], hits_addend: { value: 0 } },
+        { entries: [{ key: 'plan', value: '' }], limit: { requests_per_unit: 42, unit: 'HOUR' } },
+      ],
+      hits_addend: 5,
+    });
+
+    expect(harness.decided[0]?.descriptors).toEqual([
+      { entries: [{ key: 'user', value: 'ann' }] },
+      { entries: [{ key: 'user', value: 'bob' }], hitsAddend: 7 },
+      { entries: [{ key: 'user', value: 'cy' }], hitsAddend: 0 },
+      { entries: [{ key: 'plan', value: '' }], limit: { requestsPerUnit: 42, unit: 'HOUR' } },
+    ]);
+    expect(harness.decided[0]?.hitsAddend).toBe(5);
+    const statuses = reply.statuses as Reply[];
+    expect(statuses.map((status) => status.limit_remaining)).toEqual([5, 7, 0, 5]);
+    expect(statuses[3]?.current_limit).toEqual({ name: 'edge:plan=', requests_per_unit: 42, unit: 'HOUR' });
+    expect(reply.overall_code).toBe('OK');
+  });
+
+  it('reads the bytes Envoy puts on the wire, field numbers and all', async () => {
+    const harness = await start(echo);
+    // RateLimitRequest{domain: "edge" (1), descriptors (2): [{entries (1): [{key (1): "k", value (2): "v"}]}],
+    // hits_addend (3): 3}, encoded by hand from Envoy's field numbers rather than by our .proto.
+    const entry = Buffer.from([0x0a, 0x01, 0x6b, 0x12, 0x01, 0x76]);
+    const descriptor = Buffer.concat([Buffer.from([0x0a, entry.length]), entry]);
+    const bytes = Buffer.concat([
+      Buffer.from([0x0a, 0x04]),
+      Buffer.from('edge'),
+      Buffer.from([0x12, descriptor.length]),
+      descriptor,
+      Buffer.from([0x18, 0x03]),
+    ]);
+    const raw = await new Promise<Buffer>((resolve, reject) => {
+      harness.client.makeUnaryRequest(
+        '/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit',
+        (message: Buffer) => message,
+        (message: Buffer) => message,
+        bytes,
+        (error, reply) => {
+          if (error) reject(error);
+          else resolve(reply as Buffer);
+        },
+      );
+    });
+
+    expect(harness.decided).toEqual([
+      { domain: 'edge', descriptors: [{ entries: [{ key: 'k', value: 'v' }] }], hitsAddend: 3 },
+    ]);
+    // overall_code (field 1, varint) OK = 1 comes first, then the status (field 2, length-delimited).
+    expect([...raw.subarray(0, 3)]).toEqual([0x08, 0x01, 0x12]);
+  });
+});
+
+describe('ShouldRateLimit refuses what Envoy would not send', () => {
+  const cases: [string, object, RegExp][] = [
+    ['an empty domain', { ...envoyRequest, domain: '' }, /^domain must not be empty$/],
+    ['no descriptors', { ...envoyRequest, descriptors: [] }, /^descriptors must not be empty/],
+    [
+      'a descriptor without entries',
+      { ...envoyRequest, descriptors: [{ entries: [] }] },
+      /descriptors\[0\] has no entries/,
+    ],
+    [
+      'an empty key',
+      { ...envoyRequest, descriptors: [{ entries: [{ key: '', value: 'x' }] }] },
+      /^descriptors\[0\]\.entries\[0\]\.key must not be empty$/,
+    ],
+    [
+      'a value past the limit',
+      { ...envoyRequest, descriptors: [{ entries: [{ key: 'k', value: 'é'.repeat(REQUEST_LIMITS.valueBytes) }] }] },
+      new RegExp(
+        `^descriptors\\[0\\]\\.entries\\[0\\]\\.value is ${2 * REQUEST_LIMITS.valueBytes} bytes; at most ${REQUEST_LIMITS.valueBytes}`,
+      ),
+    ],
+    [
+      'too many descriptors',
+      {
+        ...envoyRequest,
+        descriptors: Array.from({ length: REQUEST_LIMITS.descriptors + 1 }, () => envoyRequest.descriptors[0]),
+      },
+      new RegExp(`^${REQUEST_LIMITS.descriptors + 1} descriptors; at most ${REQUEST_LIMITS.descriptors}`),
+    ],
+    [
+      'a descriptor hits_addend past 2^53',
+      {
+        ...envoyRequest,
+        descriptors: [{ entries: [{ key: 'k', value: 'v' }], hits_addend: { value: '18446744073709551615' } }],
+      },
+      /^descriptors\[0\]\.hits_addend is beyond/,
+    ],
+    [
+      'an override without a unit',
+      { ...envoyRequest, descriptors: [{ entries: [{ key: 'k', value: 'v' }], limit: { requests_per_unit: 5 } }] },
+      /^descriptors\[0\]\.limit\.unit must be one of SECOND, MINUTE/,
+    ],
+  ];
+
+  it.each(cases)('%s: INVALID_ARGUMENT with its reason, and nothing decided', async (_name, request, reason) => {
+    const harness = await start(echo);
+    const error = await callError(harness.client, 'ShouldRateLimit', request);
+    expect(error.code).toBe(grpc.status.INVALID_ARGUMENT);
+    expect(error.details).toMatch(reason);
+    expect(harness.decided).toEqual([]);
+    // The server is still there for the next request.
+    expect((await call(harness.client, 'ShouldRateLimit', envoyRequest)).overall_code).toBe('OVER_LIMIT');
+  });
+
+  it('a message past the size limit: RESOURCE_EXHAUSTED before decoding', async () => {
+    const harness = await start(echo, { maxMessageBytes: 4096 });
+    const request = { ...envoyRequest, descriptors: [{ entries: [{ key: 'k', value: 'x'.repeat(5000) }] }] };
+    const error = await callError(harness.client, 'ShouldRateLimit', request);
+    expect(error.code).toBe(grpc.status.RESOURCE_EXHAUSTED);
+    expect(harness.decided).toEqual([]);
+  });
+});
+
+describe('ShouldRateLimit when deciding fails', () => {
+  it('a decide that rejects: INTERNAL without its message, which goes to the log', async () => {
+    const harness = await start(() => Promise.reject(new Error('memcached at 10.1.2.3:11211 said secret-token')));
+    const error = await callError(harness.client, 'ShouldRateLimit', envoyRequest);
+    expect(error.code).toBe(grpc.status.INTERNAL);
+    expect(error.details).toBe('memgate could not answer ShouldRateLimit; its log says why');
+    expect(harness.logged).toHaveLength(1);
+    expect((harness.logged[0]?.details as { err: Error }).err.message).toContain('secret-token');
+  });
+
+  it('a decide that throws synchronously, or answers a status short: INTERNAL, logged', async () => {
+    const throwing = await start(() => {
+      throw new TypeError('boom');
+    });
+    expect((await callError(throwing.client, 'ShouldRateLimit', envoyRequest)).code).toBe(grpc.status.INTERNAL);
+    expect(throwing.logged.map((entry) => (entry.details as { err: Error }).err.message)).toEqual(['boom']);
+
+    const short = await start((request) =>
+      echo(request).then((response) => ({ ...response, statuses: response.statuses.slice(1) })),
+    );
+    expect((await callError(short.client, 'ShouldRateLimit', envoyRequest)).code).toBe(grpc.status.INTERNAL);
+    expect(short.logged.map((entry) => (entry.details as { err: Error }).err.message)).toEqual([
+      '1 statuses for 2 descriptors',
+    ]);
+  });
+});
+
+describe('the gRPC health service', () => {
+  it('answers SERVING or NOT_SERVING from the callback, NOT_FOUND for an unknown service', async () => {
+    let serving = true;
+    const harness = await start(echo, { serving: () => serving });
+    expect(await call(harness.health, 'Check', { service: '' })).toEqual({ status: 'SERVING' });
+    expect(await call(harness.health, 'Check', { service: 'envoy.service.ratelimit.v3.RateLimitService' })).toEqual({
+      status: 'SERVING',
+    });
+    serving = false;
+    expect(await call(harness.health, 'Check', { service: '' })).toEqual({ status: 'NOT_SERVING' });
+    const unknown = await callError(harness.health, 'Check', { service: 'other.Service' });
+    expect(unknown.code).toBe(grpc.status.NOT_FOUND);
+  });
+
+  it('a callback that throws: NOT_SERVING, logged', async () => {
+    const harness = await start(echo, {
+      serving: () => {
+        throw new Error('no store yet');
+      },
+    });
+    expect(await call(harness.health, 'Check', { service: '' })).toEqual({ status: 'NOT_SERVING' });
+    expect(harness.logged).toHaveLength(1);
+  });
+});
+
+describe('shutdown', () => {
+  it('lets a call in flight finish, then refuses new ones', async () => {
+    let release: () => void = () => undefined;
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const harness = await start(async (request) => {
+      await held;
+      return echo(request);
+    });
+    const inFlight = call(harness.client, 'ShouldRateLimit', envoyRequest);
+    while (harness.decided.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+
+    const closed = harness.server.close({ deadlineMs: 5000 });
+    const healthDuringClose = call(harness.health, 'Check', { service: '' }).catch((error: unknown) => error);
+    release();
+    expect((await inFlight).overall_code).toBe('OVER_LIMIT');
+    expect(await closed).toEqual({ forced: false });
+    // Refused or NOT_SERVING, never SERVING, once closing began.
+    expect(await healthDuringClose).not.toEqual({ status: 'SERVING' });
+
+    const after = await callError(harness.client, 'ShouldRateLimit', envoyRequest);
+    expect(after.code).toBe(grpc.status.UNAVAILABLE);
+  });
+
+  it('cuts a call still in flight at the deadline', async () => {
+    const harness = await start(() => new Promise<RateLimitResponse>(() => undefined));
+    const inFlight = callError(harness.client, 'ShouldRateLimit', envoyRequest);
+    while (harness.decided.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+
+    const started = performance.now();
+    expect(await harness.server.close({ deadlineMs: 200 })).toEqual({ forced: true });
+    expect(performance.now() - started).toBeGreaterThanOrEqual(190);
+    expect((await inFlight).code).not.toBe(grpc.status.OK);
+  });
+});
