@@ -18,6 +18,7 @@ COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY config ./config
 COPY dashboard ./dashboard
+COPY proto ./proto
 COPY examples/compose ./examples/compose
 # Usage history (MEMGATE_USAGE_DB=./data/usage.db): writable by the service; mount a volume to keep it.
 RUN mkdir -p /app/data && chown node:node /app/data
