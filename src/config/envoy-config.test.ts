@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { ENVOY_UNIT_SECONDS, loadEnvoyConfig, parseEnvoyTexts, type EnvoyConfig } from './envoy-config.js';
-import { envoyEventName, matchEnvoyDescriptor, wildcardMatches, type EnvoyEntry } from './envoy-match.js';
+import { applyReplaces, envoyEventName, matchEnvoyDescriptor, wildcardMatches, type EnvoyEntry } from './envoy-match.js';
 import { NAME_PATTERN } from './policy-schema.js';
 import { PolicyError } from './policies.js';
 
@@ -175,6 +175,9 @@ descriptors:
     const config = await loadEnvoyConfig(`${fixtures}dir`);
     expect([...config.domains.keys()]).toEqual(['edge-api', 'login']);
     expect(config.domains.get('login')?.source).toMatch(/login\.yml$/);
+    expect(matchEnvoyDescriptor(config, 'edge-api', entries(['remote_address', '192.0.2.7']))).toMatchObject({ event: 'edge-api.remote_address', feature: '192.0.2.7' });
+    expect(matchEnvoyDescriptor(config, 'edge-api', entries(['path', '/healthz']))).toEqual({ kind: 'none', reason: 'no-limit' });
+    expect(matchEnvoyDescriptor(config, 'login', entries(['user', 'ann']))).toMatchObject({ rateLimit: { window: 90, algorithm: 'sliding', onStoreError: 'deny' } });
     await expect(loadEnvoyConfig(`${fixtures}missing`)).rejects.toThrow(/cannot read/);
   });
 });
@@ -287,6 +290,30 @@ descriptors:
       expect(wildcardMatches(['ab', 'bc'], 'abc')).toBe(false);
       expect(wildcardMatches(['a', ''], 'a')).toBe(true);
     });
+  });
+});
+
+describe('applyReplaces', () => {
+  // After envoyproxy/ratelimit's README "Replaces": one endpoint's own limit replaces its category's.
+  const config = configOf(`domain: api
+descriptors:
+  - key: category
+    value: read
+    rate_limit: { name: reads, unit: minute, requests_per_unit: 10 }
+  - key: endpoint
+    value: /search
+    rate_limit: { unit: minute, requests_per_unit: 50, replaces: [{ name: reads }] }
+  - key: endpoint
+    value: /bulk
+    rate_limit: { unlimited: true, replaces: [{ name: reads }] }
+`);
+  const matchAll = (...descriptors: [string, string][]) => applyReplaces(descriptors.map((pair) => matchEnvoyDescriptor(config, 'api', entries(pair))));
+
+  it('drops a limit named in the replaces of another limit of the same request, and only then', () => {
+    expect(matchAll(['category', 'read'], ['endpoint', '/search']).map((match) => match.kind)).toEqual(['none', 'limit']);
+    expect(matchAll(['category', 'read'], ['endpoint', '/search'])[0]).toEqual({ kind: 'none', reason: 'replaced' });
+    expect(matchAll(['category', 'read'], ['endpoint', '/bulk']).map((match) => match.kind)).toEqual(['none', 'unlimited']);
+    expect(matchAll(['category', 'read'], ['endpoint', '/other']).map((match) => match.kind)).toEqual(['limit', 'none']);
   });
 });
 

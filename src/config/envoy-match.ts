@@ -8,8 +8,8 @@ export interface EnvoyEntry {
 }
 
 export type EnvoyMatch =
-  /** Nothing to count: answer OK. `unknown-domain` when the domain is in no file. */
-  | { readonly kind: 'none'; readonly reason: 'unknown-domain' | 'no-limit' }
+  /** Nothing to count: answer OK. `unknown-domain` when the domain is in no file; `replaced` by applyReplaces. */
+  | { readonly kind: 'none'; readonly reason: 'unknown-domain' | 'no-limit' | 'replaced' }
   | { readonly kind: 'unlimited'; readonly descriptor: EnvoyDescriptor; readonly rateLimit: EnvoyRateLimit }
   | {
       readonly kind: 'limit';
@@ -37,12 +37,12 @@ export function matchEnvoyDescriptor(config: EnvoyConfig, domain: string, entrie
   /** Per entry, the value that picks its counter, or undefined when the configuration fixes it. */
   const free: (string | undefined)[] = [];
   let found: EnvoyDescriptor | undefined;
-  for (const [index, entry] of entries.entries()) {
+  // A descriptor without children has an empty level below it: an entry past it finds nothing.
+  for (const entry of entries) {
     const step = lookUp(level, entry);
     if (!step) return { kind: 'none', reason: 'no-limit' };
     free.push(step.free);
-    if (index === entries.length - 1) found = step.descriptor;
-    else if (step.descriptor.children.byKey.size === 0) return { kind: 'none', reason: 'no-limit' };
+    found = step.descriptor;
     level = step.descriptor.children;
   }
   const rateLimit = found?.rateLimit;
@@ -56,6 +56,18 @@ export function matchEnvoyDescriptor(config: EnvoyConfig, domain: string, entrie
     event: envoyEventName(domain, found.path),
     feature: featureOf(free.filter((value) => value !== undefined)),
   };
+}
+
+/**
+ * The matches of one request's descriptors, less the limits another matched limit
+ * `replaces` by name (envoyproxy/ratelimit's constructLimitsToCheck): every matched
+ * limit may replace, unlimited ones included; an unlimited one is never replaced.
+ */
+export function applyReplaces(matches: readonly EnvoyMatch[]): EnvoyMatch[] {
+  const replaced = new Set(matches.flatMap((match) => (match.kind === 'none' ? [] : match.rateLimit.replaces)));
+  return matches.map((match) =>
+    match.kind === 'limit' && match.rateLimit.name !== undefined && replaced.has(match.rateLimit.name) ? { kind: 'none', reason: 'replaced' } : match,
+  );
 }
 
 function lookUp(level: DescriptorLevel, entry: EnvoyEntry): { descriptor: EnvoyDescriptor; free: string | undefined } | undefined {
