@@ -90,8 +90,8 @@ descriptors:
   });
 
   it('keeps keys and values YAML would read as numbers or booleans as they are written', () => {
-    const config = configOf('domain: d\ndescriptors:\n  - key: status\n    value: 0404\n    rate_limit: { unit: second, requests_per_unit: 1 }\n  - key: on\n    value: yes\n');
-    expect([...(config.domains.get('d')?.descriptors.byKey.keys() ?? [])]).toEqual(['status_0404', 'on_yes']);
+    const config = configOf('domain: 2024\ndescriptors:\n  - key: status\n    value: 0404\n    rate_limit: { unit: second, requests_per_unit: 1 }\n  - key: on\n    value: yes\n');
+    expect([...(config.domains.get('2024')?.descriptors.byKey.keys() ?? [])]).toEqual(['status_0404', 'on_yes']);
   });
 
   it('reports every fault at once, each with its file, domain and descriptor', () => {

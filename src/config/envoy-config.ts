@@ -405,6 +405,9 @@ function onStoreErrorOf(raw: Record<string, unknown>): OnStoreError {
   return ON_STORE_ERROR.includes(raw.onStoreError as OnStoreError) ? (raw.onStoreError as OnStoreError) : 'allow';
 }
 
+/** Fields envoyproxy/ratelimit reads into Go strings, which take any scalar as written. */
+const STRING_FIELDS = new Set(['domain', 'key', 'value', 'name']);
+
 /**
  * Parses the text of one file. Keys and values that YAML reads as numbers or booleans
  * (`value: 404`, `value: yes`) are kept as written, as envoyproxy/ratelimit's string fields
@@ -418,7 +421,7 @@ function parseFileText(text: string, file: string, report: Reporter): EnvoyDomai
   }
   visit(document, {
     Pair(_, pair) {
-      if (isScalar(pair.key) && (pair.key.value === 'key' || pair.key.value === 'value' || pair.key.value === 'name') && isScalar(pair.value)) {
+      if (isScalar(pair.key) && STRING_FIELDS.has(pair.key.value as string) && isScalar(pair.value)) {
         const scalar = pair.value;
         if (scalar.value !== null && typeof scalar.value !== 'string') scalar.value = scalar.source ?? JSON.stringify(scalar.value);
       }
