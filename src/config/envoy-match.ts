@@ -1,0 +1,130 @@
+import { createHash } from 'node:crypto';
+import type { DescriptorLevel, EnvoyConfig, EnvoyDescriptor, EnvoyRateLimit } from './envoy-config.js';
+
+/** One entry of a request's descriptor, as Envoy's filter sends it. */
+export interface EnvoyEntry {
+  readonly key: string;
+  readonly value: string;
+}
+
+export type EnvoyMatch =
+  /** Nothing to count: answer OK. `unknown-domain` when the domain is in no file; `replaced` by applyReplaces. */
+  | { readonly kind: 'none'; readonly reason: 'unknown-domain' | 'no-limit' | 'replaced' }
+  | { readonly kind: 'unlimited'; readonly descriptor: EnvoyDescriptor; readonly rateLimit: EnvoyRateLimit }
+  | {
+      readonly kind: 'limit';
+      readonly descriptor: EnvoyDescriptor;
+      readonly rateLimit: EnvoyRateLimit;
+      readonly shadowMode: boolean;
+      /** memgate's event for this descriptor of the configuration: one per domain and matched descriptor path. */
+      readonly event: string;
+      /** The counter within the event: the request's values that the match leaves free. */
+      readonly feature: string;
+    };
+
+/**
+ * The limit envoyproxy/ratelimit applies to one descriptor of a request
+ * (rateLimitConfigImpl.GetLimit): entries walk the nested descriptors in order; at each
+ * level an exact `key_value` wins, then the first wildcard of the file that matches
+ * `key_value`, then the key alone. The limit counts only when the descriptor found for the
+ * last entry has one; a request with more entries than the configuration's depth matches
+ * nothing.
+ */
+export function matchEnvoyDescriptor(config: EnvoyConfig, domain: string, entries: readonly EnvoyEntry[]): EnvoyMatch {
+  const root = config.domains.get(domain);
+  if (!root) return { kind: 'none', reason: 'unknown-domain' };
+  let level: DescriptorLevel = root.descriptors;
+  /** Per entry, the value that picks its counter, or undefined when the configuration fixes it. */
+  const free: (string | undefined)[] = [];
+  let found: EnvoyDescriptor | undefined;
+  // A descriptor without children has an empty level below it: an entry past it finds nothing.
+  for (const entry of entries) {
+    const step = lookUp(level, entry);
+    if (!step) return { kind: 'none', reason: 'no-limit' };
+    free.push(step.free);
+    found = step.descriptor;
+    level = step.descriptor.children;
+  }
+  const rateLimit = found?.rateLimit;
+  if (!found || !rateLimit) return { kind: 'none', reason: 'no-limit' };
+  if (rateLimit.unlimited) return { kind: 'unlimited', descriptor: found, rateLimit };
+  return {
+    kind: 'limit',
+    descriptor: found,
+    rateLimit,
+    shadowMode: found.shadowMode,
+    event: envoyEventName(domain, found.path),
+    feature: featureOf(free.filter((value) => value !== undefined)),
+  };
+}
+
+/**
+ * The matches of one request's descriptors, less the limits another matched limit
+ * `replaces` by name (envoyproxy/ratelimit's constructLimitsToCheck): every matched
+ * limit may replace, unlimited ones included; an unlimited one is never replaced.
+ */
+export function applyReplaces(matches: readonly EnvoyMatch[]): EnvoyMatch[] {
+  const replaced = new Set(matches.flatMap((match) => (match.kind === 'none' ? [] : match.rateLimit.replaces)));
+  return matches.map((match) =>
+    match.kind === 'limit' && match.rateLimit.name !== undefined && replaced.has(match.rateLimit.name) ? { kind: 'none', reason: 'replaced' } : match,
+  );
+}
+
+function lookUp(level: DescriptorLevel, entry: EnvoyEntry): { descriptor: EnvoyDescriptor; free: string | undefined } | undefined {
+  const composite = `${entry.key}_${entry.value}`;
+  const exact = level.byKey.get(composite);
+  if (exact) return { descriptor: exact, free: undefined };
+  for (const wildcard of level.wildcards) {
+    if (!wildcardMatches(wildcard.parts, composite)) continue;
+    const descriptor = level.byKey.get(wildcard.compositeKey);
+    // Values sharing a threshold share one counter, named by the pattern (as envoyproxy/ratelimit's cache key).
+    if (descriptor) return { descriptor, free: descriptor.shareThreshold ? undefined : entry.value };
+  }
+  const keyOnly = level.byKey.get(entry.key);
+  return keyOnly ? { descriptor: keyOnly, free: entry.value } : undefined;
+}
+
+/** Each `*` matches any run of characters, possibly empty (envoyproxy/ratelimit's wildcardMatch). */
+export function wildcardMatches(parts: readonly string[], text: string): boolean {
+  const first = parts[0] ?? '';
+  const last = parts.at(-1) ?? '';
+  if (parts.length === 1) return first === text;
+  if (!text.startsWith(first) || !text.endsWith(last)) return false;
+  if (text.length < parts.reduce((sum, part) => sum + part.length, 0)) return false;
+  let rest = text.slice(first.length, text.length - last.length);
+  for (const part of parts.slice(1, -1)) {
+    const at = rest.indexOf(part);
+    if (at === -1) return false;
+    rest = rest.slice(at + part.length);
+  }
+  return true;
+}
+
+const READABLE_PART = /^[A-Za-z0-9_-]+$/;
+const MAX_EVENT_LENGTH = 64;
+
+/**
+ * memgate's event name for a descriptor of a domain: `domain.key_value.key` when every
+ * part is made of letters, digits, `_` and `-` and the whole fits in 64 characters (the
+ * event name pattern); otherwise a readable head and a hash of the exact parts, so that
+ * two descriptors never share a name.
+ */
+export function envoyEventName(domain: string, path: readonly string[]): string {
+  const parts = [domain, ...path];
+  const plain = parts.join('.');
+  if (plain.length <= MAX_EVENT_LENGTH && parts.every((part) => READABLE_PART.test(part))) return plain;
+  const hash = createHash('sha256').update(JSON.stringify(parts)).digest('hex').slice(0, 20);
+  const head = plain.replaceAll(/[^A-Za-z0-9_.-]/g, '_').slice(0, MAX_EVENT_LENGTH - hash.length - 2);
+  return `${head}-h${hash}`;
+}
+
+/**
+ * The feature (counter) within an event: the one free value as it is; none as `-`; several,
+ * or one that could be mistaken for those forms, as a JSON array.
+ */
+function featureOf(values: readonly string[]): string {
+  if (values.length === 0) return '-';
+  const [only] = values;
+  if (values.length === 1 && only !== undefined && only !== '-' && only !== '' && !only.startsWith('[')) return only;
+  return JSON.stringify(values);
+}
