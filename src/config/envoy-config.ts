@@ -3,6 +3,7 @@ import { extname, join } from 'node:path';
 import { Ajv, type ErrorObject } from 'ajv';
 import { isScalar, parseDocument, visit } from 'yaml';
 import { AJV_CODE_OPTIONS } from './defaults.js';
+import { asRecord, compareRanks, rankIn } from './document-order.js';
 import { formatDuration, parseDuration } from './duration.js';
 import { PolicyError, type Algorithm, type OnStoreError } from './policies.js';
 
@@ -179,8 +180,8 @@ class Reporter {
     const label = typeof domain === 'string' && domain !== '' ? `domain "${domain}", ` : '';
     return this.found
       .map((problem) => ({ problem, rank: rankIn(this.document, problem.place) }))
-      // Stable: several faults of one place keep the order they were found in.
-      .sort((a, b) => compareRanks(a.rank, b.rank))
+      // Stable: several faults of one place keep the order they were found in; a place comes before its fields.
+      .sort((a, b) => compareRanks(a.rank, b.rank) || a.rank.length - b.rank.length)
       .map(({ problem }) => `${this.file}: ${problem.place.length > 0 ? label : ''}${this.where(problem.place)}${problem.text}`);
   }
 
@@ -208,24 +209,6 @@ function compositeKeyOf(raw: Record<string, unknown> | undefined): string {
   return typeof raw?.value === 'string' && raw.value !== '' ? `${key}_${raw.value}` : key;
 }
 
-/** Where a place is in the document, as indexes of keys and items; a missing key goes last. */
-function rankIn(document: unknown, place: readonly string[]): number[] {
-  const ranks: number[] = [];
-  let value: unknown = document;
-  for (const segment of place) {
-    const record = asRecord(value);
-    const index = Array.isArray(value) ? Number(segment) : record ? Object.keys(record).indexOf(segment) : -1;
-    ranks.push(index === -1 ? Number.MAX_SAFE_INTEGER : index);
-    value = Array.isArray(value) ? (value as unknown[])[Number(segment)] : record?.[segment];
-  }
-  return ranks;
-}
-
-function compareRanks(a: readonly number[], b: readonly number[]): number {
-  for (let i = 0; i < Math.min(a.length, b.length); i++) if (a[i] !== b[i]) return (a[i] as number) - (b[i] as number);
-  // A fault about a place comes before those about its fields.
-  return a.length - b.length;
-}
 
 /**
  * Validates one parsed file (its object form). Every fault is reported, each with the file,
@@ -511,9 +494,6 @@ function formatPlace(place: readonly string[]): string {
   return place.map((segment, i) => (/^[0-9]+$/.test(segment) ? `[${segment}]` : `${i > 0 ? '.' : ''}${segment}`)).join('');
 }
 
-function asRecord(value: unknown): Record<string, unknown> | undefined {
-  return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
-}
 
 function valueAt(document: unknown, path: readonly string[]): unknown {
   let value: unknown = document;

@@ -3,6 +3,7 @@ import { extname } from 'node:path';
 import { Ajv, type ErrorObject } from 'ajv';
 import { parse as parseYaml } from 'yaml';
 import { AJV_CODE_OPTIONS, DEFAULTS } from './defaults.js';
+import { asRecord, compareRanks, rankIn } from './document-order.js';
 import { formatDuration, parseDuration } from './duration.js';
 import { parseGateway, type GatewayPolicy, type RawGateway } from './gateway-policy.js';
 import { policyFileSchema } from './policy-schema.js';
@@ -355,30 +356,10 @@ function describeSchemaError(error: ErrorObject, document: unknown): Problem[] {
 
 /** Problems in the order of what they are about in the file; several about one field keep their order. */
 function inFileOrder(problems: readonly Problem[], document: unknown): Problem[] {
-  const rank = (path: readonly string[]): number[] => {
-    const ranks: number[] = [];
-    let value: unknown = document;
-    for (const segment of path) {
-      const record = asRecord(value);
-      const index = Array.isArray(value) ? Number(segment) : record ? Object.keys(record).indexOf(segment) : -1;
-      // A missing key (a required one) goes after the keys that are there.
-      ranks.push(index === -1 ? Number.MAX_SAFE_INTEGER : index);
-      value = Array.isArray(value) ? (value as unknown[])[Number(segment)] : record?.[segment];
-    }
-    return ranks;
-  };
-  const compare = (a: readonly number[], b: readonly number[]): number => {
-    for (let i = 0; i < Math.min(a.length, b.length); i++) if (a[i] !== b[i]) return (a[i] as number) - (b[i] as number);
-    return 0;
-  };
   return problems
-    .map((problem) => ({ problem, rank: rank(problem.path) }))
-    .sort((a, b) => compare(a.rank, b.rank))
+    .map((problem) => ({ problem, rank: rankIn(document, problem.path) }))
+    .sort((a, b) => compareRanks(a.rank, b.rank))
     .map(({ problem }) => problem);
-}
-
-function asRecord(value: unknown): Record<string, unknown> | undefined {
-  return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
 }
 
 function formatField(path: readonly string[]): string {

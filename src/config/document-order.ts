@@ -1,0 +1,27 @@
+// Where a place is in a parsed YAML or JSON document, so that a file's problems are listed in
+// the order of what they are about (policies.ts, envoy-config.ts).
+
+export function asRecord(value: unknown): Record<string, unknown> | undefined {
+  return value !== null && typeof value === 'object' && !Array.isArray(value)
+    ? (value as Record<string, unknown>)
+    : undefined;
+}
+
+/** A place as the indexes of its keys and items in the document; a missing key (a required one) goes last. */
+export function rankIn(document: unknown, place: readonly string[]): number[] {
+  const ranks: number[] = [];
+  let value: unknown = document;
+  for (const segment of place) {
+    const record = asRecord(value);
+    const index = Array.isArray(value) ? Number(segment) : record ? Object.keys(record).indexOf(segment) : -1;
+    ranks.push(index === -1 ? Number.MAX_SAFE_INTEGER : index);
+    value = Array.isArray(value) ? (value as unknown[])[Number(segment)] : record?.[segment];
+  }
+  return ranks;
+}
+
+/** Orders two ranks by the first index where they differ; 0 when one is the start of the other. */
+export function compareRanks(a: readonly number[], b: readonly number[]): number {
+  for (let i = 0; i < Math.min(a.length, b.length); i++) if (a[i] !== b[i]) return (a[i] as number) - (b[i] as number);
+  return 0;
+}
