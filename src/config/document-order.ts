@@ -25,3 +25,18 @@ export function compareRanks(a: readonly number[], b: readonly number[]): number
   for (let i = 0; i < Math.min(a.length, b.length); i++) if (a[i] !== b[i]) return (a[i] as number) - (b[i] as number);
   return 0;
 }
+
+/** A place as a reader writes it: `descriptors[0].rate_limit.unit`, `limits[0].window`. */
+export function formatPath(path: readonly string[]): string {
+  return path.map((segment, i) => (/^[0-9]+$/.test(segment) ? `[${segment}]` : `${i > 0 ? '.' : ''}${segment}`)).join('');
+}
+
+/** The value at a place of the document, if there is one. */
+export function valueAt(document: unknown, path: readonly string[]): unknown {
+  let value: unknown = document;
+  for (const segment of path) {
+    if (value === null || typeof value !== 'object') return undefined;
+    value = (value as Record<string, unknown>)[segment];
+  }
+  return value;
+}

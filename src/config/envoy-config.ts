@@ -3,7 +3,7 @@ import { extname, join } from 'node:path';
 import { Ajv, type ErrorObject } from 'ajv';
 import { isScalar, parseDocument, visit } from 'yaml';
 import { AJV_CODE_OPTIONS } from './defaults.js';
-import { asRecord, compareRanks, rankIn } from './document-order.js';
+import { asRecord, compareRanks, formatPath, rankIn, valueAt } from './document-order.js';
 import { formatDuration, parseDuration } from './duration.js';
 import { PolicyError, type Algorithm, type OnStoreError } from './policies.js';
 
@@ -198,8 +198,8 @@ class Reporter {
       }
     });
     const field = place.slice(descriptorEnd);
-    const descriptor = descriptorEnd > 0 ? `descriptor ${names.join('.')} (${formatPlace(place.slice(0, descriptorEnd))})` : '';
-    const fieldText = field.length > 0 ? `field ${formatPlace(field)}` : '';
+    const descriptor = descriptorEnd > 0 ? `descriptor ${names.join('.')} (${formatPath(place.slice(0, descriptorEnd))})` : '';
+    const fieldText = field.length > 0 ? `field ${formatPath(field)}` : '';
     return `${[descriptor, fieldText].filter(Boolean).join(', ')}: `;
   }
 }
@@ -489,17 +489,5 @@ function describeSchemaError(error: ErrorObject, document: unknown): string {
   }
 }
 
-/** `descriptors[0].descriptors[1].rate_limit.unit`. */
-function formatPlace(place: readonly string[]): string {
-  return place.map((segment, i) => (/^[0-9]+$/.test(segment) ? `[${segment}]` : `${i > 0 ? '.' : ''}${segment}`)).join('');
-}
 
 
-function valueAt(document: unknown, path: readonly string[]): unknown {
-  let value: unknown = document;
-  for (const segment of path) {
-    if (value === null || typeof value !== 'object') return undefined;
-    value = (value as Record<string, unknown>)[segment];
-  }
-  return value;
-}

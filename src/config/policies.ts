@@ -3,7 +3,7 @@ import { extname } from 'node:path';
 import { Ajv, type ErrorObject } from 'ajv';
 import { parse as parseYaml } from 'yaml';
 import { AJV_CODE_OPTIONS, DEFAULTS } from './defaults.js';
-import { asRecord, compareRanks, rankIn } from './document-order.js';
+import { asRecord, compareRanks, formatPath, rankIn, valueAt } from './document-order.js';
 import { formatDuration, parseDuration } from './duration.js';
 import { parseGateway, type GatewayPolicy, type RawGateway } from './gateway-policy.js';
 import { policyFileSchema } from './policy-schema.js';
@@ -111,7 +111,7 @@ export function parsePolicies(document: unknown, source = 'policies'): PolicySet
   const events: EventPolicy[] = [];
   for (const [event, value] of Object.entries(rawEvents)) {
     const parsed = parseEvent(event, asRecord(value), (path) => sound(['events', event, ...path]), (path, text) => {
-      problems.push({ path: ['events', event, ...path], text: `event "${event}", field ${formatField(path)}: ${text}` });
+      problems.push({ path: ['events', event, ...path], text: `event "${event}", field ${formatPath(path)}: ${text}` });
     });
     if (parsed) events.push(parsed);
   }
@@ -348,10 +348,10 @@ function describeSchemaError(error: ErrorObject, document: unknown): Problem[] {
   }
   const at = pathOf(error);
   if (path[0] === 'events' && path[1] !== undefined) {
-    const field = formatField(path.slice(2));
+    const field = formatPath(path.slice(2));
     return [{ path: at, text: `event "${path[1]}"${field ? `, field ${field}` : ''}: ${message}` }];
   }
-  return [{ path: at, text: `${path.length > 0 ? `field ${formatField(path)}` : 'top level'}: ${message}` }];
+  return [{ path: at, text: `${path.length > 0 ? `field ${formatPath(path)}` : 'top level'}: ${message}` }];
 }
 
 /** Problems in the order of what they are about in the file; several about one field keep their order. */
@@ -362,15 +362,4 @@ function inFileOrder(problems: readonly Problem[], document: unknown): Problem[]
     .map(({ problem }) => problem);
 }
 
-function formatField(path: readonly string[]): string {
-  return path.map((segment, i) => (/^[0-9]+$/.test(segment) ? `[${segment}]` : `${i > 0 ? '.' : ''}${segment}`)).join('');
-}
 
-function valueAt(document: unknown, path: readonly string[]): unknown {
-  let value: unknown = document;
-  for (const segment of path) {
-    if (value === null || typeof value !== 'object') return undefined;
-    value = (value as Record<string, unknown>)[segment];
-  }
-  return value;
-}
