@@ -1,5 +1,6 @@
 // Where a place is in a parsed YAML or JSON document, so that a file's problems are listed in
-// the order of what they are about (policies.ts, envoy-config.ts).
+// the order of what they are about and name where they are (policies.ts, envoy-config.ts).
+import type { ErrorObject } from 'ajv';
 
 export function asRecord(value: unknown): Record<string, unknown> | undefined {
   return value !== null && typeof value === 'object' && !Array.isArray(value)
@@ -39,4 +40,16 @@ export function valueAt(document: unknown, path: readonly string[]): unknown {
     value = (value as Record<string, unknown>)[segment];
   }
   return value;
+}
+
+/** The path of the field an ajv error is about (for a missing or unknown key, that key's). */
+export function pathOf(error: ErrorObject): string[] {
+  const path = error.instancePath
+    .split('/')
+    .slice(1)
+    .map((segment) => segment.replaceAll('~1', '/').replaceAll('~0', '~'));
+  if (error.keyword === 'required') return [...path, String(error.params.missingProperty)];
+  if (error.keyword === 'additionalProperties') return [...path, String(error.params.additionalProperty)];
+  if (error.keyword === 'propertyNames') return [...path, String(error.params.propertyName)];
+  return path;
 }

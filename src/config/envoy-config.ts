@@ -3,7 +3,7 @@ import { extname, join } from 'node:path';
 import { Ajv, type ErrorObject } from 'ajv';
 import { isScalar, parseDocument, visit } from 'yaml';
 import { AJV_CODE_OPTIONS } from './defaults.js';
-import { asRecord, compareRanks, formatPath, rankIn, valueAt } from './document-order.js';
+import { asRecord, compareRanks, formatPath, pathOf, rankIn, valueAt } from './document-order.js';
 import { formatDuration, parseDuration } from './duration.js';
 import { PolicyError, type Algorithm, type OnStoreError } from './policies.js';
 
@@ -462,16 +462,6 @@ export async function loadEnvoyConfig(path: string): Promise<EnvoyConfig> {
   return parseEnvoyTexts(texts, path);
 }
 
-/** The path of the field an ajv error is about. */
-function pathOf(error: ErrorObject): string[] {
-  const path = error.instancePath
-    .split('/')
-    .slice(1)
-    .map((segment) => segment.replaceAll('~1', '/').replaceAll('~0', '~'));
-  if (error.keyword === 'required') return [...path, String(error.params.missingProperty)];
-  if (error.keyword === 'additionalProperties') return [...path, String(error.params.additionalProperty)];
-  return path;
-}
 
 function describeSchemaError(error: ErrorObject, document: unknown): string {
   const got = JSON.stringify(valueAt(document, pathOf(error)));

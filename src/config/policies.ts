@@ -3,7 +3,7 @@ import { extname } from 'node:path';
 import { Ajv, type ErrorObject } from 'ajv';
 import { parse as parseYaml } from 'yaml';
 import { AJV_CODE_OPTIONS, DEFAULTS } from './defaults.js';
-import { asRecord, compareRanks, formatPath, rankIn, valueAt } from './document-order.js';
+import { asRecord, compareRanks, formatPath, pathOf, rankIn, valueAt } from './document-order.js';
 import { formatDuration, parseDuration } from './duration.js';
 import { parseGateway, type GatewayPolicy, type RawGateway } from './gateway-policy.js';
 import { policyFileSchema } from './policy-schema.js';
@@ -299,17 +299,6 @@ function placementHint(key: string, path: readonly string[]): string | undefined
   return `"${key}" belongs to ${homes.map((place) => PLACE_NAMES[place].long).join(' or ')}, not to ${PLACE_NAMES[here].short}`;
 }
 
-/** The path of the field an ajv error is about. */
-function pathOf(error: ErrorObject): string[] {
-  const path = error.instancePath
-    .split('/')
-    .slice(1)
-    .map((segment) => segment.replaceAll('~1', '/').replaceAll('~0', '~'));
-  if (error.keyword === 'required') return [...path, String(error.params.missingProperty)];
-  if (error.keyword === 'additionalProperties') return [...path, String(error.params.additionalProperty)];
-  if (error.keyword === 'propertyNames') return [...path, String(error.params.propertyName)];
-  return path;
-}
 
 /** Turns an ajv error into "event "login", field limits[0].limit: must be >= 1 (got 0)". */
 function describeSchemaError(error: ErrorObject, document: unknown): Problem[] {
