@@ -81,6 +81,12 @@ export interface RefundRequest extends CheckRequest {
 /** Units counted by a lease that are not taken back stay this much longer than its hold, for a late duplicate return to find. */
 const LEASE_KEY_SLACK_SECONDS = 60;
 
+/** One attempt of a lease at counting its units: the record written with them, and how it was decided. */
+interface LeaseAttempt {
+  readonly record: CounterIncrement;
+  how?: HowDecided;
+}
+
 /** What a decision cost and where it came from, for metrics. */
 export interface ObservedDecision extends HowDecided {
   readonly event: string;
@@ -257,15 +263,17 @@ export function createLimiter(options: LimiterOptions): Limiter {
   /**
    * Counts `cost` for a feature when every limit has room, in one store call with a lease's
    * record when it is a lease; a denial takes its increments back, and carries its exact
-   * retryAfter.
+   * retryAfter. A check's decision is observed here; a lease attempt's is left to the lease.
    */
   async function count(
     plan: EventPlan,
     state: FeatureState,
+    feature: string,
     cost: number,
     nowMs: number,
-    leaseRecord?: CounterIncrement,
-  ): Promise<{ decision: Decision; how: HowDecided }> {
+    lease?: LeaseAttempt,
+  ): Promise<Decision> {
+    const leaseRecord = lease?.record;
     const window = features.windowAt(state, plan, Math.floor(nowMs / 1000));
     // Increment first, so concurrent checks on any instance see each other's cost.
     const increments = window.increments(cost);
@@ -287,17 +295,30 @@ export function createLimiter(options: LimiterOptions): Limiter {
       plan,
     );
     // The store cannot answer: the event's onStoreError rule decides.
-    if (!answer) return { decision: degradedDecision(plan.onStoreError), how };
+    if (!answer) return counted(plan, feature, degradedDecision(plan.onStoreError), how, lease);
     const { incremented, read } = answer;
     // Decide on the counts before this request: its own cost comes out of what it incremented.
     const counts = window.fill(reads, read, incremented, cost);
     const decision = decide(counts, { cost, nowMs, kind: 'check' });
-    if (decision.allowed) return { decision, how };
+    if (decision.allowed) return counted(plan, feature, decision, how, lease);
     // A denied request is not counted: take the increment back.
     await store
       .decrement(increments.map(({ key }) => ({ key, delta: cost })))
       .catch((error: unknown) => onRollbackError?.(error));
-    return { decision: await denial(decision, window, plan, state, cost, nowMs), how };
+    return counted(plan, feature, await denial(decision, window, plan, state, cost, nowMs), how, lease);
+  }
+
+  /** A check's decision is observed as it is made; a lease attempt's only once the lease knows it is the last (it keeps `how`). */
+  function counted(
+    plan: EventPlan,
+    feature: string,
+    decision: Decision,
+    how: HowDecided,
+    lease: LeaseAttempt | undefined,
+  ): Decision {
+    if (!lease) return observed(plan, feature, 'check', decision, how);
+    lease.how = how;
+    return decision;
   }
 
   /** Whether the feature was reset at or after `second` (on any instance). */
@@ -319,16 +340,21 @@ export function createLimiter(options: LimiterOptions): Limiter {
       return features.usage;
     },
 
-    async check(request) {
-      const plan = eventPlan(plans, request.event);
-      const feature = validFeature(request.feature);
-      const cost = validCost(request.cost, plan);
-      const state = features.state(plan, feature);
-      const nowMs = nowFor(state.base);
-      const repeated = repeatDenial(state.denial, cost, nowMs);
-      if (repeated) return observed(plan, feature, 'check', repeated, FROM_DENIED_CACHE);
-      const { decision, how } = await count(plan, state, cost, nowMs);
-      return observed(plan, feature, 'check', decision, how);
+    // Not async: the one async frame of a check is count()'s. Input errors still reject.
+    check(request) {
+      try {
+        const plan = eventPlan(plans, request.event);
+        const feature = validFeature(request.feature);
+        const cost = validCost(request.cost, plan);
+        const state = features.state(plan, feature);
+        const nowMs = nowFor(state.base);
+        const repeated = repeatDenial(state.denial, cost, nowMs);
+        if (repeated) return Promise.resolve(observed(plan, feature, 'check', repeated, FROM_DENIED_CACHE));
+        return count(plan, state, feature, cost, nowMs);
+      } catch (error) {
+        // A refused check (LimiterInputError) rejects, as from any async function.
+        return Promise.reject(error instanceof Error ? error : new Error(String(error)));
+      }
     },
 
     async refund(request) {
@@ -371,11 +397,13 @@ export function createLimiter(options: LimiterOptions): Limiter {
       for (let attempt = 0; ; attempt++) {
         // An id per attempt: a denied attempt's record stays behind, naming units never granted.
         const id = newLeaseId(second);
-        const record: CounterIncrement = { key: leaseUnitsKey(state.base, plan, id), delta: units, ttlSeconds };
-        const { decision, how } = await count(plan, state, units, nowMs, record);
+        const attemptOf: LeaseAttempt = {
+          record: { key: leaseUnitsKey(state.base, plan, id), delta: units, ttlSeconds },
+        };
+        const decision = await count(plan, state, feature, units, nowMs, attemptOf);
         const remaining = Math.min(...decision.limits.map((limit) => limit.remaining));
         if (decision.allowed || decision.degraded || attempt === 2 || !(remaining >= 1)) {
-          observed(plan, feature, 'check', decision, how);
+          if (attemptOf.how) observed(plan, feature, 'check', decision, attemptOf.how);
           if (!decision.allowed || decision.degraded) return decision;
           return {
             ...decision,
