@@ -175,7 +175,7 @@ descriptors:
     const config = await loadEnvoyConfig(`${fixtures}dir`);
     expect([...config.domains.keys()]).toEqual(['edge-api', 'login']);
     expect(config.domains.get('login')?.source).toMatch(/login\.yml$/);
-    expect(matchEnvoyDescriptor(config, 'edge-api', entries(['remote_address', '192.0.2.7']))).toMatchObject({ event: 'edge-api.remote_address', feature: '192.0.2.7' });
+    expect(matchEnvoyDescriptor(config, 'edge-api', entries(['remote_address', '192.0.2.7']))).toMatchObject({ event: 'envoy:edge-api.remote_address', feature: '192.0.2.7' });
     expect(matchEnvoyDescriptor(config, 'edge-api', entries(['path', '/healthz']))).toEqual({ kind: 'none', reason: 'no-limit' });
     expect(matchEnvoyDescriptor(config, 'login', entries(['user', 'ann']))).toMatchObject({ rateLimit: { window: 90, algorithm: 'sliding', onStoreError: 'deny' } });
     await expect(loadEnvoyConfig(`${fixtures}missing`)).rejects.toThrow(/cannot read/);
@@ -224,11 +224,11 @@ describe('matchEnvoyDescriptor', () => {
     const a = match(['client', '10.0.0.1']);
     const b = match(['client', '10.0.0.2']);
     const partner = match(['client', 'partner']);
-    expect(a).toMatchObject({ event: 'shop.client', feature: '10.0.0.1' });
-    expect(b).toMatchObject({ event: 'shop.client', feature: '10.0.0.2' });
-    expect(partner).toMatchObject({ event: 'shop.client_partner', feature: '-' });
-    expect(match(['tenant', 'acme'], ['route', 'search'])).toMatchObject({ event: 'shop.tenant_acme.route', feature: 'search' });
-    expect(match(['tenant', 'acme'], ['route', 'checkout'])).toMatchObject({ event: 'shop.tenant_acme.route_checkout', feature: '-' });
+    expect(a).toMatchObject({ event: 'envoy:shop.client', feature: '10.0.0.1' });
+    expect(b).toMatchObject({ event: 'envoy:shop.client', feature: '10.0.0.2' });
+    expect(partner).toMatchObject({ event: 'envoy:shop.client_partner', feature: '-' });
+    expect(match(['tenant', 'acme'], ['route', 'search'])).toMatchObject({ event: 'envoy:shop.tenant_acme.route', feature: 'search' });
+    expect(match(['tenant', 'acme'], ['route', 'checkout'])).toMatchObject({ event: 'envoy:shop.tenant_acme.route_checkout', feature: '-' });
     // Forms that could be mistaken for "no free value" or several are written as a JSON array.
     expect(match(['client', '-'])).toMatchObject({ feature: '["-"]' });
     expect(match(['client', '["a","b"]'])).toMatchObject({ feature: '["[\\"a\\",\\"b\\"]"]' });
@@ -269,9 +269,9 @@ descriptors:
       // /files/* comes first in the file, so it wins over the longer /files/big*.
       expect(m(['path', '/files/bigfile'])).toMatchObject({ rateLimit: { requestsPerUnit: 20 } });
       const bigfile = m(['path', '/files/bigfile']);
-      expect(bigfile.kind === 'limit' ? bigfile.event : '').toMatch(new RegExp(NAME_PATTERN));
+      expect(bigfile.kind === 'limit' ? bigfile.event.slice('envoy:'.length) : '').toMatch(new RegExp(NAME_PATTERN));
       expect(m(['path', '/files/'])).toMatchObject({ rateLimit: { requestsPerUnit: 20 } });
-      expect(m(['path', '/other'])).toMatchObject({ rateLimit: { requestsPerUnit: 100 }, event: 'files.path', feature: '/other' });
+      expect(m(['path', '/other'])).toMatchObject({ rateLimit: { requestsPerUnit: 100 }, event: 'envoy:files.path', feature: '/other' });
       expect(m(['tenant', 't1'], ['path', '/a/b'])).toMatchObject({ rateLimit: { requestsPerUnit: 6 } });
       expect(m(['tenant', 't1'], ['path', '/b'])).toEqual({ kind: 'none', reason: 'no-limit' });
     });
@@ -319,7 +319,7 @@ descriptors:
 
 describe('envoyEventName', () => {
   it('keeps readable names and hashes the others into the event name pattern, never two alike', () => {
-    expect(envoyEventName('shop', ['client_partner'])).toBe('shop.client_partner');
+    expect(envoyEventName('shop', ['client_partner'])).toBe('envoy:shop.client_partner');
     const names = [
       envoyEventName('files', ['path_/files/*']),
       envoyEventName('files', ['path_/files/?']),
@@ -328,7 +328,11 @@ describe('envoyEventName', () => {
       envoyEventName('d', ['x'.repeat(80)]),
       envoyEventName('d', ['x'.repeat(81)]),
     ];
-    for (const name of names) expect(name).toMatch(new RegExp(NAME_PATTERN));
+    // The prefix keeps them apart from memgate's own names; the rest fits the event name pattern.
+    for (const name of names) {
+      expect(name).not.toMatch(new RegExp(NAME_PATTERN));
+      expect(name.slice('envoy:'.length)).toMatch(new RegExp(NAME_PATTERN));
+    }
     expect(new Set(names).size).toBe(names.length);
   });
 });

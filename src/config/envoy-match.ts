@@ -101,21 +101,29 @@ export function wildcardMatches(parts: readonly string[], text: string): boolean
 }
 
 const READABLE_PART = /^[A-Za-z0-9_-]+$/;
+
+/**
+ * What every Envoy limit's event name starts with. memgate's own event names cannot hold a
+ * colon, so the two never share a name, or a counter.
+ */
+export const ENVOY_EVENT_PREFIX = 'envoy:';
+
+/** Longest event name after the prefix. */
 const MAX_EVENT_LENGTH = 64;
 
 /**
- * memgate's event name for a descriptor of a domain: `domain.key_value.key` when every
- * part is made of letters, digits, `_` and `-` and the whole fits in 64 characters (the
- * event name pattern); otherwise a readable head and a hash of the exact parts, so that
- * two descriptors never share a name.
+ * memgate's event name for a descriptor of a domain: `envoy:domain.key_value.key` (the
+ * path envoyproxy/ratelimit's statistics use) when every part is made of letters, digits,
+ * `_` and `-` and the path fits in 64 characters; otherwise a readable head and a hash of
+ * the exact parts, so that two descriptors never share a name.
  */
 export function envoyEventName(domain: string, path: readonly string[]): string {
   const parts = [domain, ...path];
   const plain = parts.join('.');
-  if (plain.length <= MAX_EVENT_LENGTH && parts.every((part) => READABLE_PART.test(part))) return plain;
+  if (plain.length <= MAX_EVENT_LENGTH && parts.every((part) => READABLE_PART.test(part))) return ENVOY_EVENT_PREFIX + plain;
   const hash = createHash('sha256').update(JSON.stringify(parts)).digest('hex').slice(0, 20);
   const head = plain.replaceAll(/[^A-Za-z0-9_.-]/g, '_').slice(0, MAX_EVENT_LENGTH - hash.length - 2);
-  return `${head}-h${hash}`;
+  return `${ENVOY_EVENT_PREFIX}${head}-h${hash}`;
 }
 
 /**

@@ -1,0 +1,60 @@
+import type { EnvoyConfig, EnvoyDescriptor, EnvoyDomain } from './envoy-config.js';
+import { ENVOY_EVENT_PREFIX, envoyEventName } from './envoy-match.js';
+import { NAME_PATTERN } from './policy-schema.js';
+import { PolicySet, type EventPolicy } from './policies.js';
+
+/** One counted limit of an Envoy configuration, with the event memgate counts it under. */
+export interface EnvoyLimitEvent {
+  readonly domain: string;
+  /** Composite keys from the domain down to the descriptor: `['tenant_acme', 'route']`. */
+  readonly path: readonly string[];
+  readonly descriptor: EnvoyDescriptor;
+  readonly policy: EventPolicy;
+}
+
+const LIMIT_NAME = new RegExp(NAME_PATTERN);
+
+/**
+ * Every descriptor of the configuration whose limit counts, as a memgate event of one limit
+ * (see envoyEventName). Unlimited descriptors count nothing, and a limit of 0 requests denies
+ * every request without counting: neither needs an event.
+ */
+export function envoyLimitEvents(config: EnvoyConfig): EnvoyLimitEvent[] {
+  const found: EnvoyLimitEvent[] = [];
+  const walk = (domain: EnvoyDomain, descriptors: Iterable<EnvoyDescriptor>) => {
+    for (const descriptor of descriptors) {
+      const limit = descriptor.rateLimit;
+      if (limit && !limit.unlimited && limit.requestsPerUnit > 0) {
+        const event = envoyEventName(domain.domain, descriptor.path);
+        // The limit's name is in RateLimit headers, so it must be safe there; the event's is.
+        const name = limit.name !== undefined && LIMIT_NAME.test(limit.name) ? limit.name : event.slice(ENVOY_EVENT_PREFIX.length);
+        found.push({
+          domain: domain.domain,
+          path: descriptor.path,
+          descriptor,
+          policy: {
+            event,
+            algorithm: limit.algorithm,
+            edge: 'whole',
+            onStoreError: limit.onStoreError,
+            limits: [{ name, limit: limit.requestsPerUnit, window: limit.window, granularity: limit.granularity }],
+          },
+        });
+      }
+      walk(domain, descriptor.children.byKey.values());
+    }
+  };
+  for (const domain of config.domains.values()) walk(domain, domain.descriptors.byKey.values());
+  return found;
+}
+
+/**
+ * memgate's policies and an Envoy configuration's limits as one policy set, counted by one
+ * limiter: the Envoy limits' events are named apart (`envoy:…`), so neither can reach the
+ * other's counters.
+ */
+export function withEnvoyLimits(policies: PolicySet, envoy: EnvoyConfig | undefined): PolicySet {
+  if (!envoy) return policies;
+  const events = [...policies.events.values(), ...envoyLimitEvents(envoy).map((limit) => limit.policy)];
+  return new PolicySet(events, policies.source, policies.gateway);
+}
