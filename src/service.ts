@@ -5,6 +5,9 @@ import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { DEFAULTS } from './config/defaults.js';
 import { parseServerList } from './config/memcached-servers.js';
+import { loadEnvoyConfig, type EnvoyConfig } from './config/envoy-config.js';
+import { ENVOY_EVENT_PREFIX } from './config/envoy-match.js';
+import { envoyLimitEvents, withEnvoyLimits } from './config/envoy-events.js';
 import { loadPolicyFile, type PolicySet } from './config/policies.js';
 import type { Settings } from './config/settings.js';
 import { VERSION } from './config/version.js';
@@ -13,6 +16,8 @@ import { reloadable } from './counting/reloadable-limiter.js';
 import { buildApp } from './http/app.js';
 import { createDrain } from './http/drain.js';
 import { createMetrics, type Metrics } from './http/metrics.js';
+import { startRateLimitService } from './grpc/rate-limit-service.js';
+import type { GrpcServer } from './grpc/server.js';
 import type { CounterStore, StoreUnavailableError } from './store/counter-store.js';
 import type { ClockSync } from './store/memcached/clock-sync.js';
 import { createEmbeddedStore } from './store/embedded-store.js';
@@ -25,6 +30,8 @@ import type { UsageRecorder } from './usage/recorder.js';
 export interface RunningService {
   readonly app: FastifyInstance;
   readonly store: CounterStore;
+  /** Envoy's rate limit service, when MEMGATE_GRPC_PORT is set. */
+  readonly grpc?: GrpcServer;
   /**
    * Drains for `drainMs` (default 0): /readyz answers 503 and every answer closes its
    * connection. Then stops accepting connections, lets the requests in flight finish,
@@ -46,9 +53,10 @@ const PROCESS_BASE_MB = 150;
  * starting follows it as one warning.
  */
 export async function startService(settings: Settings, logger: Logger): Promise<RunningService> {
-  const policies = await loadPolicyFile(settings.configPath);
+  const { policies, envoy, counted } = await loadPolicies(settings);
   // What onStoreError decides follows the policies in use, after a reload too.
-  let current: PolicySet = policies;
+  let current: PolicySet = counted;
+  let currentEnvoy = envoy;
   const log = deferredLog(logger);
   const storeTrouble = storeTroubleLogger(log, () => current);
   const metrics = createMetrics();
@@ -71,14 +79,16 @@ export async function startService(settings: Settings, logger: Logger): Promise<
     onStoreUnavailable: storeTrouble.onStoreUnavailable,
     onDecision: recorder ? recordingDecisions(metrics.onDecision, recorder) : metrics.onDecision,
   };
-  const limiter = reloadable(createLimiter({ ...options, policies }));
+  const limiter = reloadable(createLimiter({ ...options, policies: counted }));
   metrics.watchCache(() => limiter.cacheUsage);
-  // Reading the file again; a bad file rejects with PolicyError and the policies in use stay.
+  // Reading the files again; a bad file rejects with PolicyError and the policies in use stay.
   const reload = async () => {
-    const next = await loadPolicyFile(settings.configPath);
-    limiter.replace(createLimiter({ ...options, policies: next }));
-    current = next;
-    return { source: next.source, events: [...next.events.keys()] };
+    const next = await loadPolicies(settings);
+    // Swapped together, in one step: a request matched against one Envoy configuration is counted by its limiter.
+    limiter.replace(createLimiter({ ...options, policies: next.counted }));
+    current = next.counted;
+    currentEnvoy = next.envoy;
+    return { source: next.policies.source, events: [...next.counted.events.keys()] };
   };
   const admin = settings.adminToken === undefined ? undefined : { token: settings.adminToken, reload };
   // Bucket time is the store's clock: read it once before the first check.
@@ -106,9 +116,33 @@ export async function startService(settings: Settings, logger: Logger): Promise<
       cause: error,
     });
   }
+  let grpc: GrpcServer | undefined;
+  if (settings.grpcPort !== undefined) {
+    try {
+      grpc = await startRateLimitService({
+        port: settings.grpcPort,
+        host: settings.host,
+        limiter,
+        config: () => currentEnvoy,
+        store,
+        draining: () => drain.draining,
+        onShadowOverLimit: metrics.onShadowOverLimit,
+        logger,
+      });
+    } catch (error) {
+      await app.close();
+      await usage?.close();
+      await store.close();
+      throw new Error(`cannot serve gRPC on ${settings.host}:${settings.grpcPort}: ${(error as Error).message}`, {
+        cause: error,
+      });
+    }
+  }
   const servers = logStarted(logger, log, {
     settings,
     policies,
+    envoy,
+    grpcPort: grpc?.port,
     store,
     admin: admin !== undefined,
     address: app.server.address(),
@@ -128,12 +162,23 @@ export async function startService(settings: Settings, logger: Logger): Promise<
   return {
     app,
     store,
-    close: ({ drainMs = 0 } = {}) => stopServing({ app, store, drain, evictions, logger, usage }, drainMs),
+    ...(grpc ? { grpc } : {}),
+    close: ({ drainMs = 0 } = {}) => stopServing({ app, grpc, store, drain, evictions, logger, usage }, drainMs),
   };
+}
+
+/** memgate's policy file, the Envoy configuration when one is set, and the two as one policy set to count by. */
+async function loadPolicies(
+  settings: Settings,
+): Promise<{ policies: PolicySet; envoy: EnvoyConfig | undefined; counted: PolicySet }> {
+  const policies = await loadPolicyFile(settings.configPath);
+  const envoy = settings.envoyConfigPath === undefined ? undefined : await loadEnvoyConfig(settings.envoyConfigPath);
+  return { policies, envoy, counted: withEnvoyLimits(policies, envoy) };
 }
 
 interface Serving {
   readonly app: FastifyInstance;
+  readonly grpc: GrpcServer | undefined;
   readonly store: CounterStore;
   readonly drain: ReturnType<typeof createDrain>;
   readonly evictions: { stop(): void } | undefined;
@@ -142,10 +187,18 @@ interface Serving {
 }
 
 /** RunningService.close: the drain, then the listener, the connections and the store, in that order. */
-async function stopServing({ app, store, drain, evictions, logger, usage }: Serving, drainMs: number): Promise<void> {
+async function stopServing(
+  { app, grpc, store, drain, evictions, logger, usage }: Serving,
+  drainMs: number,
+): Promise<void> {
   evictions?.stop();
   drain.begin(app.server);
   await sleep(drainMs);
+  // gRPC refuses new calls now (Envoy's HTTP/2 connections get GOAWAY and move on) and
+  // finishes those in flight while the HTTP listener closes.
+  const grpcClosed = grpc?.close({ deadlineMs: DEFAULTS.grpcCloseMs }).then(({ forced }) => {
+    if (forced) logger.warn(`gRPC calls still running ${DEFAULTS.grpcCloseMs} ms after the drain were cut`);
+  });
   const listener = await drain.closeListener(app.server, {
     quietMs: DEFAULTS.shutdownQuietMs,
     maxWaitMs: DEFAULTS.shutdownQuietMaxMs,
@@ -163,6 +216,7 @@ async function stopServing({ app, store, drain, evictions, logger, usage }: Serv
     );
   }
   await allClosed;
+  await grpcClosed;
   logger.info('every connection has closed; writing the usage history left and closing the stores');
   await app.close();
   // After the last request: every decision made is in what the recorder writes now.
@@ -214,6 +268,9 @@ function openStore(settings: Settings, { logger, metrics, storeTrouble, clockLog
 interface Started {
   readonly settings: Settings;
   readonly policies: PolicySet;
+  readonly envoy: EnvoyConfig | undefined;
+  /** The gRPC server's port, when it runs. */
+  readonly grpcPort: number | undefined;
   readonly store: CounterStore;
   readonly admin: boolean;
   readonly address: ReturnType<Server['address']>;
@@ -228,7 +285,7 @@ interface Started {
 function logStarted(
   logger: Logger,
   log: DeferredLog,
-  { settings, policies, store, admin, address, usage }: Started,
+  { settings, policies, envoy, grpcPort, store, admin, address, usage }: Started,
 ): string[] {
   const port = typeof address === 'object' && address !== null ? address.port : settings.port;
   // How far V8 may grow the heap before it must collect: see docs/operations.md, sizing.
@@ -241,6 +298,11 @@ function logStarted(
     ? `memcached ${servers.join(',')} (timeout ${settings.memcachedTimeoutMs} ms)`
     : 'embedded';
   const events = [...policies.events.keys()];
+  const envoyLimits = envoy ? envoyLimitEvents(envoy).length : 0;
+  const envoyText = envoy
+    ? `; Envoy: ${envoy.source} (${envoy.domains.size} domains, ${envoyLimits} counted limits)`
+    : '';
+  const grpcText = grpcPort === undefined ? 'gRPC off' : `gRPC on ${settings.host}:${grpcPort}`;
   logger.info(
     {
       version: VERSION,
@@ -250,13 +312,15 @@ function logStarted(
       ...(store.shared ? { servers, memcachedTimeoutMs: settings.memcachedTimeoutMs } : {}),
       policies: policies.source,
       events,
+      grpcPort: grpcPort ?? null,
+      envoy: envoy ? { source: envoy.source, domains: [...envoy.domains.keys()], limits: envoyLimits } : null,
       gateway: policies.gateway !== undefined,
       admin,
       cacheMb: settings.cacheMb,
       heapLimitMb,
       usage,
     },
-    `memgate ${VERSION} listening on ${settings.host}:${port}; store: ${storeText}; policies: ${policies.source} (${events.join(', ')}${policies.gateway ? '; /gate on' : ''}); cache ${settings.cacheMb} MiB, heap limit ${heapLimitMb} MiB; admin routes ${admin ? 'on' : 'off'}; usage history: ${usage}`,
+    `memgate ${VERSION} listening on ${settings.host}:${port}, ${grpcText}; store: ${storeText}; policies: ${policies.source} (${events.join(', ')}${policies.gateway ? '; /gate on' : ''})${envoyText}; cache ${settings.cacheMb} MiB, heap limit ${heapLimitMb} MiB; admin routes ${admin ? 'on' : 'off'}; usage history: ${usage}`,
   );
   if (!store.shared) {
     log.warn(
@@ -333,8 +397,18 @@ function clockWatcher(log: DeferredLog, maxClockSkewMs: number, record: (server:
 /** What checks of unreachable servers' clients get, per each event's onStoreError, in words. */
 function degradedChecks(policies: PolicySet, servers: 'one' | 'several'): string {
   const byRule = { allow: [] as string[], deny: [] as string[] };
-  for (const { event, onStoreError } of policies.events.values()) byRule[onStoreError].push(event);
-  const verb = (events: string[]) => (events.length === 1 ? 'is' : 'are');
+  const envoyByRule = { allow: 0, deny: 0 };
+  for (const { event, onStoreError } of policies.events.values()) {
+    if (event.startsWith(ENVOY_EVENT_PREFIX)) envoyByRule[onStoreError]++;
+    else byRule[onStoreError].push(event);
+  }
+  // An Envoy configuration may hold hundreds of limits: they are counted, not named.
+  for (const rule of ['allow', 'deny'] as const) {
+    const count = envoyByRule[rule];
+    if (count > 0) byRule[rule].push(`${count} Envoy limit${count === 1 ? '' : 's'}`);
+  }
+  const verb = (events: string[]) =>
+    events.length === 1 && !/^\d+ Envoy limits$/.test(events[0] ?? '') ? 'is' : 'are';
   const parts = [
     ...(byRule.allow.length > 0
       ? [`${byRule.allow.join(', ')} ${verb(byRule.allow)} allowed, marked "degraded" (onStoreError: allow)`]

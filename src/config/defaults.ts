@@ -66,6 +66,8 @@ export const DEFAULTS = {
   shutdownQuietMs: 100,
   /** The longest the listener waits for that quiet; requests arriving meanwhile wait with it. */
   shutdownQuietMaxMs: 1000,
+  /** After the drain, how long gRPC calls in flight may take to finish before they are cut. */
+  grpcCloseMs: 5000,
 
   /** A lease's life when the policy's `lease` names none: the client returns what it did not spend by then. */
   leaseLifeSeconds: 5,

@@ -63,6 +63,29 @@ export const SETTINGS = {
     summary: 'the policy file; `--config FILE` overrides it',
     read: (env) => value(env, 'MEMGATE_CONFIG') ?? BUNDLED_POLICIES,
   },
+  grpcPort: {
+    env: ['MEMGATE_GRPC_PORT'],
+    default: 'unset',
+    values: '0 to 65535',
+    summary: "port of the gRPC server: Envoy's rate limit service (`ShouldRateLimit`) and gRPC health, on HOST; unset, off; 0 picks a free one",
+    details: 'envoyproxy/ratelimit serves on 8081; see [Envoy](docs/envoy.md)',
+    read: (env): number | undefined => {
+      const given = value(env, 'MEMGATE_GRPC_PORT');
+      if (given === undefined) return undefined;
+      if (!/^[0-9]+$/.test(given) || Number(given) > 65_535) {
+        throw new SettingsError([`MEMGATE_GRPC_PORT must be a whole number from 0 to 65535 (got ${JSON.stringify(given)})`]);
+      }
+      return Number(given);
+    },
+  },
+  envoyConfigPath: {
+    env: ['MEMGATE_ENVOY_CONFIG'],
+    default: 'unset',
+    values: 'an envoyproxy/ratelimit YAML file, or a directory of them',
+    summary: "Envoy's rate limit descriptors, as envoyproxy/ratelimit reads them; unset, no descriptor has a limit",
+    details: "A directory's `.yaml` and `.yml` files are read, not its subdirectories or dot files. Checked at start like the policy file; `POST /admin/reload` reads it again (see [Envoy](docs/envoy.md))",
+    read: (env): string | undefined => value(env, 'MEMGATE_ENVOY_CONFIG'),
+  },
   memcachedServers: {
     env: ['MEMCACHED_SERVERS'],
     default: 'unset',
@@ -308,6 +331,9 @@ export function loadSettings(env: Env, argv: readonly string[]): Settings & { re
       if (!(error instanceof SettingsError)) throw error;
       problems.push(...error.problems);
     }
+  }
+  if (settings.grpcPort !== undefined && settings.grpcPort !== 0 && settings.grpcPort === settings.port) {
+    problems.push(`MEMGATE_GRPC_PORT and PORT are both ${String(settings.port)}: gRPC and HTTP need a port each`);
   }
   if (problems.length > 0) throw new SettingsError(problems);
   if (args.values.config !== undefined) settings.configPath = args.values.config;

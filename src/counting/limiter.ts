@@ -87,6 +87,56 @@ interface LeaseAttempt {
   how?: HowDecided;
 }
 
+/** One check of a request decided with others (see Limiter.checkTogether). */
+export interface TogetherCheck extends CheckRequest {
+  /** Decided without counting: whether a request of `cost` has room now. Default false. */
+  readonly peek?: boolean;
+  /**
+   * Whether its denial denies the request. Default true. A check not enforced (a shadow
+   * limit) is decided as if it were and counted only when its limits allow it, so its
+   * counters hold what enforcing it would; it never denies the others.
+   */
+  readonly enforced?: boolean;
+}
+
+export interface TogetherDecision {
+  /** Every enforced check was allowed, so the request counted. */
+  readonly allowed: boolean;
+  /**
+   * Each check's decision by its own limits, in order. A check its limits allow, in a request
+   * another check denied, shows its counts without its cost (nothing was counted).
+   */
+  readonly checks: readonly Decision[];
+  /** On a deny: the longest retryAfter of the enforced checks denied. */
+  readonly retryAfter?: number;
+}
+
+/** A check of checkTogether, validated, with its feature's state. */
+interface TogetherItem {
+  readonly plan: EventPlan;
+  readonly feature: string;
+  readonly cost: number;
+  readonly state: FeatureState;
+  readonly nowMs: number;
+  readonly peek: boolean;
+  readonly enforced: boolean;
+  /** The cost exceeds a limit: no request of it can ever be allowed. */
+  readonly impossible: boolean;
+  readonly repeated: Decision | undefined;
+}
+
+/** What the store said about one check of checkTogether, decided at once (its window is shared). */
+interface TogetherAnswer {
+  readonly decision: Decision;
+  readonly how: HowDecided;
+  /** The increments it made, known to have reached the store. */
+  readonly increments?: readonly CounterIncrement[];
+  /** The same counts decided without its cost, for when the request is denied by another check. */
+  readonly uncounted?: Decision;
+  /** Its counts, for the exact retryAfter of its denial. */
+  readonly counts?: CountsSnapshot;
+}
+
 /** What a decision cost and where it came from, for metrics. */
 export interface ObservedDecision extends HowDecided {
   readonly event: string;
@@ -109,6 +159,12 @@ export interface HowDecided {
 export interface Limiter {
   /** Decides the request and, when allowed, counts it. */
   check(request: CheckRequest): Promise<Decision>;
+  /**
+   * Decides several checks (of any events and features) as one request: when every enforced
+   * check is allowed, each counting check's cost is counted; otherwise none is. A cost larger
+   * than a check's limit is denied, counting nothing.
+   */
+  checkTogether(checks: readonly TogetherCheck[]): Promise<TogetherDecision>;
   /** The decision `check` would make now, counting nothing. */
   peek(request: CheckRequest): Promise<Decision>;
   /**
@@ -239,15 +295,13 @@ export function createLimiter(options: LimiterOptions): Limiter {
   /** A denial with its exact retryAfter, remembered while its answer cannot change. */
   async function denial(
     decision: Decision,
-    window: FeatureWindow,
+    counted: CountsSnapshot,
     plan: EventPlan,
     state: FeatureState,
     cost: number,
     nowMs: number,
   ): Promise<Decision> {
-    // The window's buckets are shared with concurrent checks of this feature: keep this check's counts.
-    const own = window.limits.map(({ plan, buckets }) => ({ plan, buckets: buckets.map((bucket) => ({ ...bucket })) }));
-    const exactSecond = await exactReleaseSecond(own, state.base, cost, nowMs, window.lastResetAt);
+    const exactSecond = await exactReleaseSecond(counted.limits, state.base, cost, nowMs, counted.lastResetAt);
     const hold = plan.lease?.holdSeconds;
     // On an event with leases, units a lease returns may free up before counts leave the window.
     if (exactSecond === undefined)
@@ -301,11 +355,12 @@ export function createLimiter(options: LimiterOptions): Limiter {
     const counts = window.fill(reads, read, incremented, cost);
     const decision = decide(counts, { cost, nowMs, kind: 'check' });
     if (decision.allowed) return counted(plan, feature, decision, how, lease);
+    const own = snapshot(window);
     // A denied request is not counted: take the increment back.
     await store
       .decrement(increments.map(({ key }) => ({ key, delta: cost })))
       .catch((error: unknown) => onRollbackError?.(error));
-    return counted(plan, feature, await denial(decision, window, plan, state, cost, nowMs), how, lease);
+    return counted(plan, feature, await denial(decision, own, plan, state, cost, nowMs), how, lease);
   }
 
   /** A check's decision is observed as it is made; a lease attempt's only once the lease knows it is the last (it keeps `how`). */
@@ -319,6 +374,118 @@ export function createLimiter(options: LimiterOptions): Limiter {
     if (!lease) return observed(plan, feature, 'check', decision, how);
     lease.how = how;
     return decision;
+  }
+
+  /** A check of checkTogether, validated before anything is counted. */
+  function togetherItem(check: TogetherCheck): TogetherItem {
+    const plan = eventPlan(plans, check.event);
+    const feature = validFeature(check.feature);
+    // Any positive cost is a question; one beyond a limit is answered "never" without counting.
+    const cost =
+      check.cost === undefined || check.cost > plan.maxCost
+        ? validCost(check.cost, { ...plan, maxCost: Infinity })
+        : validCost(check.cost, plan);
+    const impossible = cost > plan.maxCost;
+    const state = features.state(plan, feature);
+    const nowMs = nowFor(state.base);
+    return {
+      plan,
+      feature,
+      cost,
+      state,
+      nowMs,
+      peek: check.peek === true || impossible,
+      enforced: check.enforced !== false,
+      impossible,
+      repeated: repeatDenial(state.denial, cost, nowMs),
+    };
+  }
+
+  /** One check's store call, decided as soon as it answers: `counting` increments, else only reads. */
+  async function answerTogether(item: TogetherItem, counting: boolean): Promise<TogetherAnswer> {
+    const { plan, state, cost, nowMs } = item;
+    const window = features.windowAt(state, plan, Math.floor(nowMs / 1000));
+    const reads = window.reads;
+    const how: HowDecided = {
+      keysRead: reads.keys.length,
+      settledMiss: window.readsSettled(reads),
+      fromDeniedCache: false,
+    };
+    if (counting) {
+      const increments = window.increments(cost);
+      // As a lone check: a store that never answers keeps the increment only where its rule admits.
+      const answer = await ask(
+        store.incrementAndRead(
+          increments,
+          reads.keys,
+          plan.onStoreError === 'allow' ? ADMITTED_IF_UNANSWERED : REFUSED_IF_UNANSWERED,
+        ),
+        plan,
+      );
+      if (!answer) return { decision: degradedDecision(plan.onStoreError), how };
+      const counts = window.fill(reads, answer.read, answer.incremented, cost);
+      const decision = decide(counts, { cost, nowMs, kind: 'check' });
+      return {
+        decision,
+        how,
+        increments,
+        uncounted: decide(counts, { cost, nowMs, kind: 'peek' }),
+        ...(decision.allowed ? {} : { counts: snapshot(window) }),
+      };
+    }
+    const keys = [...reads.keys, ...window.currentKeys];
+    const answer = await ask(store.incrementAndRead([], keys), plan);
+    if (!answer) return { decision: degradedDecision(plan.onStoreError), how: { ...how, keysRead: keys.length } };
+    const counts = window.fill(reads, answer.read, answer.read.slice(reads.keys.length), 0);
+    const decision = decide(counts, { cost, nowMs, kind: 'peek' });
+    return {
+      decision,
+      how: { ...how, keysRead: keys.length },
+      ...(decision.allowed ? {} : { counts: snapshot(window) }),
+    };
+  }
+
+  async function countTogether(items: readonly TogetherItem[]): Promise<TogetherDecision> {
+    // A remembered denial of an enforced check denies the request: the others are only read.
+    const denied = items.some((item) => item.enforced && item.repeated);
+    const answers = await Promise.all(
+      items.map((item) =>
+        item.repeated
+          ? Promise.resolve<TogetherAnswer>({ decision: item.repeated, how: FROM_DENIED_CACHE })
+          : answerTogether(item, !item.peek && !denied),
+      ),
+    );
+    const allowed = items.every((item, i) => !item.enforced || answers[i]?.decision.allowed === true);
+    // Nothing of a denied request stays counted, nor a shadow check beyond its limits. Increments
+    // whose call got no answer are the store's to keep or take back, by the check's own rule.
+    const takeBack = answers.flatMap((answer, i) =>
+      answer.increments && (!allowed || !answer.decision.allowed)
+        ? answer.increments.map(({ key }) => ({ key, delta: items[i]?.cost ?? 0 }))
+        : [],
+    );
+    if (takeBack.length > 0) await store.decrement(takeBack).catch((error: unknown) => onRollbackError?.(error));
+    const checks = await Promise.all(
+      answers.map(async (answer, i): Promise<Decision> => {
+        const item = items[i] as TogetherItem;
+        const { decision } = answer;
+        let final = decision;
+        if (!decision.allowed && answer.counts && !item.impossible)
+          final = await denial(decision, answer.counts, item.plan, item.state, item.cost, item.nowMs);
+        else if (item.impossible) final = { allowed: false, limits: decision.limits };
+        else if (!allowed && answer.uncounted) final = answer.uncounted;
+        // A check of a denied request counted nothing: observed as the denial it was.
+        const seen = !allowed && final.allowed && !item.peek ? { ...final, allowed: false } : final;
+        observed(item.plan, item.feature, item.peek ? 'peek' : 'check', seen, answer.how);
+        return final;
+      }),
+    );
+    if (allowed) return { allowed, checks };
+    let retryAfter: number | undefined;
+    checks.forEach((decision, i) => {
+      if (items[i]?.enforced && !decision.allowed && decision.retryAfter !== undefined)
+        retryAfter = Math.max(retryAfter ?? 0, decision.retryAfter);
+    });
+    return retryAfter === undefined ? { allowed, checks } : { allowed, checks, retryAfter };
   }
 
   /** Whether the feature was reset at or after `second` (on any instance). */
@@ -353,6 +520,16 @@ export function createLimiter(options: LimiterOptions): Limiter {
         return count(plan, state, feature, cost, nowMs);
       } catch (error) {
         // A refused check (LimiterInputError) rejects, as from any async function.
+        return Promise.reject(error instanceof Error ? error : new Error(String(error)));
+      }
+    },
+
+    checkTogether(checks) {
+      try {
+        // Nothing to decide is a caller's bug, not a client's request.
+        if (checks.length === 0) throw new RangeError('checkTogether takes at least one check');
+        return countTogether(checks.map(togetherItem));
+      } catch (error) {
         return Promise.reject(error instanceof Error ? error : new Error(String(error)));
       }
     },
@@ -507,7 +684,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
         plan,
         feature,
         'peek',
-        decision.allowed ? decision : await denial(decision, window, plan, state, cost, nowMs),
+        decision.allowed ? decision : await denial(decision, snapshot(window), plan, state, cost, nowMs),
         how,
       );
     },
@@ -519,4 +696,17 @@ function nonNegative(name: string, value: number | undefined, fallback: number):
   if (!Number.isSafeInteger(value) || value < 0)
     throw new Error(`${name} must be a whole number ≥ 0 (got ${String(value)})`);
   return value;
+}
+
+/** A window's counts as one decision saw them, kept apart from the window that later checks fill again. */
+interface CountsSnapshot {
+  readonly limits: readonly LimitCounts[];
+  readonly lastResetAt: number;
+}
+
+function snapshot(window: FeatureWindow): CountsSnapshot {
+  return {
+    limits: window.limits.map(({ plan, buckets }) => ({ plan, buckets: buckets.map((bucket) => ({ ...bucket })) })),
+    lastResetAt: window.lastResetAt,
+  };
 }

@@ -24,6 +24,7 @@ export function reloadable(initial: Limiter): ReloadableLimiter {
       return current.cacheUsage;
     },
     check: (request: CheckRequest) => current.check(request),
+    checkTogether: (checks) => current.checkTogether(checks),
     peek: (request: CheckRequest) => current.peek(request),
     reset: (request: Omit<CheckRequest, 'cost'>) => current.reset(request),
     refund: (request) => current.refund(request),

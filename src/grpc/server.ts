@@ -36,7 +36,7 @@ export interface GrpcServerOptions {
   readonly decide: (request: RateLimitRequest) => Promise<RateLimitResponse>;
   readonly log: GrpcLog;
   /** The health service's answer: SERVING when true. Always serving when absent. */
-  readonly serving?: () => boolean;
+  readonly serving?: () => boolean | Promise<boolean>;
   readonly maxMessageBytes?: number;
 }
 
@@ -72,7 +72,7 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
   server.addService(definition[HEALTH_SERVICE] as grpc.ServiceDefinition, {
     Check: (call: grpc.ServerUnaryCall<{ service: string }, object>, callback: Callback<object>) => {
       answer({ method: 'Health/Check', callback, log: options.log }, () =>
-        healthCheck(call.request.service, () => !closing && isServing(options)),
+        healthCheck(call.request.service, async () => !closing && (await isServing(options))),
       );
     },
   });
@@ -110,16 +110,16 @@ async function shouldRateLimit(decoded: unknown, options: GrpcServerOptions): Pr
   return responseToWire(response, request.descriptors.length);
 }
 
-function healthCheck(service: string, serving: () => boolean): object {
+async function healthCheck(service: string, serving: () => Promise<boolean>): Promise<object> {
   if (service !== '' && service !== RATE_LIMIT_SERVICE) {
     throw new GrpcStatusError(grpc.status.NOT_FOUND, `unknown service ${JSON.stringify(service.slice(0, 128))}`);
   }
-  return { status: serving() ? 'SERVING' : 'NOT_SERVING' };
+  return { status: (await serving()) ? 'SERVING' : 'NOT_SERVING' };
 }
 
-function isServing(options: GrpcServerOptions): boolean {
+async function isServing(options: GrpcServerOptions): Promise<boolean> {
   try {
-    return options.serving?.() ?? true;
+    return (await options.serving?.()) ?? true;
   } catch (error) {
     options.log.error(
       { err: error },

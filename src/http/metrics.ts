@@ -18,6 +18,8 @@ export interface Metrics {
   readonly onClockOffset: (server: string, offsetMs: number) => void;
   /** For MemcachedStoreOptions.onUndo: increments taken back after their check was decided without the store. */
   readonly onUndo: (undone: number) => void;
+  /** An Envoy descriptor in shadow_mode (or quota_mode) would have been over its limit, and was answered OK. */
+  readonly onShadowOverLimit: (event: string) => void;
   /** For usage history: a flush the store refused (kept for the next), and rows dropped after repeated failures. */
   readonly usage: { readonly flushFailed: () => void; readonly dropped: (rows: number) => void };
   /** Reports the rows of usage counted and not yet written, at each scrape. */
@@ -122,6 +124,13 @@ export function createMetrics(): Metrics {
     registers: [registry],
   });
 
+  const shadowOverLimit = new Counter({
+    name: 'memgate_envoy_shadow_over_limit_total',
+    help: 'Envoy descriptors in shadow_mode or quota_mode that were over their limit and answered OK: what enforcing them would have refused',
+    labelNames: ['event'] as const,
+    registers: [registry],
+  });
+
   const clockOffset = new Gauge({
     name: 'memgate_clock_offset_seconds',
     help: "A Memcached server's clock minus this host's, as last measured: memgate counts by the server's clock",
@@ -173,6 +182,9 @@ export function createMetrics(): Metrics {
     },
     onUndo(count) {
       undone.inc(count);
+    },
+    onShadowOverLimit(event) {
+      shadowOverLimit.inc({ event });
     },
     onDecision({ event, kind, decision, fromDeniedCache, keysRead: keys, settledMiss }) {
       const outcome = decision.degraded

@@ -5,7 +5,7 @@
  */
 import type { Decision } from '../counting/decision.js';
 import { rateLimitHeaders } from '../http/rate-limit-headers.js';
-import { featureName } from './feature-name.js';
+import { featureName } from '../counting/feature-name.js';
 import type { ClientDecision } from './memgate-client.js';
 
 export const DENIED_STATUS = 429;

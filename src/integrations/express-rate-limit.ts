@@ -13,7 +13,7 @@ import type { ClientRateLimitInfo, IncrementResponse, Options, Store } from 'exp
 import type { Decision } from '../counting/decision.js';
 import { adminCall, adminTokenMessage } from './admin-calls.js';
 import { COUNTED_CHECKS_DEFAULTS, CountedChecks, type CountedChecksOptions } from './counted-checks.js';
-import { featureName } from './feature-name.js';
+import { featureName } from '../counting/feature-name.js';
 import {
   closestToExhaustion,
   consoleWarn,

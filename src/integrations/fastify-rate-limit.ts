@@ -13,7 +13,7 @@
  */
 import type { FastifyRateLimitOptions, FastifyRateLimitStore, FastifyRateLimitStoreCtor } from '@fastify/rate-limit';
 import type { Decision } from '../counting/decision.js';
-import { featureName } from './feature-name.js';
+import { featureName } from '../counting/feature-name.js';
 import { closestToExhaustion, consoleWarn, libraryCounts, mismatchWarning, onceEach } from './library-counts.js';
 import { checkRefusedQuietly, openClient, type ClientSource } from './memgate-client.js';
 

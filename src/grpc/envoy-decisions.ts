@@ -1,0 +1,177 @@
+// What memgate answers Envoy's ShouldRateLimit: each descriptor matched against the Envoy
+// configuration (config/envoy-match.ts), the matched limits decided and counted together by
+// the limiter, and the answer in Envoy's terms (docs/envoy.md says how it differs from
+// envoyproxy/ratelimit's).
+import { ENVOY_UNIT_SECONDS, type EnvoyConfig, type EnvoyRateLimit, type EnvoyUnit } from '../config/envoy-config.js';
+import { applyReplaces, matchEnvoyDescriptor, type EnvoyMatch } from '../config/envoy-match.js';
+import type { Decision, LimitStatus } from '../counting/decision.js';
+import { featureName } from '../counting/feature-name.js';
+import type { Limiter, TogetherCheck } from '../counting/limiter.js';
+import { rateLimitHeaders } from '../http/rate-limit-headers.js';
+import type {
+  CurrentLimit,
+  DescriptorStatus,
+  HeaderValue,
+  RateLimitRequest,
+  RateLimitResponse,
+  RateLimitUnit,
+} from './messages.js';
+
+/** What an unlimited descriptor reports as remaining, as envoyproxy/ratelimit does. */
+const UNLIMITED_REMAINING = 0xffff_ffff;
+
+export interface EnvoyDeciderOptions {
+  readonly limiter: Pick<Limiter, 'checkTogether'>;
+  /**
+   * The configuration in use, read at each request (a reload replaces it together with the
+   * limiter's policies); undefined when none is configured, which matches no limit.
+   */
+  readonly config: () => EnvoyConfig | undefined;
+  /** Told of each shadow_mode (or quota_mode) descriptor that would have been over its limit. */
+  readonly onShadowOverLimit?: (event: string) => void;
+  /** Told when a request carries a per-descriptor limit override, which memgate does not apply. */
+  readonly onLimitOverride?: (domain: string) => void;
+  /** Milliseconds since the epoch, for when fixed windows end. Default Date.now. */
+  readonly now?: () => number;
+}
+
+/** A descriptor whose limit counts: the check it becomes, and how to report it. */
+interface Counted {
+  readonly index: number;
+  readonly event: string;
+  readonly rateLimit: EnvoyRateLimit;
+  readonly enforced: boolean;
+}
+
+export function createEnvoyDecider(
+  options: EnvoyDeciderOptions,
+): (request: RateLimitRequest) => Promise<RateLimitResponse> {
+  const now = options.now ?? Date.now;
+  return async (request) => {
+    const config = options.config();
+    const matches = applyReplaces(
+      request.descriptors.map((descriptor): EnvoyMatch => {
+        if (descriptor.limit) options.onLimitOverride?.(request.domain);
+        return config
+          ? matchEnvoyDescriptor(config, request.domain, descriptor.entries)
+          : { kind: 'none', reason: 'unknown-domain' };
+      }),
+    );
+    const statuses: (DescriptorStatus | undefined)[] = [];
+    const counted: Counted[] = [];
+    const checks: TogetherCheck[] = [];
+    const enforcedOf = (match: Extract<EnvoyMatch, { kind: 'limit' }>) =>
+      !match.shadowMode && !match.descriptor.quotaMode;
+    // A limit of 0 requests denies without counting; enforced, it denies the whole request.
+    const deniedOutright = matches.some(
+      (match) => match.kind === 'limit' && match.rateLimit.requestsPerUnit === 0 && enforcedOf(match),
+    );
+    const nowMs = now();
+    matches.forEach((match, index) => {
+      if (match.kind === 'none') statuses[index] = { code: 'OK', limitRemaining: 0 };
+      else if (match.kind === 'unlimited') statuses[index] = { code: 'OK', limitRemaining: UNLIMITED_REMAINING };
+      else {
+        const enforced = enforcedOf(match);
+        if (match.rateLimit.requestsPerUnit === 0) {
+          if (!enforced) options.onShadowOverLimit?.(match.event);
+          statuses[index] = zeroLimitStatus(match.rateLimit, enforced, nowMs);
+          return;
+        }
+        const descriptor = request.descriptors[index];
+        const hits = descriptor?.hitsAddend ?? Math.max(1, request.hitsAddend);
+        counted.push({ index, event: match.event, rateLimit: match.rateLimit, enforced });
+        // A descriptor's own hits_addend of 0 asks without counting (Envoy's API: "check only").
+        checks.push({
+          event: match.event,
+          feature: featureName(match.feature),
+          cost: Math.max(1, hits),
+          peek: hits === 0,
+          enforced,
+        });
+      }
+    });
+    if (deniedOutright) for (const [i, check] of checks.entries()) checks[i] = { ...check, peek: true };
+    const together = checks.length > 0 ? await options.limiter.checkTogether(checks) : undefined;
+    const limits: LimitStatus[] = [];
+    counted.forEach(({ index, event, rateLimit, enforced }, i) => {
+      const decision = together?.checks[i] as Decision;
+      const status = decision.limits[0];
+      if (status) limits.push(status);
+      const over = !decision.allowed;
+      if (over && !enforced && !decision.degraded) options.onShadowOverLimit?.(event);
+      const resetMs = untilResetMs(rateLimit, decision, nowMs);
+      statuses[index] = {
+        code: over && enforced ? 'OVER_LIMIT' : 'OK',
+        ...currentLimitOf(rateLimit),
+        limitRemaining: status?.remaining ?? 0,
+        ...(resetMs === undefined ? {} : { durationUntilResetMs: resetMs }),
+      };
+    });
+    const allowed = !deniedOutright && (together?.allowed ?? true);
+    const retryAfter = allowed ? undefined : retryAfterOf(statuses, together?.retryAfter);
+    const headers = rateLimitHeaders({ allowed, limits, ...(retryAfter === undefined ? {} : { retryAfter }) });
+    return {
+      overallCode: allowed ? 'OK' : 'OVER_LIMIT',
+      statuses: statuses as DescriptorStatus[],
+      responseHeadersToAdd: Object.entries(headers).map(([key, value]): HeaderValue => ({ key, value })),
+    };
+  };
+}
+
+/** A limit of 0 requests: over whatever is asked, until a window that never frees up ends. */
+function zeroLimitStatus(rateLimit: EnvoyRateLimit, enforced: boolean, nowMs: number): DescriptorStatus {
+  return {
+    code: enforced ? 'OVER_LIMIT' : 'OK',
+    ...currentLimitOf(rateLimit),
+    limitRemaining: 0,
+    durationUntilResetMs: windowEndMs(rateLimit.window, nowMs),
+  };
+}
+
+/**
+ * Envoy's current_limit, whose unit must say the window: the configured unit, or one of the
+ * same length as a `window`; none for a window no unit is as long as (90 s).
+ */
+function currentLimitOf(rateLimit: EnvoyRateLimit): { currentLimit?: CurrentLimit } {
+  const units = Object.keys(ENVOY_UNIT_SECONDS) as EnvoyUnit[];
+  const unit = [rateLimit.unit, ...units].find((u) => u !== undefined && ENVOY_UNIT_SECONDS[u] === rateLimit.window);
+  if (unit === undefined) return {};
+  return {
+    currentLimit: {
+      name: rateLimit.name ?? '',
+      requestsPerUnit: rateLimit.requestsPerUnit,
+      unit: unit.toUpperCase() as RateLimitUnit,
+    },
+  };
+}
+
+/**
+ * duration_until_reset: when a fixed window ends, as envoyproxy/ratelimit says; for a sliding
+ * window, when a denied request may pass, or when the first counted cost leaves the window.
+ */
+function untilResetMs(rateLimit: EnvoyRateLimit, decision: Decision, nowMs: number): number | undefined {
+  if (rateLimit.algorithm === 'fixed') return windowEndMs(rateLimit.window, nowMs);
+  if (!decision.allowed && decision.retryAfter !== undefined) return decision.retryAfter * 1000;
+  const status = decision.limits[0];
+  return status ? status.resetSeconds * 1000 : undefined;
+}
+
+/** Milliseconds until the fixed window of `window` seconds holding `nowMs` ends (windows align to the epoch). */
+function windowEndMs(window: number, nowMs: number): number {
+  const lengthMs = window * 1000;
+  return lengthMs - (nowMs % lengthMs);
+}
+
+/** Retry-After for an OVER_LIMIT answer: the latest of the limiter's and of the descriptors over their limits' resets. */
+function retryAfterOf(
+  statuses: readonly (DescriptorStatus | undefined)[],
+  fromLimiter: number | undefined,
+): number | undefined {
+  const resets = statuses.flatMap((status) =>
+    status?.code === 'OVER_LIMIT' && status.durationUntilResetMs !== undefined
+      ? [Math.ceil(status.durationUntilResetMs / 1000)]
+      : [],
+  );
+  if (fromLimiter !== undefined) resets.push(fromLimiter);
+  return resets.length > 0 ? Math.max(1, ...resets) : undefined;
+}

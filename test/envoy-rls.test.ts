@@ -1,0 +1,345 @@
+// memgate as Envoy's rate limit service: a grpc-js client makes the calls Envoy's ratelimit
+// filter makes, against the service as main.ts starts it, counting in a real Memcached.
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import * as grpc from '@grpc/grpc-js';
+import { pino } from 'pino';
+import { afterEach, describe, expect, it } from 'vitest';
+import { loadSettings } from '../src/config/settings.js';
+import { startService, type RunningService } from '../src/service.js';
+import { oneDescriptor, rlsClient, type RlsClient, type WireRequestIn } from './helpers/envoy-client.js';
+import { uniquePrefix, useMemcached } from './helpers/memcached.js';
+
+const memcached = useMemcached();
+
+const CONFIG = `
+domain: edge
+descriptors:
+  - key: remote_address
+    rate_limit: { unit: minute, requests_per_unit: 3, name: per-address }
+  - key: tenant
+    value: acme
+    descriptors:
+      - key: route
+        rate_limit: { unit: hour, requests_per_unit: 2 }
+  - key: path
+    value: /files/*
+    rate_limit: { unit: minute, requests_per_unit: 2 }
+  - key: path
+    value: /health
+    rate_limit: { unlimited: true }
+  - key: path
+    rate_limit: { unit: minute, requests_per_unit: 100 }
+  - key: shadow_client
+    shadow_mode: true
+    rate_limit: { unit: minute, requests_per_unit: 1 }
+  - key: tight
+    rate_limit: { unit: minute, requests_per_unit: 1 }
+  - key: loose
+    rate_limit: { unit: minute, requests_per_unit: 5 }
+  - key: closed
+    rate_limit: { unit: minute, requests_per_unit: 0 }
+  - key: sliding
+    rate_limit: { window: 90s, algorithm: sliding, granularity: 10s, requests_per_unit: 2 }
+`;
+
+const TOKEN = 'admin-token-for-the-envoy-tests-0123';
+const running: RunningService[] = [];
+const clients: RlsClient[] = [];
+afterEach(async () => {
+  for (const client of clients.splice(0)) client.close();
+  await Promise.all(running.splice(0).map((service) => service.close()));
+});
+
+async function configFile(text: string): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'memgate-envoy-'));
+  const path = join(dir, 'ratelimit.yaml');
+  await writeFile(path, text);
+  return path;
+}
+
+interface Started {
+  service: RunningService;
+  client: RlsClient;
+  url: string;
+  lines: string[];
+}
+
+async function start(
+  options: { config?: string; prefix?: string; env?: Record<string, string> } = {},
+): Promise<Started> {
+  const lines: string[] = [];
+  const logger = pino(
+    { level: 'info' },
+    new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        lines.push(chunk.toString());
+        done();
+      },
+    }),
+  );
+  const settings = loadSettings(
+    {
+      PORT: '0',
+      HOST: '127.0.0.1',
+      MEMGATE_GRPC_PORT: '0',
+      MEMGATE_ENVOY_CONFIG: options.config ?? (await configFile(CONFIG)),
+      MEMCACHED_SERVERS: memcached().servers,
+      MEMGATE_KEY_PREFIX: options.prefix ?? uniquePrefix(),
+      MEMGATE_USAGE: 'off',
+      MEMGATE_ADMIN_TOKEN: TOKEN,
+      ...options.env,
+    },
+    [],
+  );
+  const service = await startService(settings, logger);
+  running.push(service);
+  const grpcPort = service.grpc?.port;
+  if (grpcPort === undefined) throw new Error('the gRPC server did not start');
+  const client = rlsClient(`127.0.0.1:${grpcPort}`);
+  clients.push(client);
+  const { port } = service.app.server.address() as { port: number };
+  return { service, client, url: `http://127.0.0.1:${port}`, lines };
+}
+
+const codes = async (client: RlsClient, request: WireRequestIn, times: number) => {
+  const answers: string[] = [];
+  for (let i = 0; i < times; i++) answers.push((await client.shouldRateLimit(request)).overall_code);
+  return answers;
+};
+
+const headerMap = (headers: { key: string; value: string }[]) =>
+  Object.fromEntries(headers.map(({ key, value }) => [key, value]));
+
+describe('ShouldRateLimit against the service', () => {
+  it('admits exactly requests_per_unit per address and reports the limit as envoyproxy/ratelimit does', async () => {
+    const { client } = await start();
+    const request = oneDescriptor('edge', ['remote_address', '192.0.2.1']);
+    const answers = [];
+    for (let i = 0; i < 4; i++) answers.push(await client.shouldRateLimit(request));
+    expect(answers.map((a) => a.overall_code)).toEqual(['OK', 'OK', 'OK', 'OVER_LIMIT']);
+    expect(answers.map((a) => a.statuses[0]?.limit_remaining)).toEqual([2, 1, 0, 0]);
+    const first = answers[0]?.statuses[0];
+    expect(first?.current_limit).toEqual({ name: 'per-address', requests_per_unit: 3, unit: 'MINUTE' });
+    // Fixed windows end at the next whole minute since the epoch.
+    const untilMinute = 60 - (Math.floor(Date.now() / 1000) % 60);
+    expect(Math.abs((first?.duration_until_reset?.seconds ?? -99) - untilMinute)).toBeLessThanOrEqual(1);
+    const over = headerMap(answers[3]?.response_headers_to_add ?? []);
+    expect(over['ratelimit-policy']).toBe('"per-address";q=3;w=60');
+    expect(over.ratelimit).toMatch(/^"per-address";r=0;t=\d+$/);
+    expect(Number(over['retry-after'])).toBeGreaterThanOrEqual(1);
+    expect(Number(over['retry-after'])).toBeLessThanOrEqual(61);
+    expect(headerMap(answers[0]?.response_headers_to_add ?? [])['retry-after']).toBeUndefined();
+    // Another address has a counter of its own.
+    expect(await codes(client, oneDescriptor('edge', ['remote_address', '192.0.2.2']), 1)).toEqual(['OK']);
+  });
+
+  it('walks nested descriptors, prefers an exact value to a wildcard and a wildcard to the key alone', async () => {
+    const { client } = await start();
+    expect(await codes(client, oneDescriptor('edge', ['tenant', 'acme'], ['route', 'search']), 3)).toEqual([
+      'OK',
+      'OK',
+      'OVER_LIMIT',
+    ]);
+    expect(await codes(client, oneDescriptor('edge', ['tenant', 'acme'], ['route', 'cart']), 1)).toEqual(['OK']);
+    // No limit for another tenant, nor for the tenant alone: the limit is on the route below it.
+    expect(await codes(client, oneDescriptor('edge', ['tenant', 'other'], ['route', 'search']), 3)).toEqual([
+      'OK',
+      'OK',
+      'OK',
+    ]);
+    const tenantOnly = await client.shouldRateLimit(oneDescriptor('edge', ['tenant', 'acme']));
+    expect(tenantOnly.statuses[0]).toMatchObject({ code: 'OK', current_limit: null, limit_remaining: 0 });
+    // /files/* values share the wildcard's limit per value; other paths get the key-only limit of 100.
+    expect(await codes(client, oneDescriptor('edge', ['path', '/files/a']), 3)).toEqual(['OK', 'OK', 'OVER_LIMIT']);
+    expect(await codes(client, oneDescriptor('edge', ['path', '/files/b']), 1)).toEqual(['OK']);
+    const other = await client.shouldRateLimit(oneDescriptor('edge', ['path', '/other']));
+    expect(other.statuses[0]).toMatchObject({
+      code: 'OK',
+      limit_remaining: 99,
+      current_limit: { requests_per_unit: 100 },
+    });
+  });
+
+  it('answers unlimited descriptors OK with nothing counted, and an unknown domain OK with no limit', async () => {
+    const { client } = await start();
+    const health = await client.shouldRateLimit(oneDescriptor('edge', ['path', '/health']));
+    expect(health.statuses[0]).toMatchObject({ code: 'OK', current_limit: null, limit_remaining: 4_294_967_295 });
+    const unknown = await client.shouldRateLimit(oneDescriptor('nowhere', ['remote_address', '192.0.2.1']));
+    expect(unknown).toMatchObject({
+      overall_code: 'OK',
+      statuses: [{ code: 'OK', current_limit: null, limit_remaining: 0 }],
+    });
+  });
+
+  it('answers shadow_mode descriptors OK past their limit and counts what enforcing them would refuse', async () => {
+    const { client, url } = await start();
+    const request = oneDescriptor('edge', ['shadow_client', 'c1']);
+    const answers = [];
+    for (let i = 0; i < 3; i++) answers.push(await client.shouldRateLimit(request));
+    expect(answers.map((a) => a.overall_code)).toEqual(['OK', 'OK', 'OK']);
+    expect(answers.map((a) => a.statuses[0]?.code)).toEqual(['OK', 'OK', 'OK']);
+    expect(answers.map((a) => a.statuses[0]?.limit_remaining)).toEqual([0, 0, 0]);
+    const metrics = await (await fetch(`${url}/metrics`)).text();
+    expect(metrics).toContain('memgate_envoy_shadow_over_limit_total{event="envoy:edge.shadow_client"} 2');
+    // The counter holds what enforcement would: the one request within the limit.
+    expect(metrics).toMatch(
+      /memgate_decisions_total\{event="envoy:edge.shadow_client",kind="check",outcome="allowed"\} 1\n/,
+    );
+  });
+
+  it('counts several descriptors of one request together: a request over one limit counts under none', async () => {
+    const { client } = await start();
+    const both: WireRequestIn = {
+      domain: 'edge',
+      descriptors: [{ entries: [{ key: 'loose', value: 'u1' }] }, { entries: [{ key: 'tight', value: 'u1' }] }],
+    };
+    const first = await client.shouldRateLimit(both);
+    expect(first.overall_code).toBe('OK');
+    expect(first.statuses.map((s) => s.limit_remaining)).toEqual([4, 0]);
+    const second = await client.shouldRateLimit(both);
+    expect(second.overall_code).toBe('OVER_LIMIT');
+    // The loose limit had room and says so, but nothing of the refused request was counted.
+    expect(second.statuses.map((s) => s.code)).toEqual(['OK', 'OVER_LIMIT']);
+    expect(second.statuses[0]?.limit_remaining).toBe(4);
+    const alone = await client.shouldRateLimit(oneDescriptor('edge', ['loose', 'u1']));
+    expect(alone.statuses[0]?.limit_remaining).toBe(3);
+  });
+
+  it('reads hits_addend as Envoy means it: 0 is 1, a descriptor may override it, and its own 0 only asks', async () => {
+    const { client } = await start();
+    const request = oneDescriptor('edge', ['loose', 'h1']);
+    expect((await client.shouldRateLimit({ ...request, hits_addend: 0 })).statuses[0]?.limit_remaining).toBe(4);
+    expect((await client.shouldRateLimit({ ...request, hits_addend: 3 })).statuses[0]?.limit_remaining).toBe(1);
+    const peek = {
+      domain: 'edge',
+      descriptors: [{ entries: [{ key: 'loose', value: 'h1' }], hits_addend: { value: 0 } }],
+    };
+    expect((await client.shouldRateLimit(peek)).statuses[0]).toMatchObject({ code: 'OK', limit_remaining: 1 });
+    expect((await client.shouldRateLimit(peek)).statuses[0]).toMatchObject({ code: 'OK', limit_remaining: 1 });
+    // More than the limit can ever hold: over, and nothing counted.
+    expect((await client.shouldRateLimit({ ...request, hits_addend: 6 })).overall_code).toBe('OVER_LIMIT');
+    expect((await client.shouldRateLimit(request)).statuses[0]).toMatchObject({ code: 'OK', limit_remaining: 0 });
+    expect((await client.shouldRateLimit(peek)).statuses[0]).toMatchObject({ code: 'OVER_LIMIT', limit_remaining: 0 });
+  });
+
+  it('refuses every request of a limit of 0 and counts nothing of the request', async () => {
+    const { client } = await start();
+    const request: WireRequestIn = {
+      domain: 'edge',
+      descriptors: [{ entries: [{ key: 'loose', value: 'z1' }] }, { entries: [{ key: 'closed', value: 'z1' }] }],
+    };
+    const answer = await client.shouldRateLimit(request);
+    expect(answer.overall_code).toBe('OVER_LIMIT');
+    expect(answer.statuses.map((s) => s.code)).toEqual(['OK', 'OVER_LIMIT']);
+    expect(answer.statuses[1]?.current_limit).toEqual({ name: '', requests_per_unit: 0, unit: 'MINUTE' });
+    expect((await client.shouldRateLimit(oneDescriptor('edge', ['loose', 'z1']))).statuses[0]?.limit_remaining).toBe(4);
+  });
+
+  it('counts a sliding window of 90 s, which no Envoy unit names, and reports no current_limit', async () => {
+    const { client } = await start();
+    const request = oneDescriptor('edge', ['sliding', 's1']);
+    const answers = [];
+    for (let i = 0; i < 3; i++) answers.push(await client.shouldRateLimit(request));
+    expect(answers.map((a) => a.overall_code)).toEqual(['OK', 'OK', 'OVER_LIMIT']);
+    expect(answers[0]?.statuses[0]?.current_limit).toBeNull();
+    const headers = headerMap(answers[2]?.response_headers_to_add ?? []);
+    expect(headers['ratelimit-policy']).toBe('"edge.sliding";q=2;w=90');
+    // The oldest request counts until its whole 10 s bucket is out of the 90 s window: 90 to 99 s from now.
+    expect(Number(headers['retry-after'])).toBeGreaterThanOrEqual(90);
+    expect(Number(headers['retry-after'])).toBeLessThanOrEqual(100);
+  });
+
+  it('refuses malformed requests with INVALID_ARGUMENT, counting nothing, and keeps serving', async () => {
+    const { client } = await start();
+    const refused = async (request: WireRequestIn) => {
+      const error = await client.shouldRateLimit(request).then(
+        () => undefined,
+        (e: unknown) => e as grpc.ServiceError,
+      );
+      return error ? { code: error.code, details: error.details } : undefined;
+    };
+    expect(await refused({ domain: '', descriptors: [{ entries: [{ key: 'remote_address', value: 'x' }] }] })).toEqual({
+      code: grpc.status.INVALID_ARGUMENT,
+      details: 'domain must not be empty',
+    });
+    expect((await refused({ domain: 'edge', descriptors: [] }))?.code).toBe(grpc.status.INVALID_ARGUMENT);
+    expect((await refused({ domain: 'edge', descriptors: [{ entries: [] }] }))?.code).toBe(
+      grpc.status.INVALID_ARGUMENT,
+    );
+    const huge = oneDescriptor('edge', ['remote_address', 'x'.repeat(1025)]);
+    expect((await refused(huge))?.code).toBe(grpc.status.INVALID_ARGUMENT);
+    // A refused descriptor beside a good one counted nothing under the good one either.
+    const mixed: WireRequestIn = {
+      domain: 'edge',
+      descriptors: [{ entries: [{ key: 'loose', value: 'm1' }] }, { entries: [{ key: '', value: 'v' }] }],
+    };
+    expect((await refused(mixed))?.code).toBe(grpc.status.INVALID_ARGUMENT);
+    expect((await client.shouldRateLimit(oneDescriptor('edge', ['loose', 'm1']))).statuses[0]?.limit_remaining).toBe(4);
+  });
+
+  it('admits exactly the limit over two instances sharing Memcached, at any concurrency', async () => {
+    const prefix = uniquePrefix();
+    const config = await configFile(CONFIG);
+    const a = await start({ config, prefix });
+    const b = await start({ config, prefix });
+    const request = oneDescriptor('edge', ['path', '/busy']);
+    const answers = await Promise.all(
+      Array.from({ length: 240 }, (_, i) => (i % 2 === 0 ? a : b).client.shouldRateLimit(request)),
+    );
+    expect(answers.filter((answer) => answer.overall_code === 'OK')).toHaveLength(100);
+  });
+
+  it('answers the gRPC health service SERVING while ready, NOT_FOUND for another service', async () => {
+    const { client } = await start();
+    expect(await client.health()).toBe('SERVING');
+    expect(await client.health('envoy.service.ratelimit.v3.RateLimitService')).toBe('SERVING');
+    const error = await client.health('some.Other').then(
+      () => undefined,
+      (e: unknown) => e as grpc.ServiceError,
+    );
+    expect(error?.code).toBe(grpc.status.NOT_FOUND);
+  });
+
+  it('reloads the Envoy configuration with /admin/reload, and keeps it when the new file is bad', async () => {
+    const config = await configFile(CONFIG);
+    const { client, url } = await start({ config });
+    const reload = () =>
+      fetch(`${url}/admin/reload`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}` } });
+    await writeFile(
+      config,
+      CONFIG.replace('requests_per_unit: 3, name: per-address', 'requests_per_unit: 1, name: per-address'),
+    );
+    expect((await reload()).status).toBe(200);
+    expect(await codes(client, oneDescriptor('edge', ['remote_address', '198.51.100.1']), 2)).toEqual([
+      'OK',
+      'OVER_LIMIT',
+    ]);
+    await writeFile(
+      config,
+      'domain: edge\ndescriptors:\n  - key: remote_address\n    rate_limit: { unit: fortnight, requests_per_unit: 1 }\n',
+    );
+    const refused = await reload();
+    expect(refused.status).toBe(400);
+    expect(await refused.text()).toContain(
+      'must be one of second, minute, hour, day, week, month, year (got \\"fortnight\\")',
+    );
+    expect(await codes(client, oneDescriptor('edge', ['remote_address', '198.51.100.2']), 2)).toEqual([
+      'OK',
+      'OVER_LIMIT',
+    ]);
+  });
+
+  it('says at start what it serves, and refuses to start on a bad Envoy file, naming every problem', async () => {
+    const { lines } = await start();
+    const started = JSON.parse(lines[0] ?? '{}') as { msg: string; envoy: { domains: string[]; limits: number } };
+    expect(started.msg).toMatch(/gRPC on 127\.0\.0\.1:\d+/);
+    expect(started.envoy).toMatchObject({ domains: ['edge'], limits: 8 });
+    const bad = await configFile(
+      'domain: edge\ndescriptors:\n  - key: a\n    rate_limit: { unit: minute }\n  - key: b\n    rate_limit: { unit: day, requests_per_unit: -1 }\n',
+    );
+    await expect(start({ config: bad })).rejects.toThrow(/requests_per_unit: missing[\s\S]*requests_per_unit/);
+  });
+});

@@ -1,0 +1,82 @@
+// A grpc-js client of Envoy's rate limit service, speaking as Envoy's C++ filter does: the
+// .proto's own field names, over a real socket.
+import { fileURLToPath } from 'node:url';
+import * as grpc from '@grpc/grpc-js';
+import * as protoLoader from '@grpc/proto-loader';
+
+const PROTO_DIR = fileURLToPath(new URL('../../proto/', import.meta.url));
+const definition = protoLoader.loadSync(['envoy/service/ratelimit/v3/rls.proto', 'grpc/health/v1/health.proto'], {
+  includeDirs: [PROTO_DIR],
+  keepCase: true,
+  longs: Number,
+  enums: String,
+  defaults: true,
+});
+const RateLimitClient = grpc.makeGenericClientConstructor(
+  definition['envoy.service.ratelimit.v3.RateLimitService'] as grpc.ServiceDefinition,
+  'RateLimitService',
+);
+const HealthClient = grpc.makeGenericClientConstructor(
+  definition['grpc.health.v1.Health'] as grpc.ServiceDefinition,
+  'Health',
+);
+
+/** A descriptor as Envoy sends it: entries, and optionally its own hits_addend or a limit override. */
+export interface WireDescriptorIn {
+  entries: { key: string; value: string }[];
+  hits_addend?: { value: number };
+  limit?: { requests_per_unit: number; unit: string };
+}
+
+export interface WireRequestIn {
+  domain: string;
+  descriptors: WireDescriptorIn[];
+  hits_addend?: number;
+}
+
+export interface WireStatusOut {
+  code: 'OK' | 'OVER_LIMIT' | 'UNKNOWN';
+  current_limit: { name: string; requests_per_unit: number; unit: string } | null;
+  limit_remaining: number;
+  duration_until_reset: { seconds: number; nanos: number } | null;
+}
+
+export interface WireResponseOut {
+  overall_code: 'OK' | 'OVER_LIMIT' | 'UNKNOWN';
+  statuses: WireStatusOut[];
+  response_headers_to_add: { key: string; value: string }[];
+}
+
+export interface RlsClient {
+  shouldRateLimit(request: WireRequestIn): Promise<WireResponseOut>;
+  /** The health service's status for `service` ("" for the whole server). */
+  health(service?: string): Promise<string>;
+  close(): void;
+}
+
+type Unary = (request: object, callback: (error: grpc.ServiceError | null, reply: unknown) => void) => void;
+
+export function rlsClient(address: string): RlsClient {
+  const client = new RateLimitClient(address, grpc.credentials.createInsecure());
+  const health = new HealthClient(address, grpc.credentials.createInsecure());
+  const call = <T>(target: grpc.Client, method: string, request: object) =>
+    new Promise<T>((resolve, reject) => {
+      (target as unknown as Record<string, Unary>)[method]?.call(target, request, (error, reply) => {
+        if (error) reject(error);
+        else resolve(reply as T);
+      });
+    });
+  return {
+    shouldRateLimit: (request) => call<WireResponseOut>(client, 'ShouldRateLimit', request),
+    health: async (service = '') => (await call<{ status: string }>(health, 'Check', { service })).status,
+    close() {
+      client.close();
+      health.close();
+    },
+  };
+}
+
+/** The request Envoy's filter makes for one descriptor of `pairs`. */
+export function oneDescriptor(domain: string, ...pairs: [string, string][]): WireRequestIn {
+  return { domain, descriptors: [{ entries: pairs.map(([key, value]) => ({ key, value })) }] };
+}
