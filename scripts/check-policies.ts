@@ -1,63 +1,255 @@
-// Validates a policy file and prints what it costs Memcached, before you deploy it.
+// Validates a policy file, or an envoyproxy/ratelimit configuration, and prints what it costs
+// Memcached, before you deploy it.
 //   npm run policies -- config/policies.yaml
-import { stat } from 'node:fs/promises';
+//   npm run policies -- envoy/ratelimit.yaml       (or a directory of them)
+import { readFile, stat } from 'node:fs/promises';
+import { isMap, parseDocument } from 'yaml';
+import { formatPath } from '../src/config/document-order.js';
 import { formatDuration } from '../src/config/duration.js';
-import { loadPolicyFile, PolicyError } from '../src/config/policies.js';
+import {
+  ENVOY_UNIT_SECONDS,
+  loadEnvoyConfig,
+  type EnvoyDescriptor,
+  type EnvoyDomain,
+} from '../src/config/envoy-config.js';
+import { envoyLimitEvents, type EnvoyLimitEvent } from '../src/config/envoy-events.js';
+import { parsePolicyText, PolicyError, PolicySet } from '../src/config/policies.js';
 import { planEvents } from '../src/counting/plan.js';
 import { policySizing } from '../src/counting/sizing.js';
-import { EXIT, fileProblem, runCommand } from './lib/command-line.js';
+import { EXIT, fileProblem, runCommand, type ExitCode } from './lib/command-line.js';
 
 const USAGE = `usage: npm run policies -- FILE
 
-  FILE    a YAML or JSON policy file (JSON when it ends in .json)
+  FILE    a memgate policy file, YAML or JSON (JSON when it ends in .json); or an
+          envoyproxy/ratelimit configuration: a YAML file whose top level has domain (and
+          no events), or a directory of them (its .yaml and .yml files, as MEMGATE_ENVOY_CONFIG)
 
 Prints each limit with the keys a check reads and the Memcached items an active feature
-keeps, and exits 0; exits 1 listing every problem of an invalid file, 2 when FILE cannot
-be read.`;
+keeps (for an Envoy configuration, every descriptor of every domain, with the memgate
+event its limit counts under), and exits 0; exits 1 listing every problem of an invalid
+file, 2 when FILE cannot be read.`;
 
 runCommand(
   { name: 'policies', usage: USAGE, options: {}, positionals: { min: 1, max: 1, name: 'FILE' } },
   async ({ positionals, fail }) => {
     const path = positionals[0] ?? fail('missing FILE');
     if (path === '-') fail('give a policy file by its path; standard input is not read');
-    const file = await stat(path).catch((error: unknown) => fail(`cannot read ${path}: ${fileProblem(error)}`));
-    if (!file.isFile()) fail(`${path} is not a file`);
-
-    let policies;
-    try {
-      policies = await loadPolicyFile(path);
-    } catch (error) {
-      if (!(error instanceof PolicyError)) throw error;
-      // The problems are this command's answer, not an error of its own: every one, as listed.
-      console.error(error.message);
-      return EXIT.failed;
-    }
-    const sizing = policySizing(policies, planEvents(policies));
-    const rows = [['event', 'limit', 'algorithm', 'window', 'buckets', 'keys/check max', 'mean', 'items/feature']];
-    for (const event of sizing.events) {
-      for (const limit of event.limits) {
-        rows.push([
-          event.event,
-          `${limit.name} (${limit.limit})`,
-          'edge' in event ? `${event.algorithm}, ${event.edge} edge` : event.algorithm,
-          formatDuration(limit.window),
-          limit.bucketSizes.map(formatDuration).join(' '),
-          String(limit.keysPerCheck.max),
-          String(limit.keysPerCheck.mean),
-          String(limit.itemsPerFeature),
-        ]);
-      }
-      const increments = `${event.incrementsPerCheck} increment${event.incrementsPerCheck === 1 ? '' : 's'}`;
-      rows.push([
-        `  ${event.event}: ${increments} and up to ${event.keysPerCheck.max} keys per check, ${event.itemsPerFeature} items per active feature`,
-      ]);
-    }
-    const widths =
-      rows[0]?.map((_, column) => Math.max(...rows.filter((r) => r.length > 1).map((r) => r[column]?.length ?? 0))) ??
-      [];
-    console.log(`${path}: ${sizing.events.length} events, valid\n`);
-    for (const row of rows)
-      console.log(row.length === 1 ? row[0] : row.map((cell, i) => cell.padEnd(widths[i] ?? 0)).join('  '));
-    return EXIT.ok;
+    const found = await stat(path).catch((error: unknown) => fail(`cannot read ${path}: ${fileProblem(error)}`));
+    if (found.isDirectory()) return listingProblems(() => checkEnvoyConfig(path));
+    if (!found.isFile()) fail(`${path} is neither a file nor a directory`);
+    const text = await readFile(path, 'utf8').catch((error: unknown) =>
+      fail(`cannot read ${path}: ${fileProblem(error)}`),
+    );
+    if (isEnvoyFile(text)) return listingProblems(() => checkEnvoyConfig(path));
+    return listingProblems(() => {
+      checkPolicyFile(text, path);
+    });
   },
 );
+
+/** The problems of an invalid file are this command's answer, not an error of its own: every one, as listed, exit 1. */
+async function listingProblems(check: () => Promise<void> | void): Promise<ExitCode> {
+  try {
+    await check();
+    return EXIT.ok;
+  } catch (error) {
+    if (!(error instanceof PolicyError)) throw error;
+    console.error(error.message);
+    return EXIT.failed;
+  }
+}
+
+/**
+ * envoyproxy/ratelimit's files name a domain at the top; memgate's have events. Told by
+ * content, so that a file is checked as the service will read it, whatever its name.
+ * A file too broken to have a top level is memgate's, whose reader says what is wrong.
+ */
+function isEnvoyFile(text: string): boolean {
+  const top = parseDocument(text).contents;
+  return isMap(top) && top.has('domain') && !top.has('events');
+}
+
+function checkPolicyFile(text: string, path: string): void {
+  const policies = parsePolicyText(text, path);
+  const sizing = policySizing(policies, planEvents(policies));
+  const rows = [['event', 'limit', ...SIZING_HEADER]];
+  for (const event of sizing.events) {
+    for (const limit of event.limits)
+      rows.push([event.event, `${limit.name} (${limit.limit})`, ...sizingCells(event, limit)]);
+    const increments = `${event.incrementsPerCheck} increment${event.incrementsPerCheck === 1 ? '' : 's'}`;
+    rows.push([
+      `  ${event.event}: ${increments} and up to ${event.keysPerCheck.max} keys per check, ${event.itemsPerFeature} items per active feature`,
+    ]);
+  }
+  console.log(`${path}: ${sizing.events.length} events, valid\n`);
+  printTable(rows);
+}
+
+type EventSizing = ReturnType<typeof policySizing>['events'][number];
+type LimitSizing = EventSizing['limits'][number];
+
+const SIZING_HEADER = ['algorithm', 'window', 'buckets', 'keys/check max', 'mean', 'items/feature'];
+
+function sizingCells(event: EventSizing, limit: LimitSizing): string[] {
+  return [
+    'edge' in event ? `${event.algorithm}, ${event.edge} edge` : event.algorithm,
+    formatDuration(limit.window),
+    limit.bucketSizes.map(formatDuration).join(' '),
+    String(limit.keysPerCheck.max),
+    String(limit.keysPerCheck.mean),
+    String(limit.itemsPerFeature),
+  ];
+}
+
+/** Columns padded to their widest cell; a row of one cell is a line of its own, outside the columns. */
+function printTable(rows: readonly (readonly string[])[]): void {
+  const columns = rows.filter((row) => row.length > 1);
+  const widths = rows[0]?.map((_, column) => Math.max(...columns.map((row) => row[column]?.length ?? 0))) ?? [];
+  for (const row of rows)
+    console.log(
+      row.length === 1
+        ? row[0]
+        : row
+            .map((cell, i) => cell.padEnd(widths[i] ?? 0))
+            .join('  ')
+            .trimEnd(),
+    );
+}
+
+/** One descriptor of a configuration, where it is: its domain, the descriptors above it and its place in the file. */
+interface DescriptorAt {
+  readonly domain: EnvoyDomain;
+  readonly descriptor: EnvoyDescriptor;
+  readonly ancestors: readonly EnvoyDescriptor[];
+  /** `['descriptors', '1', 'descriptors', '0']`, as the reader's problems name it. */
+  readonly place: readonly string[];
+}
+
+/** Every descriptor, each before the ones nested in it, in the order of the files. */
+function descriptorTree(domains: Iterable<EnvoyDomain>): DescriptorAt[] {
+  const found: DescriptorAt[] = [];
+  const walk = (
+    domain: EnvoyDomain,
+    level: Iterable<EnvoyDescriptor>,
+    ancestors: readonly EnvoyDescriptor[],
+    place: readonly string[],
+  ) => {
+    // A configuration that loaded has every descriptor of a list, so the map's order is the file's.
+    [...level].forEach((descriptor, index) => {
+      const at = [...place, 'descriptors', String(index)];
+      found.push({ domain, descriptor, ancestors, place: at });
+      walk(domain, descriptor.children.byKey.values(), [...ancestors, descriptor], at);
+    });
+  };
+  for (const domain of domains) walk(domain, domain.descriptors.byKey.values(), [], []);
+  return found;
+}
+
+async function checkEnvoyConfig(path: string): Promise<void> {
+  const config = await loadEnvoyConfig(path);
+  const tree = descriptorTree(config.domains.values());
+  const limitOf = new Map(envoyLimitEvents(config).map((limit) => [limit.descriptor, limit]));
+  const sizingOf = sizeEnvoyLimits(tree, limitOf, path);
+
+  const rows = [['descriptor', 'limit', 'event', 'counters', ...SIZING_HEADER, 'notes']];
+  for (const domain of config.domains.values()) {
+    const descriptors = tree.filter((at) => at.domain === domain);
+    rows.push([
+      `domain "${domain.domain}" (${domain.source})${descriptors.length === 0 ? ': no descriptors, limits nothing' : ''}`,
+    ]);
+    for (const at of descriptors) {
+      const limit = limitOf.get(at.descriptor);
+      const sizing = limit && sizingOf.get(limit);
+      rows.push([
+        `  ${at.descriptor.path.join('.')}`,
+        limitText(at.descriptor),
+        limit?.policy.event ?? '-',
+        limit ? countersOf(at) : '-',
+        ...(sizing ? sizingCells(sizing, sizing.limits[0] as LimitSizing) : SIZING_HEADER.map(() => '')),
+        notesOf(at.descriptor).join('; '),
+      ]);
+    }
+  }
+  const count = (n: number, noun: string) => `${n} ${noun}${n === 1 ? '' : 's'}`;
+  console.log(
+    `${path}: ${count(config.domains.size, 'domain')}, ${count(tree.length, 'descriptor')}, ${limitOf.size} counted, valid\n`,
+  );
+  printTable(rows);
+}
+
+/**
+ * Plans each counted limit apart, so that a limit that would read too many keys per check
+ * is reported at its descriptor, as the reader's problems are, rather than at its event.
+ */
+function sizeEnvoyLimits(
+  tree: readonly DescriptorAt[],
+  limitOf: ReadonlyMap<EnvoyDescriptor, EnvoyLimitEvent>,
+  source: string,
+) {
+  const sizing = new Map<EnvoyLimitEvent, EventSizing>();
+  const problems: string[] = [];
+  for (const at of tree) {
+    const limit = limitOf.get(at.descriptor);
+    if (!limit) continue;
+    const policies = new PolicySet([limit.policy], source);
+    try {
+      const [event] = policySizing(policies, planEvents(policies)).events;
+      if (event) sizing.set(limit, event);
+    } catch (error) {
+      if (!(error instanceof PolicyError)) throw error;
+      const where = `${at.domain.source}: domain "${at.domain.domain}", descriptor ${at.descriptor.path.join('.')} (${formatPath(at.place)}), field rate_limit: `;
+      // planEvents names the event's only limit; here the place is the descriptor's rate_limit.
+      const planned = `event "${limit.policy.event}", field limits[0]: `;
+      problems.push(
+        ...error.problems.map(
+          (problem) => where + (problem.startsWith(planned) ? problem.slice(planned.length) : problem),
+        ),
+      );
+    }
+  }
+  if (problems.length > 0) throw new PolicyError(source, problems);
+  return sizing;
+}
+
+function limitText(descriptor: EnvoyDescriptor): string {
+  const limit = descriptor.rateLimit;
+  if (!limit) return 'none';
+  if (limit.unlimited) return 'unlimited';
+  // A `window` replaces the unit's length; without one, the unit is the window.
+  const per =
+    limit.unit !== undefined && limit.window === ENVOY_UNIT_SECONDS[limit.unit]
+      ? limit.unit
+      : formatDuration(limit.window);
+  return `${limit.requestsPerUnit} per ${per}`;
+}
+
+/**
+ * What a counter of the limit is per: the request's values the match leaves free (those of
+ * key-only descriptors, and of wildcards unless their values share one threshold).
+ */
+function countersOf({ descriptor, ancestors }: DescriptorAt): string {
+  const free = [...ancestors, descriptor].filter(
+    (d) => d.value === undefined || (d.value.includes('*') && !d.shareThreshold),
+  );
+  return free.length === 0 ? 'one' : `per ${free.map((d) => d.key).join(' × ')}`;
+}
+
+/** What an operator should know of a descriptor beyond its limit. */
+function notesOf(descriptor: EnvoyDescriptor): string[] {
+  const limit = descriptor.rateLimit;
+  const nested = descriptor.children.byKey.size;
+  const notes: string[] = [];
+  if (!limit)
+    notes.push(
+      nested > 0 ? `no limit of its own: leads to ${nested} nested` : 'no limit: a request ending here is not limited',
+    );
+  else if (limit.unlimited) notes.push('answers OK, counts nothing');
+  else if (limit.requestsPerUnit === 0) notes.push('denies every request, counts nothing');
+  if (descriptor.shadowMode) notes.push('shadow mode: counted as if enforced, always answers OK');
+  if (descriptor.quotaMode) notes.push('quota mode: answered as shadow mode');
+  if (descriptor.shareThreshold) notes.push('matching values share one counter');
+  if (limit?.name !== undefined) notes.push(`name "${limit.name}"`);
+  if (limit && limit.replaces.length > 0)
+    notes.push(`replaces ${limit.replaces.map((name) => `"${name}"`).join(', ')}`);
+  return notes;
+}
