@@ -59,7 +59,7 @@ export const ERROR_CODES = {
     status: 429,
     when: `an admin route, from an address that gave a wrong token ${DEFAULTS.adminFailureLimit} times within ${DEFAULTS.adminFailureWindowSeconds} s: every admin request from it, even with the right token, until those failures leave the window; with \`retry-after\``,
   },
-  invalid_policies: { status: 400, when: '`/admin/reload` found the policy file invalid; the policies in use stay' },
+  invalid_policies: { status: 400, when: '`/admin/reload` found the policy file or the Envoy configuration invalid; the policies in use stay' },
   not_found: { status: 404, when: 'no such route; `/gate` when the policy file has no `gateway` section' },
   payload_too_large: {
     status: 413,

@@ -864,7 +864,7 @@ ${ADMIN}`,
 
 export const adminReloadRoute = {
   summary: 'Read the policy file again and use it',
-  description: `Reads the policy file (\`MEMGATE_CONFIG\` or \`--config\`) again and decides by it from the next check on, without a restart. A file with any problem is refused, listing every problem, and the policies in use stay. Each instance reloads on its own: call every instance.\n\n${ADMIN}`,
+  description: `Reads the policy file (\`MEMGATE_CONFIG\` or \`--config\`) and the Envoy configuration (\`MEMGATE_ENVOY_CONFIG\`, when set) again and decides by them from the next check on, gRPC calls included, without a restart. A file with any problem is refused, listing every problem, and the policies in use stay. Each instance reloads on its own: call every instance.\n\n${ADMIN}`,
   tags: ['admin'],
   security: [{ adminToken: [] }],
   response: {
