@@ -292,6 +292,33 @@ describe('ShouldRateLimit against the service', () => {
     expect(answers.filter((answer) => answer.overall_code === 'OK')).toHaveLength(100);
   });
 
+  it("decides by each limit's onStoreError when Memcached cannot answer, and says so in health", async () => {
+    const config = await configFile(
+      `${CONFIG}  - key: strict\n    rate_limit: { unit: minute, requests_per_unit: 5, onStoreError: deny }\n`,
+    );
+    // A port nothing listens on: every call fails, and the service serves anyway.
+    const { client, lines } = await start({
+      config,
+      env: { MEMCACHED_SERVERS: '127.0.0.1:1', MEMCACHED_TIMEOUT_MS: '100' },
+    });
+    const lenient = await client.shouldRateLimit(oneDescriptor('edge', ['remote_address', '192.0.2.9']));
+    expect(lenient.overall_code).toBe('OK');
+    const strict = await client.shouldRateLimit(oneDescriptor('edge', ['strict', 'u1']));
+    expect(strict.overall_code).toBe('OVER_LIMIT');
+    expect(headerMap(strict.response_headers_to_add)['retry-after']).toBe('1');
+    // Together: the strict limit's rule refuses the request.
+    const both: WireRequestIn = {
+      domain: 'edge',
+      descriptors: [
+        { entries: [{ key: 'remote_address', value: '192.0.2.9' }] },
+        { entries: [{ key: 'strict', value: 'u1' }] },
+      ],
+    };
+    expect((await client.shouldRateLimit(both)).statuses.map((s) => s.code)).toEqual(['OK', 'OVER_LIMIT']);
+    expect(await client.health()).toBe('NOT_SERVING');
+    expect(lines.join('')).toContain('1 Envoy limit is denied with 429');
+  });
+
   it('answers the gRPC health service SERVING while ready, NOT_FOUND for another service', async () => {
     const { client } = await start();
     expect(await client.health()).toBe('SERVING');

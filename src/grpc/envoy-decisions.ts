@@ -67,6 +67,8 @@ export function createEnvoyDecider(
       (match) => match.kind === 'limit' && match.rateLimit.requestsPerUnit === 0 && enforcedOf(match),
     );
     const nowMs = now();
+    /** When the enforced limits of 0 requests would reset: they are over until then. */
+    const zeroLimitResetsMs: number[] = [];
     matches.forEach((match, index) => {
       if (match.kind === 'none') statuses[index] = { code: 'OK', limitRemaining: 0 };
       else if (match.kind === 'unlimited') statuses[index] = { code: 'OK', limitRemaining: UNLIMITED_REMAINING };
@@ -74,7 +76,9 @@ export function createEnvoyDecider(
         const enforced = enforcedOf(match);
         if (match.rateLimit.requestsPerUnit === 0) {
           if (!enforced) options.onShadowOverLimit?.(match.event);
-          statuses[index] = zeroLimitStatus(match.rateLimit, enforced, nowMs);
+          const status = zeroLimitStatus(match.rateLimit, enforced, nowMs);
+          statuses[index] = status;
+          if (enforced) zeroLimitResetsMs.push(status.durationUntilResetMs ?? 0);
           return;
         }
         const descriptor = request.descriptors[index];
@@ -108,7 +112,7 @@ export function createEnvoyDecider(
       };
     });
     const allowed = !deniedOutright && (together?.allowed ?? true);
-    const retryAfter = allowed ? undefined : retryAfterOf(statuses, together?.retryAfter);
+    const retryAfter = allowed ? undefined : retryAfterOf(zeroLimitResetsMs, together?.retryAfter);
     const headers = rateLimitHeaders({ allowed, limits, ...(retryAfter === undefined ? {} : { retryAfter }) });
     return {
       overallCode: allowed ? 'OK' : 'OVER_LIMIT',
@@ -150,6 +154,8 @@ function currentLimitOf(rateLimit: EnvoyRateLimit): { currentLimit?: CurrentLimi
  * window, when a denied request may pass, or when the first counted cost leaves the window.
  */
 function untilResetMs(rateLimit: EnvoyRateLimit, decision: Decision, nowMs: number): number | undefined {
+  // Decided without the store, by onStoreError: no count, so no reset; a denial says when to ask again.
+  if (decision.degraded) return decision.retryAfter === undefined ? undefined : decision.retryAfter * 1000;
   if (rateLimit.algorithm === 'fixed') return windowEndMs(rateLimit.window, nowMs);
   if (!decision.allowed && decision.retryAfter !== undefined) return decision.retryAfter * 1000;
   const status = decision.limits[0];
@@ -162,16 +168,9 @@ function windowEndMs(window: number, nowMs: number): number {
   return lengthMs - (nowMs % lengthMs);
 }
 
-/** Retry-After for an OVER_LIMIT answer: the latest of the limiter's and of the descriptors over their limits' resets. */
-function retryAfterOf(
-  statuses: readonly (DescriptorStatus | undefined)[],
-  fromLimiter: number | undefined,
-): number | undefined {
-  const resets = statuses.flatMap((status) =>
-    status?.code === 'OVER_LIMIT' && status.durationUntilResetMs !== undefined
-      ? [Math.ceil(status.durationUntilResetMs / 1000)]
-      : [],
-  );
-  if (fromLimiter !== undefined) resets.push(fromLimiter);
-  return resets.length > 0 ? Math.max(1, ...resets) : undefined;
+/** Retry-After for an OVER_LIMIT answer: the limiter's for the limits it decided, and the resets of limits of 0. */
+function retryAfterOf(zeroLimitResetsMs: readonly number[], fromLimiter: number | undefined): number | undefined {
+  const seconds = zeroLimitResetsMs.map((ms) => Math.ceil(ms / 1000));
+  if (fromLimiter !== undefined) seconds.push(fromLimiter);
+  return seconds.length > 0 ? Math.max(1, ...seconds) : undefined;
 }
