@@ -3,30 +3,12 @@
 // wire format, not the limiting: each test hands the server a `decide` of its own that records
 // the request it was given and echoes it back into the response, so every field is seen crossing
 // the wire both ways. Deciding from descriptors comes with the service's wiring.
-import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
-import * as protoLoader from '@grpc/proto-loader';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { RateLimitRequest, RateLimitResponse } from '../src/grpc/messages.js';
 import { REQUEST_LIMITS } from '../src/grpc/messages.js';
 import { startGrpcServer, type GrpcServer, type GrpcServerOptions } from '../src/grpc/server.js';
-
-const PROTO_DIR = fileURLToPath(new URL('../proto/', import.meta.url));
-const definition = protoLoader.loadSync(['envoy/service/ratelimit/v3/rls.proto', 'grpc/health/v1/health.proto'], {
-  includeDirs: [PROTO_DIR],
-  keepCase: true, // The client speaks in the .proto's own field names, as Envoy's C++ does.
-  longs: Number,
-  enums: String,
-  defaults: true,
-});
-const RateLimitClient = grpc.makeGenericClientConstructor(
-  definition['envoy.service.ratelimit.v3.RateLimitService'] as grpc.ServiceDefinition,
-  'RateLimitService',
-);
-const HealthClient = grpc.makeGenericClientConstructor(
-  definition['grpc.health.v1.Health'] as grpc.ServiceDefinition,
-  'Health',
-);
+import { HealthClient, RateLimitClient } from './helpers/envoy-client.js';
 
 interface Logged {
   details: object;

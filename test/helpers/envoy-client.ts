@@ -12,11 +12,12 @@ const definition = protoLoader.loadSync(['envoy/service/ratelimit/v3/rls.proto',
   enums: String,
   defaults: true,
 });
-const RateLimitClient = grpc.makeGenericClientConstructor(
+/** grpc-js client classes of the two services, for tests that make their own calls. */
+export const RateLimitClient = grpc.makeGenericClientConstructor(
   definition['envoy.service.ratelimit.v3.RateLimitService'] as grpc.ServiceDefinition,
   'RateLimitService',
 );
-const HealthClient = grpc.makeGenericClientConstructor(
+export const HealthClient = grpc.makeGenericClientConstructor(
   definition['grpc.health.v1.Health'] as grpc.ServiceDefinition,
   'Health',
 );
