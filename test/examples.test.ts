@@ -8,6 +8,8 @@ import { dirname, join } from 'node:path';
 import { Ajv } from 'ajv';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
+import { loadEnvoyConfig, type DescriptorLevel } from '../src/config/envoy-config.js';
+import { envoyEventName, matchEnvoyDescriptor } from '../src/config/envoy-match.js';
 import { parsePolicyText } from '../src/config/policies.js';
 
 const yamlOf = async (path: string) => parse(await readFile(path, 'utf8'), { merge: true }) as Record<string, unknown>;
@@ -20,6 +22,38 @@ const COMPOSE_SCHEMA = join(
 /** A nested value by path, for configs too deep to type. */
 function at(value: unknown, ...path: (string | number)[]): unknown {
   return path.reduce<unknown>((node, key) => (node as Record<string | number, unknown> | undefined)?.[key], value);
+}
+
+/**
+ * The descriptor key each of Envoy's rate limit actions produces (Envoy's
+ * config.route.v3.RateLimit.Action). An action not listed here fails the test rather than
+ * being skipped, so a new one in the example gets its key added here.
+ */
+const ACTION_KEYS: Record<string, (action: Record<string, unknown>) => string> = {
+  remote_address: () => 'remote_address',
+  source_cluster: () => 'source_cluster',
+  destination_cluster: () => 'destination_cluster',
+  request_headers: (action) => action.descriptor_key as string,
+  generic_key: (action) => (action.descriptor_key as string | undefined) ?? 'generic_key',
+};
+
+function descriptorKeys(actions: Record<string, Record<string, unknown>>[]): string[] {
+  return actions.map((action) => {
+    const [type, settings] = Object.entries(action)[0] ?? [];
+    const keyOf = type === undefined ? undefined : ACTION_KEYS[type];
+    if (!keyOf || !settings) throw new Error(`unknown rate limit action ${JSON.stringify(action)}`);
+    return keyOf(settings);
+  });
+}
+
+/** Whether some chain of nested descriptors has these keys in order and ends at a limit. */
+function reachesLimit(level: DescriptorLevel, keys: readonly string[]): boolean {
+  const [key, ...rest] = keys;
+  return [...level.byKey.values()].some(
+    (descriptor) =>
+      descriptor.key === key &&
+      (rest.length === 0 ? descriptor.rateLimit !== undefined : reachesLimit(descriptor.children, rest)),
+  );
 }
 
 describe('examples', () => {
@@ -76,6 +110,116 @@ describe('examples', () => {
     expect(allowed.map((p) => p.exact)).toEqual(
       expect.arrayContaining(['retry-after', 'ratelimit', 'ratelimit-policy', 'memgate-error']),
     );
+  });
+
+  it('Envoy: the ratelimit filter asks memgate_rls over HTTP/2 on 8081 with the v3 API, for the domain of the descriptor file, and its actions produce keys that file limits', async () => {
+    const config = await yamlOf('examples/envoy/ratelimit.yaml');
+    const manager = at(
+      config,
+      'static_resources',
+      'listeners',
+      0,
+      'filter_chains',
+      0,
+      'filters',
+      0,
+      'typed_config',
+    ) as Record<string, unknown>;
+    // remote_address is the trusted client address only when Envoy takes the peer's (or trusts hops).
+    expect(manager.use_remote_address).toBe(true);
+    const filters = manager.http_filters as { name: string; typed_config: Record<string, unknown> }[];
+    expect(filters.map((f) => f.name)).toEqual(['envoy.filters.http.ratelimit', 'envoy.filters.http.router']);
+    const filter = filters[0]?.typed_config ?? {};
+    expect(filter['@type']).toBe('type.googleapis.com/envoy.extensions.filters.http.ratelimit.v3.RateLimit');
+    expect(filter.enable_x_ratelimit_headers).toBe('DRAFT_VERSION_03');
+    expect(typeof filter.failure_mode_deny).toBe('boolean');
+    // Above MEMCACHED_TIMEOUT_MS's 250 ms, so memgate's onStoreError answers before Envoy gives up.
+    expect(Number(/^([0-9.]+)s$/.exec(String(filter.timeout))?.[1])).toBeGreaterThan(0.25);
+    const service = filter.rate_limit_service as Record<string, unknown>;
+    expect(service.transport_api_version).toBe('V3');
+    const clusterName = at(service, 'grpc_service', 'envoy_grpc', 'cluster_name');
+    expect(clusterName).toBe('memgate_rls');
+
+    const clusters = at(config, 'static_resources', 'clusters') as Record<string, unknown>[];
+    const cluster = clusters.find((c) => c.name === clusterName) ?? {};
+    const options = at(
+      cluster,
+      'typed_extension_protocol_options',
+      'envoy.extensions.upstreams.http.v3.HttpProtocolOptions',
+    );
+    expect(at(options, '@type')).toBe('type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions');
+    expect(at(options, 'explicit_http_config', 'http2_protocol_options')).toEqual({});
+    expect(
+      at(cluster, 'load_assignment', 'endpoints', 0, 'lb_endpoints', 0, 'endpoint', 'address', 'socket_address'),
+    ).toEqual({
+      address: '127.0.0.1',
+      port_value: 8081,
+    });
+    expect(at(cluster, 'health_checks', 0, 'grpc_health_check', 'service_name')).toBe(
+      'envoy.service.ratelimit.v3.RateLimitService',
+    );
+
+    const envoyConfig = await loadEnvoyConfig('examples/envoy/ratelimit-config.yaml');
+    expect([...envoyConfig.domains.keys()]).toEqual([filter.domain]);
+    const domain = envoyConfig.domains.get(filter.domain as string);
+    if (!domain) throw new Error(`ratelimit-config.yaml has no domain ${String(filter.domain)}`);
+    const hosts = at(manager, 'route_config', 'virtual_hosts') as { routes: { route: Record<string, unknown> }[] }[];
+    const entries = hosts.flatMap((host) =>
+      host.routes.flatMap((route) => (route.route.rate_limits ?? []) as Record<string, unknown>[]),
+    );
+    const descriptors = entries.map((entry) =>
+      descriptorKeys(entry.actions as Record<string, Record<string, unknown>>[]),
+    );
+    expect(descriptors).toEqual([['remote_address'], ['path'], ['path', 'remote_address']]);
+    const firstLevel = new Set([...domain.descriptors.byKey.values()].map((descriptor) => descriptor.key));
+    for (const keys of descriptors) {
+      expect(firstLevel, keys.join(',')).toContain(keys[0]);
+      expect(reachesLimit(domain.descriptors, keys), `a limit for ${keys.join(', ')}`).toBe(true);
+    }
+  });
+
+  it('Envoy: ratelimit-config.yaml loads without problems and limits what its comments say', async () => {
+    const config = await loadEnvoyConfig('examples/envoy/ratelimit-config.yaml');
+    const match = (...pairs: [string, string][]) =>
+      matchEnvoyDescriptor(
+        config,
+        'api',
+        pairs.map(([key, value]) => ({ key, value })),
+      );
+    const perAddress = match(['remote_address', '203.0.113.7']);
+    expect(perAddress).toMatchObject({
+      kind: 'limit',
+      feature: '203.0.113.7',
+      rateLimit: { unit: 'minute', requestsPerUnit: 600, algorithm: 'fixed' },
+    });
+    // Every spelling of /login shares the address's one sliding 90 s counter.
+    const logins = ['/login', '/login?next=/cart', '/login?x=2'].map((path) =>
+      match(['path', path], ['remote_address', '203.0.113.7']),
+    );
+    for (const login of logins) {
+      expect(login).toMatchObject({
+        kind: 'limit',
+        feature: '203.0.113.7',
+        rateLimit: { window: 90, algorithm: 'sliding', requestsPerUnit: 5, onStoreError: 'deny' },
+      });
+    }
+    expect(new Set(logins.map((login) => (login.kind === 'limit' ? login.event : '')))).toHaveProperty('size', 1);
+    expect(match(['path', '/login'])).toMatchObject({ kind: 'none' });
+    expect(match(['path', '/api/orders'])).toMatchObject({
+      kind: 'limit',
+      feature: '/api/orders',
+      rateLimit: { unit: 'second', requestsPerUnit: 100 },
+    });
+    expect(match(['path', '/healthz'])).toMatchObject({ kind: 'unlimited' });
+    const search = match(['path', '/search?q=shoes']);
+    expect(search).toMatchObject({ kind: 'limit', shadowMode: true, feature: '-' });
+    // The shadow metric's label, as the comment gives it.
+    const text = await readFile('examples/envoy/ratelimit-config.yaml', 'utf8');
+    expect(search.kind === 'limit' ? search.event : '').toBe(envoyEventName('api', ['path_/search*']));
+    expect(text).toContain(
+      `memgate_envoy_shadow_over_limit_total{event="${envoyEventName('api', ['path_/search*'])}"}`,
+    );
+    expect(match(['path', '/other'])).toMatchObject({ kind: 'none', reason: 'no-limit' });
   });
 
   it('compose: three memcached nodes, two memgate instances on them, nginx in front with the tested example', async () => {
