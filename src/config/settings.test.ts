@@ -63,6 +63,20 @@ describe('loadSettings', () => {
     expect(problemsOf({ MEMCACHED_PASSWORD: 'secret-value' }).join('\n')).not.toContain('secret-value');
   });
 
+  it('reads LOG_LEVEL in any case, as envoyproxy/ratelimit operators write it', () => {
+    expect(loadSettings({ LOG_LEVEL: 'WARN' }, []).logLevel).toBe('warn');
+    expect(problemsOf({ LOG_LEVEL: 'LOUD' })).toEqual(['LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent (got "LOUD")']);
+  });
+
+  it("serves gRPC only on MEMGATE_GRPC_PORT, and never on PORT's port", () => {
+    expect(loadSettings({}, []).grpcPort).toBeUndefined();
+    expect(loadSettings({ MEMGATE_GRPC_PORT: '8081' }, []).grpcPort).toBe(8081);
+    expect(loadSettings({ MEMGATE_GRPC_PORT: '0', PORT: '0' }, []).grpcPort).toBe(0);
+    expect(problemsOf({ MEMGATE_GRPC_PORT: 'grpc' })).toEqual(['MEMGATE_GRPC_PORT must be a whole number from 0 to 65535 (got "grpc")']);
+    expect(problemsOf({ MEMGATE_GRPC_PORT: '8080' })).toEqual(['MEMGATE_GRPC_PORT and PORT are both 8080: gRPC and HTTP need a port each']);
+    expect(loadSettings({ MEMGATE_ENVOY_CONFIG: ' config/envoy ' }, []).envoyConfigPath).toBe('config/envoy');
+  });
+
   it('drains for 5 s after SIGTERM unless told otherwise; 0 means no drain', () => {
     expect(loadSettings({}, []).shutdownDrainMs).toBe(5000);
     expect(loadSettings({ MEMGATE_SHUTDOWN_DRAIN_MS: '0' }, []).shutdownDrainMs).toBe(0);

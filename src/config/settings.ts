@@ -271,12 +271,14 @@ export const SETTINGS = {
   logLevel: {
     env: ['LOG_LEVEL'],
     default: DEFAULTS.logLevel,
-    values: LOG_LEVELS.join(', '),
+    values: `${LOG_LEVELS.join(', ')}, in any case`,
     summary: 'how much is logged, as JSON lines on stdout; one line at start says what runs',
     details: '`debug` also prints the stack of an error that stops the start',
     read: (env): LogLevel => {
-      const level = value(env, 'LOG_LEVEL') ?? DEFAULTS.logLevel;
-      if (!isLogLevel(level)) throw new SettingsError([`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')} (got ${JSON.stringify(level)})`]);
+      // In any case: envoyproxy/ratelimit's operators write WARN.
+      const given = value(env, 'LOG_LEVEL') ?? DEFAULTS.logLevel;
+      const level = given.toLowerCase();
+      if (!isLogLevel(level)) throw new SettingsError([`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')} (got ${JSON.stringify(given)})`]);
       return level;
     },
   },
