@@ -2,7 +2,7 @@
 export { createLimiter } from './counting/limiter.js';
 export { MAX_FEATURE_BYTES } from './counting/check-request.js';
 export type { CheckRequest } from './counting/check-request.js';
-export type { Limiter, LimiterOptions } from './counting/limiter.js';
+export type { Limiter, LimiterOptions, TogetherCheck, TogetherDecision } from './counting/limiter.js';
 export type { Decision, LimitStatus } from './counting/decision.js';
 export { LimiterInputError } from './counting/errors.js';
 export type { InputErrorCode } from './counting/errors.js';
