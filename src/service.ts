@@ -300,7 +300,7 @@ function logStarted(
   const events = [...policies.events.keys()];
   const envoyLimits = envoy ? envoyLimitEvents(envoy).length : 0;
   const envoyText = envoy
-    ? `; Envoy: ${envoy.source} (${envoy.domains.size} domains, ${envoyLimits} counted limits)`
+    ? `; Envoy: ${envoy.source} (${plural(envoy.domains.size, 'domain')}, ${plural(envoyLimits, 'counted limit')})`
     : '';
   const grpcText = grpcPort === undefined ? 'gRPC off' : `gRPC on ${settings.host}:${grpcPort}`;
   logger.info(
@@ -480,4 +480,9 @@ function storeTroubleLogger(log: DeferredLog, policies: () => PolicySet) {
       );
     },
   };
+}
+
+/** "1 domain", "2 domains". */
+function plural(count: number, noun: string): string {
+  return `${count} ${noun}${count === 1 ? '' : 's'}`;
 }
