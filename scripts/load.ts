@@ -239,11 +239,15 @@ async function loadGrpc(run: GrpcRun): Promise<ExitCode> {
   const attempted = summary.requests + noAnswer(summary);
   console.error(
     summary.errors === attempted
-      ? `load: every call failed: ${grpcFailureText(summary)}${summary.requests === 0 ? `; is memgate's gRPC server (MEMGATE_GRPC_PORT) listening at ${address}?` : ''}`
+      ? `load: every call failed: ${grpcFailureText(summary)}${unreached(summary) ? `; is memgate's gRPC server (MEMGATE_GRPC_PORT) listening at ${address}?` : ''}`
       : `load: ${count(summary.errors)} of ${count(attempted)} calls failed: ${grpcFailureText(summary)}`,
   );
   return EXIT.failed;
 }
+
+/** No call reached a server: every one failed UNAVAILABLE (a server's own refusals have other statuses). */
+const unreached = (summary: GrpcLoadSummary) =>
+  summary.requests === 0 && Object.keys(summary.failures).every((status) => status === 'UNAVAILABLE');
 
 /** `12 UNAVAILABLE (No connection established…), 3 answered UNKNOWN`: what went wrong, most frequent first. */
 function grpcFailureText(summary: GrpcLoadSummary): string {
