@@ -10,6 +10,7 @@ import { client } from './bench/client.js';
 import { COMPILED_ENV } from './bench/compiled.js';
 import { denyPath } from './bench/deny.js';
 import { embedded } from './bench/embedded.js';
+import { grpc } from './bench/grpc.js';
 import { memory } from './bench/memory.js';
 import { overload } from './bench/overload.js';
 import type { Suite, SuiteContext, SuiteReport } from './bench/suite.js';
@@ -19,7 +20,7 @@ import { EXIT, runCommand } from './lib/command-line.js';
 import { memcachedVersion, startMemcachedProcess } from './lib/memcached-process.js';
 import { formatSeconds, progressIntervalMs, startProgress } from './lib/progress.js';
 
-const SUITES: readonly Suite[] = [embedded, throughput, denyPath, overload, memory, usage, client];
+const SUITES: readonly Suite[] = [embedded, throughput, denyPath, overload, memory, usage, client, grpc];
 const DOCS = 'docs/performance.md';
 /** About how long `npm run build` takes on the 2-core development machine. */
 const BUILD_SECONDS = 20;
@@ -29,7 +30,7 @@ const USAGE = `usage: npm run bench -- [options]
   --suite LIST      suites to run, comma-separated (default: all of them, in this order)
 ${SUITES.map((suite) => `                      ${suite.name.padEnd(11)} ${suite.about}`).join('\n')}
   --duration S      seconds per load run (default 5)
-  --connections N   concurrent connections of the throughput and deny suites (default 50)
+  --connections N   concurrent connections of the throughput, deny and grpc suites (default 50)
   --rounds N        rounds; every case runs once per round, in turn (default 3)
   --memcached H:P   an existing Memcached (default: start one on a free port)
   --write-docs      write the results into ${DOCS}, each suite into its own section

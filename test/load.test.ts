@@ -1,13 +1,21 @@
 import { execFile } from 'node:child_process';
+import { mkdtemp, writeFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { FastifyInstance } from 'fastify';
+import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../scripts/lib/memcached-process.js';
+import type { GrpcLoadSummary } from '../scripts/lib/run-grpc-load.js';
 import type { LoadSummary } from '../scripts/lib/run-load.js';
+import { loadSettings } from '../src/config/settings.js';
 import { createLimiter } from '../src/counting/limiter.js';
 import { buildApp } from '../src/http/app.js';
+import { startService, type RunningService } from '../src/service.js';
 import { createEmbeddedStore } from '../src/store/embedded-store.js';
+import { uniquePrefix, useMemcached } from './helpers/memcached.js';
 
 const run = promisify(execFile);
 /** `npm run load`, without npm; resolves to exit code, stdout and stderr whatever the code. */
@@ -134,5 +142,211 @@ describe('npm run load', () => {
     expect(table.code).toBe(1);
     expect(table.stdout).toContain('answers by status: none\nno answer: connection refused (ECONNREFUSED): 12\n');
     expect(table.stdout).toContain('12 connections for');
+  });
+});
+
+describe('npm run load -- --grpc', () => {
+  const memcached = useMemcached();
+  let service: RunningService;
+  let address: string;
+  beforeAll(async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'memgate-load-'));
+    const config = join(dir, 'ratelimit.yaml');
+    // Sliding, so that no window boundary falls inside a test and resets the count.
+    await writeFile(
+      config,
+      [
+        'domain: edge',
+        'descriptors:',
+        '  - key: remote_address',
+        '    rate_limit: { unit: hour, requests_per_unit: 50, algorithm: sliding }',
+        '  - key: path',
+        '    rate_limit: { unit: hour, requests_per_unit: 30, algorithm: sliding }',
+        '',
+      ].join('\n'),
+    );
+    const settings = loadSettings(
+      {
+        PORT: '0',
+        HOST: '127.0.0.1',
+        MEMGATE_GRPC_PORT: '0',
+        MEMGATE_ENVOY_CONFIG: config,
+        MEMCACHED_SERVERS: memcached().servers,
+        MEMGATE_KEY_PREFIX: uniquePrefix(),
+        MEMGATE_USAGE: 'off',
+      },
+      [],
+    );
+    service = await startService(settings, pino({ level: 'silent' }));
+    address = `127.0.0.1:${service.grpc?.port ?? 0}`;
+  });
+  afterAll(async () => {
+    await service.close();
+  });
+
+  it('admits exactly the configured limit of one hot address, and answers the rest OVER_LIMIT', async () => {
+    const { code, stdout } = await load(
+      '--grpc',
+      address,
+      '--domain',
+      'edge',
+      '--descriptor',
+      'remote_address=192.0.2.7',
+      '--requests',
+      '400',
+      '--connections',
+      '16',
+      '--json',
+    );
+    expect(code).toBe(0);
+    const result = JSON.parse(stdout) as GrpcLoadSummary & Record<string, unknown>;
+    expect(result).toMatchObject({
+      address,
+      domain: 'edge',
+      descriptors: ['remote_address=192.0.2.7'],
+      connections: 16,
+      channels: 4,
+      requests: 400,
+      allowed: 50,
+      denied: 350,
+      errors: 0,
+      codes: { OK: 50, OVER_LIMIT: 350 },
+      failures: {},
+    });
+    expect(result.throughput).toBeGreaterThan(0);
+    expect(result.latencyMs.p99).toBeGreaterThanOrEqual(result.latencyMs.p50);
+  });
+
+  it('decides two descriptors together: the tighter one ends the admissions, and a denied request counts under neither', async () => {
+    const args = ['--grpc', address, '--domain', 'edge', '--descriptor', 'path=/two', '--requests', '100', '--json'];
+    const first = await load(...args, '--descriptor', 'remote_address=192.0.2.8');
+    expect(first.code).toBe(0);
+    expect(JSON.parse(first.stdout)).toMatchObject({ codes: { OK: 30, OVER_LIMIT: 70 }, errors: 0 });
+    // The address was counted only with the 30 admitted requests: 20 more are left to it alone.
+    const alone = await load(
+      ...args.slice(0, 4),
+      '--descriptor',
+      'remote_address=192.0.2.8',
+      '--requests',
+      '60',
+      '--json',
+    );
+    expect(JSON.parse(alone.stdout)).toMatchObject({ codes: { OK: 20, OVER_LIMIT: 40 } });
+  });
+
+  it('spreads %feature over many clients, prints a table with the answers by code, and shows progress in lines', async () => {
+    const { code, stdout, stderr } = await load(
+      '--grpc',
+      address,
+      '--domain',
+      'edge',
+      '--descriptor',
+      'remote_address=client-%feature',
+      '--duration',
+      '2',
+      '--connections',
+      '4',
+      '--channels',
+      '2',
+      '--features',
+      'uniform:1000000',
+    );
+    expect(code).toBe(0);
+    expect(stdout).toMatch(/\| +answered \| +per second \|.*\| +OK \| +OVER_LIMIT \| +failed \|/);
+    // A million clients: nobody reaches 50 requests, so every answer is OK.
+    const answered = /^\| +([\d,]+) \| +[\d,]+ \|/m.exec(stdout)?.[1] ?? '';
+    expect(Number(answered.replaceAll(',', ''))).toBeGreaterThan(0);
+    expect(stdout).toMatch(new RegExp(`\\| +${answered} \\| +0 \\| +0 \\|$`, 'm'));
+    expect(stdout).toContain(`answers by code: OK: ${answered}\n`);
+    expect(stdout).toContain('4 calls in flight over 2 HTTP/2 connections for ');
+    expect(stdout).not.toContain('failed calls');
+    const progress = lines(stderr);
+    expect(progress[0]).toBe('load: started, 0 of 2 s');
+    expect(progress.at(-1)).toMatch(/^load: done \(2 of 2 s\) after \d+ s$/);
+    expect(progress.slice(1, -1).some((line) => /^load: \d+% \(\d of 2 s\), [\d,]+ done, /.test(line))).toBe(true);
+  });
+
+  it("exits 1 when calls fail, by gRPC status with the server's reason, as for a value over 1024 bytes", async () => {
+    const { code, stdout, stderr } = await load(
+      '--grpc',
+      address,
+      '--domain',
+      'edge',
+      '--descriptor',
+      `remote_address=${'x'.repeat(1025)}`,
+      '--requests',
+      '10',
+      '--json',
+    );
+    expect(code).toBe(1);
+    const result = JSON.parse(stdout) as GrpcLoadSummary;
+    expect(result).toMatchObject({ requests: 0, errors: 10, codes: {}, failures: { INVALID_ARGUMENT: 10 } });
+    expect(result.failureDetails.INVALID_ARGUMENT).toMatch(/1024/);
+    expect(lines(stderr).at(-1)).toBe(
+      'load: every call failed: 10 INVALID_ARGUMENT (descriptors[0].entries[0].value is 1025 bytes; at most 1024 are allowed)',
+    );
+  });
+
+  it('counts calls that reach no server as UNAVAILABLE, and asks whether memgate listens there', async () => {
+    const closed = `127.0.0.1:${await freePort()}`;
+    const { code, stdout, stderr } = await load(
+      '--grpc',
+      closed,
+      '--domain',
+      'edge',
+      '--descriptor',
+      'remote_address=a',
+      '--requests',
+      '12',
+    );
+    expect(code).toBe(1);
+    expect(stdout).toContain('answers by code: none\nfailed calls: UNAVAILABLE: 12 (');
+    expect(stdout).toContain('12 calls in flight over 4 HTTP/2 connections for');
+    expect(lines(stderr).at(-1)).toMatch(
+      new RegExp(
+        `^load: every call failed: 12 UNAVAILABLE \\(.*ECONNREFUSED.*\\); is memgate's gRPC server \\(MEMGATE_GRPC_PORT\\) listening at ${closed}\\?$`,
+      ),
+    );
+  });
+
+  const grpcArgs = ['--grpc', '127.0.0.1:1', '--domain', 'edge', '--descriptor', 'remote_address=%feature'];
+  it.each([
+    [
+      ['--grpc', '127.0.0.1', '--domain', 'edge', '--descriptor', 'a=b'],
+      '--grpc must be host:port, e.g. 127.0.0.1:8081 (got "127.0.0.1")',
+    ],
+    [
+      ['--grpc', 'h:70000', '--domain', 'edge', '--descriptor', 'a=b'],
+      '--grpc must be host:port, e.g. 127.0.0.1:8081 (got "h:70000")',
+    ],
+    [['--grpc', '127.0.0.1:1', '--descriptor', 'a=b'], '--domain is required with --grpc'],
+    [['--grpc', '127.0.0.1:1', '--domain', 'edge'], '--descriptor is required with --grpc'],
+    [
+      [...grpcArgs, '--url', 'http://127.0.0.1:1'],
+      "give --url (HTTP /check) or --grpc (Envoy's ShouldRateLimit), not both",
+    ],
+    [[...grpcArgs, '--event', 'api'], '--event is for HTTP /check; with --grpc, give --domain and --descriptor'],
+    [
+      [...grpcArgs, '--descriptor', 'path'],
+      '--descriptor is key=value[,key=value...], e.g. remote_address=%feature: "path" has no = (got "path")',
+    ],
+    [
+      [...grpcArgs, '--descriptor', 'a=1,=2'],
+      '--descriptor is key=value[,key=value...], e.g. remote_address=%feature: "=2" has no key (got "a=1,=2")',
+    ],
+    [
+      ['--grpc', '127.0.0.1:1', '--domain', 'edge', '--descriptor', 'path=/', '--features', 'zipf:10'],
+      '--features spreads %feature, which no --descriptor value holds (e.g. --descriptor key=%feature)',
+    ],
+    [[...grpcArgs, '--channels', '0'], '--channels must be a positive whole number (got "0")'],
+    [[...grpcArgs, '--features', 'pareto'], '--features is hot, zipf:N or uniform:N (got "pareto")'],
+    [
+      ['--url', 'http://127.0.0.1:1', '--event', 'api', '--domain', 'edge'],
+      "--domain is for --grpc HOST:PORT (Envoy's ShouldRateLimit)",
+    ],
+  ])('refuses %j in one line, exit 2', async (args, message) => {
+    const { code, stdout, stderr } = await load(...args);
+    expect({ code, stdout }).toEqual({ code: 2, stdout: '' });
+    expect(lines(stderr)).toEqual([`load: ${message} (npm run load -- --help)`]);
   });
 });
