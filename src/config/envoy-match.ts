@@ -63,7 +63,9 @@ export function matchEnvoyDescriptor(config: EnvoyConfig, domain: string, entrie
  * `replaces` by name (envoyproxy/ratelimit's constructLimitsToCheck): every matched
  * limit may replace, unlimited ones included; an unlimited one is never replaced.
  */
-export function applyReplaces(matches: readonly EnvoyMatch[]): EnvoyMatch[] {
+export function applyReplaces(matches: readonly EnvoyMatch[]): readonly EnvoyMatch[] {
+  // Most files replace nothing: no set, no copy, for every request.
+  if (!matches.some((match) => match.kind !== 'none' && match.rateLimit.replaces.length > 0)) return matches;
   const replaced = new Set(matches.flatMap((match) => (match.kind === 'none' ? [] : match.rateLimit.replaces)));
   return matches.map((match) =>
     match.kind === 'limit' && match.rateLimit.name !== undefined && replaced.has(match.rateLimit.name) ? { kind: 'none', reason: 'replaced' } : match,

@@ -445,6 +445,18 @@ export function createLimiter(options: LimiterOptions): Limiter {
     };
   }
 
+  function checkAlone(item: TogetherItem): Promise<TogetherDecision> {
+    const decided = item.repeated
+      ? Promise.resolve(observed(item.plan, item.feature, 'check', item.repeated, FROM_DENIED_CACHE))
+      : count(item.plan, item.state, item.feature, item.cost, item.nowMs);
+    return decided.then((decision): TogetherDecision => {
+      const { allowed, retryAfter } = decision;
+      return retryAfter === undefined || allowed
+        ? { allowed, checks: [decision] }
+        : { allowed, checks: [decision], retryAfter };
+    });
+  }
+
   async function countTogether(items: readonly TogetherItem[]): Promise<TogetherDecision> {
     // A remembered denial of an enforced check denies the request: the others are only read.
     const denied = items.some((item) => item.enforced && item.repeated);
@@ -528,7 +540,11 @@ export function createLimiter(options: LimiterOptions): Limiter {
       try {
         // Nothing to decide is a caller's bug, not a client's request.
         if (checks.length === 0) throw new RangeError('checkTogether takes at least one check');
-        return countTogether(checks.map(togetherItem));
+        const items = checks.map(togetherItem);
+        const [only] = items;
+        // A lone enforced check that counts is a plain check: one store call, one async frame.
+        if (items.length === 1 && only?.enforced && !only.peek) return checkAlone(only);
+        return countTogether(items);
       } catch (error) {
         return Promise.reject(error instanceof Error ? error : new Error(String(error)));
       }
