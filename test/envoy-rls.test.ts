@@ -182,6 +182,8 @@ describe('ShouldRateLimit against the service', () => {
     expect(answers.map((a) => a.overall_code)).toEqual(['OK', 'OK', 'OK']);
     expect(answers.map((a) => a.statuses[0]?.code)).toEqual(['OK', 'OK', 'OK']);
     expect(answers.map((a) => a.statuses[0]?.limit_remaining)).toEqual([0, 0, 0]);
+    // Its client is not told of a limit that does not apply to it.
+    expect(answers.flatMap((a) => a.response_headers_to_add)).toEqual([]);
     const metrics = await (await fetch(`${url}/metrics`)).text();
     expect(metrics).toContain('memgate_envoy_shadow_over_limit_total{event="envoy:edge.shadow_client"} 2');
     // The counter holds what enforcement would: the one request within the limit.

@@ -100,7 +100,8 @@ export function createEnvoyDecider(
     counted.forEach(({ index, event, rateLimit, enforced }, i) => {
       const decision = together?.checks[i] as Decision;
       const status = decision.limits[0];
-      if (status) limits.push(status);
+      // Clients see the limits that apply to them: a shadow limit is the operator's to watch.
+      if (status && enforced) limits.push(status);
       const over = !decision.allowed;
       if (over && !enforced && !decision.degraded) options.onShadowOverLimit?.(event);
       const resetMs = untilResetMs(rateLimit, decision, nowMs);
