@@ -1,0 +1,147 @@
+// Envoy's rate limit service (issue 15) attacked from outside: a client whose values end up in
+// descriptors, a caller that reaches the gRPC port with hand-made bytes, and an operator whose
+// Memcached freezes. Each test is a promise of docs/envoy.md that an attack tried to break.
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { pino } from 'pino';
+import { afterEach, describe, expect, it } from 'vitest';
+import { loadSettings } from '../src/config/settings.js';
+import { startService, type RunningService } from '../src/service.js';
+import { oneDescriptor, rlsClient, type RlsClient, type WireRequestIn } from './helpers/envoy-client.js';
+import { uniquePrefix, useMemcached } from './helpers/memcached.js';
+
+const memcached = useMemcached();
+
+const CONFIG = `
+domain: edge
+descriptors:
+  - key: one
+    rate_limit: { unit: hour, requests_per_unit: 1 }
+  - key: two
+    rate_limit: { unit: hour, requests_per_unit: 2 }
+  - key: many
+    rate_limit: { unit: hour, requests_per_unit: 1000 }
+  - key: user
+    rate_limit: { unit: hour, requests_per_unit: 1 }
+  - key: strict
+    rate_limit: { unit: hour, requests_per_unit: 5, onStoreError: deny }
+  - key: lenient
+    rate_limit: { unit: hour, requests_per_unit: 5, onStoreError: allow }
+`;
+
+const running: RunningService[] = [];
+const clients: RlsClient[] = [];
+afterEach(async () => {
+  for (const client of clients.splice(0)) client.close();
+  await Promise.all(running.splice(0).map((service) => service.close()));
+});
+
+async function configFile(text: string): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'memgate-hostile-envoy-'));
+  const path = join(dir, 'ratelimit.yaml');
+  await writeFile(path, text);
+  return path;
+}
+
+interface Started {
+  service: RunningService;
+  client: RlsClient;
+  address: string;
+  lines: string[];
+}
+
+async function start(
+  options: { config?: string; prefix?: string; env?: Record<string, string> } = {},
+): Promise<Started> {
+  const lines: string[] = [];
+  const logger = pino(
+    { level: 'info' },
+    new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        lines.push(chunk.toString());
+        done();
+      },
+    }),
+  );
+  const settings = loadSettings(
+    {
+      PORT: '0',
+      HOST: '127.0.0.1',
+      MEMGATE_GRPC_PORT: '0',
+      MEMGATE_ENVOY_CONFIG: options.config ?? (await configFile(CONFIG)),
+      MEMCACHED_SERVERS: memcached().servers,
+      MEMGATE_KEY_PREFIX: options.prefix ?? uniquePrefix(),
+      MEMGATE_USAGE: 'off',
+      ...options.env,
+    },
+    [],
+  );
+  const service = await startService(settings, logger);
+  running.push(service);
+  const port = service.grpc?.port;
+  if (port === undefined) throw new Error('the gRPC server did not start');
+  const address = `127.0.0.1:${port}`;
+  const client = rlsClient(address);
+  clients.push(client);
+  return { service, client, address, lines };
+}
+
+const descriptors = (...list: [string, string][][]): WireRequestIn => ({
+  domain: 'edge',
+  descriptors: list.map((pairs) => ({ entries: pairs.map(([key, value]) => ({ key, value })) })),
+});
+
+/** What a descriptor alone would be told now, counting nothing (its own hits_addend of 0). */
+async function remaining(client: RlsClient, key: string, value: string): Promise<number> {
+  const answer = await client.shouldRateLimit({
+    domain: 'edge',
+    descriptors: [{ entries: [{ key, value }], hits_addend: { value: 0 } }],
+  });
+  return answer.statuses[0]?.limit_remaining ?? -1;
+}
+
+describe('the same counter twice in one request', () => {
+  it('is one request of both costs: refused when they do not fit together, and the next single one still passes', async () => {
+    const { client } = await start();
+    const twice = descriptors([['one', 'u1']], [['one', 'u1']]);
+    const refused = await client.shouldRateLimit(twice);
+    expect(refused.overall_code).toBe('OVER_LIMIT');
+    // Nothing was counted, so a request asking once fits the limit of 1.
+    const once = await client.shouldRateLimit(oneDescriptor('edge', ['one', 'u1']));
+    expect(once.overall_code).toBe('OK');
+    expect(await client.shouldRateLimit(oneDescriptor('edge', ['one', 'u1']))).toMatchObject({
+      overall_code: 'OVER_LIMIT',
+    });
+  });
+
+  it('is admitted when both fit, and counts both', async () => {
+    const { client } = await start();
+    const twice = descriptors([['two', 'u1']], [['two', 'u1']]);
+    expect((await client.shouldRateLimit(twice)).overall_code).toBe('OK');
+    expect(await remaining(client, 'two', 'u1')).toBe(0);
+  });
+
+  it('peeked and counted in one request: the peek is answered on the counts before the request, in either order', async () => {
+    const { client } = await start();
+    const peekThenCount: WireRequestIn = {
+      domain: 'edge',
+      descriptors: [
+        { entries: [{ key: 'one', value: 'p1' }], hits_addend: { value: 0 } },
+        { entries: [{ key: 'one', value: 'p1' }] },
+      ],
+    };
+    const countThenPeek: WireRequestIn = {
+      domain: 'edge',
+      descriptors: [
+        { entries: [{ key: 'one', value: 'p2' }] },
+        { entries: [{ key: 'one', value: 'p2' }], hits_addend: { value: 0 } },
+      ],
+    };
+    const first = await client.shouldRateLimit(peekThenCount);
+    const second = await client.shouldRateLimit(countThenPeek);
+    expect([first.overall_code, second.overall_code]).toEqual(['OK', 'OK']);
+    expect([await remaining(client, 'one', 'p1'), await remaining(client, 'one', 'p2')]).toEqual([0, 0]);
+  });
+});
