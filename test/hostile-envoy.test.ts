@@ -145,3 +145,23 @@ describe('the same counter twice in one request', () => {
     expect([await remaining(client, 'one', 'p1'), await remaining(client, 'one', 'p2')]).toEqual([0, 0]);
   });
 });
+
+describe('hits_addend', () => {
+  it('a descriptor asking more hits than a uint64 fits in a JavaScript number is over its limit, not a bad request', async () => {
+    const { client } = await start();
+    for (const value of [2 ** 53, Number.MAX_SAFE_INTEGER + 2, 2 ** 64 - 1]) {
+      const answer = await client.shouldRateLimit({
+        domain: 'edge',
+        descriptors: [{ entries: [{ key: 'many', value: 'h1' }], hits_addend: { value } }],
+      });
+      expect(answer.overall_code).toBe('OVER_LIMIT');
+      expect(answer.statuses[0]).toMatchObject({ code: 'OVER_LIMIT', limit_remaining: 1000 });
+    }
+    const uint32Max = await client.shouldRateLimit({
+      ...oneDescriptor('edge', ['many', 'h1']),
+      hits_addend: 4_294_967_295,
+    });
+    expect(uint32Max.overall_code).toBe('OVER_LIMIT');
+    expect(await remaining(client, 'many', 'h1')).toBe(1000);
+  });
+});

@@ -163,10 +163,11 @@ function descriptorFromWire(wire: WireDescriptor, where: string): RateLimitDescr
     descriptor = { ...descriptor, limit: { requestsPerUnit, unit: unit as OverrideUnit } };
   }
   if (wire.hitsAddend !== null) {
-    // A uint64 on the wire; past 2^53 a JavaScript number no longer holds it exactly.
-    const hits = wire.hitsAddend.value;
-    if (!Number.isSafeInteger(hits)) invalid(`${where}.hits_addend is beyond ${Number.MAX_SAFE_INTEGER}`);
-    descriptor = { ...descriptor, hitsAddend: hits };
+    // A uint64 on the wire, which a JavaScript number holds exactly only up to 2^53. Any count
+    // that large is beyond every requests_per_unit (a uint32), so it is answered as any cost
+    // beyond the limit: OVER_LIMIT, nothing counted. Refusing the call instead would let
+    // Envoy's failure_mode_deny (false by default) admit it.
+    descriptor = { ...descriptor, hitsAddend: Math.min(wire.hitsAddend.value, Number.MAX_SAFE_INTEGER) };
   }
   return descriptor;
 }
