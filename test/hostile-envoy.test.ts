@@ -6,10 +6,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
+import * as grpc from '@grpc/grpc-js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadSettings } from '../src/config/settings.js';
 import { startService, type RunningService } from '../src/service.js';
-import { oneDescriptor, rlsClient, type RlsClient, type WireRequestIn } from './helpers/envoy-client.js';
+import {
+  RateLimitClient,
+  oneDescriptor,
+  rlsClient,
+  type RlsClient,
+  type WireRequestIn,
+} from './helpers/envoy-client.js';
 import { uniquePrefix, useMemcached } from './helpers/memcached.js';
 
 const memcached = useMemcached();
@@ -163,5 +170,69 @@ describe('hits_addend', () => {
     });
     expect(uint32Max.overall_code).toBe('OVER_LIMIT');
     expect(await remaining(client, 'many', 'h1')).toBe(1000);
+  });
+});
+
+/** Hand-made protobuf: a tag and a length-delimited field. */
+function field(number: number, bytes: Buffer): Buffer {
+  return Buffer.concat([Buffer.from([(number << 3) | 2]), varint(bytes.length), bytes]);
+}
+function varint(value: number): Buffer {
+  const out: number[] = [];
+  let rest = value;
+  while (rest > 127) {
+    out.push((rest & 127) | 128);
+    rest >>>= 7;
+  }
+  out.push(rest);
+  return Buffer.from(out);
+}
+/** A RateLimitRequest of one descriptor of one entry, with the value's bytes as given. */
+function rawRequest(domain: string, key: string | Buffer, value: Buffer): Buffer {
+  const entry = Buffer.concat([field(1, Buffer.from(key)), field(2, value)]);
+  return Buffer.concat([field(1, Buffer.from(domain)), field(2, field(1, entry))]);
+}
+
+function rawCall(address: string, body: Buffer): Promise<{ error?: grpc.ServiceError; reply?: Buffer }> {
+  const client = new RateLimitClient(address, grpc.credentials.createInsecure());
+  return new Promise((resolve) => {
+    client.makeUnaryRequest(
+      '/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit',
+      (bytes: Buffer) => bytes,
+      (bytes: Buffer) => bytes,
+      body,
+      (error, reply) => {
+        client.close();
+        resolve(error ? { error } : { reply: reply as Buffer });
+      },
+    );
+  });
+}
+
+describe('bytes on the wire', () => {
+  it('refuses a value that is not UTF-8 (proto3 strings must be), rather than count distinct values as one', async () => {
+    const { client, address } = await start();
+    const latin1 = await rawCall(address, rawRequest('edge', 'user', Buffer.from([0x4a, 0x6f, 0x73, 0xe9])));
+    expect(latin1.error?.code).toBe(grpc.status.INVALID_ARGUMENT);
+    expect(latin1.error?.details).toMatch(/descriptors\[0\]\.entries\[0\]\.value is not valid UTF-8/);
+    // Another user whose value differs in that byte is not affected; nothing was counted.
+    const other = await rawCall(address, rawRequest('edge', 'user', Buffer.from([0x4a, 0x6f, 0x73, 0xe8])));
+    expect(other.error?.code).toBe(grpc.status.INVALID_ARGUMENT);
+    expect(await remaining(client, 'user', 'Jos\ufffd')).toBe(1);
+    // A bad domain or key is refused too, and a bad value is found however the bytes around it look:
+    // here an unknown field's tag (0x80 0x01) completes the value's last byte to a valid "À".
+    const badDomain = await rawCall(address, Buffer.concat([field(1, Buffer.from([0x65, 0xff]))]));
+    expect(badDomain.error?.details).toMatch(/^domain is not valid UTF-8/);
+    const badKey = await rawCall(address, rawRequest('edge', Buffer.from([0xe9]), Buffer.from('v')));
+    expect(badKey.error?.details).toMatch(/^descriptors\[0\]\.entries\[0\]\.key is not valid UTF-8/);
+    const hidden = Buffer.concat([
+      rawRequest('edge', 'user', Buffer.from([0x4a, 0xc3])),
+      Buffer.from([0x80, 0x01, 0x01]),
+    ]);
+    expect((await rawCall(address, hidden)).error?.code).toBe(grpc.status.INVALID_ARGUMENT);
+    // Valid UTF-8, U+FFFD itself included, is counted as sent.
+    const good = await rawCall(address, rawRequest('edge', 'user', Buffer.from('Jos\ufffd')));
+    expect(good.error).toBeUndefined();
+    expect(await remaining(client, 'user', 'Jos\ufffd')).toBe(0);
   });
 });

@@ -102,6 +102,8 @@ interface WireRequest {
   readonly domain: string;
   readonly descriptors: readonly WireDescriptor[];
   readonly hitsAddend: number;
+  /** Set by the server's decoder: the first text field whose bytes are not UTF-8 (see wire-text.ts). */
+  readonly notUtf8?: string;
 }
 
 export interface WireDuration {
@@ -128,6 +130,8 @@ const CODES: ReadonlySet<string> = new Set<RateLimitCode>(['OK', 'OVER_LIMIT']);
 /** The request as memgate reads it; throws InvalidRateLimitRequestError with a one-line reason. */
 export function requestFromWire(decoded: unknown): RateLimitRequest {
   const wire = decoded as WireRequest;
+  // Decoded, its bad bytes are U+FFFD, so different values would share one counter.
+  if (wire.notUtf8 !== undefined) invalid(`${wire.notUtf8} is not valid UTF-8, as protobuf strings must be`);
   const domain = boundedText(wire.domain, 'domain', REQUEST_LIMITS.domainBytes);
   if (domain === '') invalid('domain must not be empty');
   const count = wire.descriptors.length;
