@@ -43,6 +43,8 @@ const REFUSED_IF_UNANSWERED: IncrementOptions = { admittedIfUnanswered: false };
 
 /** A denial repeated from memory: no store call, no key read. */
 const FROM_DENIED_CACHE: HowDecided = { fromDeniedCache: true, keysRead: 0, settledMiss: false };
+/** A check of checkTogether answered by the store call of another check of the same counter. */
+const SHARED_CALL: HowDecided = { fromDeniedCache: false, keysRead: 0, settledMiss: false };
 
 export interface LimiterOptions {
   /** A validated PolicySet, or a policy document in the file's shape (validated here). */
@@ -125,9 +127,22 @@ interface TogetherItem {
   readonly repeated: Decision | undefined;
 }
 
-/** What the store said about one check of checkTogether, decided at once (its window is shared). */
+/** The checks of one request that ask about one counter: the store is asked once for all of them. */
+interface CounterAsk {
+  /** The first of them: its plan, state and time are theirs. */
+  readonly lead: TogetherItem;
+  /** What the request counts there: the costs of its counting checks, summed (0: it only peeks). */
+  cost: number;
+  /** The cost each of its peeks asks room for. */
+  readonly peekCosts: number[];
+}
+
+/** What the store said about one counter of checkTogether, decided at once (its window is shared). */
 interface TogetherAnswer {
+  /** For the counter's summed cost. */
   readonly decision: Decision;
+  /** Each peek's, in the order of CounterAsk.peekCosts, on the counts before the request. */
+  readonly peeks: readonly Decision[];
   readonly how: HowDecided;
   /** The increments it made, known to have reached the store. */
   readonly increments?: readonly CounterIncrement[];
@@ -401,18 +416,25 @@ export function createLimiter(options: LimiterOptions): Limiter {
     };
   }
 
-  /** One check's store call, decided as soon as it answers: `counting` increments, else only reads. */
-  async function answerTogether(item: TogetherItem, counting: boolean): Promise<TogetherAnswer> {
-    const { plan, state, cost, nowMs } = item;
+  /**
+   * One counter's store call for the checks of a request that ask about it, decided as soon as it
+   * answers: `cost` (their counting costs summed) is incremented when `counting`, else only read;
+   * each of `peekCosts` is decided on the counts before the request.
+   */
+  async function answerTogether(item: TogetherItem, asked: CounterAsk, counting: boolean): Promise<TogetherAnswer> {
+    const { plan, state, nowMs } = item;
+    const { cost, peekCosts } = asked;
     const window = features.windowAt(state, plan, Math.floor(nowMs / 1000));
     const reads = window.reads;
-    const how: HowDecided = {
+    let how: HowDecided = {
       keysRead: reads.keys.length,
       settledMiss: window.readsSettled(reads),
       fromDeniedCache: false,
     };
+    let counts: readonly LimitCounts[] | undefined;
+    let increments: readonly CounterIncrement[] | undefined;
     if (counting) {
-      const increments = window.increments(cost);
+      increments = window.increments(cost);
       // As a lone check: a store that never answers keeps the increment only where its rule admits.
       const answer = await ask(
         store.incrementAndRead(
@@ -422,26 +444,25 @@ export function createLimiter(options: LimiterOptions): Limiter {
         ),
         plan,
       );
-      if (!answer) return { decision: degradedDecision(plan.onStoreError), how };
-      const counts = window.fill(reads, answer.read, answer.incremented, cost);
-      const decision = decide(counts, { cost, nowMs, kind: 'check' });
-      return {
-        decision,
-        how,
-        increments,
-        uncounted: decide(counts, { cost, nowMs, kind: 'peek' }),
-        ...(decision.allowed ? {} : { counts: snapshot(window) }),
-      };
+      if (answer) counts = window.fill(reads, answer.read, answer.incremented, cost);
+    } else {
+      const keys = [...reads.keys, ...window.currentKeys];
+      how = { ...how, keysRead: keys.length };
+      const answer = await ask(store.incrementAndRead([], keys), plan);
+      if (answer) counts = window.fill(reads, answer.read, answer.read.slice(reads.keys.length), 0);
     }
-    const keys = [...reads.keys, ...window.currentKeys];
-    const answer = await ask(store.incrementAndRead([], keys), plan);
-    if (!answer) return { decision: degradedDecision(plan.onStoreError), how: { ...how, keysRead: keys.length } };
-    const counts = window.fill(reads, answer.read, answer.read.slice(reads.keys.length), 0);
-    const decision = decide(counts, { cost, nowMs, kind: 'peek' });
+    if (!counts) {
+      const degraded = degradedDecision(plan.onStoreError);
+      return { decision: degraded, peeks: peekCosts.map(() => degraded), how };
+    }
+    const decision = decide(counts, { cost, nowMs, kind: counting ? 'check' : 'peek' });
+    const peeks = peekCosts.map((peekCost) => decide(counts, { cost: peekCost, nowMs, kind: 'peek' }));
     return {
       decision,
-      how: { ...how, keysRead: keys.length },
-      ...(decision.allowed ? {} : { counts: snapshot(window) }),
+      peeks,
+      how,
+      ...(increments ? { increments, uncounted: decide(counts, { cost, nowMs, kind: 'peek' }) } : {}),
+      ...(decision.allowed && peeks.every((peek) => peek.allowed) ? {} : { counts: snapshot(window) }),
     };
   }
 
@@ -460,34 +481,76 @@ export function createLimiter(options: LimiterOptions): Limiter {
   async function countTogether(items: readonly TogetherItem[]): Promise<TogetherDecision> {
     // A remembered denial of an enforced check denies the request: the others are only read.
     const denied = items.some((item) => item.enforced && item.repeated);
-    const answers = await Promise.all(
-      items.map((item) =>
-        item.repeated
-          ? Promise.resolve<TogetherAnswer>({ decision: item.repeated, how: FROM_DENIED_CACHE })
-          : answerTogether(item, !item.peek && !denied),
+    // The checks of one counter (one event and feature) are one store call: their counting costs
+    // summed, so each sees the others' (a limit of 1 asked twice is over it, and a denial is
+    // remembered for what the request asked), and their peeks see the counts before the request.
+    const asks = new Map<string, CounterAsk>();
+    const askOf = items.map((item): { asked: CounterAsk; peekIndex: number; lead: boolean } | undefined => {
+      if (item.repeated) return undefined;
+      const key = JSON.stringify([item.plan.event, item.feature]);
+      let asked = asks.get(key);
+      const lead = asked === undefined;
+      if (!asked) {
+        asked = { lead: item, cost: 0, peekCosts: [] };
+        asks.set(key, asked);
+      }
+      if (!item.peek) asked.cost += item.cost;
+      return { asked, peekIndex: item.peek ? asked.peekCosts.push(item.cost) - 1 : -1, lead };
+    });
+    const counters = [...asks.values()];
+    const answered = await Promise.all(
+      counters.map((asked) =>
+        answerTogether(
+          asked.lead,
+          asked.cost > 0 ? asked : { ...asked, cost: asked.lead.cost },
+          asked.cost > 0 && !denied,
+        ),
       ),
     );
-    const allowed = items.every((item, i) => !item.enforced || answers[i]?.decision.allowed === true);
+    const answers = new Map(counters.map((asked, i) => [asked, answered[i] as TogetherAnswer]));
+    // Each check's decision by its own limits (a counting one's: by what the request counts there).
+    const own = items.map((item, i): Decision => {
+      const place = askOf[i];
+      if (!place) return item.repeated as Decision;
+      const answer = answers.get(place.asked) as TogetherAnswer;
+      return item.peek ? (answer.peeks[place.peekIndex] as Decision) : answer.decision;
+    });
+    const allowed = items.every((item, i) => !item.enforced || own[i]?.allowed === true);
     // Nothing of a denied request stays counted, nor a shadow check beyond its limits. Increments
     // whose call got no answer are the store's to keep or take back, by the check's own rule.
-    const takeBack = answers.flatMap((answer, i) =>
-      answer.increments && (!allowed || !answer.decision.allowed)
-        ? answer.increments.map(({ key }) => ({ key, delta: items[i]?.cost ?? 0 }))
-        : [],
-    );
+    const takeBack = counters.flatMap((asked) => {
+      const answer = answers.get(asked);
+      return answer?.increments && (!allowed || !answer.decision.allowed)
+        ? answer.increments.map(({ key }) => ({ key, delta: asked.cost }))
+        : [];
+    });
     if (takeBack.length > 0) await store.decrement(takeBack).catch((error: unknown) => onRollbackError?.(error));
+    // A counter's denial of what the request counted there is remembered once.
+    const counterDenials = new Map<CounterAsk, Promise<Decision>>();
     const checks = await Promise.all(
-      answers.map(async (answer, i): Promise<Decision> => {
-        const item = items[i] as TogetherItem;
-        const { decision } = answer;
+      items.map(async (item, i): Promise<Decision> => {
+        const place = askOf[i];
+        const answer = place && answers.get(place.asked);
+        const decision = own[i] as Decision;
         let final = decision;
-        if (!decision.allowed && answer.counts && !item.impossible)
-          final = await denial(decision, answer.counts, item.plan, item.state, item.cost, item.nowMs);
-        else if (item.impossible) final = { allowed: false, limits: decision.limits };
-        else if (!allowed && answer.uncounted) final = answer.uncounted;
+        if (item.impossible) final = { allowed: false, limits: decision.limits };
+        else if (!decision.allowed && place && answer?.counts) {
+          const { counts } = answer;
+          if (item.peek) final = await denial(decision, counts, item.plan, item.state, item.cost, item.nowMs);
+          else {
+            let remembered = counterDenials.get(place.asked);
+            if (!remembered) {
+              remembered = denial(decision, counts, item.plan, item.state, place.asked.cost, item.nowMs);
+              counterDenials.set(place.asked, remembered);
+            }
+            final = await remembered;
+          }
+        } else if (!allowed && !item.peek && answer?.uncounted) final = answer.uncounted;
         // A check of a denied request counted nothing: observed as the denial it was.
         const seen = !allowed && final.allowed && !item.peek ? { ...final, allowed: false } : final;
-        observed(item.plan, item.feature, item.peek ? 'peek' : 'check', seen, answer.how);
+        // The keys a counter's call read are told once, with its first check.
+        const how = !place ? FROM_DENIED_CACHE : place.lead ? (answer as TogetherAnswer).how : SHARED_CALL;
+        observed(item.plan, item.feature, item.peek ? 'peek' : 'check', seen, how);
         return final;
       }),
     );

@@ -102,6 +102,8 @@ interface WireRequest {
   readonly domain: string;
   readonly descriptors: readonly WireDescriptor[];
   readonly hitsAddend: number;
+  /** Set by the server's decoder: the first text field whose bytes are not UTF-8 (see wire-text.ts). */
+  readonly notUtf8?: string;
 }
 
 export interface WireDuration {
@@ -128,6 +130,8 @@ const CODES: ReadonlySet<string> = new Set<RateLimitCode>(['OK', 'OVER_LIMIT']);
 /** The request as memgate reads it; throws InvalidRateLimitRequestError with a one-line reason. */
 export function requestFromWire(decoded: unknown): RateLimitRequest {
   const wire = decoded as WireRequest;
+  // Decoded, its bad bytes are U+FFFD, so different values would share one counter.
+  if (wire.notUtf8 !== undefined) invalid(`${wire.notUtf8} is not valid UTF-8, as protobuf strings must be`);
   const domain = boundedText(wire.domain, 'domain', REQUEST_LIMITS.domainBytes);
   if (domain === '') invalid('domain must not be empty');
   const count = wire.descriptors.length;
@@ -163,10 +167,11 @@ function descriptorFromWire(wire: WireDescriptor, where: string): RateLimitDescr
     descriptor = { ...descriptor, limit: { requestsPerUnit, unit: unit as OverrideUnit } };
   }
   if (wire.hitsAddend !== null) {
-    // A uint64 on the wire; past 2^53 a JavaScript number no longer holds it exactly.
-    const hits = wire.hitsAddend.value;
-    if (!Number.isSafeInteger(hits)) invalid(`${where}.hits_addend is beyond ${Number.MAX_SAFE_INTEGER}`);
-    descriptor = { ...descriptor, hitsAddend: hits };
+    // A uint64 on the wire, which a JavaScript number holds exactly only up to 2^53. Any count
+    // that large is beyond every requests_per_unit (a uint32), so it is answered as any cost
+    // beyond the limit: OVER_LIMIT, nothing counted. Refusing the call instead would let
+    // Envoy's failure_mode_deny (false by default) admit it.
+    descriptor = { ...descriptor, hitsAddend: Math.min(wire.hitsAddend.value, Number.MAX_SAFE_INTEGER) };
   }
   return descriptor;
 }

@@ -12,6 +12,7 @@ import {
   type RateLimitResponse,
   type WireResponse,
 } from './messages.js';
+import { textNotUtf8 } from './wire-text.js';
 
 /** The service Envoy calls, as the health service names it. */
 export const RATE_LIMIT_SERVICE = 'envoy.service.ratelimit.v3.RateLimitService';
@@ -64,7 +65,7 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
   });
   let closing = false;
 
-  server.addService(definition[RATE_LIMIT_SERVICE] as grpc.ServiceDefinition, {
+  server.addService(withTextChecked(definition[RATE_LIMIT_SERVICE] as grpc.ServiceDefinition), {
     ShouldRateLimit: (call: grpc.ServerUnaryCall<unknown, WireResponse>, callback: Callback<WireResponse>) => {
       answer({ method: 'ShouldRateLimit', callback, log: options.log }, () => shouldRateLimit(call.request, options));
     },
@@ -102,6 +103,20 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
       return closed;
     },
   };
+}
+
+/**
+ * The service with ShouldRateLimit's decoder telling which text field is not UTF-8 as sent
+ * (`notUtf8`, refused by requestFromWire), which the decoded strings no longer show.
+ */
+function withTextChecked(service: grpc.ServiceDefinition): grpc.ServiceDefinition {
+  const method = service.ShouldRateLimit as grpc.MethodDefinition<unknown, unknown>;
+  const requestDeserialize = (bytes: Buffer): unknown => {
+    const decoded = method.requestDeserialize(bytes) as object;
+    const notUtf8 = textNotUtf8(bytes);
+    return notUtf8 === undefined ? decoded : { ...decoded, notUtf8 };
+  };
+  return { ...service, ShouldRateLimit: { ...method, requestDeserialize } };
 }
 
 async function shouldRateLimit(decoded: unknown, options: GrpcServerOptions): Promise<WireResponse> {
