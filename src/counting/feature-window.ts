@@ -26,6 +26,12 @@ export interface ReadList {
   readonly targets: readonly (WindowBucket | undefined)[];
 }
 
+/** A window's counts as one decision saw them, kept apart from the window that later checks fill again. */
+export interface CountsSnapshot {
+  readonly limits: readonly LimitCounts[];
+  readonly lastResetAt: number;
+}
+
 /**
  * One feature's sliding windows at one second: every bucket each limit counts, and which of
  * them a check must ask the store for.
@@ -160,14 +166,17 @@ export class FeatureWindow {
     return this.limits;
   }
 
+  /** The counts as the last fill left them, copied: the window's buckets are shared with concurrent checks. */
+  snapshot(): CountsSnapshot {
+    return {
+      limits: this.limits.map(({ plan, buckets }) => ({ plan, buckets: buckets.map((bucket) => ({ ...bucket })) })),
+      lastResetAt: this.resetAt,
+    };
+  }
+
   /** Whether `reads` includes settled buckets whose counts were not kept (a cold feature or second). */
   readsSettled(reads: ReadList): boolean {
     return reads !== this.live;
-  }
-
-  /** The second of the feature's last reset this window has seen; 0 for none. */
-  get lastResetAt(): number {
-    return this.resetAt;
   }
 
   /** A reset at `resetAt`: every bucket that ended by then counts nothing from now on. */

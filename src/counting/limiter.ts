@@ -1,11 +1,6 @@
 import { DEFAULTS, KEY_PREFIX_PATTERN } from '../config/defaults.js';
 import { parsePolicies, PolicySet } from '../config/policies.js';
-import {
-  StoreUnavailableError,
-  type CounterIncrement,
-  type CounterStore,
-  type IncrementOptions,
-} from '../store/counter-store.js';
+import { StoreUnavailableError, type CounterIncrement, type CounterStore } from '../store/counter-store.js';
 import {
   decide,
   degradedDecision,
@@ -17,13 +12,15 @@ import {
 } from './decision.js';
 import { rememberDenial, repeatDenial } from './cached-denial.js';
 import { FeatureCache, type CacheUsage, type FeatureState } from './feature-cache.js';
-import type { FeatureWindow } from './feature-window.js';
+import type { CountsSnapshot } from './feature-window.js';
 import { bucketStart } from './buckets.js';
 import { bucketKey, resetMarkerKey } from './keys.js';
 import { planEvents, type EventPlan } from './plan.js';
 import { eventPlan, validCost, validFeature, type CheckRequest } from './check-request.js';
 import { exactRelease } from './release.js';
 import { LimiterInputError } from './errors.js';
+import { ADMITTED_IF_UNANSWERED, FROM_DENIED_CACHE, REFUSED_IF_UNANSWERED, type HowDecided } from './check-call.js';
+import { createCheckTogether, type TogetherCheck, type TogetherDecision } from './together.js';
 import {
   leaseReturnsKey,
   leasePlanOf,
@@ -37,14 +34,8 @@ import {
   type LeaseReturned,
 } from './lease.js';
 
-/** What a check tells the store about a request it cannot get an answer for (see IncrementOptions). */
-const ADMITTED_IF_UNANSWERED: IncrementOptions = { admittedIfUnanswered: true };
-const REFUSED_IF_UNANSWERED: IncrementOptions = { admittedIfUnanswered: false };
-
-/** A denial repeated from memory: no store call, no key read. */
-const FROM_DENIED_CACHE: HowDecided = { fromDeniedCache: true, keysRead: 0, settledMiss: false };
-/** A check of checkTogether answered by the store call of another check of the same counter. */
-const SHARED_CALL: HowDecided = { fromDeniedCache: false, keysRead: 0, settledMiss: false };
+export type { HowDecided } from './check-call.js';
+export type { TogetherCheck, TogetherDecision } from './together.js';
 
 export interface LimiterOptions {
   /** A validated PolicySet, or a policy document in the file's shape (validated here). */
@@ -89,69 +80,6 @@ interface LeaseAttempt {
   how?: HowDecided;
 }
 
-/** One check of a request decided with others (see Limiter.checkTogether). */
-export interface TogetherCheck extends CheckRequest {
-  /** Decided without counting: whether a request of `cost` has room now. Default false. */
-  readonly peek?: boolean;
-  /**
-   * Whether its denial denies the request. Default true. A check not enforced (a shadow
-   * limit) is decided as if it were and counted only when its limits allow it, so its
-   * counters hold what enforcing it would; it never denies the others.
-   */
-  readonly enforced?: boolean;
-}
-
-export interface TogetherDecision {
-  /** Every enforced check was allowed, so the request counted. */
-  readonly allowed: boolean;
-  /**
-   * Each check's decision by its own limits, in order. A check its limits allow, in a request
-   * another check denied, shows its counts without its cost (nothing was counted).
-   */
-  readonly checks: readonly Decision[];
-  /** On a deny: the longest retryAfter of the enforced checks denied. */
-  readonly retryAfter?: number;
-}
-
-/** A check of checkTogether, validated, with its feature's state. */
-interface TogetherItem {
-  readonly plan: EventPlan;
-  readonly feature: string;
-  readonly cost: number;
-  readonly state: FeatureState;
-  readonly nowMs: number;
-  readonly peek: boolean;
-  readonly enforced: boolean;
-  /** The cost exceeds a limit: no request of it can ever be allowed. */
-  readonly impossible: boolean;
-  readonly repeated: Decision | undefined;
-}
-
-/** The checks of one request that ask about one counter: the store is asked once for all of them. */
-interface CounterAsk {
-  /** The first of them: its plan, state and time are theirs. */
-  readonly lead: TogetherItem;
-  /** What the request counts there: the costs of its counting checks, summed (0: it only peeks). */
-  cost: number;
-  /** The cost each of its peeks asks room for. */
-  readonly peekCosts: number[];
-}
-
-/** What the store said about one counter of checkTogether, decided at once (its window is shared). */
-interface TogetherAnswer {
-  /** For the counter's summed cost. */
-  readonly decision: Decision;
-  /** Each peek's, in the order of CounterAsk.peekCosts, on the counts before the request. */
-  readonly peeks: readonly Decision[];
-  readonly how: HowDecided;
-  /** The increments it made, known to have reached the store. */
-  readonly increments?: readonly CounterIncrement[];
-  /** The same counts decided without its cost, for when the request is denied by another check. */
-  readonly uncounted?: Decision;
-  /** Its counts, for the exact retryAfter of its denial. */
-  readonly counts?: CountsSnapshot;
-}
-
 /** What a decision cost and where it came from, for metrics. */
 export interface ObservedDecision extends HowDecided {
   readonly event: string;
@@ -159,16 +87,6 @@ export interface ObservedDecision extends HowDecided {
   readonly feature: string;
   readonly kind: 'check' | 'peek';
   readonly decision: Decision;
-}
-
-/** How a decision was reached: from memory, or with how many keys read. */
-export interface HowDecided {
-  /** Answered from this instance's memory of a denial, without the store. */
-  readonly fromDeniedCache: boolean;
-  /** Keys read from the store (the reset marker included); 0 for a repeated denial. */
-  readonly keysRead: number;
-  /** The window had settled buckets whose counts were not kept and had to be read. */
-  readonly settledMiss: boolean;
 }
 
 export interface Limiter {
@@ -370,7 +288,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
     const counts = window.fill(reads, read, incremented, cost);
     const decision = decide(counts, { cost, nowMs, kind: 'check' });
     if (decision.allowed) return counted(plan, feature, decision, how, lease);
-    const own = snapshot(window);
+    const own = window.snapshot();
     // A denied request is not counted: take the increment back.
     await store
       .decrement(increments.map(({ key }) => ({ key, delta: cost })))
@@ -391,177 +309,17 @@ export function createLimiter(options: LimiterOptions): Limiter {
     return decision;
   }
 
-  /** A check of checkTogether, validated before anything is counted. */
-  function togetherItem(check: TogetherCheck): TogetherItem {
-    const plan = eventPlan(plans, check.event);
-    const feature = validFeature(check.feature);
-    // Any positive cost is a question; one beyond a limit is answered "never" without counting.
-    const cost =
-      check.cost === undefined || check.cost > plan.maxCost
-        ? validCost(check.cost, { ...plan, maxCost: Infinity })
-        : validCost(check.cost, plan);
-    const impossible = cost > plan.maxCost;
-    const state = features.state(plan, feature);
-    const nowMs = nowFor(state.base);
-    return {
-      plan,
-      feature,
-      cost,
-      state,
-      nowMs,
-      peek: check.peek === true || impossible,
-      enforced: check.enforced !== false,
-      impossible,
-      repeated: repeatDenial(state.denial, cost, nowMs),
-    };
-  }
-
-  /**
-   * One counter's store call for the checks of a request that ask about it, decided as soon as it
-   * answers: `cost` (their counting costs summed) is incremented when `counting`, else only read;
-   * each of `peekCosts` is decided on the counts before the request.
-   */
-  async function answerTogether(item: TogetherItem, asked: CounterAsk, counting: boolean): Promise<TogetherAnswer> {
-    const { plan, state, nowMs } = item;
-    const { cost, peekCosts } = asked;
-    const window = features.windowAt(state, plan, Math.floor(nowMs / 1000));
-    const reads = window.reads;
-    let how: HowDecided = {
-      keysRead: reads.keys.length,
-      settledMiss: window.readsSettled(reads),
-      fromDeniedCache: false,
-    };
-    let counts: readonly LimitCounts[] | undefined;
-    let increments: readonly CounterIncrement[] | undefined;
-    if (counting) {
-      increments = window.increments(cost);
-      // As a lone check: a store that never answers keeps the increment only where its rule admits.
-      const answer = await ask(
-        store.incrementAndRead(
-          increments,
-          reads.keys,
-          plan.onStoreError === 'allow' ? ADMITTED_IF_UNANSWERED : REFUSED_IF_UNANSWERED,
-        ),
-        plan,
-      );
-      if (answer) counts = window.fill(reads, answer.read, answer.incremented, cost);
-    } else {
-      const keys = [...reads.keys, ...window.currentKeys];
-      how = { ...how, keysRead: keys.length };
-      const answer = await ask(store.incrementAndRead([], keys), plan);
-      if (answer) counts = window.fill(reads, answer.read, answer.read.slice(reads.keys.length), 0);
-    }
-    if (!counts) {
-      const degraded = degradedDecision(plan.onStoreError);
-      return { decision: degraded, peeks: peekCosts.map(() => degraded), how };
-    }
-    const decision = decide(counts, { cost, nowMs, kind: counting ? 'check' : 'peek' });
-    const peeks = peekCosts.map((peekCost) => decide(counts, { cost: peekCost, nowMs, kind: 'peek' }));
-    return {
-      decision,
-      peeks,
-      how,
-      ...(increments ? { increments, uncounted: decide(counts, { cost, nowMs, kind: 'peek' }) } : {}),
-      ...(decision.allowed && peeks.every((peek) => peek.allowed) ? {} : { counts: snapshot(window) }),
-    };
-  }
-
-  function checkAlone(item: TogetherItem): Promise<TogetherDecision> {
-    const decided = item.repeated
-      ? Promise.resolve(observed(item.plan, item.feature, 'check', item.repeated, FROM_DENIED_CACHE))
-      : count(item.plan, item.state, item.feature, item.cost, item.nowMs);
-    return decided.then((decision): TogetherDecision => {
-      const { allowed, retryAfter } = decision;
-      return retryAfter === undefined || allowed
-        ? { allowed, checks: [decision] }
-        : { allowed, checks: [decision], retryAfter };
-    });
-  }
-
-  async function countTogether(items: readonly TogetherItem[]): Promise<TogetherDecision> {
-    // A remembered denial of an enforced check denies the request: the others are only read.
-    const denied = items.some((item) => item.enforced && item.repeated);
-    // The checks of one counter (one event and feature) are one store call: their counting costs
-    // summed, so each sees the others' (a limit of 1 asked twice is over it, and a denial is
-    // remembered for what the request asked), and their peeks see the counts before the request.
-    const asks = new Map<string, CounterAsk>();
-    const askOf = items.map((item): { asked: CounterAsk; peekIndex: number; lead: boolean } | undefined => {
-      if (item.repeated) return undefined;
-      const key = JSON.stringify([item.plan.event, item.feature]);
-      let asked = asks.get(key);
-      const lead = asked === undefined;
-      if (!asked) {
-        asked = { lead: item, cost: 0, peekCosts: [] };
-        asks.set(key, asked);
-      }
-      if (!item.peek) asked.cost += item.cost;
-      return { asked, peekIndex: item.peek ? asked.peekCosts.push(item.cost) - 1 : -1, lead };
-    });
-    const counters = [...asks.values()];
-    const answered = await Promise.all(
-      counters.map((asked) =>
-        answerTogether(
-          asked.lead,
-          asked.cost > 0 ? asked : { ...asked, cost: asked.lead.cost },
-          asked.cost > 0 && !denied,
-        ),
-      ),
-    );
-    const answers = new Map(counters.map((asked, i) => [asked, answered[i] as TogetherAnswer]));
-    // Each check's decision by its own limits (a counting one's: by what the request counts there).
-    const own = items.map((item, i): Decision => {
-      const place = askOf[i];
-      if (!place) return item.repeated as Decision;
-      const answer = answers.get(place.asked) as TogetherAnswer;
-      return item.peek ? (answer.peeks[place.peekIndex] as Decision) : answer.decision;
-    });
-    const allowed = items.every((item, i) => !item.enforced || own[i]?.allowed === true);
-    // Nothing of a denied request stays counted, nor a shadow check beyond its limits. Increments
-    // whose call got no answer are the store's to keep or take back, by the check's own rule.
-    const takeBack = counters.flatMap((asked) => {
-      const answer = answers.get(asked);
-      return answer?.increments && (!allowed || !answer.decision.allowed)
-        ? answer.increments.map(({ key }) => ({ key, delta: asked.cost }))
-        : [];
-    });
-    if (takeBack.length > 0) await store.decrement(takeBack).catch((error: unknown) => onRollbackError?.(error));
-    // A counter's denial of what the request counted there is remembered once.
-    const counterDenials = new Map<CounterAsk, Promise<Decision>>();
-    const checks = await Promise.all(
-      items.map(async (item, i): Promise<Decision> => {
-        const place = askOf[i];
-        const answer = place && answers.get(place.asked);
-        const decision = own[i] as Decision;
-        let final = decision;
-        if (item.impossible) final = { allowed: false, limits: decision.limits };
-        else if (!decision.allowed && place && answer?.counts) {
-          const { counts } = answer;
-          if (item.peek) final = await denial(decision, counts, item.plan, item.state, item.cost, item.nowMs);
-          else {
-            let remembered = counterDenials.get(place.asked);
-            if (!remembered) {
-              remembered = denial(decision, counts, item.plan, item.state, place.asked.cost, item.nowMs);
-              counterDenials.set(place.asked, remembered);
-            }
-            final = await remembered;
-          }
-        } else if (!allowed && !item.peek && answer?.uncounted) final = answer.uncounted;
-        // A check of a denied request counted nothing: observed as the denial it was.
-        const seen = !allowed && final.allowed && !item.peek ? { ...final, allowed: false } : final;
-        // The keys a counter's call read are told once, with its first check.
-        const how = !place ? FROM_DENIED_CACHE : place.lead ? (answer as TogetherAnswer).how : SHARED_CALL;
-        observed(item.plan, item.feature, item.peek ? 'peek' : 'check', seen, how);
-        return final;
-      }),
-    );
-    if (allowed) return { allowed, checks };
-    let retryAfter: number | undefined;
-    checks.forEach((decision, i) => {
-      if (items[i]?.enforced && !decision.allowed && decision.retryAfter !== undefined)
-        retryAfter = Math.max(retryAfter ?? 0, decision.retryAfter);
-    });
-    return retryAfter === undefined ? { allowed, checks } : { allowed, checks, retryAfter };
-  }
+  const checkTogether = createCheckTogether({
+    plans,
+    features,
+    store,
+    nowFor,
+    ask,
+    denial,
+    observed,
+    count,
+    onRollbackError,
+  });
 
   /** Whether the feature was reset at or after `second` (on any instance). */
   async function resetSince(base: string, second: number): Promise<boolean> {
@@ -599,19 +357,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
       }
     },
 
-    checkTogether(checks) {
-      try {
-        // Nothing to decide is a caller's bug, not a client's request.
-        if (checks.length === 0) throw new RangeError('checkTogether takes at least one check');
-        const items = checks.map(togetherItem);
-        const [only] = items;
-        // A lone enforced check that counts is a plain check: one store call, one async frame.
-        if (items.length === 1 && only?.enforced && !only.peek) return checkAlone(only);
-        return countTogether(items);
-      } catch (error) {
-        return Promise.reject(error instanceof Error ? error : new Error(String(error)));
-      }
-    },
+    checkTogether,
 
     async refund(request) {
       const plan = eventPlan(plans, request.event);
@@ -763,7 +509,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
         plan,
         feature,
         'peek',
-        decision.allowed ? decision : await denial(decision, snapshot(window), plan, state, cost, nowMs),
+        decision.allowed ? decision : await denial(decision, window.snapshot(), plan, state, cost, nowMs),
         how,
       );
     },
@@ -775,17 +521,4 @@ function nonNegative(name: string, value: number | undefined, fallback: number):
   if (!Number.isSafeInteger(value) || value < 0)
     throw new Error(`${name} must be a whole number ≥ 0 (got ${String(value)})`);
   return value;
-}
-
-/** A window's counts as one decision saw them, kept apart from the window that later checks fill again. */
-interface CountsSnapshot {
-  readonly limits: readonly LimitCounts[];
-  readonly lastResetAt: number;
-}
-
-function snapshot(window: FeatureWindow): CountsSnapshot {
-  return {
-    limits: window.limits.map(({ plan, buckets }) => ({ plan, buckets: buckets.map((bucket) => ({ ...bucket })) })),
-    lastResetAt: window.lastResetAt,
-  };
 }
