@@ -1,0 +1,64 @@
+// The floors of the grpc bench suite: servers that answer every ShouldRateLimit call with the same
+// constant response and decide nothing, each in its own process (grpc-floor-server.ts), so that
+// the bench can tell which part of gRPC's cost is the transport.
+import { spawn } from 'node:child_process';
+
+/** What memgate answers the bench's allowed call (one descriptor, a minute's limit), field names in camelCase. */
+export const CONSTANT_RESPONSE = {
+  overallCode: 'OK',
+  statuses: [
+    {
+      code: 'OK',
+      currentLimit: { name: 'client', requestsPerUnit: 1_000_000_000, unit: 'MINUTE' },
+      limitRemaining: 999_999_999,
+      durationUntilReset: { seconds: 60, nanos: 0 },
+    },
+  ],
+  responseHeadersToAdd: [
+    { key: 'ratelimit-policy', value: '"client";q=1000000000;w=60' },
+    { key: 'ratelimit', value: '"client";r=999999999;t=60' },
+  ],
+  requestHeadersToAdd: [],
+};
+
+/**
+ * grpc-js: @grpc/grpc-js and @grpc/proto-loader with memgate's own options, its transport's floor.
+ * http2: node:http2 answering gRPC by hand with a pre-encoded frame, Node's HTTP/2 alone.
+ */
+export const FLOORS = ['grpc-js', 'http2'] as const;
+export type Floor = (typeof FLOORS)[number];
+
+export interface FloorServer {
+  /** `127.0.0.1:port`. */
+  readonly address: string;
+  readonly pid: number;
+  stop(): Promise<void>;
+}
+
+/** A floor's server process; resolves once it listens. */
+export function startFloor(floor: Floor): Promise<FloorServer> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/bench/grpc-floor-server.ts', floor], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const stop = () =>
+    new Promise<void>((done) => {
+      if (child.exitCode !== null || child.signalCode !== null) {
+        done();
+        return;
+      }
+      child.removeAllListeners('exit');
+      child.once('exit', () => {
+        done();
+      });
+      child.kill('SIGTERM');
+    });
+  return new Promise((resolve, reject) => {
+    child.once('exit', (code) => {
+      reject(new Error(`the ${floor} floor server exited with ${String(code)} before listening`));
+    });
+    child.stdout.once('data', (chunk: Buffer) => {
+      const { port } = JSON.parse(chunk.toString()) as { port: number };
+      resolve({ address: `127.0.0.1:${port}`, pid: child.pid ?? 0, stop });
+    });
+  });
+}
