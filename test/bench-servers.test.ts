@@ -1,8 +1,16 @@
 import { execFile, spawn } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
+import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { useMemcached } from './helpers/memcached.js';
+import { FLOORS, startFloor } from '../scripts/bench/grpc-floors.js';
+import { MISREAD, runLeanGrpcLoad } from '../scripts/bench/lean-grpc.js';
+import { featureSpread, oneFeature } from '../scripts/lib/run-load.js';
+import { loadSettings } from '../src/config/settings.js';
+import { startService } from '../src/service.js';
+import { uniquePrefix, useMemcached } from './helpers/memcached.js';
 
 /** Starts one bench case's server process and returns its URL and a way to stop it. */
 async function startCase(name: string, servers: string): Promise<{ url: string; stop: () => void }> {
@@ -45,6 +53,93 @@ describe('bench servers', () => {
       expect(statuses).toEqual(expected);
     } finally {
       server.stop();
+    }
+  });
+});
+
+describe('the grpc suite’s lean generator', () => {
+  const memcached = useMemcached();
+
+  it('reads memgate’s OK and OVER_LIMIT answers as a full decode does, and its refusals by gRPC status', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'memgate-lean-'));
+    const config = join(dir, 'ratelimit.yaml');
+    await writeFile(
+      config,
+      'domain: bench\ndescriptors:\n  - key: client\n    rate_limit: { unit: minute, requests_per_unit: 3 }\n',
+    );
+    const settings = loadSettings(
+      {
+        PORT: '0',
+        HOST: '127.0.0.1',
+        MEMGATE_GRPC_PORT: '0',
+        MEMGATE_ENVOY_CONFIG: config,
+        MEMCACHED_SERVERS: memcached().servers,
+        MEMGATE_KEY_PREFIX: uniquePrefix(),
+        MEMGATE_USAGE: 'off',
+      },
+      [],
+    );
+    const service = await startService(settings, pino({ level: 'silent' }));
+    try {
+      const address = `127.0.0.1:${String(service.grpc?.port)}`;
+      const call = { address, descriptors: [[{ key: 'client', value: '%feature' }]], sessions: 1, verifyEvery: 1 };
+      // One call at a time: the first three are allowed, the rest over the limit.
+      const one = await runLeanGrpcLoad({
+        ...call,
+        domain: 'bench',
+        connections: 1,
+        requests: 10,
+        nextFeature: oneFeature('lean'),
+      });
+      expect(one.codes).toEqual({ OK: 3, OVER_LIMIT: 7 });
+      expect([one.requests, one.allowed, one.denied, one.errors]).toEqual([10, 3, 7, 0]);
+      // Many features at once, each decoded whole as well: no answer read differently.
+      const many = await runLeanGrpcLoad({
+        ...call,
+        domain: 'bench',
+        connections: 20,
+        requests: 400,
+        nextFeature: featureSpread('uniform:50', 1),
+      });
+      expect(many.requests).toBe(400);
+      expect(many.allowed).toBeGreaterThanOrEqual(3);
+      expect(many.allowed).toBeLessThanOrEqual(150);
+      expect(many.allowed + many.denied).toBe(400);
+      expect(many.failures).toEqual({});
+      // An empty domain is refused INVALID_ARGUMENT in a trailers-only answer.
+      const refused = await runLeanGrpcLoad({
+        ...call,
+        domain: '',
+        connections: 2,
+        requests: 4,
+        nextFeature: oneFeature('lean'),
+      });
+      expect([refused.requests, refused.errors]).toEqual([0, 4]);
+      expect(refused.failures).toEqual({ INVALID_ARGUMENT: 4 });
+      expect(refused.failureDetails.INVALID_ARGUMENT).toMatch(/domain/);
+      expect(refused.failures[MISREAD]).toBeUndefined();
+    } finally {
+      await service.close();
+    }
+  });
+
+  it.each(FLOORS)('gets the %s floor’s constant OK for every call', async (floor) => {
+    const server = await startFloor(floor);
+    try {
+      const summary = await runLeanGrpcLoad({
+        address: server.address,
+        domain: 'bench',
+        descriptors: [[{ key: 'client', value: '%feature' }]],
+        connections: 10,
+        sessions: 2,
+        requests: 300,
+        verifyEvery: 1,
+        nextFeature: featureSpread('zipf:1000', 1),
+      });
+      expect(summary.codes).toEqual({ OK: 300 });
+      expect(summary.errors).toBe(0);
+    } finally {
+      await server.stop();
     }
   });
 });
