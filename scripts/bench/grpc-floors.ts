@@ -1,7 +1,8 @@
 // The floors of the grpc bench suite: servers that answer every ShouldRateLimit call with the same
-// constant response and decide nothing, each in its own process (grpc-floor-server.ts), so that
+// constant response and decide nothing, each in its own process (grpc-floor-server.mjs), so that
 // the bench can tell which part of gRPC's cost is the transport.
 import { spawn } from 'node:child_process';
+import { grpcFrame, rateLimitMessages } from './lean-grpc.js';
 
 /** What memgate answers the bench's allowed call (one descriptor, a minute's limit), field names in camelCase. */
 export const CONSTANT_RESPONSE = {
@@ -37,7 +38,13 @@ export interface FloorServer {
 
 /** A floor's server process; resolves once it listens. */
 export function startFloor(floor: Floor): Promise<FloorServer> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/bench/grpc-floor-server.ts', floor], {
+  const { response } = rateLimitMessages();
+  // grpc-js encodes the response itself, per call; node:http2 sends these bytes as they are.
+  const answer =
+    floor === 'grpc-js'
+      ? JSON.stringify(CONSTANT_RESPONSE)
+      : grpcFrame(response.encode(response.fromObject(CONSTANT_RESPONSE)).finish()).toString('base64');
+  const child = spawn(process.execPath, ['scripts/bench/grpc-floor-server.mjs', floor, answer], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const stop = () =>
