@@ -75,7 +75,7 @@ describe('the grpc suite’s lean generator', () => {
         MEMGATE_ENVOY_CONFIG: config,
         MEMCACHED_SERVERS: memcached().servers,
         MEMGATE_KEY_PREFIX: uniquePrefix(),
-        MEMGATE_USAGE: 'off',
+        MEMGATE_USAGE_DB: 'off',
       },
       [],
     );

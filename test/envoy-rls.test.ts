@@ -1,15 +1,10 @@
 // memgate as Envoy's rate limit service: a grpc-js client makes the calls Envoy's ratelimit
 // filter makes, against the service as main.ts starts it, counting in a real Memcached.
-import { mkdtemp, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { Writable } from 'node:stream';
+import { writeFile } from 'node:fs/promises';
 import * as grpc from '@grpc/grpc-js';
-import { pino } from 'pino';
-import { afterEach, describe, expect, it } from 'vitest';
-import { loadSettings } from '../src/config/settings.js';
-import { startService, type RunningService } from '../src/service.js';
-import { oneDescriptor, rlsClient, type RlsClient, type WireRequestIn } from './helpers/envoy-client.js';
+import { describe, expect, it } from 'vitest';
+import { oneDescriptor, type RlsClient, type WireRequestIn } from './helpers/envoy-client.js';
+import { envoyConfigFile, useEnvoyServices, type EnvoyServiceOptions } from './helpers/envoy-service.js';
 import { uniquePrefix, useMemcached } from './helpers/memcached.js';
 
 const memcached = useMemcached();
@@ -46,63 +41,11 @@ descriptors:
 `;
 
 const TOKEN = 'admin-token-for-the-envoy-tests-0123';
-const running: RunningService[] = [];
-const clients: RlsClient[] = [];
-afterEach(async () => {
-  for (const client of clients.splice(0)) client.close();
-  await Promise.all(running.splice(0).map((service) => service.close()));
-});
-
-async function configFile(text: string): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), 'memgate-envoy-'));
-  const path = join(dir, 'ratelimit.yaml');
-  await writeFile(path, text);
-  return path;
-}
-
-interface Started {
-  service: RunningService;
-  client: RlsClient;
-  url: string;
-  lines: string[];
-}
-
-async function start(
-  options: { config?: string; prefix?: string; env?: Record<string, string> } = {},
-): Promise<Started> {
-  const lines: string[] = [];
-  const logger = pino(
-    { level: 'info' },
-    new Writable({
-      write(chunk: Buffer, _encoding, done) {
-        lines.push(chunk.toString());
-        done();
-      },
-    }),
-  );
-  const settings = loadSettings(
-    {
-      PORT: '0',
-      HOST: '127.0.0.1',
-      MEMGATE_GRPC_PORT: '0',
-      MEMGATE_ENVOY_CONFIG: options.config ?? (await configFile(CONFIG)),
-      MEMCACHED_SERVERS: memcached().servers,
-      MEMGATE_KEY_PREFIX: options.prefix ?? uniquePrefix(),
-      MEMGATE_USAGE: 'off',
-      MEMGATE_ADMIN_TOKEN: TOKEN,
-      ...options.env,
-    },
-    [],
-  );
-  const service = await startService(settings, logger);
-  running.push(service);
-  const grpcPort = service.grpc?.port;
-  if (grpcPort === undefined) throw new Error('the gRPC server did not start');
-  const client = rlsClient(`127.0.0.1:${grpcPort}`);
-  clients.push(client);
-  const { port } = service.app.server.address() as { port: number };
-  return { service, client, url: `http://127.0.0.1:${port}`, lines };
-}
+const startEnvoy = useEnvoyServices(memcached, CONFIG);
+/** A service with the admin token, so that tests can reload. */
+const start = (options: EnvoyServiceOptions = {}) =>
+  startEnvoy({ ...options, env: { MEMGATE_ADMIN_TOKEN: TOKEN, ...options.env } });
+const configFile = envoyConfigFile;
 
 const codes = async (client: RlsClient, request: WireRequestIn, times: number) => {
   const answers: string[] = [];

@@ -1,22 +1,10 @@
 // Envoy's rate limit service (issue 15) attacked from outside: a client whose values end up in
 // descriptors, a caller that reaches the gRPC port with hand-made bytes, and an operator whose
 // Memcached freezes. Each test is a promise of docs/envoy.md that an attack tried to break.
-import { mkdtemp, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { Writable } from 'node:stream';
-import { pino } from 'pino';
 import * as grpc from '@grpc/grpc-js';
-import { afterEach, describe, expect, it } from 'vitest';
-import { loadSettings } from '../src/config/settings.js';
-import { startService, type RunningService } from '../src/service.js';
-import {
-  RateLimitClient,
-  oneDescriptor,
-  rlsClient,
-  type RlsClient,
-  type WireRequestIn,
-} from './helpers/envoy-client.js';
+import { describe, expect, it } from 'vitest';
+import { RateLimitClient, oneDescriptor, type RlsClient, type WireRequestIn } from './helpers/envoy-client.js';
+import { envoyConfigFile, useEnvoyServices } from './helpers/envoy-service.js';
 import { uniquePrefix, useMemcached } from './helpers/memcached.js';
 
 const memcached = useMemcached();
@@ -44,62 +32,8 @@ descriptors:
         rate_limit: { unit: hour, requests_per_unit: 1 }
 `;
 
-const running: RunningService[] = [];
-const clients: RlsClient[] = [];
-afterEach(async () => {
-  for (const client of clients.splice(0)) client.close();
-  await Promise.all(running.splice(0).map((service) => service.close()));
-});
-
-async function configFile(text: string): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), 'memgate-hostile-envoy-'));
-  const path = join(dir, 'ratelimit.yaml');
-  await writeFile(path, text);
-  return path;
-}
-
-interface Started {
-  service: RunningService;
-  client: RlsClient;
-  address: string;
-  lines: string[];
-}
-
-async function start(
-  options: { config?: string; prefix?: string; env?: Record<string, string> } = {},
-): Promise<Started> {
-  const lines: string[] = [];
-  const logger = pino(
-    { level: 'info' },
-    new Writable({
-      write(chunk: Buffer, _encoding, done) {
-        lines.push(chunk.toString());
-        done();
-      },
-    }),
-  );
-  const settings = loadSettings(
-    {
-      PORT: '0',
-      HOST: '127.0.0.1',
-      MEMGATE_GRPC_PORT: '0',
-      MEMGATE_ENVOY_CONFIG: options.config ?? (await configFile(CONFIG)),
-      MEMCACHED_SERVERS: memcached().servers,
-      MEMGATE_KEY_PREFIX: options.prefix ?? uniquePrefix(),
-      MEMGATE_USAGE: 'off',
-      ...options.env,
-    },
-    [],
-  );
-  const service = await startService(settings, logger);
-  running.push(service);
-  const port = service.grpc?.port;
-  if (port === undefined) throw new Error('the gRPC server did not start');
-  const address = `127.0.0.1:${port}`;
-  const client = rlsClient(address);
-  clients.push(client);
-  return { service, client, address, lines };
-}
+const start = useEnvoyServices(memcached, CONFIG);
+const configFile = envoyConfigFile;
 
 const descriptors = (...list: [string, string][][]): WireRequestIn => ({
   domain: 'edge',

@@ -173,7 +173,7 @@ describe('npm run load -- --grpc', () => {
         MEMGATE_ENVOY_CONFIG: config,
         MEMCACHED_SERVERS: memcached().servers,
         MEMGATE_KEY_PREFIX: uniquePrefix(),
-        MEMGATE_USAGE: 'off',
+        MEMGATE_USAGE_DB: 'off',
       },
       [],
     );
