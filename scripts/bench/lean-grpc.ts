@@ -14,6 +14,7 @@ import type { FeatureSpread } from '../lib/run-load.js';
 import {
   CALL_DEADLINE_SECONDS,
   FEATURE_PLACEHOLDER,
+  loadSummary,
   usesFeature,
   type DescriptorTemplate,
   type GrpcLoadSummary,
@@ -255,29 +256,5 @@ export async function runLeanGrpcLoad(options: LeanGrpcLoadOptions): Promise<Grp
   } finally {
     for (const session of sessions) session.close();
   }
-  const seconds = Math.round(performance.now() - started) / 1000;
-  const ms = (micros: number) => Math.round(micros / 10) / 100;
-  const done = counted.answered + counted.failed;
-  const allowed = codes.OK ?? 0;
-  const denied = codes.OVER_LIMIT ?? 0;
-  return {
-    seconds,
-    requests: counted.answered,
-    throughput: Math.round(counted.answered / seconds),
-    latencyMs:
-      done === 0
-        ? { p50: 0, p90: 0, p99: 0, max: 0 }
-        : {
-            p50: ms(histogram.percentile(50)),
-            p90: ms(histogram.percentile(90)),
-            p99: ms(histogram.percentile(99)),
-            max: ms(histogram.max),
-          },
-    allowed,
-    denied,
-    errors: counted.failed + counted.answered - allowed - denied,
-    codes,
-    failures,
-    failureDetails,
-  };
+  return loadSummary({ started, histogram, codes, counted, failures, failureDetails });
 }

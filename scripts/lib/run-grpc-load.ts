@@ -2,7 +2,7 @@
 // @grpc/grpc-js client, as Envoy's ratelimit filter calls it, and sums up throughput, latency,
 // answers by code and failed calls by gRPC status. The HTTP /check counterpart is run-load.ts.
 import { fileURLToPath } from 'node:url';
-import { createHistogram } from 'node:perf_hooks';
+import { createHistogram, type RecordableHistogram } from 'node:perf_hooks';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import type { FeatureSpread } from './run-load.js';
@@ -181,6 +181,31 @@ export async function runGrpcLoad(options: GrpcLoadOptions): Promise<GrpcLoadSum
   }
   // The last tick tells the end, which the timer may not have reached.
   options.onTick?.(counted.answered + counted.failed);
+  return loadSummary({ started, histogram, codes, counted, failures, failureDetails });
+}
+
+/** What a gRPC load run counted, as it goes. */
+export interface LoadCounts {
+  /** performance.now() when the first call went out. */
+  readonly started: number;
+  /** Each answered call's latency, in whole microseconds. */
+  readonly histogram: RecordableHistogram;
+  /** Answers by overall_code. */
+  readonly codes: Record<string, number>;
+  readonly counted: { readonly answered: number; readonly failed: number };
+  readonly failures: GrpcLoadSummary['failures'];
+  readonly failureDetails: GrpcLoadSummary['failureDetails'];
+}
+
+/** The summary of a run, the same for the grpc-js client and the bench's lean generator. */
+export function loadSummary({
+  started,
+  histogram,
+  codes,
+  counted,
+  failures,
+  failureDetails,
+}: LoadCounts): GrpcLoadSummary {
   const seconds = Math.round(performance.now() - started) / 1000;
   const ms = (micros: number) => Math.round(micros / 10) / 100;
   const done = counted.answered + counted.failed;
