@@ -1,16 +1,12 @@
 import { execFile, spawn } from 'node:child_process';
-import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readFile } from 'node:fs/promises';
 import { promisify } from 'node:util';
-import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { FLOORS, startFloor } from '../scripts/bench/grpc-floors.js';
 import { MISREAD, runLeanGrpcLoad } from '../scripts/bench/lean-grpc.js';
 import { featureSpread, oneFeature } from '../scripts/lib/run-load.js';
-import { loadSettings } from '../src/config/settings.js';
-import { startService } from '../src/service.js';
-import { uniquePrefix, useMemcached } from './helpers/memcached.js';
+import { envoyConfigFile, startEnvoyService } from './helpers/envoy-service.js';
+import { useMemcached } from './helpers/memcached.js';
 
 /** Starts one bench case's server process and returns its URL and a way to stop it. */
 async function startCase(name: string, servers: string): Promise<{ url: string; stop: () => void }> {
@@ -61,27 +57,12 @@ describe('the grpc suite’s lean generator', () => {
   const memcached = useMemcached();
 
   it('reads memgate’s OK and OVER_LIMIT answers as a full decode does, and its refusals by gRPC status', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'memgate-lean-'));
-    const config = join(dir, 'ratelimit.yaml');
-    await writeFile(
-      config,
+    const config = await envoyConfigFile(
       'domain: bench\ndescriptors:\n  - key: client\n    rate_limit: { unit: minute, requests_per_unit: 3 }\n',
     );
-    const settings = loadSettings(
-      {
-        PORT: '0',
-        HOST: '127.0.0.1',
-        MEMGATE_GRPC_PORT: '0',
-        MEMGATE_ENVOY_CONFIG: config,
-        MEMCACHED_SERVERS: memcached().servers,
-        MEMGATE_KEY_PREFIX: uniquePrefix(),
-        MEMGATE_USAGE_DB: 'off',
-      },
-      [],
-    );
-    const service = await startService(settings, pino({ level: 'silent' }));
+    const { service, client, address } = await startEnvoyService(memcached(), { config });
+    client.close();
     try {
-      const address = `127.0.0.1:${String(service.grpc?.port)}`;
       const call = { address, descriptors: [[{ key: 'client', value: '%feature' }]], sessions: 1, verifyEvery: 1 };
       // One call at a time: the first three are allowed, the rest over the limit.
       const one = await runLeanGrpcLoad({

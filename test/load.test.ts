@@ -1,21 +1,16 @@
 import { execFile } from 'node:child_process';
-import { mkdtemp, writeFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { FastifyInstance } from 'fastify';
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../scripts/lib/memcached-process.js';
 import type { GrpcLoadSummary } from '../scripts/lib/run-grpc-load.js';
 import type { LoadSummary } from '../scripts/lib/run-load.js';
-import { loadSettings } from '../src/config/settings.js';
 import { createLimiter } from '../src/counting/limiter.js';
 import { buildApp } from '../src/http/app.js';
-import { startService, type RunningService } from '../src/service.js';
 import { createEmbeddedStore } from '../src/store/embedded-store.js';
-import { uniquePrefix, useMemcached } from './helpers/memcached.js';
+import { envoyConfigFile, startEnvoyService, type EnvoyService } from './helpers/envoy-service.js';
+import { useMemcached } from './helpers/memcached.js';
 
 const run = promisify(execFile);
 /** `npm run load`, without npm; resolves to exit code, stdout and stderr whatever the code. */
@@ -147,14 +142,11 @@ describe('npm run load', () => {
 
 describe('npm run load -- --grpc', () => {
   const memcached = useMemcached();
-  let service: RunningService;
+  let envoy: EnvoyService;
   let address: string;
   beforeAll(async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'memgate-load-'));
-    const config = join(dir, 'ratelimit.yaml');
     // Sliding, so that no window boundary falls inside a test and resets the count.
-    await writeFile(
-      config,
+    const config = await envoyConfigFile(
       [
         'domain: edge',
         'descriptors:',
@@ -165,23 +157,12 @@ describe('npm run load -- --grpc', () => {
         '',
       ].join('\n'),
     );
-    const settings = loadSettings(
-      {
-        PORT: '0',
-        HOST: '127.0.0.1',
-        MEMGATE_GRPC_PORT: '0',
-        MEMGATE_ENVOY_CONFIG: config,
-        MEMCACHED_SERVERS: memcached().servers,
-        MEMGATE_KEY_PREFIX: uniquePrefix(),
-        MEMGATE_USAGE_DB: 'off',
-      },
-      [],
-    );
-    service = await startService(settings, pino({ level: 'silent' }));
-    address = `127.0.0.1:${service.grpc?.port ?? 0}`;
+    envoy = await startEnvoyService(memcached(), { config });
+    ({ address } = envoy);
   });
   afterAll(async () => {
-    await service.close();
+    envoy.client.close();
+    await envoy.service.close();
   });
 
   it('admits exactly the configured limit of one hot address, and answers the rest OVER_LIMIT', async () => {

@@ -39,6 +39,48 @@ export interface EnvoyServiceOptions {
 }
 
 /**
+ * One service on `memcached`, with the Envoy configuration file `options.config`. The caller
+ * closes it (`service.close()`, `client.close()`); useEnvoyServices closes each test's for it.
+ */
+export async function startEnvoyService(
+  memcached: TestMemcached,
+  options: EnvoyServiceOptions & { readonly config: string },
+): Promise<EnvoyService> {
+  const lines: string[] = [];
+  const logger = pino(
+    { level: 'info' },
+    new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        lines.push(chunk.toString());
+        done();
+      },
+    }),
+  );
+  const settings = loadSettings(
+    {
+      PORT: '0',
+      HOST: '127.0.0.1',
+      MEMGATE_GRPC_PORT: '0',
+      MEMGATE_ENVOY_CONFIG: options.config,
+      MEMCACHED_SERVERS: memcached.servers,
+      MEMGATE_KEY_PREFIX: options.prefix ?? uniquePrefix(),
+      MEMGATE_USAGE_DB: 'off',
+      ...options.env,
+    },
+    [],
+  );
+  const service = await startService(settings, logger);
+  const grpcPort = service.grpc?.port;
+  if (grpcPort === undefined) {
+    await service.close();
+    throw new Error('the gRPC server did not start');
+  }
+  const address = `127.0.0.1:${grpcPort}`;
+  const { port } = service.app.server.address() as { port: number };
+  return { service, client: rlsClient(address), address, url: `http://127.0.0.1:${port}`, lines };
+}
+
+/**
  * For a test file: a function starting services on `memcached` with `defaultConfig` unless a
  * test names another, closed after each test.
  */
@@ -46,44 +88,16 @@ export function useEnvoyServices(
   memcached: () => TestMemcached,
   defaultConfig: string,
 ): (options?: EnvoyServiceOptions) => Promise<EnvoyService> {
-  const running: RunningService[] = [];
-  const clients: RlsClient[] = [];
+  const started: EnvoyService[] = [];
   afterEach(async () => {
-    for (const client of clients.splice(0)) client.close();
-    await Promise.all(running.splice(0).map((service) => service.close()));
+    const closing = started.splice(0);
+    for (const { client } of closing) client.close();
+    await Promise.all(closing.map(({ service }) => service.close()));
   });
   return async (options = {}) => {
-    const lines: string[] = [];
-    const logger = pino(
-      { level: 'info' },
-      new Writable({
-        write(chunk: Buffer, _encoding, done) {
-          lines.push(chunk.toString());
-          done();
-        },
-      }),
-    );
-    const settings = loadSettings(
-      {
-        PORT: '0',
-        HOST: '127.0.0.1',
-        MEMGATE_GRPC_PORT: '0',
-        MEMGATE_ENVOY_CONFIG: options.config ?? (await envoyConfigFile(defaultConfig)),
-        MEMCACHED_SERVERS: memcached().servers,
-        MEMGATE_KEY_PREFIX: options.prefix ?? uniquePrefix(),
-        MEMGATE_USAGE_DB: 'off',
-        ...options.env,
-      },
-      [],
-    );
-    const service = await startService(settings, logger);
-    running.push(service);
-    const grpcPort = service.grpc?.port;
-    if (grpcPort === undefined) throw new Error('the gRPC server did not start');
-    const address = `127.0.0.1:${grpcPort}`;
-    const client = rlsClient(address);
-    clients.push(client);
-    const { port } = service.app.server.address() as { port: number };
-    return { service, client, address, url: `http://127.0.0.1:${port}`, lines };
+    const config = options.config ?? (await envoyConfigFile(defaultConfig));
+    const one = await startEnvoyService(memcached(), { ...options, config });
+    started.push(one);
+    return one;
   };
 }
