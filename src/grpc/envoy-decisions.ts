@@ -17,6 +17,14 @@ import type {
   RateLimitUnit,
 } from './messages.js';
 
+/** Every unit, shortest first: the one a window's length names, when it names one. */
+const UNITS = Object.keys(ENVOY_UNIT_SECONDS) as EnvoyUnit[];
+
+/** Whether a matched limit's denial refuses the request: shadow_mode and quota_mode answer OK. */
+function enforcedOf(match: Extract<EnvoyMatch, { kind: 'limit' }>): boolean {
+  return !match.shadowMode && !match.descriptor.quotaMode;
+}
+
 /** What an unlimited descriptor reports as remaining, as envoyproxy/ratelimit does. */
 const UNLIMITED_REMAINING = 0xffff_ffff;
 
@@ -60,8 +68,6 @@ export function createEnvoyDecider(
     const statuses: (DescriptorStatus | undefined)[] = [];
     const counted: Counted[] = [];
     const checks: TogetherCheck[] = [];
-    const enforcedOf = (match: Extract<EnvoyMatch, { kind: 'limit' }>) =>
-      !match.shadowMode && !match.descriptor.quotaMode;
     // A limit of 0 requests denies without counting; enforced, it denies the whole request.
     const deniedOutright = matches.some(
       (match) => match.kind === 'limit' && match.rateLimit.requestsPerUnit === 0 && enforcedOf(match),
@@ -138,8 +144,7 @@ function zeroLimitStatus(rateLimit: EnvoyRateLimit, enforced: boolean, nowMs: nu
  * same length as a `window`; none for a window no unit is as long as (90 s).
  */
 function currentLimitOf(rateLimit: EnvoyRateLimit): { currentLimit?: CurrentLimit } {
-  const units = Object.keys(ENVOY_UNIT_SECONDS) as EnvoyUnit[];
-  const unit = [rateLimit.unit, ...units].find((u) => u !== undefined && ENVOY_UNIT_SECONDS[u] === rateLimit.window);
+  const unit = [rateLimit.unit, ...UNITS].find((u) => u !== undefined && ENVOY_UNIT_SECONDS[u] === rateLimit.window);
   if (unit === undefined) return {};
   return {
     currentLimit: {
