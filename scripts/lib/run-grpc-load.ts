@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { createHistogram, type RecordableHistogram } from 'node:perf_hooks';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
-import type { FeatureSpread } from './run-load.js';
+import type { FeatureSpread, LoadFigures } from './run-load.js';
 
 /** How long a call may wait for its answer before it fails DEADLINE_EXCEEDED (as the HTTP mode's timeout). */
 export const CALL_DEADLINE_SECONDS = 10;
@@ -39,19 +39,7 @@ export interface GrpcLoadOptions {
   readonly onTick?: (done: number) => void;
 }
 
-export interface GrpcLoadSummary {
-  readonly seconds: number;
-  /** Calls answered (OK, OVER_LIMIT or another overall_code). */
-  readonly requests: number;
-  readonly throughput: number;
-  /** Milliseconds, to 0.01 ms. */
-  readonly latencyMs: { readonly p50: number; readonly p90: number; readonly p99: number; readonly max: number };
-  /** Answered OK. */
-  readonly allowed: number;
-  /** Answered OVER_LIMIT. */
-  readonly denied: number;
-  /** Calls that failed with a gRPC status, and answers neither OK nor OVER_LIMIT. */
-  readonly errors: number;
+export interface GrpcLoadSummary extends LoadFigures {
   /** Answers by overall_code. */
   readonly codes: Readonly<Record<string, number>>;
   /** Calls that failed, by gRPC status name (UNAVAILABLE, INVALID_ARGUMENT, DEADLINE_EXCEEDED, …). */

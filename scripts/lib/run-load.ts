@@ -19,16 +19,23 @@ export interface LoadOptions {
   readonly onTick?: (done: number) => void;
 }
 
-export interface LoadSummary {
+/** What every load run measures, over HTTP or gRPC. */
+export interface LoadFigures {
   readonly seconds: number;
+  /** Requests answered. */
   readonly requests: number;
   readonly throughput: number;
-  /** Whole milliseconds, as autocannon records them. */
+  /** Milliseconds: whole ones over HTTP, as autocannon records them; to 0.01 ms over gRPC. */
   readonly latencyMs: { readonly p50: number; readonly p90: number; readonly p99: number; readonly max: number };
+  /** Answered allowed (200, OK). */
   readonly allowed: number;
+  /** Answered denied (429, OVER_LIMIT). */
   readonly denied: number;
-  /** Requests that failed: answers other than 200 or 429, and requests that got no answer. */
+  /** Requests that failed, and answers that are neither allowed nor denied. */
   readonly errors: number;
+}
+
+export interface LoadSummary extends LoadFigures {
   /** Answers by HTTP status. */
   readonly statuses: Readonly<Record<string, number>>;
   /** Requests that got no answer, by kind: a system error code (ECONNREFUSED, ECONNRESET, …) or `timeout`. */
