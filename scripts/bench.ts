@@ -10,6 +10,7 @@ import { client } from './bench/client.js';
 import { COMPILED_ENV } from './bench/compiled.js';
 import { denyPath } from './bench/deny.js';
 import { embedded } from './bench/embedded.js';
+import { exactness } from './bench/exactness.js';
 import { grpc } from './bench/grpc.js';
 import { memory } from './bench/memory.js';
 import { overload } from './bench/overload.js';
@@ -20,7 +21,7 @@ import { EXIT, runCommand } from './lib/command-line.js';
 import { memcachedVersion, startMemcachedProcess } from './lib/memcached-process.js';
 import { formatSeconds, progressIntervalMs, startProgress } from './lib/progress.js';
 
-const SUITES: readonly Suite[] = [embedded, throughput, denyPath, overload, memory, usage, client, grpc];
+const SUITES: readonly Suite[] = [embedded, throughput, denyPath, exactness, overload, memory, usage, client, grpc];
 const DOCS = 'docs/performance.md';
 /** About how long `npm run build` takes on the 2-core development machine. */
 const BUILD_SECONDS = 20;
@@ -33,6 +34,8 @@ ${SUITES.map((suite) => `                      ${suite.name.padEnd(11)} ${suite.
   --connections N   concurrent connections of the throughput, deny and grpc suites (default 50)
   --rounds N        rounds; every case runs once per round, in turn (default 3)
   --memcached H:P   an existing Memcached (default: start one on a free port)
+  --baseline REF    a commit of this clone to build and measure beside this one, where
+                    a suite compares builds (throughput, exactness)
   --write-docs      write the results into ${DOCS}, each suite into its own section
                     (without it, nothing is written)
 
@@ -51,6 +54,7 @@ runCommand(
       connections: { type: 'string' },
       rounds: { type: 'string' },
       memcached: { type: 'string' },
+      baseline: { type: 'string' },
       'write-docs': { type: 'boolean' },
     },
   },
@@ -114,6 +118,7 @@ runCommand(
         duration,
         connections,
         rounds,
+        ...(values.baseline === undefined ? {} : { baseline: values.baseline }),
         progress: log,
         doing: (what) => {
           progress.update(Math.min(elapsed(), 0.99 * estimate), what);

@@ -112,16 +112,31 @@ describe('denials answered from memory', () => {
     expect(work).toEqual({ reads: 0, writes: 0 });
   });
 
-  it('asks the store again after maxDenialCacheMs, and for another cost', async () => {
+  it('asks the store again after maxDenialCacheMs, and for another cost, reading before it counts while the denial holds', async () => {
     const { limiter, clock } = await exhaust({ maxDenialCacheMs: 500 });
     clock.ms = T0 + 10_400;
-    const otherCost = await serverWork(() => limiter.check({ event: 'tight', feature: 'eve', cost: 2 }));
-    expect(otherCost.writes).toBeGreaterThan(0);
+    // A larger cost cannot fit where a smaller one did not: it reads, and counts nothing.
+    const larger = await serverWork(async () => {
+      expect(await limiter.check({ event: 'tight', feature: 'eve', cost: 2 })).toMatchObject({ allowed: false });
+    });
+    expect(larger).toMatchObject({ writes: 0 });
+    expect(larger.reads).toBeGreaterThan(0);
     clock.ms = T0 + 10_500;
     const expired = await serverWork(async () => {
       expect(await limiter.check({ event: 'tight', feature: 'eve' })).toMatchObject({ allowed: false, retryAfter: 20 });
     });
-    expect(expired.writes).toBeGreaterThan(0);
+    expect(expired).toMatchObject({ writes: 0 });
+    expect(expired.reads).toBeGreaterThan(0);
+  });
+
+  it('counts a smaller cost than the one denied, which may still fit', async () => {
+    const { limiter } = limiterWith();
+    for (let i = 0; i < 2; i++) expect((await limiter.check({ event: 'tight', feature: 'ann' })).allowed).toBe(true);
+    expect((await limiter.check({ event: 'tight', feature: 'ann', cost: 2 })).allowed).toBe(false);
+    const smaller = await serverWork(async () => {
+      expect((await limiter.check({ event: 'tight', feature: 'ann', cost: 1 })).allowed).toBe(true);
+    });
+    expect(smaller.writes).toBeGreaterThan(0);
   });
 
   it('never repeats a denial past the second its retryAfter names', async () => {
@@ -132,9 +147,11 @@ describe('denials answered from memory', () => {
     expect((await limiter.check({ event: 'tight', feature: 'eve' })).allowed).toBe(true);
   });
 
-  it('asks the store every time with maxDenialCacheMs 0', async () => {
+  it('asks the store every time with maxDenialCacheMs 0, reading only while the denial holds', async () => {
     const { limiter, clock } = await exhaust({ maxDenialCacheMs: 0 });
     clock.ms = T0 + 10_400;
-    expect((await serverWork(() => limiter.check({ event: 'tight', feature: 'eve' }))).writes).toBe(2);
+    const work = await serverWork(() => limiter.check({ event: 'tight', feature: 'eve' }));
+    expect(work).toMatchObject({ writes: 0 });
+    expect(work.reads).toBeGreaterThan(0);
   });
 });

@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { RateLimitRequest, RateLimitResponse } from '../src/grpc/messages.js';
 import { REQUEST_LIMITS } from '../src/grpc/messages.js';
 import { startGrpcServer, type GrpcServer, type GrpcServerOptions } from '../src/grpc/server.js';
-import { HealthClient, RateLimitClient } from './helpers/envoy-client.js';
+import { HealthClient, RateLimitClient } from '../scripts/lib/rls-client.js';
 
 interface Logged {
   details: object;

@@ -3,7 +3,7 @@
 // Memcached freezes. Each test is a promise of docs/envoy.md that an attack tried to break.
 import * as grpc from '@grpc/grpc-js';
 import { describe, expect, it } from 'vitest';
-import { RateLimitClient, oneDescriptor, type RlsClient, type WireRequestIn } from './helpers/envoy-client.js';
+import { RateLimitClient, oneDescriptor, type RlsClient, type WireRequestIn } from '../scripts/lib/rls-client.js';
 import { envoyConfigFile, useEnvoyServices } from './helpers/envoy-service.js';
 import { uniquePrefix, useMemcached } from './helpers/memcached.js';
 

@@ -54,14 +54,17 @@ export function startCase(name: string, servers: string): Promise<Measured> {
 }
 
 /**
- * The memgate service as `npm start` runs it (dist/main.js: the bench builds it first),
+ * The memgate service as `npm start` runs it (dist/main.js: the bench builds it first; under
+ * `root`, another commit's build),
  * with `env` on top of a free port; resolves once it logs that it listens. Its usage history
  * goes to a file of its own in a temporary folder unless `env` names one: one process
  * writes a file, and the checkout's ./data stays clean.
  */
-export function startService(env: Record<string, string>): Promise<Measured> {
+export function startService(env: Record<string, string>, options: { root?: string } = {}): Promise<Measured> {
   const usageFolder = mkdtempSync(join(tmpdir(), 'memgate-bench-'));
+  // Another build (baseline.ts) runs from its own folder, where its proto/ and dashboard/ are.
   const child = spawn(process.execPath, ['dist/main.js'], {
+    cwd: options.root,
     env: {
       PATH: process.env.PATH,
       PORT: '0',

@@ -7,6 +7,8 @@ export interface SuiteContext {
   readonly duration: number;
   readonly connections: number;
   readonly rounds: number;
+  /** A commit (or other ref) of this clone to measure beside this build, where a suite compares builds (--baseline). */
+  readonly baseline?: string;
   /** A line that stays in the log: what a step found. */
   readonly progress: (line: string) => void;
   /** What the suite is busy with now, for the progress shown every few seconds. */

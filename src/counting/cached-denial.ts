@@ -20,7 +20,9 @@ export interface CachedDenial {
 /**
  * Remembers a denial for requests of the same cost, which are denied with the same retryAfter.
  * Only a denial whose release second is exact may be repeated: an early answer from the
- * cache would deny a request the store would allow.
+ * cache would deny a request the store would allow. Past `untilMs` it is no longer repeated,
+ * but still tells that a request of its cost or more finds no room before its release
+ * second (see shortOfRoom).
  */
 export function rememberDenial(
   decision: Decision,
@@ -28,9 +30,19 @@ export function rememberDenial(
   releaseSecond: number,
   nowMs: number,
   maxMs: number,
-): CachedDenial | undefined {
+): CachedDenial {
   const untilMs = Math.min(releaseSecond * 1000, nowMs + maxMs);
-  return untilMs > nowMs ? { cost, decidedAtMs: nowMs, untilMs, releaseSecond, decision } : undefined;
+  return { cost, decidedAtMs: nowMs, untilMs, releaseSecond, decision };
+}
+
+/**
+ * Whether a request of `cost` will likely find no room at `second`: a denial of this cost or
+ * less has not reached its release second yet. Counts only rise meanwhile, unless a reset,
+ * refund, returned lease or refused request lowers them: so this is a hint to read before
+ * counting, never an answer.
+ */
+export function shortOfRoom(cached: CachedDenial | undefined, cost: number, second: number): boolean {
+  return cached !== undefined && cost >= cached.cost && second < cached.releaseSecond;
 }
 
 /** The cached denial as it stands at `nowMs`, or undefined when it does not answer this request. */

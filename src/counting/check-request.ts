@@ -1,4 +1,6 @@
-// A check request: its shape, and the validation that runs before anything is counted (a refused request touches no counter).
+// The first stage of a check: what a caller asks, validated into plain items before anything
+// is counted (a refused request touches no counter). Every surface (check, peek, batch items,
+// checks together, lease takes) turns its request into CheckItems here.
 import { LimiterInputError } from './errors.js';
 import type { EventPlan } from './plan.js';
 
@@ -12,8 +14,84 @@ export interface CheckRequest {
   readonly cost?: number | undefined;
 }
 
+/** One check of a request decided with others (see Limiter.checkTogether). */
+export interface TogetherCheck extends CheckRequest {
+  /** Decided without counting: whether a request of `cost` has room now. Default false. */
+  readonly peek?: boolean;
+  /**
+   * Whether its denial denies the request. Default true. A check not enforced (a shadow
+   * limit) is decided as if it were and counted only when its limits allow it, so its
+   * counters hold what enforcing it would; it never denies the others.
+   */
+  readonly enforced?: boolean;
+}
+
+/**
+ * A lease's record of its units, written with its increments so that its return finds them:
+ * under an id made of the second they are counted at and this random `token`.
+ */
+export interface LeaseRecord {
+  readonly token: string;
+  readonly ttlSeconds: number;
+}
+
+/** A check validated: what the pipeline decides. Plain data; the same for every surface. */
+export interface CheckItem {
+  readonly plan: EventPlan;
+  readonly feature: string;
+  /** What it asks room for; for a lease (`upTo`), the most it takes. */
+  readonly cost: number;
+  /** Counted when the request is allowed; false for a peek. */
+  readonly counting: boolean;
+  /** Its denial denies the request (false: a shadow check). */
+  readonly enforced: boolean;
+  /** The cost exceeds a limit of the event: no request of it can ever be allowed, so it is never counted. */
+  readonly impossible: boolean;
+  /** A lease: takes what remains, from 1 up to `cost`. */
+  readonly upTo?: boolean;
+  /** A lease's record of its units. */
+  readonly record?: LeaseRecord;
+}
+
 /** Features longer than this many UTF-8 bytes are refused. */
 export const MAX_FEATURE_BYTES = 1024;
+
+/** A check that counts (`check`) or only asks (`peek`), refusing a cost beyond the event's limits. */
+export function checkItem(
+  plans: ReadonlyMap<string, EventPlan>,
+  request: CheckRequest,
+  kind: 'check' | 'peek',
+): CheckItem {
+  const plan = eventPlan(plans, request.event);
+  return {
+    plan,
+    feature: validFeature(request.feature),
+    cost: validCost(request.cost, plan),
+    counting: kind === 'check',
+    enforced: true,
+    impossible: false,
+  };
+}
+
+/**
+ * A check of several decided as one request. Any positive cost is a question here: one beyond
+ * a limit is answered "never" (denied without a retryAfter) instead of refused, since the
+ * other checks of the request still want their answers (Envoy's hits_addend).
+ */
+export function togetherItem(plans: ReadonlyMap<string, EventPlan>, check: TogetherCheck): CheckItem {
+  const plan = eventPlan(plans, check.event);
+  const feature = validFeature(check.feature);
+  const cost = validCost(check.cost, plan, { beyondLimit: true });
+  const impossible = cost > plan.maxCost;
+  return {
+    plan,
+    feature,
+    cost,
+    counting: check.peek !== true && !impossible,
+    enforced: check.enforced !== false,
+    impossible,
+  };
+}
 
 export function eventPlan(plans: ReadonlyMap<string, EventPlan>, event: unknown): EventPlan {
   if (typeof event !== 'string' || event.length === 0) {
@@ -48,12 +126,13 @@ export function validFeature(feature: unknown): string {
   return feature;
 }
 
-export function validCost(cost: unknown, plan: EventPlan): number {
+/** A positive integer cost, 1 when absent; beyond the event's limits only with `beyondLimit`. */
+export function validCost(cost: unknown, plan: EventPlan, options: { beyondLimit?: boolean } = {}): number {
   if (cost === undefined) return 1;
   if (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 1) {
     throw new LimiterInputError('invalid_cost', 'cost must be a positive integer');
   }
-  if (cost > plan.maxCost) {
+  if (cost > plan.maxCost && options.beyondLimit !== true) {
     const tightest = plan.limits.find((limit) => limit.policy.limit === plan.maxCost);
     throw new LimiterInputError(
       'cost_exceeds_limit',

@@ -87,6 +87,11 @@ export function excessOf(limits: readonly LimitCounts[], cost: number, now: numb
   return limits.map((limit) => countedTotal(limit, now) + cost - limit.plan.policy.limit);
 }
 
+/** What each limit's window holds at second `now`. */
+export function windowTotals(limits: readonly LimitCounts[], now: number): number[] {
+  return limits.map((limit) => countedTotal(limit, now));
+}
+
 /** What a limit's window holds at second `now`: its buckets, the oldest weighted by the edge rule. */
 function countedTotal({ plan, buckets, settled }: LimitCounts, now: number): number {
   let total = settled?.total ?? 0;

@@ -10,8 +10,14 @@ export interface FeatureState {
   readonly base: string;
   /** The window of the last second checked; settled counts carry over from it. */
   window?: FeatureWindow | undefined;
-  /** The last denial whose answer cannot change yet. */
+  /** The last confirmed denial: repeated while its answer cannot change, and a hint until its release. */
   denial?: CachedDenial | undefined;
+  /**
+   * The least room any limit had after the last decision on counts, and the second of that
+   * decision: a request asking more within that second reads before it counts.
+   */
+  room?: number | undefined;
+  roomSecond?: number | undefined;
 }
 
 /** How much of the budget the cache holds now. */
@@ -106,4 +112,11 @@ export class FeatureCache {
     }
     return bytes;
   }
+}
+
+/** Counts changed behind this instance's memory of a feature (a refund, a returned lease, a reset): read them again. */
+export function forgetCounts(state: FeatureState): void {
+  state.window = undefined;
+  state.denial = undefined;
+  state.room = undefined;
 }

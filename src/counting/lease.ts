@@ -1,9 +1,17 @@
-// Quota leases: their requests, ids and keys. The limiter (limiter.ts) grants and takes them back.
+// Quota leases: their requests, ids and keys; a take as a check item of the one check step
+// (check-step.ts), and a return, which moves counts rather than deciding.
 import { createHash, randomBytes } from 'node:crypto';
+import type { CheckContext } from './check-context.js';
+import { eventPlan, validFeature, type CheckItem, type CheckRequest } from './check-request.js';
+import { incrementsAt } from './counter-call.js';
 import { LimiterInputError } from './errors.js';
 import type { Decision } from './decision.js';
-import type { CheckRequest } from './check-request.js';
+import { forgetCounts } from './feature-cache.js';
+import { resetMarkerKey } from './keys.js';
 import type { EventPlan, LeasePlan } from './plan.js';
+
+/** Units counted by a lease that are not taken back stay this much longer than its hold, for a late duplicate return to find. */
+const LEASE_KEY_SLACK_SECONDS = 60;
 
 /** Asks for up to `units` of a feature's quota at once, to spend without asking again. */
 export interface LeaseRequest extends Omit<CheckRequest, 'cost'> {
@@ -37,11 +45,16 @@ export interface LeaseReturned {
 }
 
 /**
- * A lease's id: the second it was taken at (its buckets), and 128 random bits, so that a
- * return names a lease only its holder knows.
+ * A lease's id: the second it was counted at (its buckets), and 128 random bits drawn when it
+ * was asked for (its `token`), so that a return names a lease only its holder knows.
  */
-export function newLeaseId(second: number): string {
-  return `${second}.${randomBytes(16).toString('base64url')}`;
+export function leaseId(second: number, token: string): string {
+  return `${second}.${token}`;
+}
+
+/** The random part of a lease's id. */
+export function leaseToken(): string {
+  return randomBytes(16).toString('base64url');
 }
 
 const LEASE_ID = /^([0-9]{1,12})\.([A-Za-z0-9_-]{22})$/;
@@ -85,4 +98,87 @@ export function validUnits(units: unknown, name: 'units' | 'unused', min: 0 | 1)
     throw new LimiterInputError('invalid_cost', `${name} must be a ${min === 1 ? 'positive' : 'non-negative'} integer`);
   }
   return units;
+}
+
+/** A lease take as a check item: up to `units` (never more than maxUnits, nor the tightest limit), its record written with them. */
+export function leaseItem(plans: ReadonlyMap<string, EventPlan>, request: LeaseRequest): CheckItem {
+  const plan = eventPlan(plans, request.event);
+  const lease = leasePlanOf(plan);
+  return {
+    plan,
+    feature: validFeature(request.feature),
+    cost: Math.min(validUnits(request.units, 'units', 1), lease.maxUnits, plan.maxCost),
+    counting: true,
+    enforced: true,
+    impossible: false,
+    upTo: true,
+    record: { token: leaseToken(), ttlSeconds: lease.holdSeconds + LEASE_KEY_SLACK_SECONDS },
+  };
+}
+
+/** What an allowed lease took: the id its units were recorded under, their number, and when they were counted. */
+export interface TakenLease {
+  readonly id: string;
+  readonly units: number;
+  readonly countedAtMs: number;
+}
+
+/** A lease take's answer: the step's decision, with the lease when it was allowed. */
+export function leaseDecision(decision: Decision, taken: TakenLease | undefined, lease: LeasePlan): LeaseDecision {
+  if (!decision.allowed || decision.degraded || !taken) return decision;
+  return {
+    ...decision,
+    lease: {
+      id: taken.id,
+      units: taken.units,
+      seconds: lease.lifeSeconds,
+      expiresAt: Math.floor(taken.countedAtMs) + lease.lifeSeconds * 1000,
+    },
+  };
+}
+
+/**
+ * Takes back a lease's unused units from the buckets of its second and counts its spent ones
+ * at this second instead, once, for its holder, within its hold. A reset at or after the
+ * lease's second forgot its units (deleting their bucket, which since counts other checks):
+ * then nothing is taken back.
+ */
+export async function returnLease(
+  context: CheckContext,
+  plans: ReadonlyMap<string, EventPlan>,
+  request: LeaseReturn,
+): Promise<LeaseReturned> {
+  const plan = eventPlan(plans, request.event);
+  const lease = leasePlanOf(plan);
+  const state = context.features.state(plan, validFeature(request.feature));
+  const second = leaseSecond(request.id);
+  const unused = validUnits(request.unused, 'unused', 0);
+  const now = Math.floor(context.now(state.base) / 1000);
+  if (second > now + context.skewSeconds)
+    throw new LimiterInputError('unknown_lease', 'the lease id is not one memgate gave');
+  if (now > second + lease.holdSeconds)
+    throw new LimiterInputError(
+      'lease_expired',
+      `the lease was taken ${now - second} s ago, past its life and the grace for its return (${lease.holdSeconds} s); its units stay counted`,
+    );
+  const ttlSeconds = lease.holdSeconds + LEASE_KEY_SLACK_SECONDS;
+  // Counting the return first makes it the only one, however many arrive at once.
+  const { incremented, read } = await context.store.incrementAndRead(
+    [{ key: leaseReturnsKey(state.base, request.id), delta: 1, ttlSeconds }],
+    [leaseUnitsKey(state.base, plan, request.id), resetMarkerKey(state.base)],
+  );
+  const granted = read[0] ?? 0;
+  const forgotten = (read[1] ?? 0) >= second;
+  if (granted === 0) throw new LimiterInputError('unknown_lease', 'no lease of this id for this event and feature');
+  if ((incremented[0] ?? 0) > 1) throw new LimiterInputError('lease_returned', 'the lease was returned already');
+  // A holder claiming more than it was given has a bug: its units stay counted.
+  if (unused > granted)
+    throw new LimiterInputError('invalid_cost', `unused ${unused} is more than the ${granted} units the lease holds`);
+  const spent = granted - unused;
+  // Spent units are counted again at this second first, so no window is short of them meanwhile.
+  if (spent > 0) await context.store.incrementAndRead(incrementsAt(plan, state.base, now, spent), []);
+  if (!forgotten) await context.store.decrement(incrementsAt(plan, state.base, second, granted));
+  // Counts changed behind this instance's memory of the feature: read them again.
+  forgetCounts(state);
+  return forgotten ? { returned: 0, spent } : { returned: unused, spent };
 }

@@ -8,7 +8,7 @@ import { pino } from 'pino';
 import { afterEach } from 'vitest';
 import { loadSettings } from '../../src/config/settings.js';
 import { startService, type RunningService } from '../../src/service.js';
-import { rlsClient, type RlsClient } from './envoy-client.js';
+import { rlsClient, type RlsClient } from '../../scripts/lib/rls-client.js';
 import { uniquePrefix, type TestMemcached } from './memcached.js';
 
 /** An Envoy configuration file with `text`, in a folder of its own. */

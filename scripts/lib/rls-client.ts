@@ -1,5 +1,5 @@
 // A grpc-js client of Envoy's rate limit service, speaking as Envoy's C++ filter does: the
-// .proto's own field names, over a real socket.
+// .proto's own field names, over a real socket. For the tests and the bench.
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
