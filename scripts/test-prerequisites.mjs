@@ -27,6 +27,12 @@ export const SYSTEM_NEEDS = [
   { package: 'memcached', purpose: 'the store tests', command: 'memcached' },
   { package: 'nginx', purpose: 'the gateway test', variable: 'NGINX_PATH', path: '/usr/sbin/nginx' },
   {
+    package: 'sasl2-bin',
+    purpose: 'the SASL test (saslpasswd2 makes the password file of memcached -S)',
+    variable: 'SASLPASSWD2_PATH',
+    path: '/usr/sbin/saslpasswd2',
+  },
+  {
     package: 'chromium',
     purpose: 'the browser tests of /docs and /dashboard',
     variable: 'CHROMIUM_PATH',

@@ -24,6 +24,7 @@ function machine(
 const EVERYTHING = [
   '/usr/bin/memcached',
   '/usr/sbin/nginx',
+  '/usr/sbin/saslpasswd2',
   '/usr/bin/chromium',
   '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1',
   '/usr/bin/carbon-cache',
@@ -42,6 +43,7 @@ describe('test prerequisites', () => {
     const env = {
       CHROMIUM_PATH: '/opt/chrome',
       NGINX_PATH: '/opt/nginx',
+      SASLPASSWD2_PATH: '/opt/saslpasswd2',
       LIBFAKETIME_PATH: '/opt/faketime.so',
       CARBON_CACHE_PATH: '/opt/carbon-cache',
       GRAPHITE_WEB_PATH: '/opt/graphite/settings.py',
@@ -56,6 +58,7 @@ describe('test prerequisites', () => {
     const plan = prerequisitesPlan(machine(['/usr/sbin/nginx', '/usr/bin/django-admin']));
     expect(plan.kind === 'install' && plan.needs.map((need) => need.package)).toEqual([
       'memcached',
+      'sasl2-bin',
       'chromium',
       'libfaketime',
       'graphite-carbon',
@@ -77,7 +80,7 @@ describe('test prerequisites', () => {
     });
     const elsewhere = prerequisitesPlan(machine([], { hasApt: false }));
     expect(elsewhere.kind === 'stop' && elsewhere.message).toMatch(
-      /; run: install memcached nginx chromium libfaketime graphite-carbon graphite-web python3-django \(Debian: apt-get install -y memcached nginx chromium libfaketime graphite-carbon graphite-web python3-django\)$/,
+      /; run: install memcached nginx sasl2-bin chromium libfaketime graphite-carbon graphite-web python3-django \(Debian: apt-get install -y memcached nginx sasl2-bin chromium libfaketime graphite-carbon graphite-web python3-django\)$/,
     );
   });
 
@@ -100,6 +103,7 @@ describe('test prerequisites', () => {
     expect(SYSTEM_NEEDS.map(({ package: name, variable, path }) => [name, variable, path])).toEqual([
       ['memcached', undefined, undefined],
       ['nginx', 'NGINX_PATH', '/usr/sbin/nginx'],
+      ['sasl2-bin', 'SASLPASSWD2_PATH', '/usr/sbin/saslpasswd2'],
       ['chromium', 'CHROMIUM_PATH', '/usr/bin/chromium'],
       ['libfaketime', 'LIBFAKETIME_PATH', '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1'],
       ['graphite-carbon', 'CARBON_CACHE_PATH', '/usr/bin/carbon-cache'],

@@ -40,6 +40,19 @@ describe('memcached store on one server', () => {
     await Promise.all(stores.map((store) => store.close()));
   });
 
+  it('reads replies that arrive split across many socket reads', async () => {
+    // 3,000 increments and 3,000 reads in one call: about 200 KB of replies, read in chunks
+    // that end in the middle of a reply.
+    const store = createMemcachedStore({ servers: memcached().servers });
+    const prefix = uniquePrefix();
+    const keys = Array.from({ length: 3000 }, (_, i) => `${prefix}:{t}:${i}`);
+    const increments = keys.map((key, i) => ({ key, delta: i + 1, ttlSeconds: 60 }));
+    const first = await store.incrementAndRead(increments, keys);
+    expect(first.incremented).toEqual(keys.map((_, i) => i + 1));
+    expect(first.read).toEqual(keys.map((_, i) => i + 1));
+    await store.close();
+  });
+
   it('reads a large multi-get in one batch', async () => {
     const store = createMemcachedStore({ servers: memcached().servers });
     const prefix = uniquePrefix();
@@ -139,5 +152,42 @@ describe('memcached store faults', () => {
     );
     await expect(store.ping()).rejects.toThrow(StoreUnavailableError);
     await store.close();
+  });
+});
+
+describe('memcached store with SASL', () => {
+  const user = { username: 'memgate', password: 'a passphrase: with spaces' };
+  let server: MemcachedProcess;
+  beforeAll(async () => {
+    server = await startMemcachedProcess({ sasl: user });
+  });
+  afterAll(async () => {
+    await server.stop();
+  });
+
+  it('authenticates with the credentials in MEMCACHED_SERVERS, before the first request of every connection', async () => {
+    const store = createMemcachedStore({
+      servers: server.servers,
+      credentials: { username: user.username, password: user.password },
+    });
+    const key = `${uniquePrefix()}:{t}:k`;
+    expect((await store.incrementAndRead([{ key, delta: 2, ttlSeconds: 60 }], [key])).read).toEqual([2]);
+    await store.ping();
+    await store.close();
+  });
+
+  it('refuses with the reason when the server refuses the credentials, and counts nothing', async () => {
+    const store = createMemcachedStore({
+      servers: server.servers,
+      credentials: { username: user.username, password: 'wrong' },
+    });
+    const key = `${uniquePrefix()}:{t}:k`;
+    await expect(store.incrementAndRead([{ key, delta: 1, ttlSeconds: 60 }], [])).rejects.toThrow(
+      /refused the credentials/,
+    );
+    await store.close();
+    const good = createMemcachedStore({ servers: server.servers, credentials: user });
+    expect((await good.incrementAndRead([], [key])).read).toEqual([0]);
+    await good.close();
   });
 });

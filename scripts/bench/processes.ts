@@ -6,6 +6,7 @@ import { readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { BUILD_ENV } from './compiled.js';
 
 export interface Measured {
   readonly url: URL;
@@ -37,10 +38,14 @@ function stopper(child: ChildProcess): () => Promise<void> {
     });
 }
 
-/** A bench case's server (see server.ts); it prints {"port": N} once it listens. */
-export function startCase(name: string, servers: string): Promise<Measured> {
+/**
+ * A bench case's server (see server.ts); it prints {"port": N} once it listens. With `root`,
+ * its memgate is another commit's build (baseline.ts).
+ */
+export function startCase(name: string, servers: string, options: { root?: string } = {}): Promise<Measured> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/bench/server.ts', name, servers], {
     stdio: ['ignore', 'pipe', 'inherit'],
+    env: options.root === undefined ? process.env : { ...process.env, [BUILD_ENV]: options.root },
   });
   return new Promise((resolve, reject) => {
     child.once('exit', (code) => {

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { access, constants } from 'node:fs/promises';
+import { access, constants, mkdtemp, writeFile } from 'node:fs/promises';
 import { createConnection, createServer } from 'node:net';
-import { userInfo } from 'node:os';
+import { tmpdir, userInfo } from 'node:os';
 import { delimiter, join } from 'node:path';
 
 /** A memcached process of our own on a loopback port, for tests and benchmarks. */
@@ -16,23 +16,43 @@ export interface MemcachedProcess {
 export const INSTALL_HINT =
   'a real Memcached is needed: set MEMCACHED_SERVERS=host:port, or install memcached (apt-get install -y memcached), or run a Docker engine for testcontainers';
 
+/** A user and password memcached accepts over SASL PLAIN, from a password file of its own. */
+export interface SaslUser {
+  readonly username: string;
+  readonly password: string;
+}
+
 /**
  * Starts the memcached binary on a loopback port (a free one unless `port` is given, as to
  * restart a server where its clients expect it) and waits until it accepts connections.
+ * With `sasl`, it runs with `-S` and accepts only that user (Cyrus SASL's sasldb, written by
+ * saslpasswd2 from Debian's sasl2-bin).
  */
 export async function startMemcachedProcess(
-  options: { port?: number; memoryMb?: number } = {},
+  options: { port?: number; memoryMb?: number; sasl?: SaslUser } = {},
 ): Promise<MemcachedProcess> {
   const binary = await findMemcachedBinary();
   if (!binary) throw new Error(INSTALL_HINT);
+  const sasl = options.sasl ? await saslConfig(options.sasl) : undefined;
   for (let attempt = 1; ; attempt++) {
     const port = options.port ?? (await freePort());
     // memcached refuses to run as root unless told which user to be.
     const user = process.getuid?.() === 0 ? ['-u', userInfo().username] : [];
     const child = spawn(
       binary,
-      ['-l', '127.0.0.1', '-p', String(port), '-U', '0', '-m', String(options.memoryMb ?? 64), ...user],
-      { stdio: 'ignore' },
+      [
+        '-l',
+        '127.0.0.1',
+        '-p',
+        String(port),
+        '-U',
+        '0',
+        '-m',
+        String(options.memoryMb ?? 64),
+        ...user,
+        ...(sasl ? ['-S'] : []),
+      ],
+      { stdio: 'ignore', env: sasl ? { ...process.env, SASL_CONF_PATH: sasl } : process.env },
     );
     const exited = new Promise<void>((resolve) => {
       child.once('exit', () => {
@@ -58,6 +78,32 @@ export async function startMemcachedProcess(
     if (attempt === 3 || options.port !== undefined)
       throw new Error(`memcached (${binary}) did not start on a free port after 3 attempts`);
   }
+}
+
+/** Where saslpasswd2 is (SASLPASSWD2_PATH, or Debian's sasl2-bin). */
+export const SASLPASSWD2 = process.env.SASLPASSWD2_PATH ?? '/usr/sbin/saslpasswd2';
+
+/** A folder holding memcached's SASL configuration and a password file with `user` alone; its path. */
+async function saslConfig(user: SaslUser): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'memgate-sasl-'));
+  const database = join(dir, 'sasldb2');
+  await writeFile(join(dir, 'memcached.conf'), `mech_list: plain\nsasldb_path: ${database}\n`);
+  await new Promise<void>((resolve, reject) => {
+    const child = spawn(SASLPASSWD2, ['-a', 'memcached', '-c', '-p', '-f', database, user.username], {
+      stdio: ['pipe', 'ignore', 'pipe'],
+    });
+    let errors = '';
+    child.stderr.on('data', (chunk: Buffer) => (errors += chunk.toString()));
+    child.once('error', (error) => {
+      reject(new Error(`${SASLPASSWD2} could not run (apt-get install -y sasl2-bin): ${error.message}`));
+    });
+    child.once('exit', (code) => {
+      if (code === 0) resolve();
+      else reject(new Error(`${SASLPASSWD2} exited with ${String(code)}: ${errors.trim()}`));
+    });
+    child.stdin.end(user.password);
+  });
+  return dir;
 }
 
 /** The memcached binary on PATH or in the usual places, if installed. */

@@ -1,25 +1,18 @@
-import type { Response } from 'memjs';
-import { StoreUnavailableError } from '../counter-store.js';
+import { StoreUnavailableError, type CounterIncrement } from '../counter-store.js';
 import type { Exchange, ServerConnection } from './connection.js';
-import {
-  counterFromIncrement,
-  counterFromText,
-  encodeBatch,
-  Opcode,
-  Status,
-  type ArithmeticRequest,
-} from './protocol.js';
+import { encodeBatch, Opcode, Status, type BatchRequest } from './protocol.js';
+import type { Reply } from './reply.js';
 
 export interface BatchReplies {
-  /** Each arithmetic request's new value; undefined for a decrement of a missing key. */
-  readonly arithmetic: readonly (number | undefined)[];
+  /** Each increment's new value; 0 for one that raced (see `raced`). */
+  readonly incremented: number[];
   /** Each read key's value; 0 when missing. */
-  readonly read: readonly number[];
+  readonly read: number[];
   /**
    * Indexes of increments memcached answered NOT_STORED: two connections creating one key at
    * once make the slower one fail. The key exists then, so sending them again succeeds.
    */
-  readonly raced: readonly number[];
+  readonly raced: number[];
 }
 
 /** How a batch is sent. The store keeps one object of each kind: batches are the hot path. */
@@ -39,21 +32,20 @@ export interface BatchOptions {
 export const PLAIN_BATCH: BatchOptions = { undoIfAbandoned: false, evenWhenDown: false, onUndo: undefined };
 
 /**
- * Sends arithmetic requests, then quiet gets, then a no-op to one server in one write, and
- * gathers the replies; the no-op's reply closes the batch (replies come in order).
+ * Sends increments, decrements, then quiet gets, then a no-op to one server in one write,
+ * and gathers the replies; the no-op's reply closes the batch (replies come in order).
  * Rejects with StoreUnavailableError when the server is down, fails, or stays silent past
  * the connection's deadline. `now` (Unix milliseconds) is asked only for an absolute
  * expiration, a TTL over 30 days.
  */
 export function runBatch(
   connection: ServerConnection,
-  arithmetic: readonly ArithmeticRequest[],
-  reads: readonly string[],
+  request: BatchRequest,
   options: BatchOptions = PLAIN_BATCH,
   now: () => number = Date.now,
 ): Promise<BatchReplies> {
   return new Promise((resolve, reject) => {
-    connection.send(new Batch(connection, arithmetic, reads, options, now, resolve, reject), options);
+    connection.send(new Batch(connection, request, options, now, resolve, reject), options);
   });
 }
 
@@ -61,57 +53,63 @@ export function runBatch(
 class Batch implements Exchange {
   readonly opaque: number;
   readonly bytes: Buffer;
-  readonly quiet = true;
-  private readonly arithmeticValues: (number | undefined)[];
-  private readonly readValues: number[];
+  private readonly readKeyStarts: readonly number[];
+  private readonly readKeyLengths: readonly number[];
+  private readonly replies: BatchReplies;
   /** Quiet gets answer only hits, in the order asked: the next read a reply can be for. */
   private readCursor = 0;
   private arithmeticReplies = 0;
-  private readonly raced: number[] = [];
   private failure: StoreUnavailableError | undefined;
   /** The caller has its rejection and decided without this call. */
   private abandoned = false;
   /** Increments the server applied, while they may still have to be taken back. */
-  private readonly applied: ArithmeticRequest[] = [];
+  private readonly applied: CounterIncrement[] = [];
 
   constructor(
     private readonly connection: ServerConnection,
-    private readonly arithmetic: readonly ArithmeticRequest[],
-    private readonly reads: readonly string[],
+    private readonly request: BatchRequest,
     private readonly options: BatchOptions,
     now: () => number,
     private readonly resolve: (replies: BatchReplies) => void,
     private readonly reject: (error: StoreUnavailableError) => void,
   ) {
     this.opaque = connection.nextOpaque();
-    this.bytes = encodeBatch(arithmetic, reads, this.opaque, now);
-    this.arithmeticValues = new Array<number | undefined>(arithmetic.length);
-    this.readValues = new Array<number>(reads.length).fill(0);
+    const encoded = encodeBatch(request, this.opaque, now);
+    this.bytes = encoded.bytes;
+    this.readKeyStarts = encoded.readKeyStarts;
+    this.readKeyLengths = encoded.readKeyLengths;
+    this.replies = {
+      incremented: new Array<number>(request.increments.length).fill(0),
+      read: new Array<number>(request.reads.length).fill(0),
+      raced: [],
+    };
   }
 
-  onReply(response: Response): boolean {
-    const { opcode, status } = response.header;
+  onReply(reply: Reply): boolean {
+    const { opcode, status } = reply;
     if (opcode === Opcode.noop) {
       if (this.abandoned) this.takeBackApplied();
       else if (this.failure) this.abandon(this.failure);
-      else this.resolve({ arithmetic: this.arithmeticValues, read: this.readValues, raced: this.raced });
+      else this.resolve(this.replies);
       return true;
     }
     if (opcode === Opcode.getKQ) {
-      this.readReply(response);
+      this.readReply(reply);
       return false;
     }
-    // Arithmetic replies come back in the order the requests were sent.
+    // Arithmetic replies come back in the order the requests were sent: increments, then decrements.
     const index = this.arithmeticReplies++;
-    const request = this.arithmetic[index];
+    const increment = this.request.increments[index];
     if (status === Status.ok) {
-      this.arithmeticValues[index] = counterFromIncrement(response.val);
-      if (this.options.undoIfAbandoned && request?.opcode === Opcode.increment) this.applied.push(request);
-    } else if (status === Status.notStored && request?.opcode === Opcode.increment) {
-      this.raced.push(index);
-    } else if (!(status === Status.keyNotFound && request?.opcode === Opcode.decrement)) {
+      if (increment) {
+        this.replies.incremented[index] = reply.arithmeticValue();
+        if (this.options.undoIfAbandoned) this.applied.push(increment);
+      }
+    } else if (status === Status.notStored && increment) {
+      this.replies.raced.push(index);
+    } else if (!(status === Status.keyNotFound && opcode === Opcode.decrement)) {
       this.failure ??= new StoreUnavailableError(
-        `memcached ${this.connection.label} refused a counter update: ${response.val.toString('utf8')} (status ${status})`,
+        `memcached ${this.connection.label} refused a counter update: ${reply.text()} (status ${status})`,
       );
     }
     return false;
@@ -127,18 +125,22 @@ class Batch implements Exchange {
     else this.abandon(error);
   }
 
-  private readReply(response: Response): void {
-    const key = response.key.toString('utf8');
-    const { reads } = this;
-    while (this.readCursor < reads.length && reads[this.readCursor] !== key) this.readCursor++;
-    const value = counterFromText(response.val);
+  private readReply(reply: Reply): void {
+    const { reads } = this.request;
+    const { readKeyStarts, readKeyLengths, bytes } = this;
+    while (
+      this.readCursor < reads.length &&
+      !reply.keyIs(bytes, readKeyStarts[this.readCursor] ?? 0, readKeyLengths[this.readCursor] ?? 0)
+    )
+      this.readCursor++;
+    const value = reply.counterText();
     if (this.readCursor === reads.length || Number.isNaN(value)) {
       this.failure ??= new StoreUnavailableError(
         `memcached ${this.connection.label} returned a value that is not a counter`,
       );
       return;
     }
-    this.readValues[this.readCursor++] = value;
+    this.replies.read[this.readCursor++] = value;
   }
 
   private abandon(error: StoreUnavailableError): void {
@@ -150,11 +152,9 @@ class Batch implements Exchange {
 
   private takeBackApplied(): void {
     if (this.applied.length === 0) return;
-    const decrements = this.applied
-      .splice(0)
-      .map(({ key, delta }) => ({ opcode: Opcode.decrement, key, delta }) as const);
+    const decrements = this.applied.splice(0).map(({ key, delta }) => ({ key, delta }));
     const { onUndo } = this.options;
-    runBatch(this.connection, decrements, [], TAKING_BACK).then(
+    runBatch(this.connection, { increments: [], decrements, reads: [] }, TAKING_BACK).then(
       () => onUndo?.(decrements.length),
       (error: unknown) => onUndo?.(0, error),
     );

@@ -1,7 +1,6 @@
-import { Utils } from 'memjs';
 import { StoreUnavailableError } from '../counter-store.js';
 import type { ServerConnection } from './connection.js';
-import { expiration, Opcode, Status } from './protocol.js';
+import { encodeRequest, expiration, Opcode, Status } from './protocol.js';
 
 /**
  * SET of a counter (flags 0, the decimal text INCREMENT also reads) or DELETE of a key:
@@ -20,13 +19,11 @@ export function setCounter(
     expiration(ttlSeconds, () => nowMs),
     4,
   );
-  return command(connection, (opaque) => Utils.makeRequestBuffer(Opcode.set, key, extras, String(value), opaque), [
-    Status.ok,
-  ]);
+  return command(connection, (opaque) => encodeRequest(Opcode.set, key, extras, String(value), opaque), [Status.ok]);
 }
 
 export function deleteKey(connection: ServerConnection, key: string): Promise<void> {
-  return command(connection, (opaque) => Utils.makeRequestBuffer(Opcode.delete, key, '', '', opaque), [
+  return command(connection, (opaque) => encodeRequest(Opcode.delete, key, Buffer.alloc(0), '', opaque), [
     Status.ok,
     Status.keyNotFound,
   ]);
@@ -42,15 +39,12 @@ function command(
     connection.send({
       opaque,
       bytes: request(opaque),
-      quiet: false,
-      onReply: (response) => {
-        const { status } = response.header;
+      onReply: (reply) => {
+        const { status } = reply;
         if (accepted.includes(status)) resolve();
         else
           reject(
-            new StoreUnavailableError(
-              `memcached ${connection.label} refused: ${response.val.toString('utf8')} (status ${status})`,
-            ),
+            new StoreUnavailableError(`memcached ${connection.label} refused: ${reply.text()} (status ${status})`),
           );
         return true;
       },

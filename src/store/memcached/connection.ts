@@ -1,7 +1,7 @@
-import type { Socket } from 'node:net';
-import memjs, { type Response } from 'memjs';
+import { connect, type Socket } from 'node:net';
 import { StoreUnavailableError } from '../counter-store.js';
-import { encodeBatch } from './protocol.js';
+import { encodeBatch, encodeRequest, Opcode, Status } from './protocol.js';
+import { HEADER_BYTES, Reply } from './reply.js';
 
 /**
  * One request, or one pipelined batch of requests sharing an opaque, and what to do with
@@ -10,13 +10,8 @@ import { encodeBatch } from './protocol.js';
 export interface Exchange {
   readonly opaque: number;
   readonly bytes: Buffer;
-  /**
-   * memjs keeps a quiet handler registered until a reply with an empty body (a batch's
-   * closing no-op, a STAT's terminator); any other handler goes after its first reply.
-   */
-  readonly quiet: boolean;
-  /** Each reply carrying this opaque; true when it was the last one expected. */
-  onReply(response: Response): boolean;
+  /** Each reply carrying this opaque (read in place: see Reply); true when it was the last one expected. */
+  onReply(reply: Reply): boolean;
   /**
    * The server stayed silent for the whole deadline while this exchange waited on it. Its
    * replies may still come (they are passed to onReply) until it completes or fails.
@@ -39,6 +34,7 @@ export interface SendOptions {
 export interface ConnectionOptions {
   readonly host: string;
   readonly port: number;
+  /** SASL PLAIN credentials, sent first on every new connection when given. */
   readonly username?: string | undefined;
   readonly password?: string | undefined;
   /** How long the server may stay silent while an exchange waits on it. */
@@ -53,39 +49,39 @@ export interface ConnectionOptions {
 
 /** A probe of a down server that fails (refused, reset) is sent again after this long. */
 const PROBE_RETRY_MS = 100;
-
-/** memjs keeps a handler marked quiet registered until a reply with an empty body. */
-type QuietHandler = ((response: Response) => void) & { quiet?: boolean };
-
-/** memjs's handler tables, which it clears only when a socket errors, not when one closes. */
-interface HandlerTables {
-  readonly responseCallbacks: Record<number, unknown>;
-  readonly errorCallbacks: Record<number, unknown>;
-}
+/** A connection not established within this many deadlines (and at least a second) is given up. */
+const CONNECT_DEADLINES = 4;
+/** TCP keep-alive probes start after this long idle, so a peer that vanished is noticed. */
+const KEEP_ALIVE_MS = 30_000;
+/** The opaque of the SASL request: no exchange carries it. */
+const SASL_OPAQUE = 0;
+/** The first byte of every reply. */
+const RESPONSE_MAGIC = 0x81;
 
 /** An exchange on its way: sent, waiting, perhaps late, until complete or failed. */
 interface Pending {
   readonly exchange: Exchange;
   readonly createdAt: number;
-  /** When its bytes were handed to the socket; unset while they wait in memgate. */
-  sentAt?: number;
-  socket?: Socket;
+  readonly socket: Socket;
+  /** When its bytes were handed to the socket; unset while they wait corked in memgate. */
+  sentAt: number | undefined;
   late: boolean;
   ended: boolean;
-  timer?: NodeJS.Timeout;
 }
 
 /**
- * One Memcached server as memgate talks to it. memjs's `Server` keeps the socket
- * (connect, SASL, framing, dispatch by opaque); this adds what a limiter needs on top:
+ * One Memcached server as memgate talks to it, over one socket of its own: the binary
+ * protocol's framing (replies read in place, dispatched by opaque), SASL PLAIN, and what a
+ * limiter needs on top:
  *
  * - **Deadlines that measure the store, not memgate.** An exchange is late only when the
  *   server has sent nothing at all for `deadlineMs` while it waited, judged after the
  *   event loop has read what the socket holds. A busy memgate whose turns run longer than
  *   the deadline reads its replies late, but they are there: that is not the store's fault
- *   and must not turn checks into unchecked decisions. memjs's own timeout is off: it
- *   closes the socket, and a server that was only frozen then applies the requests it had
- *   already received after memgate has decided them (see Exchange.onLate).
+ *   and must not turn checks into unchecked decisions. A late exchange keeps its socket: a
+ *   server that was only frozen applies the requests it had received when it wakes, and
+ *   their replies still reach the exchange (see Exchange.onLate). One timer per connection
+ *   watches them all, oldest first: replies come in order.
  * - **Down means down.** Once an exchange is late or the connection fails, the server is
  *   down: exchanges fail at once instead of each waiting a deadline and piling requests
  *   into a frozen socket, and one probe (a no-op) waits for the server. Replies come in
@@ -93,44 +89,46 @@ interface Pending {
  * - **One write per turn.** With `coalesceWrites`, the socket is corked at the first
  *   exchange of a turn and uncorked in the check phase, so every check one poll delivered
  *   leaves in one writev: under load, socket writes were the server's largest cost.
+ *
+ * memjs did the socket and the framing before; it copied every chunk the socket delivered
+ * into a new buffer and made objects of each reply's parts, and the store registered two
+ * callbacks and a timer per exchange: a quarter of memgate's own cost per check.
  */
 export class ServerConnection {
   readonly label: string;
-  private readonly server: memjs.Server;
-  private readonly deadlineMs: number;
-  private readonly coalesceWrites: boolean;
-  private readonly onStateChange: ConnectionOptions['onStateChange'];
+  private readonly options: ConnectionOptions;
+  private socket: Socket | undefined;
+  /**
+   * Exchanges waiting for replies, oldest first from `head`: a server answers in order, so a
+   * reply is for the oldest exchange still waiting (a Map of them by opaque kept every
+   * exchange it had held alive until it rehashed, and the garbage collector paid for it).
+   */
+  private queue: Pending[] = [];
+  private head = 0;
+  /** The start of a reply whose rest has not arrived yet. */
+  private partial: Buffer | undefined;
+  private readonly reply = new Reply();
   /** When the server last sent any bytes (performance.now()). */
   private lastHeardAt = 0;
+  private deadlineTimer: NodeJS.Timeout | undefined;
   private downReason: string | undefined;
   private probing = false;
   private closed = false;
   private lastOpaque = 0;
   /** The exchanges held back in this turn, and the socket they are corked in. */
   private corked: { readonly socket: Socket; readonly pending: Pending[] } | undefined;
-  private readonly watched = new WeakSet<Socket>();
-  private readonly pendingBySocket = new Map<Socket, Set<Pending>>();
 
   constructor(options: ConnectionOptions) {
     this.label = options.label;
-    this.deadlineMs = options.deadlineMs;
-    this.coalesceWrites = options.coalesceWrites;
-    this.onStateChange = options.onStateChange;
-    this.server = new memjs.Server(options.host, options.port, options.username, options.password, {
-      // memgate keeps the deadlines: memjs's would close the socket (see above).
-      timeout: 0,
-      conntimeout: Math.max(1, (4 * options.deadlineMs) / 1000),
-      keepAlive: true,
-      keepAliveDelay: 30,
-    });
+    this.options = options;
   }
 
   get host(): string {
-    return this.server.host;
+    return this.options.host;
   }
 
   get port(): number {
-    return this.server.port;
+    return this.options.port;
   }
 
   /** Why the server is considered down, or undefined while it answers. */
@@ -138,7 +136,7 @@ export class ServerConnection {
     return this.downReason;
   }
 
-  /** An opaque no exchange waiting on this server carries. */
+  /** An opaque no exchange waiting on this server carries (0 is the SASL request's). */
   nextOpaque(): number {
     this.lastOpaque = this.lastOpaque >= 0xffff_ffff ? 1 : this.lastOpaque + 1;
     return this.lastOpaque;
@@ -150,110 +148,178 @@ export class ServerConnection {
       exchange.onFail(new StoreUnavailableError(`memcached ${this.label}: the store is closed`));
       return;
     }
-    if (this.downReason !== undefined && !options.evenWhenDown) {
+    if (this.downReason !== undefined && options.evenWhenDown !== true) {
       exchange.onFail(new StoreUnavailableError(`memcached ${this.label} is down (${this.downReason})`));
       return;
     }
-    const pending: Pending = { exchange, createdAt: performance.now(), late: false, ended: false };
-    const onReply: QuietHandler = (response: Response) => {
-      if (pending.ended) return;
-      if (exchange.onReply(response)) this.end(pending);
+    const socket = this.socket ?? this.open();
+    const pending: Pending = {
+      exchange,
+      createdAt: performance.now(),
+      socket,
+      sentAt: undefined,
+      late: false,
+      ended: false,
     };
-    onReply.quiet = exchange.quiet;
-    this.server.onResponse(exchange.opaque, onReply);
-    this.server.onError(exchange.opaque, (error: unknown) => {
-      this.fail(pending, `memcached ${this.label}: ${error instanceof Error ? error.message : String(error)}`);
-    });
-    pending.timer = setTimeout(this.judgeLater, this.deadlineMs, pending);
-    this.server.sock(false, (socket) => {
-      this.watch(socket);
-      pending.socket = socket;
-      this.pendingOn(socket).add(pending);
-      if (this.coalesceWrites) this.cork(socket, pending);
-      else this.sent(pending, performance.now());
-      socket.write(exchange.bytes);
-    });
+    this.queue.push(pending);
+    if (this.options.coalesceWrites) this.cork(socket, pending);
+    else this.sent(pending, performance.now());
+    socket.write(exchange.bytes);
+    this.deadlineTimer ??= setTimeout(this.judgeLater, this.options.deadlineMs).unref();
   }
 
   /** Closes the socket once what was written has gone out, and stops probing. */
   close(): void {
     this.closed = true;
-    this.server.close();
+    this.socket?.end();
   }
 
-  /**
-   * The deadline passed. Bytes the server sent while memgate was busy wait unread in the
-   * socket, so look again only after two polls of the event loop: the first may have
-   * started before they arrived (a busy poll phase runs long), the second starts after.
-   * Then the exchange is late only if the server sent nothing at all for a whole deadline
-   * since the exchange left.
-   */
-  /** judge(), for timers: one function for every exchange rather than a closure each. */
-  private readonly judgeLater = (pending: Pending): void => {
-    this.judge(pending);
-  };
-
-  private judge(pending: Pending): void {
-    setImmediate(() => {
-      setImmediate(() => {
-        if (pending.ended || pending.late) return;
-        const now = performance.now();
-        // Bytes handed to a socket this very turn (corked) left now; bytes still waiting for
-        // a connection wait on the server (the polls just before this would have seen it).
-        const sentAt = pending.sentAt ?? (pending.socket ? now : pending.createdAt);
-        const silentMs = now - Math.max(sentAt, this.lastHeardAt);
-        if (silentMs < this.deadlineMs) {
-          pending.timer = setTimeout(this.judgeLater, this.deadlineMs - silentMs, pending);
-          return;
-        }
-        pending.late = true;
-        const reason = `did not answer within ${this.deadlineMs} ms`;
-        this.markDown(reason);
-        pending.exchange.onLate(new StoreUnavailableError(`memcached ${this.label} ${reason}`));
-      });
+  /** A new socket; SASL's request goes first, and the exchanges' bytes queue behind it. */
+  private open(): Socket {
+    const { host, port, username, password, deadlineMs } = this.options;
+    const socket = connect({ host, port, noDelay: true, keepAlive: true, keepAliveInitialDelay: KEEP_ALIVE_MS });
+    this.socket = socket;
+    this.partial = undefined;
+    let failure: string | undefined;
+    const connectMs = Math.max(1000, CONNECT_DEADLINES * deadlineMs);
+    const connectTimer = setTimeout(() => {
+      failure = `did not connect within ${connectMs} ms`;
+      socket.destroy();
+    }, connectMs);
+    socket.once('connect', () => {
+      clearTimeout(connectTimer);
+      // Bytes written while connecting leave now: their deadline starts here.
+      const now = performance.now();
+      for (const pending of this.waiting()) if (pending.socket === socket) this.sent(pending, now);
     });
+    if (username !== undefined && password !== undefined)
+      socket.write(encodeRequest(Opcode.saslAuth, 'PLAIN', Buffer.alloc(0), `\0${username}\0${password}`, SASL_OPAQUE));
+    socket.on('data', (chunk: Buffer) => {
+      this.onData(socket, chunk);
+    });
+    socket.on('error', (error) => {
+      failure ??= error.message;
+    });
+    socket.once('close', () => {
+      clearTimeout(connectTimer);
+      if (this.socket === socket) {
+        this.socket = undefined;
+        this.partial = undefined;
+      }
+      if (this.corked?.socket === socket) this.corked = undefined;
+      // Nothing more comes from this socket: what waits on it fails. A server that closes a
+      // connection does not run the requests it had not read.
+      const reason = failure ?? 'the connection closed';
+      for (const pending of this.waiting()) if (pending.socket === socket) this.fail(pending, reason);
+    });
+    return socket;
+  }
+
+  /** Reads every whole reply the bytes hold, keeping the start of an incomplete one for the next chunk. */
+  private onData(socket: Socket, chunk: Buffer): void {
+    this.lastHeardAt = performance.now();
+    // A server that speaks again is up: the replies it owes follow in order.
+    this.markUp();
+    const bytes = this.partial ? Buffer.concat([this.partial, chunk]) : chunk;
+    this.partial = undefined;
+    let offset = 0;
+    while (bytes.length - offset >= HEADER_BYTES) {
+      if (bytes[offset] !== RESPONSE_MAGIC) {
+        socket.destroy(new Error(`memcached ${this.label} sent bytes that are not a binary-protocol reply`));
+        return;
+      }
+      const end = offset + HEADER_BYTES + bytes.readUInt32BE(offset + 8);
+      if (end > bytes.length) break;
+      this.reply.readFrom(bytes, offset);
+      this.dispatch(socket, this.reply);
+      offset = end;
+    }
+    // Copied: a view would keep the whole chunk the socket read (up to 64 KiB) alive with it.
+    if (offset < bytes.length) this.partial = Buffer.from(bytes.subarray(offset));
+    this.reply.release();
+  }
+
+  private dispatch(socket: Socket, reply: Reply): void {
+    if (reply.opaque === SASL_OPAQUE) {
+      // The server refused the credentials: every request after them would be refused too.
+      if (reply.status !== Status.ok)
+        socket.destroy(new Error(`refused the credentials (SASL PLAIN: ${reply.text() || `status ${reply.status}`})`));
+      return;
+    }
+    const pending = this.waitingFor(reply.opaque);
+    // A reply for an exchange that failed already (its socket closed) has no one to read it.
+    if (pending?.exchange.onReply(reply)) this.end(pending);
+  }
+
+  /** The exchanges still waiting, oldest first. */
+  private waiting(): Pending[] {
+    return this.queue.slice(this.head).filter((pending) => !pending.ended);
+  }
+
+  /** The waiting exchange a reply is for: the oldest, unless an exchange ended out of turn. */
+  private waitingFor(opaque: number): Pending | undefined {
+    for (let i = this.head; i < this.queue.length; i++) {
+      const pending = this.queue[i] as Pending;
+      if (!pending.ended && pending.exchange.opaque === opaque) return pending;
+    }
+    return undefined;
   }
 
   private end(pending: Pending): void {
     pending.ended = true;
-    clearTimeout(pending.timer);
-    if (pending.socket) this.pendingBySocket.get(pending.socket)?.delete(pending);
+    const { queue } = this;
+    while (this.head < queue.length && (queue[this.head] as Pending).ended) queue[this.head++] = undefined as never;
+    if (this.head === queue.length) {
+      this.queue = [];
+      this.head = 0;
+    } else if (this.head > 1024) {
+      this.queue = queue.slice(this.head);
+      this.head = 0;
+    }
   }
 
-  private fail(pending: Pending, message: string): void {
+  /**
+   * The deadline of the oldest exchange passed. Bytes the server sent while memgate was busy
+   * wait unread in the socket, so look only after two polls of the event loop: the first may
+   * have started before they arrived (a busy poll phase runs long), the second starts after.
+   * An exchange is then late only if the server sent nothing at all for a whole deadline
+   * since it left. judgeLater is one function for the connection's timer rather than a
+   * closure each time.
+   */
+  private readonly judgeLater = (): void => {
+    setImmediate(() => {
+      setImmediate(() => {
+        this.deadlineTimer = undefined;
+        this.judge();
+      });
+    });
+  };
+
+  private judge(): void {
+    const now = performance.now();
+    const { deadlineMs } = this.options;
+    for (const pending of this.waiting()) {
+      if (pending.late) continue;
+      // Bytes handed to a socket this very turn (corked), or waiting for it to connect, have not
+      // waited on the server yet: a connection that never comes is the connect timeout's.
+      const silentMs = now - Math.max(pending.sentAt ?? now, this.lastHeardAt);
+      if (silentMs < deadlineMs) {
+        // Younger exchanges left later: the next to judge is this one.
+        this.deadlineTimer = setTimeout(this.judgeLater, deadlineMs - silentMs).unref();
+        return;
+      }
+      pending.late = true;
+      const reason = `did not answer within ${deadlineMs} ms`;
+      this.markDown(reason);
+      pending.exchange.onLate(new StoreUnavailableError(`memcached ${this.label} ${reason}`));
+    }
+  }
+
+  private fail(pending: Pending, reason: string): void {
     if (pending.ended) return;
     this.end(pending);
-    this.markDown(message.replace(`memcached ${this.label}: `, ''));
-    pending.exchange.onFail(new StoreUnavailableError(message));
-  }
-
-  /** Once per socket: note every byte that arrives, and fail what waits on it when it closes. */
-  private watch(socket: Socket): void {
-    if (this.watched.has(socket)) return;
-    this.watched.add(socket);
-    socket.on('data', () => {
-      this.lastHeardAt = performance.now();
-      // A server that speaks again is up: the replies it owes follow in order.
-      this.markUp();
-    });
-    // memjs forgets a socket that closes without an error, and the exchanges waiting on
-    // it with it: they would wait forever.
-    socket.once('close', () => {
-      const waiting = this.pendingBySocket.get(socket);
-      this.pendingBySocket.delete(socket);
-      const tables = this.server as unknown as HandlerTables;
-      for (const pending of waiting ?? []) {
-        Reflect.deleteProperty(tables.responseCallbacks, pending.exchange.opaque);
-        Reflect.deleteProperty(tables.errorCallbacks, pending.exchange.opaque);
-        this.fail(pending, `memcached ${this.label}: the connection closed`);
-      }
-    });
-  }
-
-  private pendingOn(socket: Socket): Set<Pending> {
-    let pending = this.pendingBySocket.get(socket);
-    if (!pending) this.pendingBySocket.set(socket, (pending = new Set()));
-    return pending;
+    this.markDown(reason);
+    pending.exchange.onFail(new StoreUnavailableError(`memcached ${this.label}: ${reason}`));
   }
 
   private cork(socket: Socket, pending: Pending): void {
@@ -272,7 +338,9 @@ export class ServerConnection {
     });
   }
 
+  /** The exchange's bytes left at `at`, unless its socket is still connecting (then they leave on 'connect'). */
   private sent(pending: Pending, at: number): void {
+    if (pending.sentAt !== undefined || pending.socket.connecting) return;
     pending.sentAt = at;
     pending.exchange.onSent?.(at);
   }
@@ -280,7 +348,7 @@ export class ServerConnection {
   private markDown(reason: string): void {
     if (this.downReason !== undefined) return;
     this.downReason = reason;
-    this.onStateChange?.({ up: false, reason });
+    this.options.onStateChange?.({ up: false, reason });
     this.probe();
   }
 
@@ -298,8 +366,7 @@ export class ServerConnection {
     this.send(
       {
         opaque,
-        bytes: encodeBatch([], [], opaque, Date.now),
-        quiet: false,
+        bytes: encodeBatch({ increments: [], decrements: [], reads: [] }, opaque, Date.now).bytes,
         onReply: () => {
           this.probing = false;
           this.markUp();
@@ -316,6 +383,6 @@ export class ServerConnection {
   private markUp(): void {
     if (this.downReason === undefined) return;
     this.downReason = undefined;
-    this.onStateChange?.({ up: true });
+    this.options.onStateChange?.({ up: true });
   }
 }

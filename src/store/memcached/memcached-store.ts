@@ -16,7 +16,7 @@ import { deleteKey, setCounter } from './command.js';
 import { syncClock, type ClockSync, type SyncedClock } from './clock-sync.js';
 import { ServerConnection } from './connection.js';
 import { serverStats } from './stats.js';
-import { Opcode, type ArithmeticRequest } from './protocol.js';
+import type { BatchRequest } from './protocol.js';
 import { parseServerList, serverRouter, type Credentials } from './servers.js';
 
 export interface MemcachedStoreOptions {
@@ -48,10 +48,11 @@ export interface MemcachedStoreOptions {
 
 export type StoreOperation = 'incrementAndRead' | 'decrement' | 'reset';
 
-/** The part of one call that goes to one server, with where each answer belongs. */
+/** The part of one call that goes to one server, with where each answer belongs in the call. */
 interface ServerShare {
-  readonly arithmetic: ArithmeticRequest[];
-  readonly arithmeticPositions: number[];
+  readonly increments: CounterIncrement[];
+  readonly incrementPositions: number[];
+  readonly decrements: CounterDecrement[];
   readonly reads: string[];
   readonly readPositions: number[];
 }
@@ -93,69 +94,102 @@ export function createMemcachedStore(options: MemcachedStoreOptions): CounterSto
   let inFlight = 0;
   const { onOperation } = options;
 
-  /** Runs one store call, telling onOperation how long it took and how it ended. */
-  async function timed<T>(operation: StoreOperation, call: () => Promise<T>): Promise<T> {
-    if (!onOperation) return call();
+  /** Tells onOperation how long a store call took and how it ended, when it listens. */
+  function timed<T>(operation: StoreOperation, call: Promise<T>): Promise<T> {
+    if (!onOperation) return call;
     const started = performance.now();
-    try {
-      const result = await call();
-      onOperation(operation, (performance.now() - started) / 1000, 'ok');
-      return result;
-    } catch (error) {
-      onOperation(
-        operation,
-        (performance.now() - started) / 1000,
-        error instanceof StoreOverloadedError ? 'overloaded' : 'unavailable',
-      );
-      throw error;
-    }
+    return call.then(
+      (result) => {
+        onOperation(operation, (performance.now() - started) / 1000, 'ok');
+        return result;
+      },
+      (error: unknown) => {
+        onOperation(
+          operation,
+          (performance.now() - started) / 1000,
+          error instanceof StoreOverloadedError ? 'overloaded' : 'unavailable',
+        );
+        throw error;
+      },
+    );
   }
+
   /** One batch to one server, sending again the increments that lost a creation race. */
-  async function runOn(
-    index: number,
-    arithmetic: readonly ArithmeticRequest[],
-    reads: readonly string[],
-    options: BatchOptions,
-  ): Promise<BatchReplies> {
+  function runOn(index: number, request: BatchRequest, options: BatchOptions): Promise<BatchReplies> {
     const server = servers[index] as ServerConnection;
     // Absolute expirations are read by the server's clock.
     const now = nowOf[index];
-    const replies = await runBatch(server, arithmetic, reads, options, now);
-    if (replies.raced.length === 0) return replies;
-    const again = await runBatch(
-      server,
-      replies.raced.map((i) => arithmetic[i] as ArithmeticRequest),
-      [],
-      options,
-      now,
+    const first = runBatch(server, request, options, now);
+    return first.then((replies) =>
+      replies.raced.length === 0 ? replies : raceAgain(index, request, replies, options),
     );
-    if (again.raced.length > 0) throw new StoreUnavailableError(`memcached ${server.label} would not create a counter`);
-    const values = [...replies.arithmetic];
-    replies.raced.forEach((index, i) => (values[index] = again.arithmetic[i]));
-    return { arithmetic: values, read: replies.read, raced: [] };
   }
 
-  async function run(
-    arithmetic: readonly ArithmeticRequest[],
-    reads: readonly string[],
+  async function raceAgain(
+    index: number,
+    request: BatchRequest,
+    replies: BatchReplies,
+    options: BatchOptions,
+  ): Promise<BatchReplies> {
+    const server = servers[index] as ServerConnection;
+    const increments = replies.raced.map((i) => request.increments[i] as CounterIncrement);
+    const again = await runBatch(server, { increments, decrements: [], reads: [] }, options, nowOf[index]);
+    if (again.raced.length > 0) throw new StoreUnavailableError(`memcached ${server.label} would not create a counter`);
+    replies.raced.forEach((position, i) => (replies.incremented[position] = again.incremented[i] ?? 0));
+    return { incremented: replies.incremented, read: replies.read, raced: [] };
+  }
+
+  function run(request: BatchRequest, batch: BatchOptions): Promise<BatchReplies> {
+    if (servers.length === 1) return runOn(0, request, batch);
+    const shares = sharesByServer(request, serverOf);
+    const [single] = shares;
+    if (shares.size === 1 && single) return runOn(single[0], request, batch);
+    return runSpread(request, shares, batch);
+  }
+
+  /** Keys spanning servers: one batch per server, a bounded number at once. */
+  async function runSpread(
+    request: BatchRequest,
+    shares: Map<number, ServerShare>,
     batch: BatchOptions,
   ): Promise<BatchReplies> {
-    if (servers.length === 1) return runOn(0, arithmetic, reads, batch);
-    const shares = sharesByServer(arithmetic, reads, serverOf);
-    const [single] = shares;
-    if (shares.size === 1 && single) {
-      const [server, share] = single;
-      return runOn(server, share.arithmetic, share.reads, batch);
-    }
-    // Keys spanning servers: one batch per server, a bounded number at once.
-    const arithmeticValues = new Array<number | undefined>(arithmetic.length);
-    const readValues = new Array<number>(reads.length).fill(0);
+    const incremented = new Array<number>(request.increments.length).fill(0);
+    const read = new Array<number>(request.reads.length).fill(0);
     await pLimit(maxParallelServers).map(shares, async ([server, share]) => {
-      const replies = await runOn(server, share.arithmetic, share.reads, batch);
-      share.arithmeticPositions.forEach((position, i) => (arithmeticValues[position] = replies.arithmetic[i]));
-      share.readPositions.forEach((position, i) => (readValues[position] = replies.read[i] ?? 0));
+      const replies = await runOn(server, share, batch);
+      share.incrementPositions.forEach((position, i) => (incremented[position] = replies.incremented[i] ?? 0));
+      share.readPositions.forEach((position, i) => (read[position] = replies.read[i] ?? 0));
     });
-    return { arithmetic: arithmeticValues, read: readValues, raced: [] };
+    return { incremented, read, raced: [] };
+  }
+
+  /** A check's call, not timed: counts in flight, refuses past maxInFlight, fails at once for a server known down. */
+  function incrementAndReadNow(
+    increments: readonly CounterIncrement[],
+    reads: readonly string[],
+    call: IncrementOptions,
+  ): Promise<IncrementAndReadResult> {
+    // A server known to be down decides the check by its event's rule at once: that is
+    // an outage, not an overload, and must not be answered as one.
+    const target = servers[servers.length === 1 ? 0 : serverOf(increments[0]?.key ?? reads[0] ?? '')];
+    if (target?.down !== undefined)
+      return Promise.reject(new StoreUnavailableError(`memcached ${target.label} is down (${target.down})`));
+    // A slow server must not make checks pile up without bound: refuse at once.
+    // Decrements are exempt: they take back denied requests, and are rare.
+    if (inFlight >= maxInFlight)
+      return Promise.reject(new StoreOverloadedError(`${maxInFlight} Memcached calls are already in flight`));
+    inFlight++;
+    return run({ increments, decrements: [], reads }, call.admittedIfUnanswered === false ? undoing : PLAIN_BATCH).then(
+      (replies) => {
+        inFlight--;
+        // An increment always answers a value (it creates missing keys).
+        return { incremented: replies.incremented, read: replies.read };
+      },
+      (error: unknown) => {
+        inFlight--;
+        throw error;
+      },
+    );
   }
 
   return {
@@ -173,57 +207,35 @@ export function createMemcachedStore(options: MemcachedStoreOptions): CounterSto
       increments: readonly CounterIncrement[],
       reads: readonly string[],
       call: IncrementOptions = {},
-    ): Promise<IncrementAndReadResult> =>
-      timed('incrementAndRead', async () => {
-        // A server known to be down decides the check by its event's rule at once: that is
-        // an outage, not an overload, and must not be answered as one.
-        const target = servers[serverOf(increments[0]?.key ?? reads[0] ?? '')];
-        if (target?.down !== undefined)
-          throw new StoreUnavailableError(`memcached ${target.label} is down (${target.down})`);
-        // A slow server must not make checks pile up without bound: refuse at once.
-        // Decrements are exempt: they take back denied requests, and are rare.
-        if (inFlight >= maxInFlight)
-          throw new StoreOverloadedError(`${maxInFlight} Memcached calls are already in flight`);
-        inFlight++;
-        let replies: BatchReplies;
-        try {
-          replies = await run(
-            increments.map(({ key, delta, ttlSeconds }) => ({ opcode: Opcode.increment, key, delta, ttlSeconds })),
-            reads,
-            call.admittedIfUnanswered === false ? undoing : PLAIN_BATCH,
-          );
-        } finally {
-          inFlight--;
-        }
-        // An increment always answers a value (it creates missing keys), so none is undefined.
-        return { incremented: replies.arithmetic.map((value) => value ?? 0), read: replies.read };
-      }),
+    ): Promise<IncrementAndReadResult> => timed('incrementAndRead', incrementAndReadNow(increments, reads, call)),
 
     decrement: (decrements: readonly CounterDecrement[]): Promise<void> =>
-      timed('decrement', async () => {
-        // Taking back must reach the server whenever it answers, or a denied request stays counted.
-        await run(
-          decrements.map(({ key, delta }) => ({ opcode: Opcode.decrement, key, delta })),
-          [],
-          takingBack,
-        );
-      }),
+      // Taking back must reach the server whenever it answers, or a denied request stays counted.
+      timed(
+        'decrement',
+        run({ increments: [], decrements, reads: [] }, takingBack).then(() => undefined),
+      ),
 
     reset: (marker: CounterSet, deletes: readonly string[]): Promise<void> =>
-      timed('reset', async () => {
-        const serverFor = (key: string) => servers[serverOf(key)] as ServerConnection;
-        await setCounter(
-          serverFor(marker.key),
-          marker.key,
-          marker.value,
-          marker.ttlSeconds,
-          clockOf(serverOf(marker.key)).now(),
-        );
-        for (const key of deletes) await deleteKey(serverFor(key), key);
-      }),
+      timed(
+        'reset',
+        (async () => {
+          const serverFor = (key: string) => servers[serverOf(key)] as ServerConnection;
+          await setCounter(
+            serverFor(marker.key),
+            marker.key,
+            marker.value,
+            marker.ttlSeconds,
+            clockOf(serverOf(marker.key)).now(),
+          );
+          for (const key of deletes) await deleteKey(serverFor(key), key);
+        })(),
+      ),
 
     async ping(): Promise<void> {
-      await pLimit(maxParallelServers).map(servers, (server) => runBatch(server, [], []));
+      await pLimit(maxParallelServers).map(servers, (server) =>
+        runBatch(server, { increments: [], decrements: [], reads: [] }),
+      );
     },
 
     health(): Promise<ServerHealth[]> {
@@ -257,27 +269,24 @@ export function createMemcachedStore(options: MemcachedStoreOptions): CounterSto
 }
 
 /** Splits one call by server, remembering where each answer belongs in the caller's order. */
-function sharesByServer(
-  arithmetic: readonly ArithmeticRequest[],
-  reads: readonly string[],
-  serverOf: (key: string) => number,
-): Map<number, ServerShare> {
+function sharesByServer(request: BatchRequest, serverOf: (key: string) => number): Map<number, ServerShare> {
   const shares = new Map<number, ServerShare>();
   const shareOf = (key: string): ServerShare => {
     const server = serverOf(key);
     let share = shares.get(server);
     if (!share) {
-      share = { arithmetic: [], arithmeticPositions: [], reads: [], readPositions: [] };
+      share = { increments: [], incrementPositions: [], decrements: [], reads: [], readPositions: [] };
       shares.set(server, share);
     }
     return share;
   };
-  arithmetic.forEach((op, i) => {
+  request.increments.forEach((op, i) => {
     const share = shareOf(op.key);
-    share.arithmetic.push(op);
-    share.arithmeticPositions.push(i);
+    share.increments.push(op);
+    share.incrementPositions.push(i);
   });
-  reads.forEach((key, i) => {
+  for (const op of request.decrements) shareOf(op.key).decrements.push(op);
+  request.reads.forEach((key, i) => {
     const share = shareOf(key);
     share.reads.push(key);
     share.readPositions.push(i);

@@ -2,6 +2,9 @@
  * The Memcached binary protocol as memgate speaks it: every opcode it sends, and the batch
  * encoding that makes a whole batch one socket write. Layout: https://github.com/memcached/memcached/wiki/BinaryProtocolRevamped
  */
+import type { CounterDecrement, CounterIncrement } from '../counter-store.js';
+import { HEADER_BYTES } from './reply.js';
+
 export const Opcode = {
   set: 0x01,
   delete: 0x04,
@@ -10,6 +13,7 @@ export const Opcode = {
   noop: 0x0a,
   getKQ: 0x0d,
   stat: 0x10,
+  saslAuth: 0x21,
 } as const;
 
 export const Status = {
@@ -17,9 +21,9 @@ export const Status = {
   keyNotFound: 0x0001,
   /** An increment's creation lost a race: another connection created the key at the same moment. */
   notStored: 0x0005,
+  authError: 0x0020,
 } as const;
 
-const HEADER_BYTES = 24;
 const ARITHMETIC_EXTRAS_BYTES = 20;
 const REQUEST_MAGIC = 0x80;
 
@@ -29,52 +33,96 @@ const NEVER_CREATE = 0xffffffff;
 /** Memcached reads expirations above 30 days as absolute Unix times. */
 const MAX_RELATIVE_EXPIRATION = 30 * 86_400;
 
-export interface ArithmeticRequest {
-  readonly opcode: typeof Opcode.increment | typeof Opcode.decrement;
-  readonly key: string;
-  readonly delta: number;
-  /** Seconds to live when the increment creates the key; ignored for decrements. */
-  readonly ttlSeconds?: number;
+/** A batch: increments, then decrements, then quiet gets of `reads`, then a no-op. */
+export interface BatchRequest {
+  readonly increments: readonly CounterIncrement[];
+  readonly decrements: readonly CounterDecrement[];
+  readonly reads: readonly string[];
+}
+
+/** A batch's bytes, and where each read's key lies in them (to match quiet replies by key without making strings). */
+export interface EncodedBatch {
+  readonly bytes: Buffer;
+  readonly readKeyStarts: readonly number[];
+  readonly readKeyLengths: readonly number[];
 }
 
 /**
- * Encodes increments/decrements, then quiet gets of `reads`, then a no-op, all with one
- * opaque. The server answers in order: one reply per arithmetic request, one per read key
- * that exists, then the no-op's reply, which closes the batch.
+ * Encodes a batch with one opaque. The server answers in order: one reply per increment and
+ * decrement, one per read key that exists, then the no-op's reply, which closes the batch.
  */
-export function encodeBatch(
-  arithmetic: readonly ArithmeticRequest[],
-  reads: readonly string[],
-  opaque: number,
-  now: () => number,
-): Buffer {
+export function encodeBatch(batch: BatchRequest, opaque: number, now: () => number): EncodedBatch {
+  const { increments, decrements, reads } = batch;
   let size = HEADER_BYTES;
-  for (const op of arithmetic) size += HEADER_BYTES + ARITHMETIC_EXTRAS_BYTES + Buffer.byteLength(op.key);
+  for (const op of increments) size += HEADER_BYTES + ARITHMETIC_EXTRAS_BYTES + Buffer.byteLength(op.key);
+  for (const op of decrements) size += HEADER_BYTES + ARITHMETIC_EXTRAS_BYTES + Buffer.byteLength(op.key);
   for (const key of reads) size += HEADER_BYTES + Buffer.byteLength(key);
-  const buffer = Buffer.alloc(size);
+  const bytes = Buffer.alloc(size);
   let offset = 0;
-  for (const op of arithmetic) {
-    const keyBytes = Buffer.byteLength(op.key);
-    writeHeader(buffer, offset, op.opcode, keyBytes, ARITHMETIC_EXTRAS_BYTES, opaque);
-    const extras = offset + HEADER_BYTES;
-    buffer.writeBigUInt64BE(BigInt(op.delta), extras);
-    // A missing key is created holding the delta itself: the first request counts once.
-    buffer.writeBigUInt64BE(BigInt(op.opcode === Opcode.increment ? op.delta : 0), extras + 8);
-    buffer.writeUInt32BE(
-      op.opcode === Opcode.increment ? expiration(op.ttlSeconds ?? 0, now) : NEVER_CREATE,
-      extras + 16,
+  // A missing key is created holding the delta itself: the first request counts once.
+  for (const op of increments)
+    offset = writeArithmetic(
+      bytes,
+      offset,
+      Opcode.increment,
+      op.key,
+      op.delta,
+      op.delta,
+      expiration(op.ttlSeconds, now),
+      opaque,
     );
-    buffer.write(op.key, extras + ARITHMETIC_EXTRAS_BYTES, 'utf8');
-    offset += HEADER_BYTES + ARITHMETIC_EXTRAS_BYTES + keyBytes;
-  }
+  for (const op of decrements)
+    offset = writeArithmetic(bytes, offset, Opcode.decrement, op.key, op.delta, 0, NEVER_CREATE, opaque);
+  const readKeyStarts: number[] = [];
+  const readKeyLengths: number[] = [];
   for (const key of reads) {
     const keyBytes = Buffer.byteLength(key);
-    writeHeader(buffer, offset, Opcode.getKQ, keyBytes, 0, opaque);
-    buffer.write(key, offset + HEADER_BYTES, 'utf8');
+    writeHeader(bytes, offset, Opcode.getKQ, keyBytes, 0, opaque);
+    readKeyStarts.push(offset + HEADER_BYTES);
+    readKeyLengths.push(keyBytes);
+    bytes.write(key, offset + HEADER_BYTES, 'utf8');
     offset += HEADER_BYTES + keyBytes;
   }
-  writeHeader(buffer, offset, Opcode.noop, 0, 0, opaque);
-  return buffer;
+  writeHeader(bytes, offset, Opcode.noop, 0, 0, opaque);
+  return { bytes, readKeyStarts, readKeyLengths };
+}
+
+function writeArithmetic(
+  bytes: Buffer,
+  offset: number,
+  opcode: number,
+  key: string,
+  delta: number,
+  initial: number,
+  expirationField: number,
+  opaque: number,
+): number {
+  const keyBytes = Buffer.byteLength(key);
+  writeHeader(bytes, offset, opcode, keyBytes, ARITHMETIC_EXTRAS_BYTES, opaque);
+  const extras = offset + HEADER_BYTES;
+  writeUInt64(bytes, delta, extras);
+  writeUInt64(bytes, initial, extras + 8);
+  bytes.writeUInt32BE(expirationField, extras + 16);
+  bytes.write(key, extras + ARITHMETIC_EXTRAS_BYTES, 'utf8');
+  return extras + ARITHMETIC_EXTRAS_BYTES + keyBytes;
+}
+
+/** A whole number up to 2^53 as 8 big-endian bytes, without a BigInt. */
+function writeUInt64(bytes: Buffer, value: number, offset: number): void {
+  bytes.writeUInt32BE(Math.floor(value / 2 ** 32), offset);
+  bytes.writeUInt32BE(value >>> 0, offset + 4);
+}
+
+/** One request of any opcode: header, extras, key and value (a statistic, a SET, a DELETE, SASL). */
+export function encodeRequest(opcode: number, key: string, extras: Buffer, value: string, opaque: number): Buffer {
+  const keyBytes = Buffer.byteLength(key);
+  const valueBytes = Buffer.byteLength(value);
+  const bytes = Buffer.alloc(HEADER_BYTES + extras.length + keyBytes + valueBytes);
+  writeHeader(bytes, 0, opcode, keyBytes, extras.length, opaque, valueBytes);
+  extras.copy(bytes, HEADER_BYTES);
+  bytes.write(key, HEADER_BYTES + extras.length, 'utf8');
+  bytes.write(value, HEADER_BYTES + extras.length + keyBytes, 'utf8');
+  return bytes;
 }
 
 function writeHeader(
@@ -84,12 +132,13 @@ function writeHeader(
   keyBytes: number,
   extrasBytes: number,
   opaque: number,
+  valueBytes = 0,
 ): void {
   buffer.writeUInt8(REQUEST_MAGIC, offset);
   buffer.writeUInt8(opcode, offset + 1);
   buffer.writeUInt16BE(keyBytes, offset + 2);
   buffer.writeUInt8(extrasBytes, offset + 4);
-  buffer.writeUInt32BE(keyBytes + extrasBytes, offset + 8);
+  buffer.writeUInt32BE(keyBytes + extrasBytes + valueBytes, offset + 8);
   buffer.writeUInt32BE(opaque, offset + 12);
   // Data type, vbucket and CAS stay zero (Buffer.alloc).
 }
@@ -97,17 +146,4 @@ function writeHeader(
 /** Memcached's expiration field: relative seconds, or the Unix time (by `now`) when longer than 30 days. */
 export function expiration(ttlSeconds: number, now: () => number): number {
   return ttlSeconds > MAX_RELATIVE_EXPIRATION ? Math.floor(now() / 1000) + ttlSeconds : ttlSeconds;
-}
-
-/**
- * A counter's value: INCREMENT answers 8 bytes; a GET answers the decimal text it stores,
- * which a decrement that shortens the number may leave padded with trailing spaces.
- */
-export function counterFromIncrement(value: Buffer): number {
-  return Number(value.readBigUInt64BE(0));
-}
-
-export function counterFromText(value: Buffer): number {
-  const text = value.toString('latin1');
-  return /^[0-9]+ *$/.test(text) ? Number(text.trimEnd()) : Number.NaN;
 }

@@ -1,6 +1,5 @@
-import { Utils } from 'memjs';
 import type { ServerConnection } from './connection.js';
-import { Opcode } from './protocol.js';
+import { encodeRequest, Opcode } from './protocol.js';
 
 export interface TimedStats {
   readonly stats: Readonly<Record<string, string>>;
@@ -21,12 +20,11 @@ export function serverStats(connection: ServerConnection): Promise<TimedStats> {
     let sentAt = performance.now();
     connection.send({
       opaque,
-      bytes: Utils.makeRequestBuffer(Opcode.stat, '', '', '', opaque),
-      quiet: true,
+      bytes: encodeRequest(Opcode.stat, '', Buffer.alloc(0), '', opaque),
       onSent: (at) => (sentAt = at),
-      onReply: (response) => {
-        if (response.header.keyLength !== 0) {
-          stats[response.key.toString('latin1')] = response.val.toString('latin1');
+      onReply: (reply) => {
+        if (reply.keyLength !== 0) {
+          stats[reply.key()] = reply.text();
           return false;
         }
         resolve({ stats, sentAt, receivedAt: performance.now() });
