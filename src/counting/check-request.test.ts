@@ -45,7 +45,8 @@ describe('check items', () => {
     expect(refused({ event: 'api', feature: '' })).toBe('invalid_feature');
     expect(refused({ event: 'api', feature: 'a\ud800' })).toBe('invalid_feature');
     expect(refused({ event: 'api', feature: 'é'.repeat(513) })).toBe('feature_too_long');
-    for (const cost of [0, -1, 1.5, '2', Number.MAX_SAFE_INTEGER + 2]) expect(refused({ event: 'api', feature: 'a', cost })).toBe('invalid_cost');
+    for (const cost of [0, -1, 1.5, '2', Number.MAX_SAFE_INTEGER + 2])
+      expect(refused({ event: 'api', feature: 'a', cost })).toBe('invalid_cost');
     expect(refused({ event: 'api', feature: 'a', cost: 6 })).toBe('cost_exceeds_limit');
   });
 

@@ -84,7 +84,10 @@ describe('a denial’s follow-up', () => {
     const { context } = setup();
     const plan = plans.get('leased');
     if (!plan) throw new Error('no plan');
-    await context.store.incrementAndRead(incrementsAt(plan, counterKeyBase('d', 'leased', 'cat'), T0 / 1000 + 10, 10), []);
+    await context.store.incrementAndRead(
+      incrementsAt(plan, counterKeyBase('d', 'leased', 'cat'), T0 / 1000 + 10, 10),
+      [],
+    );
     const { decision, at } = await denied(context, 'leased', 'cat', T0 + 30_500);
     const exact = await exactDenial(context, decision, at, { remember: true });
     expect(exact.retryAfter).toBeLessThanOrEqual(plan.lease?.holdSeconds ?? 0);
@@ -97,7 +100,14 @@ describe('a denial’s follow-up', () => {
     const increments = incrementsAt(plan, counterKeyBase('d', 'api', 'dan'), T0 / 1000 + 30, 3);
     await context.store.incrementAndRead(increments, []);
     await takeBack(context, [{ increments }]);
-    expect((await context.store.incrementAndRead([], increments.map((i) => i.key))).read).toEqual([0, 0]);
+    expect(
+      (
+        await context.store.incrementAndRead(
+          [],
+          increments.map((i) => i.key),
+        )
+      ).read,
+    ).toEqual([0, 0]);
     const failing = setup((now) => ({
       ...createEmbeddedStore({ now }),
       decrement: () => Promise.reject(new Error('no answer')),
