@@ -59,6 +59,8 @@ interface Counter {
   readonly state: FeatureState;
   /** The second the request found it at, by its server's clock. */
   readonly second: number;
+  /** When the request found it: the time of its first round, which follows at once (the clock is read once). */
+  foundAtMs: number | undefined;
   /** What the request counts here when allowed: its counting checks' costs summed (a lease: the units it takes now). */
   cost: number;
   /** A lease: takes what remains, from 1 up to `cost`. */
@@ -133,6 +135,26 @@ export function decideItems(context: CheckContext, items: readonly CheckItem[]):
   return runRounds(context, request);
 }
 
+/**
+ * Decides one check (a check, a peek, a batch's item, /gate): decideItems' decision of it. A
+ * denial still held in memory is answered here, before anything else is built: it is what a
+ * client far over its limit costs.
+ */
+export function decideItem(context: CheckContext, item: CheckItem): Promise<Decision> {
+  const state = context.features.state(item.plan, item.feature);
+  const nowMs = context.now(state.base);
+  const repeated = item.impossible ? undefined : repeatDenial(state.denial, item.upTo ? 1 : item.cost, nowMs);
+  if (repeated) {
+    tell(context, item, repeated, FROM_DENIED_CACHE);
+    return Promise.resolve(repeated);
+  }
+  return runRounds(context, stepRequestOfOne(context, [item], { state, nowMs })).then(firstDecision);
+}
+
+function firstDecision(outcome: StepOutcome): Decision {
+  return outcome.decisions[0] as Decision;
+}
+
 async function runRounds(context: CheckContext, request: StepRequest): Promise<StepOutcome> {
   const { counters } = request;
   let mode = startMode(request);
@@ -174,6 +196,7 @@ async function runRounds(context: CheckContext, request: StepRequest): Promise<S
 
 /** Groups the checks by counter (one per event and feature), each with its state and what the request asks of it. */
 function stepRequest(context: CheckContext, items: readonly CheckItem[]): StepRequest {
+  if (items.length === 1) return stepRequestOfOne(context, items);
   const counters: Counter[] = [];
   const counterOf: number[] = [];
   const peekOf: number[] = [];
@@ -201,15 +224,44 @@ function stepRequest(context: CheckContext, items: readonly CheckItem[]): StepRe
   // store; a lease's, when even one unit was refused.
   counters.forEach((counter, index) => {
     const item = items[counterOf.indexOf(index)] as CheckItem;
-    if (checksOf[index] === 1 && !item.impossible)
-      counter.repeated = repeatDenial(counter.state.denial, item.upTo ? 1 : item.cost, context.now(counter.state.base));
+    if (checksOf[index] === 1) counter.repeated = repeatedDenial(context, counter, item);
   });
   return { items, counters, counterOf, peekOf };
 }
 
-function newCounter(context: CheckContext, item: CheckItem): Counter {
-  const state = context.features.state(item.plan, item.feature);
-  const nowMs = context.now(state.base);
+/** Where the only check of a request sits: its counter, the first, as what it counts or its first peek. */
+const ONLY_COUNTER: readonly number[] = [0];
+const COUNTS: readonly number[] = [-1];
+const FIRST_PEEK: readonly number[] = [0];
+
+/** stepRequest for the most common request, one check, without the bookkeeping of many. */
+function stepRequestOfOne(
+  context: CheckContext,
+  items: readonly CheckItem[],
+  found?: { state: FeatureState; nowMs: number },
+): StepRequest {
+  const item = items[0] as CheckItem;
+  const counter = newCounter(context, item, found?.state, found?.nowMs);
+  if (item.counting) {
+    if (counter.cost === 0) counter.cost = item.cost;
+  } else counter.peekCosts.push(item.cost);
+  // decideItem asked memory already.
+  if (!found) counter.repeated = repeatedDenial(context, counter, item);
+  return { items, counters: [counter], counterOf: ONLY_COUNTER, peekOf: item.counting ? COUNTS : FIRST_PEEK };
+}
+
+function repeatedDenial(context: CheckContext, counter: Counter, item: CheckItem): Decision | undefined {
+  if (item.impossible) return undefined;
+  return repeatDenial(counter.state.denial, item.upTo ? 1 : item.cost, context.now(counter.state.base));
+}
+
+/** A counter for `item`, with the feature's state and the time (each read once, when the caller has them not). */
+function newCounter(
+  context: CheckContext,
+  item: CheckItem,
+  state = context.features.state(item.plan, item.feature),
+  nowMs = context.now(state.base),
+): Counter {
   const second = Math.floor(nowMs / 1000);
   // A lease asks at first for no more than the room its last decision this second left.
   const room = state.roomSecond === second ? (state.room ?? 0) : 0;
@@ -217,6 +269,7 @@ function newCounter(context: CheckContext, item: CheckItem): Counter {
     plan: item.plan,
     state,
     second,
+    foundAtMs: nowMs,
     cost: item.upTo && item.counting && room >= 1 ? Math.min(item.cost, room) : 0,
     upTo: item.upTo === true,
     record: item.record,
@@ -270,7 +323,8 @@ async function roundOf(
       denied: undefined,
       totals: undefined,
     };
-  const nowMs = context.now(state.base);
+  const nowMs = counter.foundAtMs ?? context.now(state.base);
+  counter.foundAtMs = undefined;
   const second = Math.floor(nowMs / 1000);
   const window = context.features.windowAt(state, plan, second);
   const counting = mode === 'count' && counter.cost > 0;
@@ -456,6 +510,10 @@ function outcomeOf(
   const { items, counters, counterOf, peekOf } = request;
   let retryAfter: number | undefined;
   let lease: TakenLease | undefined;
+  // The hot path: one check, allowed, no lease.
+  const [only] = items;
+  if (items.length === 1 && allowed && only && !only.upTo)
+    return { allowed, decisions, retryAfter, counted: [only.counting ? only.cost : 0], lease };
   const counted = items.map((item, i) => {
     const decision = decisions[i] as Decision;
     if (!allowed && item.enforced && !decision.allowed && decision.retryAfter !== undefined)
@@ -473,8 +531,7 @@ function outcomeOf(
 
 /** Tells onDecision of each check: a counter's call with its first check, a check of a refused request as refused. */
 function observe(context: CheckContext, request: StepRequest, decisions: readonly Decision[], allowed: boolean): void {
-  const { onDecision } = context;
-  if (!onDecision) return;
+  if (!context.onDecision) return;
   const { items, counters, counterOf } = request;
   const told: boolean[] = [];
   for (let i = 0; i < items.length; i++) {
@@ -489,15 +546,25 @@ function observe(context: CheckContext, request: StepRequest, decisions: readonl
       : lead
         ? { fromDeniedCache: false, keysRead: counter.keysRead, settledMiss: counter.settledMiss }
         : SHARED_CALL;
-    // Fields named, not spread: this runs for every decision, the repeated denials of an abusive client too.
-    onDecision({
-      event: item.plan.event,
-      feature: item.feature,
-      kind: item.counting ? 'check' : 'peek',
-      decision: !allowed && decision.allowed && item.counting ? { ...decision, allowed: false } : decision,
-      fromDeniedCache: how.fromDeniedCache,
-      keysRead: how.keysRead,
-      settledMiss: how.settledMiss,
-    });
+    tell(
+      context,
+      item,
+      !allowed && decision.allowed && item.counting ? { ...decision, allowed: false } : decision,
+      how,
+    );
   }
+}
+
+/** Tells onDecision of one check's decision, and how it was reached. */
+function tell(context: CheckContext, item: CheckItem, decision: Decision, how: HowDecided): void {
+  // Fields named, not spread: this runs for every decision, the repeated denials of an abusive client too.
+  context.onDecision?.({
+    event: item.plan.event,
+    feature: item.feature,
+    kind: item.counting ? 'check' : 'peek',
+    decision,
+    fromDeniedCache: how.fromDeniedCache,
+    keysRead: how.keysRead,
+    settledMiss: how.settledMiss,
+  });
 }

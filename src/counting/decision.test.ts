@@ -20,8 +20,13 @@ const plan = planEvents(
   ),
 ).get('api');
 if (!plan) throw new Error('no plan');
-const [tenSeconds, minute] = plan.limits;
-if (!tenSeconds || !minute) throw new Error('no limits');
+const limitAt = (index: number) => {
+  const limit = plan.limits[index];
+  if (!limit) throw new Error(`no limit ${index}`);
+  return limit;
+};
+const tenSeconds = limitAt(0);
+const minute = limitAt(1);
 
 const NOW = 1_790_000_000;
 const seconds = (counts: number[]): CountedBucket[] =>

@@ -4,7 +4,7 @@
 import { parsePolicies, PolicySet } from '../config/policies.js';
 import { checkContext, type CheckContext, type CheckOptions } from './check-context.js';
 import { checkItem, togetherItem, type CheckRequest, type TogetherCheck } from './check-request.js';
-import { decideItems, type StepOutcome } from './check-step.js';
+import { decideItem, decideItems } from './check-step.js';
 import { refund, reset, type RefundRequest } from './corrections.js';
 import type { Decision } from './decision.js';
 import type { CacheUsage } from './feature-cache.js';
@@ -112,7 +112,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
   };
 }
 
-/** A lone check or peek: the step's decision of its one item. Not async: its one async frame is the step's. */
+/** A lone check or peek: the step's decision of its one item. Not async: a refused request rejects. */
 function decideOne(
   context: CheckContext,
   plans: ReadonlyMap<string, EventPlan>,
@@ -120,13 +120,9 @@ function decideOne(
   kind: 'check' | 'peek',
 ): Promise<Decision> {
   try {
-    return decideItems(context, [checkItem(plans, request, kind)]).then(firstDecision);
+    return decideItem(context, checkItem(plans, request, kind));
   } catch (error) {
     // A refused check (LimiterInputError) rejects, as from any async function.
     return Promise.reject(error instanceof Error ? error : new Error(String(error)));
   }
-}
-
-function firstDecision(outcome: StepOutcome): Decision {
-  return outcome.decisions[0] as Decision;
 }
