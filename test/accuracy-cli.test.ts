@@ -126,7 +126,7 @@ describe('npm run accuracy', () => {
     expect(existsSync(out)).toBe(false);
   });
 
-  it.each([
+  it.concurrent.for<[string[], string]>([
     [['--requests', 'lots'], '--requests must be a positive whole number (got "lots")'],
     [['--window', 'soon'], '--window must be a duration like 60s, 5m or 1d (got "soon")'],
     [
@@ -141,7 +141,7 @@ describe('npm run accuracy', () => {
     [['--out', 'package.json'], '--out package.json is a file; give a directory, or - for standard output'],
     [['--out', ''], '--out must name a directory, or - for standard output'],
     [['extra'], 'unexpected argument "extra"'],
-  ])('refuses %j in one line, exit 2, before any work', async (args, message) => {
+  ])('refuses %j in one line, exit 2, before any work', async ([args, message], { expect }) => {
     const { code, stdout, stderr } = await accuracy(args);
     expect({ code, stdout }).toEqual({ code: 2, stdout: '' });
     expect(lines(stderr)).toEqual([`accuracy: ${message} (npm run accuracy -- --help)`]);

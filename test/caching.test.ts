@@ -5,7 +5,7 @@ import type { CounterStore } from '../src/store/counter-store.js';
 import { createMemcachedStore } from '../src/store/memcached/memcached-store.js';
 import { counterReads, counterWrites, uniquePrefix, useMemcached } from './helpers/memcached.js';
 
-const memcached = useMemcached();
+const memcached = useMemcached({ own: true });
 const stores: CounterStore[] = [];
 afterAll(async () => {
   await Promise.all(stores.map((store) => store.close()));

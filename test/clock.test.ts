@@ -5,13 +5,13 @@ import { access, mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { useMemcached } from './helpers/memcached.js';
+import { uniquePrefix, useMemcached } from './helpers/memcached.js';
 import { startServiceProcess, type ServiceProcess } from './helpers/service-process.js';
 
 /** Debian's libfaketime (apt-get install -y libfaketime): moves a process's wall clock. */
 const LIBFAKETIME = process.env.LIBFAKETIME_PATH ?? '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
-const LIMIT = 20;
-const WINDOW_S = 10;
+const LIMIT = 12;
+const WINDOW_S = 6;
 
 const memcached = useMemcached();
 let config = '';
@@ -62,7 +62,7 @@ describe.each([
     'admits, with the first, at most the limit in any window, and reports its clock offset',
     { timeout: 60_000 },
     async () => {
-      const prefix = `clock${String(expectedOffsetMs).replace('-', 'm')}`;
+      const prefix = `clock${String(expectedOffsetMs).replace('-', 'm')}${uniquePrefix()}`;
       const [right, skewed] = await Promise.all([instance(prefix), instance(prefix, fake)]);
       // Both report the store's clock against their own. Memcached keeps whole seconds from
       // its start, so its clock is up to a second off even this host's; the two instances'
@@ -87,7 +87,7 @@ describe.each([
       // One client, its requests spread over both instances for longer than a window.
       const admittedAt: number[] = [];
       const started = performance.now();
-      for (let tick = 0; performance.now() - started < (WINDOW_S + 4) * 1000; tick++) {
+      for (let tick = 0; performance.now() - started < (WINDOW_S + 3) * 1000; tick++) {
         const answers = await Promise.all(
           [right, skewed, right, skewed].map(async (service) => {
             const at = performance.now();

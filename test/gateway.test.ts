@@ -12,9 +12,13 @@ const routes = [
   { prefix: '/api/', event: 'api' },
 ];
 
+/** A moment in the middle of a second and a minute: the clock stands still while a test runs, so no answer depends on when a second turns. */
+const NOW_MS = Date.UTC(2026, 10, 22, 12, 0, 30, 500);
+
 function gatewayApp(gateway?: object) {
-  const store = createEmbeddedStore();
-  const limiter = reloadable(createLimiter({ policies: { events, ...(gateway ? { gateway } : {}) }, store }));
+  const now = () => NOW_MS;
+  const store = createEmbeddedStore({ now });
+  const limiter = reloadable(createLimiter({ policies: { events, ...(gateway ? { gateway } : {}) }, store, now }));
   const app = buildApp({ limiter, store });
   /** What a client has left of an event's limit, counting nothing. */
   const remaining = async (event: string, feature: string) =>

@@ -11,7 +11,7 @@ import type { CounterStore } from '../src/store/counter-store.js';
 import { createMemcachedStore } from '../src/store/memcached/memcached-store.js';
 import { counterWrites, uniquePrefix, useMemcached } from './helpers/memcached.js';
 
-const memcached = useMemcached();
+const memcached = useMemcached({ own: true });
 let app: FastifyInstance;
 let store: CounterStore;
 

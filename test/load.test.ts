@@ -93,7 +93,7 @@ describe('npm run load', () => {
     expect(progress.slice(1, -1).some((line) => /^load: \d+% \(\d of 2 s\), [\d,]+ done, /.test(line))).toBe(true);
   });
 
-  it.each([
+  it.concurrent.for<[string[], string]>([
     [['--event', 'api'], '--url is required'],
     [['--url', 'not a url', '--event', 'api'], '--url must be an http URL (got "not a url")'],
     [['--url', 'ftp://127.0.0.1/', '--event', 'api'], '--url must be an http URL (got "ftp://127.0.0.1/")'],
@@ -105,7 +105,7 @@ describe('npm run load', () => {
       ['--url', 'http://127.0.0.1:1', '--event', 'api', '--duration', '5', '--requests', '5'],
       'give --duration or --requests, not both',
     ],
-  ])('refuses %j in one line, exit 2', async (args, message) => {
+  ])('refuses %j in one line, exit 2', async ([args, message], { expect }) => {
     const { code, stdout, stderr } = await load(...args);
     expect({ code, stdout }).toEqual({ code: 2, stdout: '' });
     expect(lines(stderr)).toEqual([`load: ${message} (npm run load -- --help)`]);
@@ -291,7 +291,7 @@ describe('npm run load -- --grpc', () => {
   });
 
   const grpcArgs = ['--grpc', '127.0.0.1:1', '--domain', 'edge', '--descriptor', 'remote_address=%feature'];
-  it.each([
+  it.concurrent.for<[string[], string]>([
     [
       ['--grpc', '127.0.0.1', '--domain', 'edge', '--descriptor', 'a=b'],
       '--grpc must be host:port, e.g. 127.0.0.1:8081 (got "127.0.0.1")',
@@ -325,7 +325,7 @@ describe('npm run load -- --grpc', () => {
       ['--url', 'http://127.0.0.1:1', '--event', 'api', '--domain', 'edge'],
       "--domain is for --grpc HOST:PORT (Envoy's ShouldRateLimit)",
     ],
-  ])('refuses %j in one line, exit 2', async (args, message) => {
+  ])('refuses %j in one line, exit 2', async ([args, message], { expect }) => {
     const { code, stdout, stderr } = await load(...args);
     expect({ code, stdout }).toEqual({ code: 2, stdout: '' });
     expect(lines(stderr)).toEqual([`load: ${message} (npm run load -- --help)`]);

@@ -39,18 +39,24 @@ const CLIS = [
 ] as const;
 
 describe('every command-line tool', () => {
-  it.each(CLIS)('npm run %s -- --help prints its usage on stdout and exits 0', async (name, file) => {
-    const { code, stdout, stderr } = await script(file, ['--help']);
-    expect({ code, stderr }).toEqual({ code: 0, stderr: '' });
-    expect(stdout).toMatch(new RegExp(`^usage: npm run ${name} -- `));
-  });
+  it.concurrent.for(CLIS)(
+    'npm run %s -- --help prints its usage on stdout and exits 0',
+    async ([name, file], { expect }) => {
+      const { code, stdout, stderr } = await script(file, ['--help']);
+      expect({ code, stderr }).toEqual({ code: 0, stderr: '' });
+      expect(stdout).toMatch(new RegExp(`^usage: npm run ${name} -- `));
+    },
+  );
 
-  it.each(CLIS)('npm run %s refuses an unknown option in one line, exit 2', async (name, file) => {
-    const { code, stdout, stderr } = await script(file, ['--frobnicate']);
-    expect(code).toBe(2);
-    expect(stdout).toBe('');
-    expect(lines(stderr)).toEqual([`${name}: Unknown option '--frobnicate' (npm run ${name} -- --help)`]);
-  });
+  it.concurrent.for(CLIS)(
+    'npm run %s refuses an unknown option in one line, exit 2',
+    async ([name, file], { expect }) => {
+      const { code, stdout, stderr } = await script(file, ['--frobnicate']);
+      expect(code).toBe(2);
+      expect(stdout).toBe('');
+      expect(lines(stderr)).toEqual([`${name}: Unknown option '--frobnicate' (npm run ${name} -- --help)`]);
+    },
+  );
 
   it('prints a failure as one line, and its stack only with LOG_LEVEL=debug', async () => {
     const closed = `127.0.0.1:${await freePort()}`;
@@ -309,13 +315,13 @@ describe('npm run policies', () => {
     expect(lines(nothing.stderr)).toEqual([`invalid policies in ${empty}:`, '  - holds no .yaml or .yml file']);
   });
 
-  it.each([
+  it.concurrent.for<[string[], string]>([
     [[], 'policies: missing FILE'],
     [['config/policies.yaml', 'config/policies.yaml'], 'policies: unexpected argument "config/policies.yaml"'],
     [['/nonexistent/policies.yaml'], 'policies: cannot read /nonexistent/policies.yaml: no such file or directory'],
     [['/dev/null'], 'policies: /dev/null is neither a file nor a directory'],
     [['--', '-'], 'policies: give a policy file by its path; standard input is not read'],
-  ])('refuses %j in one line, exit 2', async (args, message) => {
+  ])('refuses %j in one line, exit 2', async ([args, message], { expect }) => {
     const { code, stdout, stderr } = await checkPolicies(...args);
     expect({ code, stdout }).toEqual({ code: 2, stdout: '' });
     expect(lines(stderr)).toEqual([`${message} (npm run policies -- --help)`]);

@@ -18,7 +18,7 @@ async function run(
   env: Record<string, string>,
   args: string[] = [],
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', ...args], {
+  const child = spawn(process.execPath, ['dist/main.js', ...args], {
     // No usage history: these runs end by themselves, and would leave a ./data in the checkout.
     env: { PATH: process.env.PATH, PORT: '0', MEMGATE_USAGE_DB: 'off', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -257,7 +257,7 @@ describe('the memgate process', () => {
     expect([missing.code, missing.stderr]).toEqual([2, expect.stringContaining('cannot read the file') as string]);
   });
 
-  it.each([
+  it.concurrent.for<[Record<string, string>, string]>([
     [{ PORT: 'eighty' }, 'PORT must be a whole number from 0 to 65535 (got "eighty")'],
     [{ MEMCACHED_TIMEOUT_MS: '0' }, 'MEMCACHED_TIMEOUT_MS must be a whole number from 1 to 60000 ms (got "0")'],
     [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent (got "loud")'],
@@ -281,7 +281,7 @@ describe('the memgate process', () => {
       { MEMGATE_SHUTDOWN_DRAIN_MS: '5s' },
       'MEMGATE_SHUTDOWN_DRAIN_MS must be a whole number from 0 to 600000 ms (got "5s")',
     ],
-  ])('refuses the setting %j as bad configuration (exit 2), in one line', async (env, message) => {
+  ])('refuses the setting %j as bad configuration (exit 2), in one line', async ([env, message], { expect }) => {
     expect(await failedStart(env)).toEqual({ code: 2, stdout: '', stderr: `memgate: ${message}\n` });
   });
 

@@ -122,7 +122,7 @@ describe('npm run usage', () => {
     expect(lines(stdout)[0]).toMatch(/^api, client a: .*; allowed 5, denied 3, degraded 0$/);
   });
 
-  it.each([
+  it.concurrent.for<[string[], string | RegExp]>([
     [
       ['--from', 'yesterday'],
       'from must be epoch seconds, ISO 8601 (2026-11-23T10:00:00Z), or relative such as -1h, -30d or now (got "yesterday")',
@@ -130,7 +130,7 @@ describe('npm run usage', () => {
     [['--from', 'now', '--until', '-1h'], /^from \(\d+\) must be before until \(\d+\)$/],
     [['--from', '-30d', '--step', '60'], /^43201 points of 60 s from \d+ to \d+: at most 10000 in one answer/],
     [['--top', '5000'], 'limit must be at most 1000 (got 5000)'],
-  ])('prints what memgate refuses, %j, in its words on one line, exit 2', async (args, message) => {
+  ])('prints what memgate refuses, %j, in its words on one line, exit 2', async ([args, message], { expect }) => {
     const { code, stdout, stderr } = await usage(['--url', service.url, '--event', 'api', ...args]);
     expect({ code, stdout }).toEqual({ code: 2, stdout: '' });
     expect(lines(stderr)).toHaveLength(1);
@@ -147,12 +147,12 @@ describe('npm run usage', () => {
     ]);
   });
 
-  it.each([
+  it.concurrent.for<[string[], string]>([
     [[], '--event is required'],
     [['--event', 'api', '--format', 'xml'], '--format must be one of spark, table, json (got "xml")'],
     [['--event', 'api', '--top', '0'], '--top must be a positive whole number (got "0")'],
     [['--event', 'api', '--url', 'ftp://example.org'], '--url must be an http URL (got "ftp://example.org")'],
-  ])('refuses %j before asking anything, exit 2', async (args, message) => {
+  ])('refuses %j before asking anything, exit 2', async ([args, message], { expect }) => {
     const { code, stderr } = await usage(args);
     expect(code).toBe(2);
     expect(lines(stderr)).toEqual([`usage: ${message} (npm run usage -- --help)`]);

@@ -223,7 +223,7 @@ describe('usage history in the service', () => {
   it('stops the start with one line naming MEMGATE_USAGE_DB when the file cannot be opened, and 2 for a bad retention', async () => {
     const run = (env: Record<string, string>) =>
       new Promise<{ code: number | null; stderr: string }>((resolve) => {
-        const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+        const child = spawn(process.execPath, ['dist/main.js'], {
           env: { PATH: process.env.PATH, PORT: '0', MEMGATE_CONFIG: POLICIES, ...env },
           stdio: ['ignore', 'ignore', 'pipe'],
         });

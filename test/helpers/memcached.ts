@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { createConnection } from 'node:net';
-import { afterAll, beforeAll } from 'vitest';
+import { afterAll, beforeAll, inject } from 'vitest';
 import {
   findMemcachedBinary,
   INSTALL_HINT,
@@ -14,19 +14,27 @@ export { startMemcachedProcess, type MemcachedProcess };
 export interface TestMemcached {
   /** `host:port`, ready for createMemcachedStore or MEMCACHED_SERVERS. */
   readonly servers: string;
-  /** Where it came from: `env`, `binary` or `testcontainers`. */
+  /** Where it came from: `env`, `binary`, `testcontainers`, or `shared` (the run's). */
   readonly source: string;
   stop(): Promise<void>;
 }
 
 /**
- * A Memcached for the calling test file, started before its tests and stopped after them.
- * Call the returned function inside tests (or hooks) to reach it.
+ * A Memcached for the calling test file: the one the run shares (test/setup/shared-run.ts),
+ * or with `own`, one started before its tests and stopped after them, for a test that reads
+ * the server's statistics (others' work would show in them). Call the returned function
+ * inside tests (or hooks) to reach it.
  */
-export function useMemcached(): () => TestMemcached {
+export function useMemcached(options: { own?: boolean } = {}): () => TestMemcached {
+  const shared = options.own === true ? undefined : inject('sharedMemcached');
+  if (shared !== undefined) {
+    const memcached: TestMemcached = { servers: shared, source: 'shared', stop: () => Promise.resolve() };
+    return () => memcached;
+  }
   let memcached: TestMemcached | undefined;
   beforeAll(async () => {
-    memcached = await startMemcached();
+    memcached =
+      options.own === true ? { ...(await startMemcachedProcess()), source: 'binary' } : await startMemcached();
   });
   afterAll(async () => {
     await memcached?.stop();

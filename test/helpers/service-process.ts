@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { uniquePrefix } from './memcached.js';
 
 /** The service as `npm start` runs it, from source, on a free port. */
 export interface ServiceProcess {
@@ -18,15 +19,24 @@ export interface ServiceProcess {
 }
 
 /**
- * Starts `src/main.ts` with PORT=0 on 127.0.0.1 plus `env`, and resolves once it listens.
- * Its usage history goes to a file of its own in a temporary folder unless `env` names one:
- * one process writes a file, and the checkout's ./data stays clean.
+ * Starts the service as `npm start` runs it, `node dist/main.js` (built once per test run by
+ * test/setup/shared-run.ts), with PORT=0 on 127.0.0.1 plus `env`, and resolves once it
+ * listens. Its usage history goes to a file of its own in a temporary folder unless `env`
+ * names one (one process writes a file, and the checkout's ./data stays clean), and its keys
+ * start with a prefix of its own unless `env` names one (tests share a memcached).
  */
 export async function startServiceProcess(env: Record<string, string>, args: string[] = []): Promise<ServiceProcess> {
   const usageFolder = mkdtempSync(join(tmpdir(), 'memgate-service-'));
   const usageDb = join(usageFolder, 'usage.db');
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', ...args], {
-    env: { PATH: process.env.PATH, PORT: '0', HOST: '127.0.0.1', MEMGATE_USAGE_DB: usageDb, ...env },
+  const child = spawn(process.execPath, ['dist/main.js', ...args], {
+    env: {
+      PATH: process.env.PATH,
+      PORT: '0',
+      HOST: '127.0.0.1',
+      MEMGATE_USAGE_DB: usageDb,
+      MEMGATE_KEY_PREFIX: uniquePrefix(),
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const logs: Record<string, unknown>[] = [];
