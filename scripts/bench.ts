@@ -84,17 +84,19 @@ runCommand(
 
     const estimate =
       BUILD_SECONDS + chosen.reduce((sum, suite) => sum + suite.estimateSeconds({ duration, rounds }), 0);
+    const started = performance.now();
+    const elapsed = () => (performance.now() - started) / 1000;
     const progress = startProgress({
       label: 'bench',
       total: estimate,
       describe: (done, total) => `${formatSeconds(done)} of about ${formatSeconds(total)}`,
       everyMs,
+      // The estimate is only that: the bar stops short of 100% until the work is done.
+      readDone: () => Math.min(elapsed(), 0.99 * estimate),
     });
-    const started = performance.now();
-    const elapsed = () => (performance.now() - started) / 1000;
-    // The estimate is only that: the bar stops short of 100% until the work is done.
+    // Keeps a terminal's bar moving while a suite waits on its servers.
     const ticker = setInterval(() => {
-      progress.update(Math.min(elapsed(), 0.99 * estimate));
+      progress.update(0);
     }, 1000);
     const log = (line: string) => {
       progress.log(`[${formatSeconds(elapsed())}] ${line}`);

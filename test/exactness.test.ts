@@ -4,8 +4,11 @@
 // it: whatever is refused costs more than what the burst leaves. fast-check draws the limits,
 // what was used before, the costs and which instance each request reaches.
 import fc from 'fast-check';
+import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createClient } from '../src/client/index.js';
 import { createLimiter, type Limiter } from '../src/counting/limiter.js';
+import { buildApp } from '../src/http/app.js';
 import type { Decision } from '../src/counting/decision.js';
 import type { CounterStore } from '../src/store/counter-store.js';
 import { createMemcachedStore } from '../src/store/memcached/memcached-store.js';
@@ -123,6 +126,48 @@ describe('two instances racing for the last room of a limit', () => {
         expect(withTenant).toBe(0);
         expect(alone).toBe(Math.min(LIMITS.user, calls.filter((c) => !c.withTenant).length));
         expect(await roomLeft('user', user)).toBe(LIMITS.user - alone);
+      }),
+      { numRuns: RUNS },
+    );
+  });
+});
+
+describe('memgate/client callers before two instances racing for the last room', () => {
+  let apps: FastifyInstance[] = [];
+  let urls: string[] = [];
+  beforeAll(async () => {
+    apps = stores.map((store, i) => buildApp({ limiter: instances[i as 0 | 1], store }));
+    urls = await Promise.all(apps.map((app) => app.listen({ port: 0, host: '127.0.0.1' })));
+  });
+  afterAll(async () => {
+    await Promise.all(apps.map((app) => app.close()));
+  });
+
+  it('hold no local denial that memgate would not confirm (fast-check)', async () => {
+    const request = fc.record({ client: fc.integer({ min: 0, max: 1 }), cost: fc.integer({ min: 1, max: 8 }) });
+    await fc.assert(
+      fc.asyncProperty(fc.array(request, { minLength: 2, maxLength: 60, size: 'large' }), async (burst) => {
+        const clients = urls.map((url) => createClient({ url }));
+        try {
+          const feature = `c${uniquePrefix()}`;
+          await instances[0].check({ event: 'api', feature, cost: 25 });
+          const answers = await Promise.all(
+            burst.map(({ client, cost }) => (clients[client] as (typeof clients)[0]).check('api', feature, { cost })),
+          );
+          const room = await roomLeft('api', feature);
+          burst.forEach(({ cost }, i) => {
+            if (!answers[i]?.allowed) expect(cost).toBeGreaterThan(room);
+          });
+          // What each caller was refused it is refused again, from its own memory or memgate's,
+          // and the room is still there: a local denial only repeats one memgate confirmed.
+          for (const [c, client] of clients.entries()) {
+            const refused = new Set(burst.filter((r, i) => r.client === c && !answers[i]?.allowed).map((r) => r.cost));
+            for (const cost of refused) expect((await client.check('api', feature, { cost })).allowed).toBe(false);
+          }
+          expect(await roomLeft('api', feature)).toBe(room);
+        } finally {
+          await Promise.all(clients.map((client) => client.close()));
+        }
       }),
       { numRuns: RUNS },
     );

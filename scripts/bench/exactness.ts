@@ -195,7 +195,8 @@ async function startPair(name: string, servers: string, root: string | undefined
 export const exactness: Suite = {
   name: 'exactness',
   about: `two services racing for the last room of a limit, ${RUNS} runs per scenario (--baseline REF: another commit beside)`,
-  estimateSeconds: () => SCENARIOS.length * RUNS * 2,
+  // A run is a burst of about a hundred requests: well under a second, two builds each.
+  estimateSeconds: () => 5 + SCENARIOS.length * RUNS * 0.1,
 
   run: async ({ servers, progress, doing, baseline }) => {
     const builds: { name: string; root: string | undefined }[] = [{ name: 'this build', root: undefined }];

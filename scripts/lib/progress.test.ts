@@ -39,6 +39,19 @@ describe('progress off a terminal', () => {
     expect(all.at(-1)).toMatch(/^replaying: done \(100 of 200 checks\) after \d+ s$/);
   });
 
+  it('reads where the work is for each line when given readDone, even after a busy stretch', async () => {
+    const { stream, lines } = pipe();
+    let seconds = 1;
+    const progress = startProgress({ label: 'bench', total: 100, stream, everyMs: 20, readDone: () => seconds });
+    progress.update(1, 'embedded');
+    // The thread is busy and nothing calls update(); the next line still says where it is.
+    seconds = 40;
+    await sleep(60);
+    progress.stop();
+    expect(lines().filter((line) => line.startsWith('bench: 40%')).length).toBeGreaterThan(0);
+    expect(lines().some((line) => line.startsWith('bench: 1%'))).toBe(false);
+  });
+
   it('says about how long is left once that is a second or more', () => {
     const { stream, lines } = pipe();
     const progress = startProgress({ label: 'long', total: 100, stream, everyMs: 0 });

@@ -12,6 +12,12 @@ export interface ProgressOptions {
   readonly stream?: NodeJS.WritableStream & { readonly isTTY?: boolean };
   /** Off a terminal, a line this often (default 5 s; see progressIntervalMs). */
   readonly everyMs?: number;
+  /**
+   * For work whose progress is read rather than reported (a duration against an estimate):
+   * called for every line or redraw, so that a line printed after the work kept this thread
+   * busy says where it is now, not where update() last said.
+   */
+  readonly readDone?: () => number;
 }
 
 /** How far some long work is, on standard error. */
@@ -85,6 +91,7 @@ function lineProgress(options: ProgressOptions, stream: NodeJS.WritableStream, e
     state.lastLine = performance.now();
   };
   const report = () => {
+    if (options.readDone) state.done = options.readDone();
     write(`${options.label}: ${status(options, state.done, state.doing, performance.now() - started)}`);
   };
   write(`${options.label}: started${options.describe ? `, ${options.describe(0, options.total)}` : ''}`);
@@ -131,6 +138,7 @@ function terminalProgress(options: ProgressOptions, stream: NodeJS.WritableStrea
   const bar = bars.create(options.total, 0, { status: text() });
   // cli-progress redraws on its own timer; the work may keep this thread too busy for it.
   const draw = () => {
+    if (options.readDone) state.done = options.readDone();
     bar.update(Math.min(state.done, options.total), { status: text() });
     bars.update();
     state.lastDraw = performance.now();

@@ -3,10 +3,12 @@
 // counter and round, a pure decision over the counts, and one follow-up for denials. Rounds:
 //
 //   count: increment and read in one call. Allowed by every enforced check: done (the hot path,
-//          one round trip). Denied: take the increments back and read again, since the counts
+//          one round trip). Denied: take the increments back, pause, and read, since the counts
 //          may have held other requests' increments that are being taken back too.
-//   read:  counts only. No room: the denial stands, with its exact retryAfter, remembered.
-//          Room: count again.
+//   read:  counts only. Room: count again. No room, and the counts as the last look saw them a
+//          pause before: the denial stands (no one was counting or taking back meanwhile, so
+//          what fills the window was admitted), with its exact retryAfter, remembered. No
+//          room but the counts moved: pause longer and read again.
 //
 // A request that memory says will find no room (a denial not yet released, or too little room
 // left this second) starts with a read, so that requests bound to be refused never add their
