@@ -57,7 +57,7 @@ describe('leases through a hostile world', () => {
     const client = createClient({ url: memgate.url, leaseUnits: 50, timeoutMs: 2000 });
     const who = 'stall-1';
     try {
-      memcached.process.kill('SIGSTOP');
+      await memcached.pause();
       let degraded = 0;
       for (let i = 0; i < 5; i++) {
         const decision = await client.check('stalled', who);

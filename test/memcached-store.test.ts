@@ -127,7 +127,7 @@ describe('memcached store faults', () => {
     const store = createMemcachedStore({ servers: server.servers, timeoutMs: 200 });
     const key = `${uniquePrefix()}:{t}:k`;
     await store.incrementAndRead([{ key, delta: 1, ttlSeconds: 60 }], []);
-    server.process.kill('SIGSTOP');
+    await server.pause();
     const started = performance.now();
     await expect(store.incrementAndRead([{ key, delta: 1, ttlSeconds: 60 }], [])).rejects.toThrow(
       StoreUnavailableError,

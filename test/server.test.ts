@@ -163,7 +163,7 @@ describe('the memgate process', () => {
     try {
       const service = await startService({ ...NO_DRAIN, MEMCACHED_SERVERS: own.servers, MEMCACHED_TIMEOUT_MS: '200' });
       await fetch(`${service.url}/check?event=url_shorten&feature=x`);
-      own.process.kill('SIGSTOP');
+      await own.pause();
       const stalled = await Promise.all(
         Array.from({ length: 10 }, () =>
           fetch(`${service.url}/check?event=url_shorten&feature=x`).then((r) => r.json()),
@@ -199,7 +199,7 @@ describe('the memgate process', () => {
       MEMCACHED_TIMEOUT_MS: '5000',
     });
     await fetch(`${service.url}/readyz`);
-    memcached.process.kill('SIGSTOP');
+    await memcached.pause();
     const inFlight = fetch(`${service.url}/check?event=login&feature=draining`);
     await new Promise((resolve) => setTimeout(resolve, 200));
     service.child.kill('SIGTERM');
@@ -214,7 +214,7 @@ describe('the memgate process', () => {
   it('exits at once, with 1, on a second signal while draining', async () => {
     const service = await startService({ MEMCACHED_SERVERS: memcached.servers, MEMCACHED_TIMEOUT_MS: '5000' });
     await fetch(`${service.url}/readyz`);
-    memcached.process.kill('SIGSTOP');
+    await memcached.pause();
     const inFlight = fetch(`${service.url}/check?event=login&feature=impatient`).catch((error: unknown) => error);
     await new Promise((resolve) => setTimeout(resolve, 200));
     service.child.kill('SIGTERM');

@@ -56,7 +56,7 @@ async function trafficThroughStall(limiter: Limiter, frozenMs: number): Promise<
     }
   });
   await new Promise((resolve) => setTimeout(resolve, 300));
-  memcached.process.kill('SIGSTOP');
+  await memcached.pause();
   await new Promise((resolve) => setTimeout(resolve, frozenMs));
   memcached.process.kill('SIGCONT');
   await new Promise((resolve) => setTimeout(resolve, 400));

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { access, constants, mkdtemp, writeFile } from 'node:fs/promises';
+import { access, constants, mkdtemp, readdir, readFile, writeFile } from 'node:fs/promises';
 import { createConnection, createServer } from 'node:net';
 import { tmpdir, userInfo } from 'node:os';
 import { delimiter, join } from 'node:path';
@@ -10,6 +10,13 @@ export interface MemcachedProcess {
   readonly servers: string;
   readonly process: ChildProcess;
   readonly port: number;
+  /**
+   * Freezes the server (SIGSTOP), resolving once every thread of it has stopped: a signal is
+   * delivered when its threads are next scheduled, so a request sent at once may still be answered.
+   */
+  pause(): Promise<void>;
+  /** Lets a paused server run again (SIGCONT). */
+  resume(): void;
   stop(): Promise<void>;
 }
 
@@ -64,6 +71,10 @@ export async function startMemcachedProcess(
         servers: `127.0.0.1:${port}`,
         process: child,
         port,
+        pause: () => pauseProcess(child),
+        resume() {
+          child.kill('SIGCONT');
+        },
         async stop() {
           if (child.exitCode === null && child.signalCode === null) {
             child.kill('SIGCONT'); // in case a test paused it
@@ -182,4 +193,25 @@ export function memcachedVersion(server: string, timeoutMs = 2000): Promise<stri
       reject(new Error(error.code ?? error.message));
     });
   });
+}
+
+/** SIGSTOP, then waits until /proc shows every thread of the process stopped (state T). */
+async function pauseProcess(child: ChildProcess): Promise<void> {
+  const pid = child.pid;
+  if (pid === undefined) throw new Error('memcached is not running');
+  child.kill('SIGSTOP');
+  const deadline = Date.now() + 5000;
+  for (;;) {
+    const threads = await readdir(`/proc/${pid}/task`);
+    const states = await Promise.all(
+      threads.map(async (thread) => {
+        const stat = await readFile(`/proc/${pid}/task/${thread}/stat`, 'utf8');
+        // The state follows the command name, which is in parentheses and may hold spaces.
+        return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+      }),
+    );
+    if (states.every((state) => state === 'T' || state === 't')) return;
+    if (Date.now() > deadline) throw new Error(`memcached (pid ${pid}) did not stop: thread states ${states.join('')}`);
+    await new Promise((resolve) => setTimeout(resolve, 1));
+  }
 }
