@@ -237,4 +237,20 @@ describe('refunds', () => {
       'invalid_time',
     );
   });
+
+  it.each([
+    ['a second before memgate counted it', 1_900_000_020, -1],
+    ['a second after', 1_900_000_019, 1],
+  ])('take back a check the caller timed %s, across a minute', async (_when, startSecond, off) => {
+    // 1_900_000_020 begins a minute: the second before is in another minute's buckets.
+    const { clock, a, b } = twoInstances(startSecond);
+    const who = feature();
+    const counted = clock.second;
+    await a.check({ event: 'plain', feature: who, cost: 3 });
+    clock.second += 5;
+    // The caller's clock, read at the edge of the second before (or after) memgate's.
+    const at = (counted + off) * 1000 + (off < 0 ? 999 : 1);
+    expect(await b.refund({ event: 'plain', feature: who, cost: 3, at })).toBe(true);
+    expect((await a.peek({ event: 'plain', feature: who })).limits[0]?.remaining).toBe(LIMIT);
+  });
 });

@@ -40,13 +40,28 @@ export async function refund(
   const second = Math.floor(request.at / 1000);
   const longest = Math.max(...plan.limits.map((limit) => limit.policy.window));
   if (second + longest <= now) return false;
+  const skewSeconds = Math.ceil(context.maxClockSkewMs / 1000);
+  // `at` is the caller's clock, taken before its check left: memgate may have counted it in a
+  // neighbouring second (a check sent at 12.999 s, counted at 13.001 s). The seconds within the
+  // skew are read, nearest first, and the cost taken back from the first that holds it.
+  const finest = plan.levels.reduce((a, b) => (b.size < a.size ? b : a));
+  const candidates = nearestFirst(second, skewSeconds);
+  const keys = candidates.map((s) => bucketKey(state.base, finest.size, bucketStart(s, finest.size)));
+  const { read } = await context.store.incrementAndRead([], [resetMarkerKey(state.base), ...keys]);
   // A reset since then forgot the check, and its bucket may now hold only checks counted
-  // after it. `at` is the caller's clock: a reset within the skew of it may be after it too.
-  const { read } = await context.store.incrementAndRead([], [resetMarkerKey(state.base)]);
-  if ((read[0] ?? 0) >= second - Math.ceil(context.maxClockSkewMs / 1000)) return false;
-  await context.store.decrement(incrementsAt(plan, state.base, second, cost));
+  // after it. A reset within the skew of `at` may be after it too.
+  if ((read[0] ?? 0) >= second - skewSeconds) return false;
+  const holding = candidates.findIndex((_, i) => (read[i + 1] ?? 0) >= cost);
+  await context.store.decrement(incrementsAt(plan, state.base, candidates[Math.max(0, holding)] ?? second, cost));
   forgetCounts(state);
   return true;
+}
+
+/** `second`, then the seconds around it up to `skew` away, nearest first, later before earlier. */
+function nearestFirst(second: number, skew: number): number[] {
+  const seconds = [second];
+  for (let away = 1; away <= skew; away++) seconds.push(second + away, second - away);
+  return seconds;
 }
 
 /**
