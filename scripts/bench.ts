@@ -11,6 +11,7 @@ import { COMPILED_ENV } from './bench/compiled.js';
 import { denyPath } from './bench/deny.js';
 import { embedded } from './bench/embedded.js';
 import { exactness } from './bench/exactness.js';
+import { oversized } from './bench/oversized.js';
 import { grpc } from './bench/grpc.js';
 import { memory } from './bench/memory.js';
 import { overload } from './bench/overload.js';
@@ -21,7 +22,7 @@ import { EXIT, runCommand } from './lib/command-line.js';
 import { memcachedVersion, startMemcachedProcess } from './lib/memcached-process.js';
 import { formatSeconds, progressIntervalMs, startProgress } from './lib/progress.js';
 
-const SUITES: readonly Suite[] = [embedded, throughput, denyPath, exactness, overload, memory, usage, client, grpc];
+const SUITES: readonly Suite[] = [embedded, throughput, denyPath, exactness, overload, oversized, memory, usage, client, grpc];
 const DOCS = 'docs/performance.md';
 /** About how long `npm run build` takes on the 2-core development machine. */
 const BUILD_SECONDS = 20;

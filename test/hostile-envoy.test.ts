@@ -4,6 +4,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { describe, expect, it } from 'vitest';
 import { RateLimitClient, oneDescriptor, type RlsClient, type WireRequestIn } from '../scripts/lib/rls-client.js';
+import { REQUEST_LIMITS } from '../src/grpc/messages.js';
 import { envoyConfigFile, useEnvoyServices } from './helpers/envoy-service.js';
 import { uniquePrefix, useMemcached } from './helpers/memcached.js';
 
@@ -226,7 +227,8 @@ describe('what held', () => {
 
   it('64 descriptors of 32 entries, none matching: OK for each, fast', async () => {
     const { client } = await start();
-    const entries = Array.from({ length: 32 }, (_, i) => ({ key: `k${i}`, value: 'x'.repeat(400) }));
+    // As long as they can be within the message's 64 KB.
+    const entries = Array.from({ length: 32 }, (_, i) => ({ key: `k${i}`, value: 'x'.repeat(16) }));
     const started = performance.now();
     const answer = await client.shouldRateLimit({
       domain: 'edge',
@@ -235,6 +237,28 @@ describe('what held', () => {
     expect(performance.now() - started).toBeLessThan(2000);
     expect(answer.overall_code).toBe('OK');
     expect(answer.statuses).toHaveLength(64);
+  });
+
+  it('the largest requests: over 64 KB RESOURCE_EXHAUSTED, 5,000 descriptors INVALID_ARGUMENT, and the service keeps serving', async () => {
+    const { client, address } = await start();
+    const descriptor = field(2, field(1, Buffer.concat([field(1, Buffer.from('one')), field(2, Buffer.from(''))])));
+    const domain = field(1, Buffer.from('edge'));
+    const many = Buffer.concat([domain, ...Array.from({ length: 5000 }, () => descriptor)]);
+    expect(many.length).toBeLessThan(REQUEST_LIMITS.messageBytes);
+    expect((await rawCall(address, many)).error).toMatchObject({
+      code: grpc.status.INVALID_ARGUMENT,
+      details: `5000 descriptors; at most ${REQUEST_LIMITS.descriptors} are allowed`,
+    });
+    // The outside tester's 990 KB request, and one byte over the limit.
+    const huge = Buffer.concat([domain, ...Array.from({ length: 110_000 }, () => descriptor)]);
+    expect((await rawCall(address, huge)).error?.code).toBe(grpc.status.RESOURCE_EXHAUSTED);
+    const padding = REQUEST_LIMITS.messageBytes + 1 - domain.length - 4;
+    const justOver = Buffer.concat([domain, field(15, Buffer.alloc(padding))]);
+    expect(justOver.length).toBe(REQUEST_LIMITS.messageBytes + 1);
+    expect((await rawCall(address, justOver)).error?.code).toBe(grpc.status.RESOURCE_EXHAUSTED);
+    expect((await client.shouldRateLimit(oneDescriptor('edge', ['one', `after-${uniquePrefix()}`]))).overall_code).toBe(
+      'OK',
+    );
   });
 
   it('bytes that are not a request (a wire type protobuf has not): refused, nothing decided, and the service keeps serving', async () => {

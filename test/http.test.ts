@@ -31,8 +31,17 @@ afterAll(async () => {
 });
 
 const get = (url: string) => app.inject({ method: 'GET', url });
-const post = (url: string, payload: string, contentType = 'application/json') =>
+const post = (url: string, payload: string | Buffer, contentType = 'application/json') =>
   app.inject({ method: 'POST', url, payload, headers: { 'content-type': contentType } });
+
+/** A JSON check whose feature (or event) ends in one byte as given, such as latin1's é (0xe9). */
+function latin1Body(event: string, feature: string, last: number, where: 'event' | 'feature' = 'feature'): Buffer {
+  const [before, after] =
+    where === 'feature'
+      ? [`{"event":"${event}","feature":"${feature}`, '"}']
+      : [`{"feature":"${feature}","event":"${event}`, '"}'];
+  return Buffer.concat([Buffer.from(before), Buffer.from([last]), Buffer.from(after)]);
+}
 
 function errorCode(response: LightMyRequestResponse): string {
   return response.json<{ error: { code: string } }>().error.code;
@@ -94,8 +103,32 @@ describe('bad input: a 4xx JSON error, and no counter touched', () => {
     ['an empty feature', () => get('/check?event=login&feature='), 400, 'invalid_feature'],
     ['an unknown event', () => get('/check?event=logout&feature=x'), 400, 'unknown_event'],
     ['a repeated feature', () => get('/check?event=login&feature=a&feature=b'), 400, 'invalid_feature'],
-    ['a feature that is not UTF-8', () => get('/check?event=login&feature=%ED%A0%80'), 400, 'invalid_request'],
-    ['a feature with a bare %', () => get('/check?event=login&feature=100%'), 400, 'invalid_request'],
+    ['a feature that is not UTF-8', () => get('/check?event=login&feature=%ED%A0%80'), 400, 'invalid_feature'],
+    ['a latin1 feature', () => get('/check?event=login&feature=Jos%E9'), 400, 'invalid_feature'],
+    ['a latin1 event', () => get('/check?feature=x&event=logi%E9'), 400, 'invalid_event'],
+    ['a cost not UTF-8', () => get('/check?event=login&feature=x&cost=%E9'), 400, 'invalid_cost'],
+    ['a JSON feature not UTF-8', () => post('/check', latin1Body('login', 'Jos', 0xe9)), 400, 'invalid_feature'],
+    ['a JSON event not UTF-8', () => post('/check', latin1Body('logi', 'x', 0xe9, 'event')), 400, 'invalid_event'],
+    ['a peek not UTF-8', () => post('/peek', latin1Body('login', 'Jos', 0xe8)), 400, 'invalid_feature'],
+    [
+      'JSON nested deeper than any request',
+      () => post('/check/batch', `${'['.repeat(50_000)}${']'.repeat(50_000)}`),
+      400,
+      'invalid_request',
+    ],
+    [
+      'more JSON values than any request',
+      () => post('/check/batch', JSON.stringify(Array(2000).fill(0))),
+      413,
+      'payload_too_large',
+    ],
+    [
+      'a batch over its size',
+      () => post('/check/batch', JSON.stringify([{ event: 'login', feature: 'x'.repeat(900_000) }])),
+      413,
+      'payload_too_large',
+    ],
+    ['a feature with a bare %', () => get('/check?event=login&feature=100%'), 400, 'invalid_feature'],
     ['a zero cost', () => get('/check?event=login&feature=x&cost=0'), 400, 'invalid_cost'],
     ['a negative cost', () => get('/check?event=login&feature=x&cost=-1'), 400, 'invalid_cost'],
     ['a fractional cost', () => get('/check?event=login&feature=x&cost=1.5'), 400, 'invalid_cost'],
@@ -117,6 +150,12 @@ describe('bad input: a 4xx JSON error, and no counter touched', () => {
       'invalid_request',
     ],
     ['a lone surrogate', () => post('/check', '{"event": "login", "feature": "\\ud800"}'), 400, 'invalid_feature'],
+    [
+      'a __proto__ key',
+      () => post('/check', '{"event":"login","feature":"x","__proto__":{"a":1}}'),
+      400,
+      'invalid_json',
+    ],
     ['plain text', () => post('/check', 'event=login', 'text/plain'), 415, 'unsupported_media_type'],
     [
       'a form body',

@@ -48,10 +48,17 @@ export const DEFAULTS = {
 
   /** MEMGATE_MAX_EVENT_LOOP_DELAY_MS: checks are shed while the event loop lags more. */
   maxEventLoopDelayMs: 1000,
-  /** Largest request body: a /check request is a few hundred bytes. */
-  bodyLimitBytes: 16 * 1024,
-  /** Checks one POST /check/batch may carry. */
+  /**
+   * Largest request body but a batch's: one check or lease of the longest event (64 bytes) and
+   * feature (1024 UTF-8 bytes), even written with every byte escaped as `\u00XX` (6.4 KB).
+   */
+  bodyLimitBytes: 8 * 1024,
+  /** Checks one POST /check/batch may carry; its body may be this many times bodyLimitBytes. */
   batchMaxChecks: 100,
+  /** Arrays and objects inside one another in a JSON body: the deepest request needs 3. */
+  jsonMaxDepth: 4,
+  /** Values in a JSON body (by its commas): a full /lease/batch needs about 800. */
+  jsonMaxValues: 1024,
   /** Longest a client may take to send a whole request. */
   requestTimeoutMs: 10_000,
   /** Longest a shutdown may take, after the drain, before the process exits anyway. */

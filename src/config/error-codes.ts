@@ -20,10 +20,13 @@ const KB = (bytes: number) => `${bytes / 1024} KB`;
 
 /** In the order the README lists them. */
 export const ERROR_CODES = {
-  invalid_event: { status: 400, when: 'the event is missing, empty or not a string; on `/gate`, the event header was sent twice' },
+  invalid_event: {
+    status: 400,
+    when: 'the event is missing, empty, not a string or not well-formed Unicode (bytes that are not UTF-8 included); on `/gate`, the event header was sent twice',
+  },
   invalid_feature: {
     status: 400,
-    when: 'the feature is missing, empty, not a string or not well-formed Unicode; on `/gate`, the feature header is missing or sent twice, or the client address is not an IP address',
+    when: 'the feature is missing, empty, not a string or not well-formed Unicode (bytes that are not UTF-8 included); on `/gate`, the feature header is missing or sent twice, or the client address is not an IP address',
   },
   invalid_cost: { status: 400, when: '`cost` is not a positive integer' },
   unknown_event: { status: 400, when: 'the event is not in the policy file' },
@@ -39,7 +42,10 @@ export const ERROR_CODES = {
     status: 409,
     when: `\`/lease/return\`: more than the lease's life and ${DEFAULTS.leaseReturnGraceSeconds} s have passed since it was taken; its units stay counted`,
   },
-  invalid_request: { status: 400, when: 'an unknown field, a body that is not a JSON object, or a URL that is not valid percent-encoding' },
+  invalid_request: {
+    status: 400,
+    when: `an unknown field, a body that is not a JSON object or nests arrays and objects more than ${DEFAULTS.jsonMaxDepth} deep, or a URL that is not valid percent-encoding`,
+  },
   invalid_json: { status: 400, when: 'the body is broken or empty JSON' },
   malformed_request: { status: 400, when: 'the request is not valid HTTP' },
   invalid_uri: { status: 400, when: '`/gate` only: the URI header missing or sent twice, a bare `/gate` under `uri: path`, or a path that is not valid percent-encoding' },
@@ -63,7 +69,7 @@ export const ERROR_CODES = {
   not_found: { status: 404, when: 'no such route; `/gate` when the policy file has no `gateway` section' },
   payload_too_large: {
     status: 413,
-    when: `the body is over ${KB(DEFAULTS.bodyLimitBytes)} (${KB(DEFAULTS.bodyLimitBytes * DEFAULTS.batchMaxChecks)} for \`/check/batch\`)`,
+    when: `the body is over ${KB(DEFAULTS.bodyLimitBytes)} (${KB(DEFAULTS.bodyLimitBytes * DEFAULTS.batchMaxChecks)} for \`/check/batch\` and \`/lease/batch\`: a full batch of the longest features fits), or holds more than ${DEFAULTS.jsonMaxValues} JSON values`,
   },
   unsupported_media_type: { status: 415, when: 'the body is not `application/json`' },
   request_too_large: { status: 431, when: 'the URL or headers are too large' },

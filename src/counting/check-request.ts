@@ -53,6 +53,10 @@ export interface CheckItem {
   readonly record?: LeaseRecord;
 }
 
+// Bytes sent that are not UTF-8 reach here as a lone surrogate too (see http/json-body.ts).
+const NOT_WELL_FORMED = (field: string) =>
+  `${field} must be well-formed Unicode: its bytes are not UTF-8, or it holds a lone surrogate`;
+
 /** Features longer than this many UTF-8 bytes are refused. */
 export const MAX_FEATURE_BYTES = 1024;
 
@@ -97,6 +101,9 @@ export function eventPlan(plans: ReadonlyMap<string, EventPlan>, event: unknown)
   if (typeof event !== 'string' || event.length === 0) {
     throw new LimiterInputError('invalid_event', 'event must be a non-empty string');
   }
+  if (!event.isWellFormed()) {
+    throw new LimiterInputError('invalid_event', NOT_WELL_FORMED('event'));
+  }
   const plan = plans.get(event);
   if (!plan) {
     const known = [...plans.keys()];
@@ -114,7 +121,7 @@ export function validFeature(feature: unknown): string {
     throw new LimiterInputError('invalid_feature', 'feature must be a non-empty string');
   }
   if (!feature.isWellFormed()) {
-    throw new LimiterInputError('invalid_feature', 'feature must be well-formed Unicode (it holds a lone surrogate)');
+    throw new LimiterInputError('invalid_feature', NOT_WELL_FORMED('feature'));
   }
   const bytes = Buffer.byteLength(feature, 'utf8');
   if (bytes > MAX_FEATURE_BYTES) {

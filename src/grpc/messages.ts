@@ -68,10 +68,13 @@ export interface RateLimitResponse {
 }
 
 /**
- * What one ShouldRateLimit request may hold. Envoy's filter sends a handful of descriptors of a few
- * short entries; values become counters' keys, so they are bounded as /check's features are.
+ * What one ShouldRateLimit request may hold, refused before it is decoded (wire-scan.ts). Envoy's
+ * filter sends a few hundred bytes: a handful of descriptors of a few short entries; values
+ * become counters' keys, so they are bounded as /check's features are.
  */
 export const REQUEST_LIMITS = {
+  /** The whole message: larger is RESOURCE_EXHAUSTED, refused by grpc-js before it is read. */
+  messageBytes: 64 * 1024,
   domainBytes: 256,
   descriptors: 64,
   entriesPerDescriptor: 32,
@@ -102,8 +105,8 @@ interface WireRequest {
   readonly domain: string;
   readonly descriptors: readonly WireDescriptor[];
   readonly hitsAddend: number;
-  /** Set by the server's decoder: the first text field whose bytes are not UTF-8 (see wire-text.ts). */
-  readonly notUtf8?: string;
+  /** Set by the server's decoder instead of decoding: why the bytes are refused (see wire-scan.ts). */
+  readonly problem?: string;
 }
 
 export interface WireDuration {
@@ -127,18 +130,16 @@ const OVERRIDE_UNITS: ReadonlySet<string> = new Set<OverrideUnit>(['SECOND', 'MI
 const RESPONSE_UNITS: ReadonlySet<string> = new Set<RateLimitUnit>([...OVERRIDE_UNITS, 'WEEK'] as RateLimitUnit[]);
 const CODES: ReadonlySet<string> = new Set<RateLimitCode>(['OK', 'OVER_LIMIT']);
 
-/** The request as memgate reads it; throws InvalidRateLimitRequestError with a one-line reason. */
+/**
+ * The request as memgate reads it, once its bytes are within REQUEST_LIMITS and UTF-8 (the
+ * server's decoder saw to both); throws InvalidRateLimitRequestError with a one-line reason.
+ */
 export function requestFromWire(decoded: unknown): RateLimitRequest {
   const wire = decoded as WireRequest;
-  // Decoded, its bad bytes are U+FFFD, so different values would share one counter.
-  if (wire.notUtf8 !== undefined) invalid(`${wire.notUtf8} is not valid UTF-8, as protobuf strings must be`);
-  const domain = boundedText(wire.domain, 'domain', REQUEST_LIMITS.domainBytes);
+  if (wire.problem !== undefined) invalid(wire.problem);
+  const { domain } = wire;
   if (domain === '') invalid('domain must not be empty');
-  const count = wire.descriptors.length;
-  if (count === 0) invalid('descriptors must not be empty: send at least one');
-  if (count > REQUEST_LIMITS.descriptors) {
-    invalid(`${count} descriptors; at most ${REQUEST_LIMITS.descriptors} are allowed`);
-  }
+  if (wire.descriptors.length === 0) invalid('descriptors must not be empty: send at least one');
   return {
     domain,
     descriptors: wire.descriptors.map((descriptor, index) => descriptorFromWire(descriptor, `descriptors[${index}]`)),
@@ -147,16 +148,10 @@ export function requestFromWire(decoded: unknown): RateLimitRequest {
 }
 
 function descriptorFromWire(wire: WireDescriptor, where: string): RateLimitDescriptor {
-  const count = wire.entries.length;
-  if (count === 0) invalid(`${where} has no entries; Envoy sends at least one`);
-  if (count > REQUEST_LIMITS.entriesPerDescriptor) {
-    invalid(`${where} has ${count} entries; at most ${REQUEST_LIMITS.entriesPerDescriptor} are allowed`);
-  }
-  const entries = wire.entries.map((entry, index) => {
-    const at = `${where}.entries[${index}]`;
-    const key = boundedText(entry.key, `${at}.key`, REQUEST_LIMITS.keyBytes);
-    if (key === '') invalid(`${at}.key must not be empty`);
-    return { key, value: boundedText(entry.value, `${at}.value`, REQUEST_LIMITS.valueBytes) };
+  if (wire.entries.length === 0) invalid(`${where} has no entries; Envoy sends at least one`);
+  const entries = wire.entries.map(({ key, value }, index) => {
+    if (key === '') invalid(`${where}.entries[${index}].key must not be empty`);
+    return { key, value };
   });
   let descriptor: RateLimitDescriptor = { entries };
   if (wire.limit !== null) {
@@ -174,12 +169,6 @@ function descriptorFromWire(wire: WireDescriptor, where: string): RateLimitDescr
     descriptor = { ...descriptor, hitsAddend: Math.min(wire.hitsAddend.value, Number.MAX_SAFE_INTEGER) };
   }
   return descriptor;
-}
-
-function boundedText(text: string, field: string, maxBytes: number): string {
-  const bytes = Buffer.byteLength(text, 'utf8');
-  if (bytes > maxBytes) invalid(`${field} is ${bytes} bytes; at most ${maxBytes} are allowed`);
-  return text;
 }
 
 function invalid(message: string): never {

@@ -6,13 +6,14 @@ import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import {
   InvalidRateLimitRequestError,
+  REQUEST_LIMITS,
   requestFromWire,
   responseToWire,
   type RateLimitRequest,
   type RateLimitResponse,
   type WireResponse,
 } from './messages.js';
-import { textNotUtf8 } from './wire-text.js';
+import { requestProblem } from './wire-scan.js';
 
 /** The service Envoy calls, as the health service names it. */
 export const RATE_LIMIT_SERVICE = 'envoy.service.ratelimit.v3.RateLimitService';
@@ -20,9 +21,6 @@ const HEALTH_SERVICE = 'grpc.health.v1.Health';
 
 /** The package's proto/ folder: two levels up from src/grpc/ under tsx and from dist/grpc/ once built. */
 const PROTO_DIR = fileURLToPath(new URL('../../proto/', import.meta.url));
-
-/** Envoy's requests are a few hundred bytes; a larger one is refused (RESOURCE_EXHAUSTED) before decoding. */
-const DEFAULT_MAX_MESSAGE_BYTES = 1024 * 1024;
 
 /** What the server logs through; a pino logger is one. */
 export interface GrpcLog {
@@ -61,11 +59,11 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
     defaults: true,
   });
   const server = new grpc.Server({
-    'grpc.max_receive_message_length': options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES,
+    'grpc.max_receive_message_length': options.maxMessageBytes ?? REQUEST_LIMITS.messageBytes,
   });
   let closing = false;
 
-  server.addService(withTextChecked(definition[RATE_LIMIT_SERVICE] as grpc.ServiceDefinition), {
+  server.addService(withRequestScanned(definition[RATE_LIMIT_SERVICE] as grpc.ServiceDefinition), {
     ShouldRateLimit: (call: grpc.ServerUnaryCall<unknown, WireResponse>, callback: Callback<WireResponse>) => {
       answer({ method: 'ShouldRateLimit', callback, log: options.log }, () => shouldRateLimit(call.request, options));
     },
@@ -106,15 +104,15 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
 }
 
 /**
- * The service with ShouldRateLimit's decoder telling which text field is not UTF-8 as sent
- * (`notUtf8`, refused by requestFromWire), which the decoded strings no longer show.
+ * The service with ShouldRateLimit's decoder reading the bytes first (wire-scan.ts): a request
+ * beyond the limits, or with text that is not UTF-8, is not decoded but answered by its
+ * `problem`, which requestFromWire refuses.
  */
-function withTextChecked(service: grpc.ServiceDefinition): grpc.ServiceDefinition {
+export function withRequestScanned(service: grpc.ServiceDefinition): grpc.ServiceDefinition {
   const method = service.ShouldRateLimit as grpc.MethodDefinition<unknown, unknown>;
   const requestDeserialize = (bytes: Buffer): unknown => {
-    const decoded = method.requestDeserialize(bytes) as object;
-    const notUtf8 = textNotUtf8(bytes);
-    return notUtf8 === undefined ? decoded : { ...decoded, notUtf8 };
+    const problem = requestProblem(bytes);
+    return problem === undefined ? method.requestDeserialize(bytes) : { problem };
   };
   return { ...service, ShouldRateLimit: { ...method, requestDeserialize } };
 }

@@ -9,6 +9,7 @@ import underPressure from '@fastify/under-pressure';
 import { createDrain, type Drain } from './drain.js';
 import { createErrorHandler, errorBody, handleClientError, handleNotFound } from './errors.js';
 import type { Metrics } from './metrics.js';
+import { registerJsonBodyParser } from './json-body.js';
 import { openapiOptions } from './openapi.js';
 import { registerAdminRoutes, type AdminOptions } from './routes/admin.js';
 import { registerDashboardRoutes } from './routes/dashboard.js';
@@ -78,6 +79,7 @@ export function buildApp({
   });
   // Only JSON bodies: anything else is a 415, not a string the schema then refuses.
   app.removeContentTypeParser('text/plain');
+  registerJsonBodyParser(app);
   // app.close() without a drain first: close each keep-alive connection once its last
   // response is out, or server.close() would wait for clients to hang up.
   app.addHook('preClose', (done) => {

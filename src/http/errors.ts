@@ -7,6 +7,7 @@ import { PolicyError } from '../config/policies.js';
 import { LimiterInputError } from '../counting/errors.js';
 import { StoreOverloadedError, StoreUnavailableError } from '../store/counter-store.js';
 import { UsageQueryError } from '../usage/query-plan.js';
+import { JsonBodyError } from './json-body.js';
 import { UsageStoreUnavailableError } from '../usage/usage-store.js';
 
 export interface ErrorBody {
@@ -80,7 +81,7 @@ function handleError(
   if (error instanceof LimiterInputError) {
     return sendError(reply, error.code, error.message);
   }
-  if (error instanceof UsageQueryError) {
+  if (error instanceof UsageQueryError || error instanceof JsonBodyError) {
     return sendError(reply, error.code, error.message);
   }
   if (error instanceof UsageStoreUnavailableError) {

@@ -4,6 +4,8 @@
  * one again and compares, so an example that no longer matches what memgate says fails.
  */
 
+import { DEFAULTS } from '../config/defaults.js';
+
 export interface Example {
   readonly summary: string;
   readonly value: unknown;
@@ -228,7 +230,10 @@ export const bodyErrorExamples = {
 } satisfies Record<string, Example>;
 
 export const payloadTooLargeExample = {
-  payloadTooLarge: { summary: 'A body over 16 KB', value: error('payload_too_large', 'Request body is too large') },
+  payloadTooLarge: {
+    summary: `A body over ${DEFAULTS.bodyLimitBytes / 1024} KB`,
+    value: error('payload_too_large', 'Request body is too large'),
+  },
 } satisfies Record<string, Example>;
 
 export const unsupportedMediaTypeExample = {

@@ -502,7 +502,11 @@ function decisionAnswers(route: '/check' | '/peek', via: Via) {
     ),
     ...(via === 'body'
       ? {
-          413: answer(errorResponse, '`payload_too_large`: the body is over 16 KB', payloadTooLargeExample),
+          413: answer(
+            errorResponse,
+            `\`payload_too_large\`: the body is over ${DEFAULTS.bodyLimitBytes / 1024} KB`,
+            payloadTooLargeExample,
+          ),
           415: answer(
             errorResponse,
             '`unsupported_media_type`: the body is not `application/json`',

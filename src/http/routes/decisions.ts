@@ -3,7 +3,8 @@ import type { Decision } from '../../counting/decision.js';
 import type { CheckRequest } from '../../counting/check-request.js';
 import type { Limiter } from '../../counting/limiter.js';
 import { DEFAULTS } from '../../config/defaults.js';
-import { batchItemError, errorBody } from '../errors.js';
+import type { ErrorCode } from '../../config/error-codes.js';
+import { batchItemError, errorBody, type ErrorBody } from '../errors.js';
 import { rateLimitHeaderWriter } from '../rate-limit-headers.js';
 import {
   checkBatchRoute,
@@ -17,16 +18,32 @@ import {
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 
+/** The code a query parameter that does not decode is refused with: its field's, as JSON's. */
+const FIELD_CODES: ReadonlyMap<string, ErrorCode> = new Map([
+  ['event', 'invalid_event'],
+  ['feature', 'invalid_feature'],
+]);
+
 /**
- * Whether the URL's query string decodes to text. fastify's parser turns a %XX sequence
- * that is not UTF-8 (or not hex) into U+FFFD or leaves it as is, so different bytes would
- * count as one feature: such a query is refused instead. Most queries hold no %.
+ * Why the URL's query string does not decode to text, or undefined when it does. fastify's
+ * parser leaves a %XX sequence that is not UTF-8 (or not hex) as it is, so `%E9` would count
+ * as the three characters: such a query is refused, naming the parameter. Most queries hold no %.
  */
-function wellEncodedQuery(url: string): boolean {
+function queryProblem(url: string): ErrorBody | undefined {
   const start = url.indexOf('?');
-  if (start === -1 || !url.includes('%', start)) return true;
+  if (start === -1 || !url.includes('%', start)) return undefined;
+  const query = url.slice(start + 1);
+  if (decodes(query)) return undefined;
+  const bad = query.split('&').find((parameter) => !decodes(parameter)) ?? '';
+  const name = bad.slice(0, bad.includes('=') ? bad.indexOf('=') : undefined);
+  const field = decodes(name) ? decodeURIComponent(name) : '';
+  const code = FIELD_CODES.get(field);
+  return errorBody(code ?? 'invalid_request', `${code ? field : 'the query string'} is not valid percent-encoded UTF-8`);
+}
+
+function decodes(text: string): boolean {
   try {
-    decodeURIComponent(url.slice(start + 1));
+    decodeURIComponent(text);
     return true;
   } catch {
     return false;
@@ -55,11 +72,8 @@ export function registerDecisionRoutes(app: FastifyInstance, limiter: Limiter): 
   ];
   for (const [url, decide, schema] of routes) {
     app.get<{ Querystring: CheckQuerystring }>(url, { schema: schema.query }, async (request, reply) => {
-      if (!wellEncodedQuery(request.url)) {
-        return reply
-          .code(400)
-          .send(errorBody('invalid_request', 'the query string is not valid percent-encoded UTF-8'));
-      }
+      const problem = queryProblem(request.url);
+      if (problem) return reply.code(400).send(problem);
       const { event, feature, cost } = request.query;
       return send(reply, event, await decide({ event, feature, cost: cost === undefined ? undefined : Number(cost) }));
     });

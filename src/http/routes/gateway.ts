@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import { METHODS } from 'node:http';
 import { isIP } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -106,11 +107,22 @@ function featureOf(request: FastifyRequest, gateway: GatewayPolicy): string {
   return value;
 }
 
-/** A header's one value; sent more than once it is refused (which one would count?), empty it is absent. */
+const NOT_ASCII = /[\u0080-\uffff]/;
+
+/**
+ * A header's one value as UTF-8 text; sent more than once it is refused (which one would
+ * count?), empty it is absent. Node reads header bytes as latin1, so "José" sent as UTF-8 would
+ * count as "JosÃ©" and bytes that are not UTF-8 would count at all: read again as UTF-8, or refused.
+ */
 function single(request: FastifyRequest, name: string, code: ErrorCode): string | undefined {
   const raw = request.raw.rawHeaders;
   const values: string[] = [];
   for (let i = 0; i < raw.length; i += 2) if (raw[i]?.toLowerCase() === name) values.push(raw[i + 1] ?? '');
   if (values.length > 1) throw new GatewayInputError(code, `the ${name} header was sent more than once`);
-  return values[0] === '' ? undefined : values[0];
+  const [value] = values;
+  if (value === undefined || value === '') return undefined;
+  if (!NOT_ASCII.test(value)) return value;
+  const bytes = Buffer.from(value, 'latin1');
+  if (!isUtf8(bytes)) throw new GatewayInputError(code, `the ${name} header is not UTF-8`);
+  return bytes.toString('utf8');
 }
