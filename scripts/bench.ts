@@ -22,7 +22,18 @@ import { EXIT, runCommand } from './lib/command-line.js';
 import { memcachedVersion, startMemcachedProcess } from './lib/memcached-process.js';
 import { formatSeconds, progressIntervalMs, startProgress } from './lib/progress.js';
 
-const SUITES: readonly Suite[] = [embedded, throughput, denyPath, exactness, overload, oversized, memory, usage, client, grpc];
+const SUITES: readonly Suite[] = [
+  embedded,
+  throughput,
+  denyPath,
+  exactness,
+  overload,
+  oversized,
+  memory,
+  usage,
+  client,
+  grpc,
+];
 const DOCS = 'docs/performance.md';
 /** About how long `npm run build` takes on the 2-core development machine. */
 const BUILD_SECONDS = 20;

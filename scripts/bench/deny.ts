@@ -12,6 +12,8 @@ import { median, verdict, type Suite } from './suite.js';
 /** Issue 11's targets for the service's deny path against the empty route. */
 const THROUGHPUT_AT_LEAST = 0.8;
 const CPU_AT_MOST = 1.3;
+/** Issue 24's: a denied lease costs no more than a denied check. */
+const LEASE_CPU_AT_MOST = 1.0;
 
 interface Run {
   readonly throughput: number;
@@ -21,11 +23,18 @@ interface Run {
   readonly statuses: Readonly<Record<string, number>>;
 }
 
-async function measure(server: Measured, event: string, connections: number, duration: number): Promise<Run> {
+async function measure(
+  server: Measured,
+  event: string,
+  lease: boolean,
+  connections: number,
+  duration: number,
+): Promise<Run> {
+  const load = { url: server.url, event, lease, cost: lease ? 5 : 1, connections, nextFeature: oneFeature('abuser') };
   // A first second warms the JIT and fills the denial before anything is counted.
-  await runLoad({ url: server.url, event, connections, duration: 1, nextFeature: oneFeature('abuser') });
+  await runLoad({ ...load, duration: 1 });
   const before = await cpuMicros(server.pid);
-  const summary = await runLoad({ url: server.url, event, connections, duration, nextFeature: oneFeature('abuser') });
+  const summary = await runLoad({ ...load, duration });
   const after = await cpuMicros(server.pid);
   const requests = Math.max(1, summary.requests);
   return {
@@ -41,28 +50,32 @@ export const denyPath: Suite = {
   name: 'deny',
   about:
     'the memgate service answering a client far over its limit, against an empty fastify route, CPU per request from /proc',
-  estimateSeconds: ({ duration, rounds }) => 2 * (rounds + 1) * (duration + 2) + 5,
+  estimateSeconds: ({ duration, rounds }) => 3 * (rounds + 1) * (duration + 2) + 5,
 
   run: async ({ servers, duration, connections, rounds, progress, doing }) => {
     const dir = await mkdtemp(join(tmpdir(), 'memgate-bench-'));
     const policies = join(dir, 'policies.yaml');
-    await writeFile(policies, 'events:\n  abuse:\n    limits:\n      - { limit: 1, window: 1h }\n');
+    await writeFile(
+      policies,
+      'events:\n  abuse:\n    limits:\n      - { limit: 1, window: 1h }\n  abuse_leases:\n    limits:\n      - { limit: 1, window: 1h }\n    lease: { maxUnits: 5, life: 5s }\n',
+    );
     const empty = await startCase('ceiling', servers);
     const memgate = await startService({
       MEMCACHED_SERVERS: servers,
       MEMGATE_CONFIG: policies,
       MEMGATE_KEY_PREFIX: `deny${process.pid}`,
     });
-    const runs: { empty: Run[]; memgate: Run[] } = { empty: [], memgate: [] };
+    const runs: Record<'empty' | 'memgate' | 'lease', Run[]> = { empty: [], memgate: [], lease: [] };
     try {
       // One round more than asked, in alternating order, the first of each thrown away as a warm-up.
       for (let round = 0; round <= rounds; round++) {
         for (const [name, server, event] of [
           ['empty', empty, 'bench'],
           ['memgate', memgate, 'abuse'],
+          ['lease', memgate, 'abuse_leases'],
         ] as const) {
           doing(`deny, round ${round}/${rounds}${round === 0 ? ' (warm-up)' : ''}: ${name}`);
-          const run = await measure(server, event, connections, duration);
+          const run = await measure(server, event, name === 'lease', connections, duration);
           progress(
             `deny, round ${round}/${rounds}${round === 0 ? ' (warm-up)' : ''}: ${name}: ${run.throughput} req/s, ${(run.user + run.system).toFixed(1)} µs CPU/req`,
           );
@@ -73,7 +86,7 @@ export const denyPath: Suite = {
       await Promise.all([empty.stop(), memgate.stop()]);
     }
     const statusesOf = (list: Run[]) => [...new Set(list.flatMap((r) => Object.keys(r.statuses)))].join(', ');
-    const row = (name: 'empty' | 'memgate', what: string) => {
+    const row = (name: keyof typeof runs, what: string) => {
       const list = runs[name];
       return [
         what,
@@ -86,21 +99,24 @@ export const denyPath: Suite = {
       ];
     };
     const speed = median(runs.memgate.map((r) => r.throughput)) / median(runs.empty.map((r) => r.throughput));
-    const cost = median(runs.memgate.map((r) => r.user + r.system)) / median(runs.empty.map((r) => r.user + r.system));
+    const cpu = (name: keyof typeof runs) => median(runs[name].map((r) => r.user + r.system));
+    const cost = cpu('memgate') / cpu('empty');
+    const leaseCost = cpu('lease') / cpu('memgate');
     const table = markdownTable(
       [
         ['process', 'req/s (median)', 'p99 ms', 'user µs/req', 'system µs/req', 'CPU µs/req', 'answers'],
         row('empty', 'empty fastify route (`{"allowed":true}`)'),
         row('memgate', 'memgate service, one client far over its limit'),
+        row('lease', 'memgate service, that client asking for leases (`POST /lease`, 5 units)'),
       ],
       { align: ['l', 'r', 'r', 'r', 'r', 'r', 'l'] },
     );
-    const line = `memgate's deny path against the empty route: ${verdict(speed, THROUGHPUT_AT_LEAST, 'at least')} the throughput, ${verdict(cost, CPU_AT_MOST, 'at most')} the CPU per request.`;
+    const line = `memgate's deny path against the empty route: ${verdict(speed, THROUGHPUT_AT_LEAST, 'at least')} the throughput, ${verdict(cost, CPU_AT_MOST, 'at most')} the CPU per request. A denied lease against a denied check: ${verdict(leaseCost, LEASE_CPU_AT_MOST, 'at most')} the CPU per request.`;
     const markdown = `## Deny path
 
 Produced by \`npm run bench -- --suite deny --duration ${duration} --connections ${connections} --rounds ${rounds}\`.
 
-A client far over its limit is what abuse looks like, and memgate answers it from memory without asking Memcached. Here the memgate service itself (\`node dist/main.js\`, as \`npm start\` runs it, with its metrics, logger and overload shedding, on Memcached) answers one client over a limit of 1 per hour, beside an empty fastify route answering \`{"allowed":true}\`, each loaded by autocannon (${connections} connections, ${duration} s per run) in alternating rounds, after a warm-up round each. CPU per request is the process's user and system time from \`/proc\` over the requests it answered; medians over ${rounds} rounds.
+A client far over its limit is what abuse looks like, and memgate answers it from memory without asking Memcached. Here the memgate service itself (\`node dist/main.js\`, as \`npm start\` runs it, with its metrics, logger and overload shedding, on Memcached) answers one client over a limit of 1 per hour, by \`GET /check\` and by \`POST /lease\` (of an event with leases), beside an empty fastify route answering \`{"allowed":true}\`, each loaded by autocannon (${connections} connections, ${duration} s per run) in alternating rounds, after a warm-up round each. CPU per request is the process's user and system time from \`/proc\` over the requests it answered; medians over ${rounds} rounds.
 
 ${table}
 

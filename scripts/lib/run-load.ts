@@ -13,6 +13,8 @@ export interface LoadOptions {
   readonly duration?: number;
   readonly requests?: number;
   readonly cost?: number;
+  /** Takes leases of `cost` units (POST /lease, one client only) instead of checking (GET /check). */
+  readonly lease?: boolean;
   /** Whose request comes next. */
   readonly nextFeature: FeatureSpread;
   /** Called about once a second with how many requests have been answered or have failed so far. */
@@ -81,10 +83,11 @@ export function oneFeature(feature: string): FeatureSpread {
   return Object.assign(() => feature, { constant: feature });
 }
 
-/** Drives GET /check with autocannon and sums up throughput, latency and decisions. */
+/** Drives GET /check (or POST /lease) with autocannon and sums up throughput, latency and decisions. */
 export async function runLoad(options: LoadOptions): Promise<LoadSummary> {
   const { url, event, connections, nextFeature } = options;
   const cost = options.cost ?? 1;
+  if (options.lease === true && nextFeature.constant === undefined) throw new Error('leases are taken for one client');
   const prefix = `${url.pathname.replace(/\/$/, '')}/check?event=${encodeURIComponent(event)}&feature=`;
   const suffix = cost === 1 ? '' : `&cost=${cost}`;
   const failures: Record<string, number> = {};
@@ -97,15 +100,22 @@ export async function runLoad(options: LoadOptions): Promise<LoadSummary> {
         ...(options.requests === undefined ? { duration: options.duration ?? 10 } : { amount: options.requests }),
         // A constant path lets autocannon build the request once instead of once per request.
         requests: [
-          nextFeature.constant === undefined
+          options.lease === true
             ? {
-                method: 'GET',
-                setupRequest: (request) => ({
-                  ...request,
-                  path: `${prefix}${encodeURIComponent(nextFeature())}${suffix}`,
-                }),
+                method: 'POST',
+                path: `${url.pathname.replace(/\/$/, '')}/lease`,
+                headers: { 'content-type': 'application/json' },
+                body: JSON.stringify({ event, feature: nextFeature.constant, units: cost }),
               }
-            : { method: 'GET', path: `${prefix}${encodeURIComponent(nextFeature.constant)}${suffix}` },
+            : nextFeature.constant === undefined
+              ? {
+                  method: 'GET',
+                  setupRequest: (request) => ({
+                    ...request,
+                    path: `${prefix}${encodeURIComponent(nextFeature())}${suffix}`,
+                  }),
+                }
+              : { method: 'GET', path: `${prefix}${encodeURIComponent(nextFeature.constant)}${suffix}` },
         ],
       },
       (error, finished) => {

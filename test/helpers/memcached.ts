@@ -81,7 +81,7 @@ async function startMemcachedContainer(): Promise<TestMemcached | { reason: stri
 }
 
 /** The server's `stats` counters, read over the text protocol. */
-async function memcachedStats(servers: string): Promise<Record<string, number>> {
+export async function memcachedStats(servers: string): Promise<Record<string, number>> {
   const [host = '127.0.0.1', port = '11211'] = (servers.split(',')[0] ?? '').split(':');
   const text = await new Promise<string>((resolve, reject) => {
     let received = '';

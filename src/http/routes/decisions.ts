@@ -38,7 +38,10 @@ function queryProblem(url: string): ErrorBody | undefined {
   const name = bad.slice(0, bad.includes('=') ? bad.indexOf('=') : undefined);
   const field = decodes(name) ? decodeURIComponent(name) : '';
   const code = FIELD_CODES.get(field);
-  return errorBody(code ?? 'invalid_request', `${code ? field : 'the query string'} is not valid percent-encoded UTF-8`);
+  return errorBody(
+    code ?? 'invalid_request',
+    `${code ? field : 'the query string'} is not valid percent-encoded UTF-8`,
+  );
 }
 
 function decodes(text: string): boolean {
