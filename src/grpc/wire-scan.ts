@@ -5,7 +5,7 @@
 // told after decoding at all: proto-loader reads each bad byte as U+FFFD, so "Jos\xe9" and
 // "Jos\xe8" would share one counter; envoyproxy/ratelimit's Go decoder refuses them.
 // Field numbers as in proto/envoy/service/ratelimit/v3/rls.proto and ratelimit.proto.
-import { isUtf8 } from 'node:buffer';
+import { isAscii, isUtf8 } from 'node:buffer';
 import protobuf from 'protobufjs/minimal.js';
 import { REQUEST_LIMITS } from './messages.js';
 
@@ -34,59 +34,71 @@ export function requestProblem(bytes: Uint8Array): string | undefined {
   }
 }
 
+/** What the walk reads from: the bytes, one reader, and whether every byte is ASCII (Envoy's usual request). */
+interface Walk {
+  readonly bytes: Uint8Array;
+  readonly reader: protobuf.Reader;
+  readonly ascii: boolean;
+}
+
 function readRequest(bytes: Uint8Array): string | undefined {
+  // One reader for the walk: each field list is read to its end before the next is begun.
+  const walk: Walk = { bytes, reader: protobuf.Reader.create(bytes), ascii: isAscii(bytes) };
   let domain: Span | undefined;
   const descriptors: Span[] = [];
   let descriptorCount = 0;
-  forEachField(bytes, { start: 0, end: bytes.length }, (field, span) => {
+  forEachField(walk.reader, { start: 0, end: bytes.length }, (field, span) => {
     if (field === REQUEST_DOMAIN) domain = span;
     // Counted all, kept only while within the limit: a flood of descriptors costs a count.
     else if (field === REQUEST_DESCRIPTORS && ++descriptorCount <= REQUEST_LIMITS.descriptors) descriptors.push(span);
   });
-  const domainProblem = domain && textProblem(bytes, domain, 'domain', REQUEST_LIMITS.domainBytes);
+  const domainProblem = domain && textProblem(walk, domain, REQUEST_LIMITS.domainBytes, () => 'domain');
   if (domainProblem) return domainProblem;
   if (descriptorCount > REQUEST_LIMITS.descriptors) {
     return `${descriptorCount} descriptors; at most ${REQUEST_LIMITS.descriptors} are allowed`;
   }
-  for (const [d, descriptor] of descriptors.entries()) {
-    const problem = descriptorProblem(bytes, descriptor, `descriptors[${d}]`);
+  for (let d = 0; d < descriptors.length; d++) {
+    const problem = descriptorProblem(walk, descriptors[d] as Span, d);
     if (problem) return problem;
   }
   return undefined;
 }
 
-function descriptorProblem(bytes: Uint8Array, descriptor: Span, where: string): string | undefined {
+function descriptorProblem(walk: Walk, descriptor: Span, d: number): string | undefined {
   const entries: Span[] = [];
   let entryCount = 0;
-  forEachField(bytes, descriptor, (field, span) => {
+  forEachField(walk.reader, descriptor, (field, span) => {
     if (field === DESCRIPTOR_ENTRIES && ++entryCount <= REQUEST_LIMITS.entriesPerDescriptor) entries.push(span);
   });
   if (entryCount > REQUEST_LIMITS.entriesPerDescriptor) {
-    return `${where} has ${entryCount} entries; at most ${REQUEST_LIMITS.entriesPerDescriptor} are allowed`;
+    return `descriptors[${d}] has ${entryCount} entries; at most ${REQUEST_LIMITS.entriesPerDescriptor} are allowed`;
   }
-  for (const [e, entry] of entries.entries()) {
+  for (let e = 0; e < entries.length; e++) {
     let problem: string | undefined;
-    const at = `${where}.entries[${e}]`;
-    forEachField(bytes, entry, (field, span) => {
+    forEachField(walk.reader, entries[e] as Span, (field, span) => {
       if (problem) return;
-      if (field === ENTRY_KEY) problem = textProblem(bytes, span, `${at}.key`, REQUEST_LIMITS.keyBytes);
-      else if (field === ENTRY_VALUE) problem = textProblem(bytes, span, `${at}.value`, REQUEST_LIMITS.valueBytes);
+      // Named only when refused: the names are strings built for the message.
+      if (field === ENTRY_KEY)
+        problem = textProblem(walk, span, REQUEST_LIMITS.keyBytes, () => `descriptors[${d}].entries[${e}].key`);
+      else if (field === ENTRY_VALUE)
+        problem = textProblem(walk, span, REQUEST_LIMITS.valueBytes, () => `descriptors[${d}].entries[${e}].value`);
     });
     if (problem) return problem;
   }
   return undefined;
 }
 
-function textProblem(bytes: Uint8Array, span: Span, field: string, maxBytes: number): string | undefined {
+function textProblem(walk: Walk, span: Span, maxBytes: number, field: () => string): string | undefined {
   const length = span.end - span.start;
-  if (length > maxBytes) return `${field} is ${length} bytes; at most ${maxBytes} are allowed`;
-  if (!isUtf8(bytes.subarray(span.start, span.end))) return `${field} is not valid UTF-8, as protobuf strings must be`;
+  if (length > maxBytes) return `${field()} is ${length} bytes; at most ${maxBytes} are allowed`;
+  if (!walk.ascii && !isUtf8(walk.bytes.subarray(span.start, span.end))) {
+    return `${field()} is not valid UTF-8, as protobuf strings must be`;
+  }
   return undefined;
 }
 
 /** Calls `visit` with each length-delimited field of the message in `span`; skips the others. */
-function forEachField(bytes: Uint8Array, span: Span, visit: (field: number, value: Span) => void): void {
-  const reader = protobuf.Reader.create(bytes);
+function forEachField(reader: protobuf.Reader, span: Span, visit: (field: number, value: Span) => void): void {
   // The reader stops at the message's end: a field running past it is broken, as decoding says.
   reader.pos = span.start;
   reader.len = span.end;
