@@ -1,11 +1,11 @@
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import type { Decision } from '../../counting/decision.js';
 import type { CheckRequest } from '../../counting/check-request.js';
 import type { Limiter } from '../../counting/limiter.js';
 import { DEFAULTS } from '../../config/defaults.js';
 import type { ErrorCode } from '../../config/error-codes.js';
 import { batchItemError, errorBody, type ErrorBody } from '../errors.js';
-import { rateLimitHeaderWriter } from '../rate-limit-headers.js';
+import { decisionSender } from '../decision-sender.js';
 import {
   checkBatchRoute,
   checkBodyRoute,
@@ -15,8 +15,6 @@ import {
   type CheckBody,
   type CheckQuerystring,
 } from '../schemas.js';
-
-const JSON_TYPE = 'application/json; charset=utf-8';
 
 /** The code a query parameter that does not decode is refused with: its field's, as JSON's. */
 const FIELD_CODES: ReadonlyMap<string, ErrorCode> = new Map([
@@ -58,17 +56,8 @@ function decodes(text: string): boolean {
  * the query string (GET) or a JSON body (POST) and answer 200 when allowed, 429 when not.
  */
 export function registerDecisionRoutes(app: FastifyInstance, limiter: Limiter): void {
-  const setHeaders = rateLimitHeaderWriter(limiter);
-  // A denial repeated from memory is one object for as long as its answer reads the same
-  // (a second at most): the traffic of a client far over its limit, serialized once.
-  const denialBodies = new WeakMap<Decision, string>();
-  const send = (reply: FastifyReply, event: string, decision: Decision): Decision | FastifyReply => {
-    setHeaders(reply.code(decision.allowed ? 200 : 429), event, decision);
-    if (decision.allowed) return decision;
-    let body = denialBodies.get(decision);
-    if (body === undefined) denialBodies.set(decision, (body = reply.serialize(decision) as string));
-    return reply.type(JSON_TYPE).send(body);
-  };
+  // /check and /peek answer by one schema.
+  const send = decisionSender(limiter);
   const routes: [string, (request: CheckRequest) => Promise<Decision>, { query: object; body: object }][] = [
     ['/check', (request) => limiter.check(request), { query: checkQueryRoute, body: checkBodyRoute }],
     ['/peek', (request) => limiter.peek(request), { query: peekQueryRoute, body: peekBodyRoute }],

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { DEFAULTS } from '../../config/defaults.js';
 import type { Limiter } from '../../counting/limiter.js';
 import { batchItemError, sendError } from '../errors.js';
-import { rateLimitHeaderWriter } from '../rate-limit-headers.js';
+import { decisionSender } from '../decision-sender.js';
 import {
   leaseBatchRoute,
   leaseReturnRoute,
@@ -18,12 +18,10 @@ import {
  * /lease/batch does both for many leases in one request, each on its own.
  */
 export function registerLeaseRoutes(app: FastifyInstance, limiter: Limiter): void {
-  const setHeaders = rateLimitHeaderWriter(limiter);
-  app.post<{ Body: LeaseBody }>('/lease', { schema: leaseRoute }, async (request, reply) => {
-    const decision = await limiter.lease(request.body);
-    setHeaders(reply.code(decision.allowed ? 200 : 429), request.body.event, decision);
-    return decision;
-  });
+  const send = decisionSender(limiter);
+  app.post<{ Body: LeaseBody }>('/lease', { schema: leaseRoute }, async (request, reply) =>
+    send(reply, request.body.event, await limiter.lease(request.body)),
+  );
   app.post<{ Body: LeaseReturnBody }>('/lease/return', { schema: leaseReturnRoute }, async (request) =>
     limiter.returnLease(request.body),
   );
