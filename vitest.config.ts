@@ -11,6 +11,7 @@ const SLOW = [
   'test/fuzz.test.ts',
   'test/overload.test.ts',
   'test/shutdown.test.ts',
+  'test/usage-stall.test.ts',
 ];
 
 /** One build of dist/ and one memcached for the whole run (test/setup/shared-run.ts). */

@@ -59,6 +59,10 @@ export const ERROR_CODES = {
     status: 400,
     when: `\`/usage\`: \`from\` is not before \`until\`, \`step\`, \`maxDataPoints\` or \`limit\` is not a positive whole number, or the range needs more than ${DEFAULTS.usageMaxPoints.toLocaleString('en')} points`,
   },
+  usage_query_too_large: {
+    status: 400,
+    when: '`/usage`, `/usage/top`: answering would read more rows of the usage history than one query may (the message says how many); ask for a shorter range',
+  },
   usage_off: { status: 404, when: '`/usage`, `/usage/top` and `/usage/events` when usage history is off (`MEMGATE_USAGE_DB=off` and no `MEMGATE_GRAPHITE_WEB`)' },
   unauthorized: { status: 401, when: 'an admin route without the right bearer token' },
   too_many_failures: {

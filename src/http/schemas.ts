@@ -1045,7 +1045,7 @@ export const usageRoute = {
     200: answer(usageResponse, 'The points, one a step, zero-filled', usageExamples.series),
     400: answer(
       errorResponse,
-      'A range or time memgate cannot read, or an event it knows nothing of',
+      'A range or time memgate cannot read, an event it knows nothing of, or a range that would read more of the history than one query may (`usage_query_too_large`: ask for a shorter one)',
       usageExamples.seriesErrors,
     ),
     404: answer(errorResponse, USAGE_OFF, usageExamples.off),
@@ -1063,7 +1063,7 @@ export const usageTopRoute = {
     200: answer(usageTopResponse, 'The clients, most first', usageExamples.top),
     400: answer(
       errorResponse,
-      'A range or time memgate cannot read, or an event it knows nothing of',
+      'A range or time memgate cannot read, an event it knows nothing of, or a range that would read more of the history than one query may (`usage_query_too_large`: ask for a shorter one)',
       usageExamples.topErrors,
     ),
     404: answer(errorResponse, USAGE_OFF, usageExamples.off),

@@ -219,7 +219,7 @@ export function graphiteReader({
       // maxDataPoints=1: graphite-web consolidates each client's whole range into one point,
       // by the sum consolidateBy asks for.
       const found = await render([topTarget(layout, event)], { from, until }, { maxDataPoints: '1' });
-      return rankClients(found, limit, include);
+      return rankClients(found, limit, include?.());
     },
 
     async events() {

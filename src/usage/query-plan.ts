@@ -5,7 +5,10 @@ import { seconds, type Archive } from '../config/retention.js';
 /** A /usage question memgate cannot answer as asked: a 400 with this code. */
 export class UsageQueryError extends Error {
   constructor(
-    readonly code: Extract<ErrorCode, 'invalid_time' | 'invalid_range' | 'unknown_event' | 'invalid_event'>,
+    readonly code: Extract<
+      ErrorCode,
+      'invalid_time' | 'invalid_range' | 'unknown_event' | 'invalid_event' | 'usage_query_too_large'
+    >,
     message: string,
   ) {
     super(message);

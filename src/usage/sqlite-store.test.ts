@@ -1,9 +1,14 @@
 // The SQLite file's bounds: clients that were never among an hour's heaviest lose their
 // points once the hour has ended, so names chosen by whoever calls /check cannot fill the
 // disk; and /usage/top ranks what memory adds with what the file holds.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'libsql';
 import { describe, expect, it } from 'vitest';
 import { parseRetention, type Archive } from '../config/retention.js';
 import { inMemoryUsage } from './in-memory-usage.js';
+import { SCHEMA_VERSION } from './sqlite-schema.js';
 import { openSqliteUsage } from './sqlite-store.js';
 import { createUsageHistory } from './usage-history.js';
 
@@ -40,9 +45,12 @@ describe('the SQLite usage store', () => {
     // Within the grace after the hour, nothing goes: batches for it may still come.
     now = HOUR + 3600 + 60;
     await store.write({ instance: 'a', sequence: 100, seconds: [], minutes: [] });
+    await store.idle();
     expect((await top(HOUR, HOUR + 3600, 60)).allowed).toHaveLength(61);
     now = HOUR + 3600 + 3600;
     await store.write({ instance: 'a', sequence: 101, seconds: [], minutes: [] });
+    // Compaction runs after the write, in slices between other work.
+    await store.idle();
     const hour = await top(HOUR, HOUR + 3600, 3600);
     // The top 2 allowed (alice, then the first spray name by name) and the top denied stay.
     expect(hour.allowed.map(({ feature }) => feature)).toEqual(['alice', 'spray-0']);
@@ -144,5 +152,59 @@ describe('/usage/top over many days', () => {
       expect(answer.denied).toEqual([{ feature: 'mallory', count: 12 }]);
     }
     await sqlite.close();
+  });
+});
+
+describe('a file of the first layout', () => {
+  it('opens with every row it held, and gains the index pruning reads batches by', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'memgate-usage-layout-'));
+    const path = join(dir, 'usage.db');
+    // The tables as memgate up to 4cda801 created them, with a point, a client and a batch.
+    const first = new Database(path);
+    first.exec(`
+      PRAGMA journal_mode = WAL;
+      CREATE TABLE usage_points (resolution INTEGER NOT NULL, event TEXT NOT NULL, t INTEGER NOT NULL,
+        allowed INTEGER NOT NULL, denied INTEGER NOT NULL, degraded INTEGER NOT NULL,
+        PRIMARY KEY (resolution, event, t)) WITHOUT ROWID;
+      CREATE TABLE usage_clients (resolution INTEGER NOT NULL, event TEXT NOT NULL, t INTEGER NOT NULL,
+        feature TEXT NOT NULL, allowed INTEGER NOT NULL, denied INTEGER NOT NULL,
+        PRIMARY KEY (resolution, event, t, feature)) WITHOUT ROWID;
+      CREATE INDEX usage_clients_by_feature ON usage_clients (resolution, event, feature, t, allowed, denied);
+      CREATE TABLE usage_batches (instance TEXT NOT NULL, sequence INTEGER NOT NULL, written INTEGER NOT NULL,
+        PRIMARY KEY (instance, sequence)) WITHOUT ROWID;
+      CREATE TABLE usage_events (event TEXT PRIMARY KEY, first INTEGER NOT NULL, last INTEGER NOT NULL) WITHOUT ROWID;
+      CREATE TABLE usage_compacted (resolution INTEGER PRIMARY KEY, until INTEGER NOT NULL) WITHOUT ROWID;
+      INSERT INTO usage_points VALUES (60, 'login', ${HOUR}, 7, 2, 1);
+      INSERT INTO usage_clients VALUES (60, 'login', ${HOUR}, 'alice', 7, 2);
+      INSERT INTO usage_batches VALUES ('old', 1, ${HOUR});
+      INSERT INTO usage_events VALUES ('login', ${HOUR}, ${HOUR + 59});
+    `);
+    first.close();
+    const now = HOUR + 120;
+    const store = openSqliteUsage({ path, archives: ARCHIVES, nowSeconds: () => now });
+    const range = { event: 'login', from: HOUR, until: HOUR + 60, resolution: 60 };
+    expect(await store.series({ ...range, step: 60 })).toEqual([{ t: HOUR, allowed: 7, denied: 2, degraded: 1 }]);
+    expect(await store.top({ ...range, limit: 5 })).toEqual({
+      allowed: [{ feature: 'alice', count: 7 }],
+      denied: [{ feature: 'alice', count: 2 }],
+    });
+    expect(await store.events()).toEqual([{ event: 'login', from: HOUR, until: HOUR + 60 }]);
+    // The old batch is still known: written again, it adds nothing.
+    await store.write({
+      instance: 'old',
+      sequence: 1,
+      seconds: [{ event: 'login', t: HOUR, allowed: 1, denied: 0, degraded: 0 }],
+      minutes: [],
+    });
+    expect((await store.series({ ...range, step: 60 }))[0]?.allowed).toBe(7);
+    await store.close();
+    const after = new Database(path);
+    expect(after.prepare('PRAGMA user_version').get()).toMatchObject({ user_version: SCHEMA_VERSION });
+    const plan = after.prepare('EXPLAIN QUERY PLAN SELECT 1 FROM usage_batches WHERE written < 5').all() as {
+      detail: string;
+    }[];
+    expect(plan.map(({ detail }) => detail).join()).toContain('usage_batches_by_written');
+    after.close();
+    rmSync(dir, { recursive: true, force: true });
   });
 });

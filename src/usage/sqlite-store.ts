@@ -1,19 +1,11 @@
-import { mkdirSync } from 'node:fs';
-import { dirname } from 'node:path';
-import Database from 'libsql';
 import { DEFAULTS } from '../config/defaults.js';
 import type { Archive } from '../config/retention.js';
-import {
-  TOP_DAY_RESOLUTION,
-  type ClientCount,
-  type EventRange,
-  type SeriesPoint,
-  type SeriesQuery,
-  type TopClients,
-  type TopQuery,
-  type UsageBatch,
-  type UsageStore,
-} from './usage-store.js';
+import { SliceLane } from './slice-lane.js';
+import { walCheckpoints } from './sqlite-checkpoints.js';
+import { sqliteMaintenance } from './sqlite-maintenance.js';
+import { sqliteReads } from './sqlite-reads.js';
+import { openUsageDatabase } from './sqlite-schema.js';
+import { TOP_DAY_RESOLUTION, type EventRange, type UsageBatch, type UsageStore } from './usage-store.js';
 
 export interface SqliteUsageOptions {
   /** The file; `:memory:` for a database that lives with the process. */
@@ -23,6 +15,15 @@ export interface SqliteUsageOptions {
   readonly top?: number;
   /** Seconds since the epoch, for pruning. Default the system clock. */
   readonly nowSeconds?: () => number;
+  /** Rows one /usage or /usage/top query may read before it is refused. Default QUERY_ROW_BUDGET. */
+  readonly queryRowBudget?: number;
+}
+
+export interface SqliteUsageStore extends UsageStore {
+  /** Resolves once every write, query, pruning and compaction started so far has ended. */
+  idle(): Promise<void>;
+  /** The longest the event loop has waited for the file in one turn, in ms. */
+  readonly longestSliceMs: number;
 }
 
 /** How often points past their archive's retention are deleted, at most. */
@@ -33,6 +34,24 @@ const TOP_DAY_SECONDS = TOP_DAY_RESOLUTION;
 
 /** How long after a period has ended its clients are compacted: batches for it may still come. */
 const COMPACT_AFTER_SECONDS = 600;
+
+/** A batch is only written again while the recorder keeps it; a day is far beyond that. */
+const KEEP_BATCHES_SECONDS = 86_400;
+
+/** SQLite's default wal_autocheckpoint, should the checkpoints' worker stop. */
+const AUTOCHECKPOINT_PAGES = 1000;
+
+/** How long the file may hold the event loop in one turn, in ms: /check answers between slices. */
+const SLICE_MS = 5;
+
+/** Rows one statement reads or deletes at most: 64 clients of 1 KB names (each spilling to an overflow page) take 2-4 ms. */
+const CHUNK_ROWS = 64;
+
+/**
+ * Rows one query may read: a day of minutes with 40 clients in every one (MEMGATE_USAGE_TOP's
+ * 20 allowed and 20 denied) is 57,600; a query over more is refused, not run for seconds.
+ */
+export const QUERY_ROW_BUDGET = 200_000;
 
 /**
  * Usage history in one SQLite file (libsql's driver, whose binary comes from the npm
@@ -45,56 +64,19 @@ const COMPACT_AFTER_SECONDS = 600;
  * Clients are named by whoever calls /check, so what they cost on disk is bounded: once a
  * period of a coarse client archive (an hour, by default) has ended, only the clients among
  * its `top` heaviest, allowed or denied, keep their points in it and in the finer archives.
+ *
+ * The driver is synchronous, and a file may hold years: every statement but a batch's
+ * writes reads a bounded number of rows, and queries, pruning and compaction are cut into
+ * slices that take turns with the rest of the process (slice-lane.ts).
  */
 export function openSqliteUsage({
   path,
   archives,
   top = DEFAULTS.usageTop,
   nowSeconds = () => Date.now() / 1000,
-}: SqliteUsageOptions): UsageStore {
-  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
-  const db = new Database(path);
-  // WAL: a reader never waits for the flush; NORMAL: a crash may lose the last flush, never corrupt.
-  db.exec('PRAGMA journal_mode = WAL');
-  db.exec('PRAGMA synchronous = NORMAL');
-  db.exec(`
-    CREATE TABLE IF NOT EXISTS usage_points (
-      resolution INTEGER NOT NULL,
-      event TEXT NOT NULL,
-      t INTEGER NOT NULL,
-      allowed INTEGER NOT NULL,
-      denied INTEGER NOT NULL,
-      degraded INTEGER NOT NULL,
-      PRIMARY KEY (resolution, event, t)
-    ) WITHOUT ROWID;
-    -- In time order, so a range (top, compaction) reads only its own rows; a client's curve by the index.
-    CREATE TABLE IF NOT EXISTS usage_clients (
-      resolution INTEGER NOT NULL,
-      event TEXT NOT NULL,
-      t INTEGER NOT NULL,
-      feature TEXT NOT NULL,
-      allowed INTEGER NOT NULL,
-      denied INTEGER NOT NULL,
-      PRIMARY KEY (resolution, event, t, feature)
-    ) WITHOUT ROWID;
-    -- Covering: a client's curve reads the index alone.
-    CREATE INDEX IF NOT EXISTS usage_clients_by_feature ON usage_clients (resolution, event, feature, t, allowed, denied);
-    CREATE TABLE IF NOT EXISTS usage_batches (
-      instance TEXT NOT NULL,
-      sequence INTEGER NOT NULL,
-      written INTEGER NOT NULL,
-      PRIMARY KEY (instance, sequence)
-    ) WITHOUT ROWID;
-    CREATE TABLE IF NOT EXISTS usage_events (
-      event TEXT PRIMARY KEY,
-      first INTEGER NOT NULL,
-      last INTEGER NOT NULL
-    ) WITHOUT ROWID;
-    CREATE TABLE IF NOT EXISTS usage_compacted (
-      resolution INTEGER PRIMARY KEY,
-      until INTEGER NOT NULL
-    ) WITHOUT ROWID;
-  `);
+  queryRowBudget = QUERY_ROW_BUDGET,
+}: SqliteUsageOptions): SqliteUsageStore {
+  const db = openUsageDatabase(path);
   const add = db.prepare(`
     INSERT INTO usage_points (resolution, event, t, allowed, denied, degraded) VALUES (?, ?, ?, ?, ?, ?)
     ON CONFLICT (resolution, event, t) DO UPDATE SET
@@ -107,47 +89,7 @@ export function openSqliteUsage({
   const seeEvent = db.prepare(`
     INSERT INTO usage_events (event, first, last) VALUES (?, ?, ?)
     ON CONFLICT (event) DO UPDATE SET first = min(first, excluded.first), last = max(last, excluded.last)`);
-  const points = db.prepare(`
-    SELECT t - t % ? AS t, sum(allowed) AS allowed, sum(denied) AS denied, sum(degraded) AS degraded FROM usage_points
-    WHERE resolution = ? AND event = ? AND t >= ? AND t < ? GROUP BY 1`);
-  const clientPoints = db.prepare(`
-    SELECT t - t % ? AS t, sum(allowed) AS allowed, sum(denied) AS denied, 0 AS degraded FROM usage_clients
-    WHERE resolution = ? AND event = ? AND feature = ? AND t >= ? AND t < ? GROUP BY 1`);
-  // The heaviest of an outcome, with the clients the caller names (a JSON list) whatever their rank.
-  const heaviest = (outcome: 'allowed' | 'denied') =>
-    db.prepare(`
-      SELECT feature, count FROM (
-        SELECT feature, sum(${outcome}) AS count FROM usage_clients
-        WHERE resolution = :resolution AND event = :event AND t >= :from AND t < :until
-        GROUP BY feature HAVING count > 0 ORDER BY count DESC, feature LIMIT :limit)
-      UNION
-      SELECT feature, sum(${outcome}) AS count FROM usage_clients
-      WHERE resolution = :resolution AND event = :event AND t >= :from AND t < :until
-        AND feature IN (SELECT value FROM json_each(:include))
-      GROUP BY feature HAVING count > 0`);
-  const heaviestBy = { allowed: heaviest('allowed'), denied: heaviest('denied') };
   const listEvents = db.prepare('SELECT event, first, last FROM usage_events ORDER BY event');
-  // Per event: the key's order (resolution, event, t) makes each a range, not a scan.
-  const prunePoints = db.prepare('DELETE FROM usage_points WHERE resolution = ? AND event = ? AND t < ?');
-  const pruneClients = db.prepare('DELETE FROM usage_clients WHERE resolution = ? AND event = ? AND t < ?');
-  const allEvents = db.prepare('SELECT event FROM usage_events');
-  const pruneBatches = db.prepare('DELETE FROM usage_batches WHERE written < ?');
-  // Rows as objects: libsql's statements have pluck(), but it plucks nothing.
-  const compactedUntil = db.prepare('SELECT until FROM usage_compacted WHERE resolution = ?');
-  const oldestClient = db.prepare('SELECT min(t) AS t FROM usage_clients WHERE resolution = ?');
-  const setCompacted = db.prepare('INSERT OR REPLACE INTO usage_compacted (resolution, until) VALUES (?, ?)');
-  const periodEvents = db.prepare('SELECT DISTINCT event FROM usage_clients WHERE resolution = ? AND t = ?');
-  // The clients of a period that are not among its heaviest, allowed or denied: their rows
-  // go from that period's archive and every finer client archive.
-  const compactPeriod = db.prepare(`
-    DELETE FROM usage_clients
-    WHERE resolution >= :finest AND resolution <= :resolution AND event = :event AND t >= :from AND t < :until
-      AND feature NOT IN (
-        SELECT feature FROM usage_clients WHERE resolution = :resolution AND event = :event AND t = :from
-        ORDER BY allowed DESC, feature LIMIT :top)
-      AND feature NOT IN (
-        SELECT feature FROM usage_clients WHERE resolution = :resolution AND event = :event AND t = :from
-        ORDER BY denied DESC, feature LIMIT :top)`);
   const coarsest = archives.at(-1);
   // Clients are also summed per day, kept as long as the coarsest archive: what /usage/top
   // reads for a range of many days, so that a year is 365 periods to sum, not 8,760.
@@ -161,7 +103,33 @@ export function openSqliteUsage({
   const compacting = clientArchives
     .filter(({ resolution }) => resolution > 60)
     .map(({ resolution }) => ({ resolution, finest: resolution === TOP_DAY_SECONDS ? resolution : 60 }));
-  let prunedAt = 0;
+  /** What stopped the last pruning or checkpoint: the next write reports it, and the recorder keeps its batch. */
+  let failed: unknown;
+  // Checkpoints off the event loop, for a file; one in memory has no WAL.
+  const checkpoints =
+    path === ':memory:'
+      ? undefined
+      : walCheckpoints(path, {
+          onError: (error) => {
+            failed ??= error;
+          },
+          onStopped: (error) => {
+            failed ??= error;
+            db.exec(`PRAGMA wal_autocheckpoint = ${AUTOCHECKPOINT_PAGES}`);
+          },
+        });
+  if (checkpoints) db.exec('PRAGMA wal_autocheckpoint = 0');
+  const lane = new SliceLane({ sliceMs: SLICE_MS, afterChange: () => checkpoints?.soon() });
+  const reads = sqliteReads(db, { chunkRows: CHUNK_ROWS, rowBudget: queryRowBudget });
+  const maintain = sqliteMaintenance(db, {
+    archives,
+    clientArchives,
+    compacting,
+    top,
+    compactAfterSeconds: COMPACT_AFTER_SECONDS,
+    keepBatchesSeconds: KEEP_BATCHES_SECONDS,
+    chunkRows: CHUNK_ROWS,
+  });
 
   const writeBatch = db.transaction((batch: UsageBatch, now: number) => {
     if (markBatch.run(batch.instance, batch.sequence, now).changes === 0) return;
@@ -186,85 +154,75 @@ export function openSqliteUsage({
     for (const [event, { first, last }] of spans) seeEvent.run(event, first, last);
   });
 
-  const prune = db.transaction((now: number) => {
-    const events = (allEvents.all() as { event: string }[]).map(({ event }) => event);
-    for (const { resolution, keepSeconds } of archives) {
-      for (const event of events) prunePoints.run(resolution, event, now - keepSeconds);
+  let prunedAt = 0;
+  let closed = false;
+  /** The pruning and compaction under way, and whether a write asked for another since it began. */
+  const maintenance: { running: Promise<void> | undefined; again: boolean } = { running: undefined, again: false };
+  function maintainSoon(): void {
+    if (maintenance.running) {
+      maintenance.again = true;
+      return;
     }
-    for (const { resolution, keepSeconds } of clientArchives) {
-      for (const event of events) pruneClients.run(resolution, event, now - keepSeconds);
-    }
-    // A batch is only written again while the recorder keeps it; a day is far beyond that.
-    pruneBatches.run(now - 86_400);
-    // A period is compacted once batches for it have stopped coming: a grace after its end.
-    for (const { resolution, finest } of compacting) {
-      const ended = now - COMPACT_AFTER_SECONDS - ((now - COMPACT_AFTER_SECONDS) % resolution);
-      // Never compacted: from the oldest period held; none held, nothing to mark yet (a file
-      // filled with history before its first compaction is compacted from its start).
-      const done =
-        (compactedUntil.get(resolution) as { until: number } | undefined)?.until ??
-        (oldestClient.get(resolution) as { t: number | null }).t;
-      if (done === null) continue;
-      for (let from = done; from < ended; from += resolution) {
-        for (const { event } of periodEvents.all(resolution, from) as { event: string }[]) {
-          compactPeriod.run({ resolution, finest, event, from, until: from + resolution, top });
+    maintenance.running = (async () => {
+      for (;;) {
+        try {
+          await lane.background(maintain(Math.floor(nowSeconds())));
+        } catch (error) {
+          failed = error;
         }
+        if (!maintenance.again || closed) break;
+        maintenance.again = false;
       }
-      setCompacted.run(resolution, ended);
-    }
-  });
-
-  function series({ event, feature, from, until, step, resolution }: SeriesQuery): SeriesPoint[] {
-    const found = new Map<number, SeriesPoint>();
-    const rows =
-      feature === undefined
-        ? points.all(step, resolution, event, from, until)
-        : clientPoints.all(step, resolution, event, feature, from, until);
-    for (const row of rows as SeriesPoint[]) found.set(row.t, row);
-    const answer: SeriesPoint[] = [];
-    for (let t = from; t < until; t += step) {
-      const point = found.get(t);
-      answer.push({ t, allowed: point?.allowed ?? 0, denied: point?.denied ?? 0, degraded: point?.degraded ?? 0 });
-    }
-    return answer;
+      maintenance.running = undefined;
+    })();
   }
 
-  function topClients({ event, from, until, resolution, limit, include = [] }: TopQuery): TopClients {
-    const read = (outcome: 'allowed' | 'denied') =>
-      (
-        heaviestBy[outcome].all({
-          resolution,
-          event,
-          from,
-          until,
-          limit,
-          include: JSON.stringify(include),
-        }) as ClientCount[]
-      ).sort((a, b) => b.count - a.count || (a.feature < b.feature ? -1 : 1));
-    return { allowed: read('allowed'), denied: read('denied') };
+  async function idle(): Promise<void> {
+    for (;;) {
+      await lane.idle();
+      if (!maintenance.running) break;
+      await maintenance.running;
+    }
+    await checkpoints?.idle();
   }
 
-  // The driver is synchronous: each call runs to its end in one turn, so a query never sees half a batch.
   return {
     kind: 'sqlite',
     write: (batch) =>
-      settle(() => {
+      lane.write(() => {
+        if (failed !== undefined) {
+          const error = failed;
+          failed = undefined;
+          throw error instanceof Error ? error : new Error('pruning the usage history failed', { cause: error });
+        }
         const now = Math.floor(nowSeconds());
         writeBatch(batch, now);
         if (now - prunedAt >= PRUNE_EVERY_SECONDS) {
           prunedAt = now;
-          prune(now);
+          maintainSoon();
         }
       }),
-    series: (query) => settle(() => series(query)),
-    top: (query) => settle(() => topClients(query)),
+    series: (query) => lane.read(reads.series(query)),
+    top: (query) => lane.read(reads.top(query)),
+    // One statement over a row per event: no slicing needed.
     events: () =>
       settle(() =>
         (listEvents.all() as { event: string; first: number; last: number }[]).map(
           ({ event, first, last }): EventRange => ({ event, from: first, until: last + 1 }),
         ),
       ),
-    close: () => settle(() => void db.close()),
+    idle,
+    get longestSliceMs() {
+      return lane.longestSliceMs;
+    },
+    async close() {
+      // Compaction goes on from its mark at the next start; what is queued is written.
+      closed = true;
+      lane.stopBackground();
+      await idle();
+      db.close();
+      await checkpoints?.close();
+    },
   };
 }
 

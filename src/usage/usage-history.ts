@@ -16,6 +16,7 @@ import {
   TOP_DAY_RESOLUTION,
   type ClientCount,
   type EventRange,
+  type MinuteTop,
   type SeriesPoint,
   type UsageStore,
 } from './usage-store.js';
@@ -92,7 +93,8 @@ export function createUsageHistory({
         step,
         resolution,
       });
-      // Read in the same turn as the store's answer arrives: a flush removes what it wrote in its own turn.
+      // Read in the same turn as the store's answer arrives: a flush removes what it wrote in
+      // its own turn, and none lands while the file is read (slice-lane.ts).
       const unflushed = recorder?.unflushed(event);
       if (unflushed) {
         const add = (t: number, counts: { allowed: number; denied: number; degraded: number }) => {
@@ -137,14 +139,18 @@ export function createUsageHistory({
           ? TOP_DAY_RESOLUTION
           : picked;
       const start = from - (from % resolution);
-      const minutes = (recorder?.unflushed(event).minutes ?? []).filter(
-        ({ t }) => t - (t % resolution) >= start && t - (t % resolution) < until,
-      );
+      let minutes: MinuteTop[] = [];
       // The store's counts of every client memory adds to, ranked or not: a client outside
-      // the store's top may climb into it with what memory holds.
-      const include = [
-        ...new Set(minutes.flatMap((minute) => [...minute.allowed, ...minute.denied].map(({ feature }) => feature))),
-      ];
+      // the store's top may climb into it with what memory holds. Memory is read when the
+      // store asks, at the moment its answer is fixed, so nothing counts twice or not at all.
+      const include = () => {
+        minutes = (recorder?.unflushed(event).minutes ?? []).filter(
+          ({ t }) => t - (t % resolution) >= start && t - (t % resolution) < until,
+        );
+        return [
+          ...new Set(minutes.flatMap((minute) => [...minute.allowed, ...minute.denied].map(({ feature }) => feature))),
+        ];
+      };
       const stored = await reader.top({ event, from: start, until, resolution, limit, include });
       const merge = (fromStore: readonly ClientCount[], outcome: 'allowed' | 'denied') => {
         const counts = new Map(fromStore.map(({ feature, count }) => [feature, count]));

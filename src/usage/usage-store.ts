@@ -90,9 +90,10 @@ export interface TopQuery {
   readonly limit: number;
   /**
    * Clients whose counts the answer must hold even below the limit: those the caller adds
-   * counts to from memory, so that its ranking of the sum is right.
+   * counts to from memory, so that its ranking of the sum is right. Called once, when the
+   * store fixes what it answers from, so that the caller reads its memory at that moment.
    */
-  readonly include?: readonly string[];
+  readonly include?: () => readonly string[];
 }
 
 export interface TopClients {

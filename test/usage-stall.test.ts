@@ -1,0 +1,272 @@
+// Usage history never holds the event loop, whatever its size: a year of history with 1 KB
+// client names in a real SQLite file is queried (/usage, /usage/top), compacted the hourly
+// way and compacted whole as a file never compacted, while /check is asked over HTTP every
+// 10 ms. The slowest /check must answer within 50 ms of when it was due; and compaction
+// must leave what it left before (src/usage/sqlite-maintenance.test.ts compares them row by
+// row on small files). Memgate up to 4cda801 held the loop for a whole statement: hundreds
+// of ms for a query or an hour's compaction here, and about half an hour for the whole file.
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import type { AddressInfo } from 'node:net';
+import Database from 'libsql';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DEFAULTS } from '../src/config/defaults.js';
+import { parseRetention, type Archive } from '../src/config/retention.js';
+import { createLimiter } from '../src/counting/limiter.js';
+import { buildApp } from '../src/http/app.js';
+import { createEmbeddedStore } from '../src/store/embedded-store.js';
+import { UsageRecorder } from '../src/usage/recorder.js';
+import { openSqliteUsage, type SqliteUsageStore } from '../src/usage/sqlite-store.js';
+import { createUsageHistory, type TopAnswer } from '../src/usage/usage-history.js';
+import {
+  DAY,
+  fillStallYearApart,
+  heavyAllowed,
+  heavyDenied,
+  HOUR,
+  probeWhile,
+  STALL_END as END,
+  type Probed,
+} from '../scripts/bench/usage-stall.js';
+
+const ARCHIVES = parseRetention(DEFAULTS.usageRetention) as readonly Archive[];
+/** Just past the grace after END: the last hour and the last day are due for compaction. */
+const NOW = END + 700;
+/** Each period keeps its heaviest allowed and heaviest denied client. */
+const TOP = 1;
+const PROBE_EVERY_MS = 10;
+const SLOWEST_PROBE_MS = 50;
+
+const dir = mkdtempSync(join(tmpdir(), 'memgate-usage-stall-'));
+const path = join(dir, 'usage.db');
+let clockSeconds = NOW;
+let store: SqliteUsageStore;
+let recorder: UsageRecorder;
+let url: string;
+let closeAll: () => Promise<void>;
+
+let filledInSeconds = 0;
+
+beforeAll(async () => {
+  const started = performance.now();
+  await fillStallYearApart(path);
+  filledInSeconds = (performance.now() - started) / 1000;
+  store = openSqliteUsage({ path, archives: ARCHIVES, top: TOP, nowSeconds: () => clockSeconds });
+  recorder = new UsageRecorder({
+    stores: { sqlite: store },
+    readFrom: 'sqlite',
+    flushSeconds: DEFAULTS.usageFlushSeconds,
+    top: TOP,
+    now: () => clockSeconds * 1000,
+  });
+  const history = createUsageHistory({
+    reader: store,
+    recorder,
+    archives: ARCHIVES,
+    policyEvents: () => ['login'],
+    now: () => clockSeconds * 1000,
+  });
+  const counters = createEmbeddedStore();
+  const limiter = createLimiter({
+    // The probes count under an event of their own: what memory adds to login's answers is nothing.
+    policies: {
+      events: { login: { limits: [{ limit: 1, window: '1m' }] }, probe: { limits: [{ limit: 1e9, window: '1m' }] } },
+    },
+    store: counters,
+    onDecision: ({ kind, event, feature, decision }) => {
+      if (kind === 'check') recorder.record(event, feature, decision);
+    },
+  });
+  const app = buildApp({ limiter, store: counters, usage: history });
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+  closeAll = async () => {
+    await app.close();
+    await recorder.close();
+    await store.close();
+  };
+  // A first request opens the connection the probes reuse.
+  await (await fetch(`${url}/check?event=probe&feature=probe`)).arrayBuffer();
+}, 120_000);
+
+afterAll(async () => {
+  await closeAll();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('a year of usage history with 1 KB client names', () => {
+  it('is a file of about a GB', async ({ annotate }) => {
+    const { size } = statSync(path);
+    await annotate(`${Math.round(size / 2 ** 20)} MB, written in ${filledInSeconds.toFixed(1)} s`);
+    expect(size).toBeGreaterThan(150 * 2 ** 20);
+  });
+
+  it('answers /usage and /usage/top while /check answers within 50 ms, each time', async ({ annotate }) => {
+    const queries = [
+      'usage/top?event=login&from=-1d',
+      'usage/top?event=login&from=-30d',
+      'usage/top?event=login&from=-1y&limit=1000',
+      'usage?event=login&from=-1y',
+      'usage?event=login&from=-2h&step=1',
+      `usage?event=login&from=-30d&feature=${encodeURIComponent(heavyAllowed(364))}`,
+    ];
+    const answers = new Map<string, unknown>();
+    const stalls = await whileProbing(async () => {
+      for (let round = 0; round < 3; round++) {
+        for (const query of queries) {
+          const answer = await fetch(`${url}/${query}`);
+          expect(answer.status, query).toBe(200);
+          answers.set(query, await answer.json());
+        }
+      }
+    });
+    await annotate(report(stalls));
+    expect(stalls.slowestMs, report(stalls)).toBeLessThan(SLOWEST_PROBE_MS);
+    // The same answers as one statement over the whole range.
+    const day = answers.get(queries[0] as string) as TopAnswer;
+    expect(day.allowed).toEqual(topAsOneStatement(day.from, day.until, 60, 'allowed', 20));
+    expect(day.allowed[0]?.feature).toBe(heavyAllowed(364));
+    const year = answers.get(queries[2] as string) as TopAnswer;
+    expect(year.denied).toEqual(topAsOneStatement(year.from, year.until, DAY, 'denied', 1000));
+    expect(year.denied).toHaveLength(365);
+    const points = answers.get(queries[3] as string) as { points: { allowed: number }[] };
+    expect(points.points.reduce((sum, { allowed }) => sum + allowed, 0)).toBe(365 * 24 * 3600);
+  });
+
+  it('refuses a query past its row budget with a 400 usage_query_too_large', async () => {
+    const small = openSqliteUsage({ path, archives: ARCHIVES, top: TOP, queryRowBudget: 10_000 });
+    const history = createUsageHistory({
+      reader: small,
+      archives: ARCHIVES,
+      policyEvents: () => ['login'],
+      now: () => clockSeconds * 1000,
+    });
+    const counters = createEmbeddedStore();
+    const limiter = createLimiter({
+      policies: { events: { login: { limits: [{ limit: 1, window: '1m' }] } } },
+      store: counters,
+    });
+    const app = buildApp({ limiter, store: counters, usage: history });
+    const answer = await app.inject({ method: 'GET', url: '/usage/top?event=login&from=-1d' });
+    expect(answer.statusCode).toBe(400);
+    expect(answer.json()).toMatchObject({ error: { code: 'usage_query_too_large' } });
+    expect(answer.json<{ error: { message: string } }>().error.message).toContain('more than 10,000 rows');
+    await app.close();
+    await small.close();
+  });
+
+  it('compacts the hour and the day that have just ended while /check answers within 50 ms', async ({ annotate }) => {
+    const stalls = await whileProbing(async () => {
+      // The probes' decisions make a batch; writing it starts the store's pruning and compaction.
+      clockSeconds += 1;
+      await recorder.flush();
+      await store.idle();
+    });
+    await annotate(report(stalls));
+    expect(stalls.slowestMs, report(stalls)).toBeLessThan(SLOWEST_PROBE_MS);
+    const lastHour = END - HOUR;
+    expect(clientsOf(HOUR, lastHour)).toEqual([heavyAllowed(364), heavyDenied(364)].sort());
+    expect(new Set(clientsOf(60, lastHour, HOUR))).toEqual(new Set([heavyAllowed(364), heavyDenied(364)]));
+    expect(clientsOf(DAY, END - DAY)).toEqual([heavyAllowed(364), heavyDenied(364)].sort());
+    // The hour before was compacted before (its mark says so): its light clients stay.
+    expect(clientsOf(HOUR, lastHour - HOUR)).toHaveLength(4 + 40);
+  });
+
+  it('compacts a year never compacted, period by period, while /check answers within 50 ms', async ({ annotate }) => {
+    const heavy = "(feature LIKE 'allowed-%' OR feature LIKE 'denied-%')";
+    const db = new Database(path);
+    db.exec('DELETE FROM usage_compacted');
+    const coarse = count(db, `resolution > 60 AND ${heavy}`);
+    // What pruning keeps of the minute archive at the clock below.
+    const minutes = count(db, `resolution = 60 AND ${heavy} AND t >= ${clockSeconds + 61 - 30 * DAY}`);
+    db.close();
+    const stalls = await whileProbing(async () => {
+      // A minute on: pruning and compaction are due again.
+      clockSeconds += 61;
+      await recorder.flush();
+      await store.idle();
+    });
+    await annotate(report(stalls));
+    expect(stalls.slowestMs, report(stalls)).toBeLessThan(SLOWEST_PROBE_MS);
+    const after = new Database(path);
+    // Every light client went, from every period; every heavy one kept all its points but
+    // the minutes pruning took (past the minute archive's 30 days).
+    expect(count(after, `NOT ${heavy}`)).toBe(0);
+    expect(count(after, `resolution > 60 AND ${heavy}`)).toBe(coarse);
+    expect(count(after, 'resolution = 60')).toBe(minutes);
+    expect(count(after, `resolution = ${HOUR}`)).toBe(2 * 365 * 24);
+    expect(count(after, `resolution = ${DAY}`)).toBe(2 * 365);
+    expect(after.prepare('SELECT resolution, until FROM usage_compacted ORDER BY resolution').raw().all()).toEqual([
+      [HOUR, END],
+      [DAY, END],
+    ]);
+    after.close();
+  });
+});
+
+/**
+ * Runs `work` while another process asks /check every 10 ms: how late the slowest answer
+ * was from when it was due, the longest this process's event loop was held, and the
+ * longest the store held it in one turn.
+ */
+async function whileProbing(work: () => Promise<void>): Promise<Stalls> {
+  const loop = monitorEventLoopDelay({ resolution: 1 });
+  loop.enable();
+  try {
+    const probed = await probeWhile(`${url}/check?event=probe&feature=probe`, PROBE_EVERY_MS, work);
+    return { ...probed, loopMaxMs: Math.round(loop.max / 1e6), sliceMs: Math.round(store.longestSliceMs) };
+  } finally {
+    loop.disable();
+  }
+}
+
+interface Stalls extends Probed {
+  readonly loopMaxMs: number;
+  readonly sliceMs: number;
+}
+
+function report({ slowestMs, probes, seconds, loopMaxMs, sliceMs }: Stalls): string {
+  return `slowest /check ${slowestMs} ms of ${probes} in ${seconds.toFixed(1)} s; the event loop's longest delay ${loopMaxMs} ms; the store's longest turn so far ${sliceMs} ms`;
+}
+
+/** The clients of one period of one archive, by name. */
+function clientsOf(resolution: number, from: number, span = resolution): string[] {
+  const db = new Database(path);
+  const found = db
+    .prepare(
+      'SELECT DISTINCT feature FROM usage_clients WHERE resolution = ? AND event = ? AND t >= ? AND t < ? ORDER BY feature',
+    )
+    .raw()
+    .all(resolution, 'login', from, from + span) as [string][];
+  db.close();
+  return found.map(([feature]) => feature);
+}
+
+function count(db: Database.Database, where: string): number {
+  const sql = `SELECT count(*) AS n FROM usage_clients WHERE event = 'login' AND ${where}`;
+  return (db.prepare(sql).get() as { n: number }).n;
+}
+
+/** /usage/top's ranking as one statement over every row of the range (memgate's up to 4cda801). */
+function topAsOneStatement(
+  from: number,
+  until: number,
+  resolution: number,
+  outcome: 'allowed' | 'denied',
+  limit: number,
+) {
+  const db = new Database(path);
+  const found = db
+    .prepare(
+      `SELECT feature, sum(${outcome}) AS count FROM usage_clients
+       WHERE resolution = ? AND event = 'login' AND t >= ? AND t < ?
+       GROUP BY feature HAVING count > 0 ORDER BY count DESC, feature LIMIT ?`,
+    )
+    .all(resolution, from, until, limit) as { feature: string; count: number }[];
+  db.close();
+  return found
+    .map(({ feature, count }) => ({ feature, count }))
+    .sort((a, b) => b.count - a.count || (a.feature < b.feature ? -1 : 1));
+}
