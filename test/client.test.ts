@@ -189,6 +189,14 @@ describe.each(['memcached', 'embedded'] as const)('memgate/client against memgat
     expect(proxy.seen('/check') - before.single).toBe(5);
   });
 
+  it('splits a batch whose features escape past memgate’s body limit, rather than have it refused', async () => {
+    const memgateClient = client();
+    // 100 features of 1,000 control characters: 6 bytes each in JSON, 600 KB together.
+    const features = Array.from({ length: 100 }, (_, i) => `${unique(`c${i}`)}${'\u0001'.repeat(1000)}`);
+    const decisions = await Promise.all(features.map((f) => memgateClient.check('wide', f)));
+    expect(decisions.every((d) => d.allowed && d.source === 'server')).toBe(true);
+  });
+
   it('decides each check of a batch on its own: an unknown event rejects alone, counting nothing', async () => {
     const memgateClient = client();
     const counted = await decisionsCounted(memgate.url, 'wide');

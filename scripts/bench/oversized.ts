@@ -85,12 +85,13 @@ function buildFloods(): Flood[] {
   // As many descriptors as fit in the 64 KB a message may be.
   const tinyDescriptors = encodedRequest(Array.from({ length: 7000 }, () => [{ key: 'a', value: '' }]));
   const bigMessage = encodedRequest(Array.from({ length: 110_000 }, () => [{ key: 'a', value: 'b' }]));
-  const nestedBatch = Buffer.from(`${'['.repeat(400_000)}${']'.repeat(400_000)}`);
+  // Each as large as a batch may be (256 KB), but the last, which is over it.
+  const nestedBatch = Buffer.from(`${'['.repeat(125_000)}${']'.repeat(125_000)}`);
   const overLimitBatch = Buffer.from(`[${'['.repeat(700_000)}${']'.repeat(700_000)}]`);
   const manyValues = Buffer.from(JSON.stringify(Array(100_000).fill(0)));
-  // 100 checks, each feature 1,024 control characters (6 KB escaped): parsed, then each refused.
+  // 100 checks, each feature 1,100 quotes (2.2 KB escaped): parsed, then each refused.
   const longFeatures = Buffer.from(
-    JSON.stringify(Array.from({ length: 100 }, () => ({ event: 'api', feature: '\u0001'.repeat(1100) }))),
+    JSON.stringify(Array.from({ length: 100 }, () => ({ event: 'api', feature: '"'.repeat(1100) }))),
   );
 
   return [

@@ -73,7 +73,7 @@ export const ERROR_CODES = {
   not_found: { status: 404, when: 'no such route; `/gate` when the policy file has no `gateway` section' },
   payload_too_large: {
     status: 413,
-    when: `the body is over ${KB(DEFAULTS.bodyLimitBytes)} (${KB(DEFAULTS.bodyLimitBytes * DEFAULTS.batchMaxChecks)} for \`/check/batch\` and \`/lease/batch\`: a full batch of the longest features fits), or holds more than ${DEFAULTS.jsonMaxValues} JSON values`,
+    when: `the body is over ${KB(DEFAULTS.bodyLimitBytes)} (${KB(DEFAULTS.batchBodyLimitBytes)} for \`/check/batch\` and \`/lease/batch\`: 100 checks of 1024-byte features fit, as JSON.stringify writes them), or holds more than ${DEFAULTS.jsonMaxValues} JSON values`,
   },
   unsupported_media_type: { status: 415, when: 'the body is not `application/json`' },
   request_too_large: { status: 431, when: 'the URL or headers are too large' },

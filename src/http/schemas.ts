@@ -579,7 +579,7 @@ The answer is always 200 with an array in the order of the checks: a decision (\
     ),
     413: answer(
       errorResponse,
-      `\`payload_too_large\`: the body is over ${(DEFAULTS.bodyLimitBytes * DEFAULTS.batchMaxChecks) / 1024} KB`,
+      `\`payload_too_large\`: the body is over ${DEFAULTS.batchBodyLimitBytes / 1024} KB`,
       payloadTooLargeExample,
     ),
     415: answer(
@@ -672,7 +672,7 @@ The answer is always 200 with \`returned\` and \`taken\`, in the order asked: ea
     ),
     413: answer(
       errorResponse,
-      `\`payload_too_large\`: the body is over ${(DEFAULTS.bodyLimitBytes * DEFAULTS.batchMaxChecks) / 1024} KB`,
+      `\`payload_too_large\`: the body is over ${DEFAULTS.batchBodyLimitBytes / 1024} KB`,
       payloadTooLargeExample,
     ),
   },

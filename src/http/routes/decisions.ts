@@ -77,7 +77,7 @@ export function registerDecisionRoutes(app: FastifyInstance, limiter: Limiter): 
   // or shed answers its own error, and the others stand.
   app.post<{ Body: CheckBody[] }>(
     '/check/batch',
-    { schema: checkBatchRoute, bodyLimit: DEFAULTS.bodyLimitBytes * DEFAULTS.batchMaxChecks },
+    { schema: checkBatchRoute, bodyLimit: DEFAULTS.batchBodyLimitBytes },
     async (request) => Promise.all(request.body.map((check) => limiter.check(check).catch(batchItemError))),
   );
 }

@@ -27,7 +27,7 @@ export function registerLeaseRoutes(app: FastifyInstance, limiter: Limiter): voi
   );
   app.post<{ Body: LeaseBatchBody }>(
     '/lease/batch',
-    { schema: leaseBatchRoute, bodyLimit: DEFAULTS.bodyLimitBytes * DEFAULTS.batchMaxChecks },
+    { schema: leaseBatchRoute, bodyLimit: DEFAULTS.batchBodyLimitBytes },
     async (request, reply) => {
       const { take = [], return: giveBack = [] } = request.body;
       const items = take.length + giveBack.length;
