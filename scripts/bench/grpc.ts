@@ -7,11 +7,10 @@ import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { markdownTable } from 'markdown-table';
-import { freePort } from '../lib/memcached-process.js';
 import { featureSpread, runLoad } from '../lib/run-load.js';
 import { startFloor, type Floor, type FloorServer } from './grpc-floors.js';
 import { runLeanGrpcLoad } from './lean-grpc.js';
-import { cpuMicros, startService, type Measured } from './processes.js';
+import { cpuMicros, startGrpcService, type Measured } from './processes.js';
 import { median, verdict, type Suite } from './suite.js';
 
 /** Issue 15's target: gRPC decisions per second against HTTP /check's, same machine and run. */
@@ -113,14 +112,7 @@ export const grpc: Suite = {
 
   run: async ({ servers, duration, connections, rounds, progress, doing }) => {
     const { policies, envoy } = await configuration();
-    const grpcPort = await freePort();
-    const service = await startService({
-      MEMCACHED_SERVERS: servers,
-      MEMGATE_CONFIG: policies,
-      MEMGATE_ENVOY_CONFIG: envoy,
-      MEMGATE_GRPC_PORT: String(grpcPort),
-      MEMGATE_KEY_PREFIX: `grpc${process.pid}`,
-    });
+    const service = await startGrpcService({ servers, policies, envoy, keyPrefix: `grpc${process.pid}` });
     const started: FloorServer[] = [];
     const runs = new Map<string, Run[]>();
     const key = (workload: string, protocol: Protocol) => `${workload}|${protocol}`;
@@ -132,7 +124,7 @@ export const grpc: Suite = {
       };
       const targets: Targets = {
         service,
-        grpcAddress: `127.0.0.1:${grpcPort}`,
+        grpcAddress: service.grpcAddress,
         floors: { 'grpc-js': await floor('grpc-js'), http2: await floor('http2') },
       };
       // One round more than asked, the first thrown away as a warm-up; the order alternates.

@@ -9,9 +9,8 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { markdownTable } from 'markdown-table';
 import { Agent, request } from 'undici';
-import { freePort } from '../lib/memcached-process.js';
 import { grpcFrame, rateLimitMessages, SHOULD_RATE_LIMIT_PATH } from './lean-grpc.js';
-import { cpuMicros, startService, type Measured } from './processes.js';
+import { cpuMicros, startGrpcService, type Measured } from './processes.js';
 import { median, verdict, type Suite } from './suite.js';
 
 /** How far a flood may move /check's p99 (issue 24). */
@@ -216,19 +215,12 @@ export const oversized: Suite = {
       envoy,
       'domain: edge\ndescriptors:\n  - key: a\n    rate_limit: { unit: hour, requests_per_unit: 10 }\n',
     );
-    const grpcPort = await freePort();
-    const service = await startService({
-      MEMCACHED_SERVERS: servers,
-      MEMGATE_CONFIG: policies,
-      MEMGATE_ENVOY_CONFIG: envoy,
-      MEMGATE_GRPC_PORT: String(grpcPort),
-      MEMGATE_KEY_PREFIX: `oversized${process.pid}`,
-    });
+    const service = await startGrpcService({ servers, policies, envoy, keyPrefix: `oversized${process.pid}` });
     const http = new Agent({ connections: 1 });
     let session: ClientHttp2Session | undefined;
     const grpc = () => {
       if (session === undefined || session.closed || session.destroyed) {
-        session = connect(`http://127.0.0.1:${grpcPort}`);
+        session = connect(`http://${service.grpcAddress}`);
         session.on('error', () => undefined);
       }
       return session;

@@ -6,6 +6,7 @@ import { readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { freePort } from '../lib/memcached-process.js';
 import { BUILD_ENV } from './compiled.js';
 
 export interface Measured {
@@ -93,4 +94,25 @@ export function startService(env: Record<string, string>, options: { root?: stri
         resolve({ url: new URL(`http://127.0.0.1:${entry.port}`), pid: child.pid ?? 0, stop: stopper(child) });
     });
   });
+}
+
+/**
+ * The memgate service with Envoy's gRPC service too: `policies` and `envoy` are the policy
+ * file and MEMGATE_ENVOY_CONFIG, the gRPC port a free one, named by `grpcAddress`.
+ */
+export async function startGrpcService(options: {
+  servers: string;
+  policies: string;
+  envoy: string;
+  keyPrefix: string;
+}): Promise<Measured & { readonly grpcAddress: string }> {
+  const grpcPort = await freePort();
+  const service = await startService({
+    MEMCACHED_SERVERS: options.servers,
+    MEMGATE_CONFIG: options.policies,
+    MEMGATE_ENVOY_CONFIG: options.envoy,
+    MEMGATE_GRPC_PORT: String(grpcPort),
+    MEMGATE_KEY_PREFIX: options.keyPrefix,
+  });
+  return { ...service, grpcAddress: `127.0.0.1:${grpcPort}` };
 }
