@@ -97,6 +97,13 @@ describe.each([0xe9, 0xe8])('a feature or event ending in the byte %s', (byte) =
   });
 });
 
+describe('a URI header', () => {
+  it('stays as sent: paths are matched byte for byte, so bytes that are not UTF-8 are no reason to refuse', async () => {
+    const response = await gate({ 'x-original-uri': '/caf\xe9', 'x-user': `u-${uniquePrefix()}`, 'x-event': 'api' });
+    expect(response.statusCode).toBe(200);
+  });
+});
+
 describe('text that is UTF-8', () => {
   it('counts "José" alike whether sent as a query, JSON or a header, and apart from "Jos\\ufffd"', async () => {
     const feature = `José-${uniquePrefix()}`;

@@ -73,7 +73,7 @@ export function refuse(reply: FastifyReply, gateway: GatewayPolicy, code: ErrorC
 function outcomeOf(request: FastifyRequest, gateway: GatewayPolicy): PathOutcome {
   if (gateway.event.from === 'header') {
     // An unknown name is refused by the limiter (unknown_event); no header means routes decide.
-    const named = single(request, gateway.event.header, 'invalid_event');
+    const named = textHeader(request, gateway.event.header, 'invalid_event');
     if (named !== undefined) return { action: 'count', event: named };
   }
   if (gateway.uri.from === 'path') {
@@ -98,7 +98,7 @@ function featureOf(request: FastifyRequest, gateway: GatewayPolicy): string {
       throw new GatewayInputError('invalid_feature', 'the client address in X-Forwarded-For is not an IP address');
     return request.ip;
   }
-  const value = single(request, gateway.feature.header, 'invalid_feature');
+  const value = textHeader(request, gateway.feature.header, 'invalid_feature');
   if (value === undefined)
     throw new GatewayInputError(
       'invalid_feature',
@@ -107,21 +107,26 @@ function featureOf(request: FastifyRequest, gateway: GatewayPolicy): string {
   return value;
 }
 
-const NOT_ASCII = /[\u0080-\uffff]/;
-
-/**
- * A header's one value as UTF-8 text; sent more than once it is refused (which one would
- * count?), empty it is absent. Node reads header bytes as latin1, so "José" sent as UTF-8 would
- * count as "JosÃ©" and bytes that are not UTF-8 would count at all: read again as UTF-8, or refused.
- */
+/** A header's one value; sent more than once it is refused (which one would count?), empty it is absent. */
 function single(request: FastifyRequest, name: string, code: ErrorCode): string | undefined {
   const raw = request.raw.rawHeaders;
   const values: string[] = [];
   for (let i = 0; i < raw.length; i += 2) if (raw[i]?.toLowerCase() === name) values.push(raw[i + 1] ?? '');
   if (values.length > 1) throw new GatewayInputError(code, `the ${name} header was sent more than once`);
-  const [value] = values;
-  if (value === undefined || value === '') return undefined;
-  if (!NOT_ASCII.test(value)) return value;
+  return values[0] === '' ? undefined : values[0];
+}
+
+const NOT_ASCII = /[\u0080-\uffff]/;
+
+/**
+ * A header naming an event or a client, as UTF-8 text. Node reads header bytes as latin1, so
+ * "José" sent as UTF-8 would count as "JosÃ©", and bytes that are not UTF-8 would count at all:
+ * read again as UTF-8, or refused, as every other route reads text. (A URI header stays as
+ * sent: paths are matched byte for byte.)
+ */
+function textHeader(request: FastifyRequest, name: string, code: ErrorCode): string | undefined {
+  const value = single(request, name, code);
+  if (value === undefined || !NOT_ASCII.test(value)) return value;
   const bytes = Buffer.from(value, 'latin1');
   if (!isUtf8(bytes)) throw new GatewayInputError(code, `the ${name} header is not UTF-8`);
   return bytes.toString('utf8');
