@@ -10,9 +10,12 @@ RUN npm run build && npm prune --omit=dev
 FROM node:20-bookworm-slim
 WORKDIR /app
 ENV NODE_ENV=production HOST=0.0.0.0 PORT=8080
-# V8 would let garbage grow to a quarter of the host's memory before collecting it: keep the
-# heap near the cache budget (MEMGATE_CACHE_MB, 256) plus 512 MB; raise both together.
-ENV NODE_OPTIONS=--max-old-space-size=768
+# Memory: memgate limits V8's heap from MEMGATE_CACHE_MB (256 MiB by default) itself, so
+# its RSS stays within MEMGATE_CACHE_MB + 180 MiB (docs/operations.md, Memory). Give the
+# container MEMGATE_CACHE_MB + 200 MiB: `docker run --memory 456m` for the default budget,
+# and 802 MiB more without MEMCACHED_SERVERS (the embedded store's counters). Set no
+# --max-old-space-size in NODE_OPTIONS unless you size the heap yourself: it replaces
+# memgate's limit.
 COPY --from=build /app/package.json ./
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist

@@ -9,6 +9,7 @@ const SLOW = [
   'test/clock.test.ts',
   'test/faults.test.ts',
   'test/fuzz.test.ts',
+  'test/memory.test.ts',
   'test/overload.test.ts',
   'test/shutdown.test.ts',
   'test/usage-stall.test.ts',

@@ -2,29 +2,163 @@
 // The memgate service: `npm start`, configured by environment (see USAGE). Exits 0 once
 // stopped cleanly, 1 when it failed, 2 for bad usage or configuration (a setting, the
 // policy file).
+//
+// Memory (docs/operations.md, "Memory"): left alone, V8 lets the heap grow to a quarter of
+// the machine's memory before it must collect, whatever MEMGATE_CACHE_MB says. A heap limit
+// can only be given when V8 starts, so unless the operator gave node one of their own
+// (--max-old-space-size, on node's command line or in NODE_OPTIONS), this process starts
+// the service as its child with a limit from the cache budget (heapLimitFromBudget), hands
+// it the signals and exits with its code. Not a worker thread: a worker's limit is set the
+// same way, but it served a check for about 5% more CPU; this launcher costs about 8 MiB.
+import { spawn } from 'node:child_process';
+import { writeSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { inspect } from 'node:util';
-import { pino, type Logger } from 'pino';
 import { DEFAULTS } from './config/defaults.js';
-import { PolicyError } from './config/policies.js';
-import { loadSettings, SettingsError, USAGE } from './config/settings.js';
-import { startService, type RunningService } from './service.js';
+import { loadSettings, SettingsError, USAGE, type Settings } from './config/settings.js';
+// Types only: the service's modules are loaded by the process that serves (see serve()).
+import type { Logger } from 'pino';
+import type { HeapLimit, RunningService } from './service.js';
 
 const EXIT_FAILED = 1;
 const EXIT_BAD_CONFIGURATION = 2;
 
-async function main(): Promise<void> {
-  let settings;
+/**
+ * Set by the launcher in its child's environment: its own pid. The child then serves with
+ * the limit it was given, says it came from the budget, and stops if the launcher is gone.
+ */
+const LAUNCHER_PID = 'NODE_MEMGATE_LAUNCHER_PID';
+
+/** The signals an operator or a supervisor sends the service; the launcher hands each on. */
+const FORWARDED: readonly NodeJS.Signals[] = ['SIGTERM', 'SIGINT', 'SIGHUP'];
+
+/**
+ * Heap one item of the embedded store takes at most (its key, count and expiry; measured,
+ * 272 bytes for keys of short names, 411 for the longest prefix, event and feature): without
+ * MEMCACHED_SERVERS the counters live in this heap too, up to DEFAULTS.embeddedMaxItems of
+ * them, outside MEMGATE_CACHE_MB.
+ */
+const EMBEDDED_ITEM_BYTES = 420;
+
+/**
+ * The old-space limit memgate gives V8: the cache budget, what the rest of the process
+ * keeps live and room for garbage between collections (DEFAULTS.heapBeyondCacheMb), and
+ * the embedded store's most when it holds the counters.
+ */
+function heapLimitFromBudget(settings: Settings): number {
+  const embeddedMb = settings.memcachedServers
+    ? 0
+    : Math.ceil((DEFAULTS.embeddedMaxItems * EMBEDDED_ITEM_BYTES) / 2 ** 20);
+  return settings.cacheMb + DEFAULTS.heapBeyondCacheMb + embeddedMb;
+}
+
+/** Whether node was given a heap limit: on its command line, or in NODE_OPTIONS. */
+function operatorHeapLimit(execArgv: readonly string[], nodeOptions: string | undefined): boolean {
+  const flags = [...execArgv, ...(nodeOptions ?? '').split(/\s+/)];
+  return flags.some((flag) => /^--max[-_](old[-_]space|heap)[-_]size(=|$)/.test(flag));
+}
+
+function fail(code: number, text: string): never {
+  // Written at once: process.exit does not wait for a piped stderr to drain.
+  writeSync(2, text);
+  process.exit(code);
+}
+
+function readSettings(): Settings & { readonly help: boolean } {
   try {
-    settings = loadSettings(process.env, process.argv.slice(2));
+    return loadSettings(process.env, process.argv.slice(2));
   } catch (error) {
     if (!(error instanceof SettingsError)) throw error;
-    for (const problem of error.problems) process.stderr.write(`memgate: ${problem}\n`);
-    process.exit(EXIT_BAD_CONFIGURATION);
+    return fail(EXIT_BAD_CONFIGURATION, error.problems.map((problem) => `memgate: ${problem}\n`).join(''));
   }
+}
+
+/**
+ * Serves here when node has a heap limit (the launcher's, or the operator's) or runs the
+ * TypeScript source (`npm run dev`, whose loader a child would have to be told of);
+ * otherwise launches the service with a limit from the budget.
+ */
+function start(): void {
+  const settings = readSettings();
   if (settings.help) {
     process.stdout.write(`${USAGE}\n`);
     return;
   }
+  const launcherPid = process.env[LAUNCHER_PID];
+  if (launcherPid !== undefined) {
+    // The channel to the launcher is only there to notice its end: it keeps nothing alive.
+    process.channel?.unref();
+    void serve(settings, { from: 'budget' }, (stop) => {
+      for (const signal of FORWARDED) process.on(signal, stop);
+      // The launcher went without telling (killed outright): nobody would stop this one.
+      process.on('disconnect', () => {
+        stop('SIGTERM');
+      });
+    });
+    return;
+  }
+  if (operatorHeapLimit(process.execArgv, process.env.NODE_OPTIONS) || import.meta.url.endsWith('.ts')) {
+    void serve(settings, { from: 'node' }, (stop) => {
+      for (const signal of FORWARDED) process.on(signal, stop);
+    });
+    return;
+  }
+  launch(settings);
+}
+
+/** Starts the service as a child with its heap limit, and lives as long as it does. */
+function launch(settings: Settings): void {
+  const oldSpaceMb = heapLimitFromBudget(settings);
+  const child = spawn(
+    process.execPath,
+    [
+      ...process.execArgv,
+      `--max-old-space-size=${oldSpaceMb}`,
+      fileURLToPath(import.meta.url),
+      ...process.argv.slice(2),
+    ],
+    {
+      env: { ...process.env, [LAUNCHER_PID]: String(process.pid) },
+      // Its own process group: a terminal's Ctrl-C reaches the launcher only, which hands
+      // it on once (a second SIGINT means "stop now" to the service).
+      detached: true,
+      stdio: ['inherit', 'inherit', 'inherit', 'ipc'],
+    },
+  );
+  for (const signal of FORWARDED) {
+    process.on(signal, () => {
+      child.kill(signal);
+    });
+  }
+  child.on('error', (error) => fail(EXIT_FAILED, `memgate: cannot start the service: ${error.message}\n`));
+  child.on('exit', (code, signal) => {
+    if (code !== null) process.exit(code);
+    // V8 aborts when the heap is full; the kernel kills when the machine is.
+    const line = {
+      level: 60,
+      time: Date.now(),
+      service: 'memgate',
+      signal,
+      oldSpaceMb,
+      cacheMb: settings.cacheMb,
+      msg: `memgate stopped on ${String(signal)}; if V8 said "heap out of memory" above, its old space, ${oldSpaceMb} MiB (MEMGATE_CACHE_MB plus ${oldSpaceMb - settings.cacheMb}), was too small for what it held: lower MEMGATE_CACHE_MB, or set a larger --max-old-space-size in NODE_OPTIONS (see docs/operations.md, Memory)`,
+    };
+    fail(EXIT_FAILED, `${JSON.stringify(line)}\n`);
+  });
+}
+
+/** Starts the service, stops it on the signals `onSignal` reports, and exits. */
+async function serve(
+  settings: Settings,
+  heapLimit: HeapLimit,
+  onSignal: (stop: (signal: NodeJS.Signals) => void) => void,
+): Promise<void> {
+  // Loaded here, not above: the launcher needs none of it.
+  const [{ pino }, { PolicyError }, { startService }] = await Promise.all([
+    import('pino'),
+    import('./config/policies.js'),
+    import('./service.js'),
+  ]);
   // Synchronous writes: memgate logs at start, stop and on errors, never per request, so
   // this costs nothing, and no line is lost when the process exits right after it.
   const logger = pino(
@@ -36,11 +170,9 @@ async function main(): Promise<void> {
     },
     pino.destination({ dest: 1, sync: true }),
   );
-  // Handlers first: until one is installed, a signal kills the process outright, and a
-  // supervisor may signal as soon as it sees the service listening.
   let stopping: NodeJS.Signals | undefined;
   let service: RunningService | undefined;
-  const stop = (signal: NodeJS.Signals): void => {
+  onSignal((signal) => {
     if (stopping) {
       // A second signal means "now": skip the rest of the drain.
       logger.warn({ signal }, 'second signal while draining; exiting now');
@@ -48,21 +180,15 @@ async function main(): Promise<void> {
     }
     stopping = signal;
     if (service) shutDown(service, signal, settings.shutdownDrainMs, logger);
-  };
-  process.on('SIGTERM', stop);
-  process.on('SIGINT', stop);
+  });
   try {
-    service = await startService(settings, logger);
+    service = await startService(settings, logger, heapLimit);
   } catch (error) {
     // Start-up faults are for a person at a terminal: plain text, one line (a bad policy
     // file: one per problem), the stack only when asked for.
-    if (error instanceof PolicyError) {
-      process.stderr.write(`memgate: ${error.message}\n`);
-      process.exit(EXIT_BAD_CONFIGURATION);
-    }
+    if (error instanceof PolicyError) fail(EXIT_BAD_CONFIGURATION, `memgate: ${error.message}\n`);
     const debug = settings.logLevel === 'debug' || settings.logLevel === 'trace';
-    process.stderr.write(`memgate: ${debug ? inspect(error) : firstLine(error)}\n`);
-    process.exit(EXIT_FAILED);
+    fail(EXIT_FAILED, `memgate: ${debug ? inspect(error) : firstLine(error)}\n`);
   }
   // Signalled while starting: stop now that there is something to stop.
   if (stopping) shutDown(service, stopping, settings.shutdownDrainMs, logger);
@@ -102,4 +228,4 @@ function shutDown(service: RunningService, signal: NodeJS.Signals, shutdownDrain
   );
 }
 
-await main();
+start();

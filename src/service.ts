@@ -44,15 +44,37 @@ export interface CloseOptions {
   readonly drainMs?: number;
 }
 
-/** What the rest of the process needs beside the local caches, in MiB (docs/operations.md, sizing). */
-const PROCESS_BASE_MB = 150;
+/**
+ * Where the heap limit of the process serving requests came from (main.ts): `budget`, set by
+ * memgate from MEMGATE_CACHE_MB; `node`, node's own (the operator's --max-old-space-size, or
+ * V8's default).
+ */
+export interface HeapLimit {
+  readonly from: 'budget' | 'node';
+}
+
+/**
+ * V8's young generation on 64-bit, in MiB (three 16 MiB semi-spaces' worth): part of the
+ * heap limit V8 reports, beside the old space.
+ */
+const YOUNG_GENERATION_MB = 48;
+
+/**
+ * The heap, old and young generations, that the rest of the process needs beside the local
+ * caches, in MiB: what memgate gives it when it sets the limit (docs/operations.md, Memory).
+ */
+const PROCESS_HEAP_MB = DEFAULTS.heapBeyondCacheMb + YOUNG_GENERATION_MB;
 
 /**
  * Loads the policies, opens the store and serves. Throws PolicyError for a bad policy
  * file. Logs one line once it listens, saying what runs; each problem found while
  * starting follows it as one warning.
  */
-export async function startService(settings: Settings, logger: Logger): Promise<RunningService> {
+export async function startService(
+  settings: Settings,
+  logger: Logger,
+  heapLimit: HeapLimit = { from: 'node' },
+): Promise<RunningService> {
   const { policies, envoy, counted } = await loadPolicies(settings);
   // What onStoreError decides follows the policies in use, after a reload too.
   let current: PolicySet = counted;
@@ -80,7 +102,7 @@ export async function startService(settings: Settings, logger: Logger): Promise<
     onDecision: recorder ? recordingDecisions(metrics.onDecision, recorder) : metrics.onDecision,
   };
   const limiter = reloadable(createLimiter({ ...options, policies: counted }));
-  metrics.watchCache(() => limiter.cacheUsage);
+  metrics.watchCache(() => limiter.cacheUsage, options.cacheBytes);
   // Reading the files again; a bad file rejects with PolicyError and the policies in use stay.
   const reload = async () => {
     const next = await loadPolicies(settings);
@@ -140,6 +162,7 @@ export async function startService(settings: Settings, logger: Logger): Promise<
   }
   const servers = logStarted(logger, log, {
     settings,
+    heapLimit,
     policies,
     envoy,
     grpcPort: grpc?.port,
@@ -267,6 +290,7 @@ function openStore(settings: Settings, { logger, metrics, storeTrouble, clockLog
 
 interface Started {
   readonly settings: Settings;
+  readonly heapLimit: HeapLimit;
   readonly policies: PolicySet;
   readonly envoy: EnvoyConfig | undefined;
   /** The gRPC server's port, when it runs. */
@@ -285,10 +309,10 @@ interface Started {
 function logStarted(
   logger: Logger,
   log: DeferredLog,
-  { settings, policies, envoy, grpcPort, store, admin, address, usage }: Started,
+  { settings, heapLimit, policies, envoy, grpcPort, store, admin, address, usage }: Started,
 ): string[] {
   const port = typeof address === 'object' && address !== null ? address.port : settings.port;
-  // How far V8 may grow the heap before it must collect: see docs/operations.md, sizing.
+  // How far V8 may grow the heap before it must collect: see docs/operations.md, Memory.
   const heapLimitMb = Math.round(getHeapStatistics().heap_size_limit / 2 ** 20);
   const servers =
     settings.memcachedServers === undefined
@@ -318,6 +342,8 @@ function logStarted(
       admin,
       cacheMb: settings.cacheMb,
       heapLimitMb,
+      heapLimitFrom: heapLimit.from,
+      pid: process.pid,
       usage,
     },
     `memgate ${VERSION} listening on ${settings.host}:${port}, ${grpcText}; store: ${storeText}; policies: ${policies.source} (${events.join(', ')}${policies.gateway ? '; /gate on' : ''})${envoyText}; cache ${settings.cacheMb} MiB, heap limit ${heapLimitMb} MiB; admin routes ${admin ? 'on' : 'off'}; usage history: ${usage}`,
@@ -328,10 +354,11 @@ function logStarted(
       'MEMCACHED_SERVERS is not set: counters live in this process only, so limits are not shared between instances',
     );
   }
-  if (heapLimitMb < settings.cacheMb + PROCESS_BASE_MB) {
+  // memgate's own limit has that room; one the operator gave may not.
+  if (heapLimit.from === 'node' && heapLimitMb < settings.cacheMb + PROCESS_HEAP_MB) {
     log.warn(
       { heapLimitMb, cacheMb: settings.cacheMb },
-      `the heap limit (${heapLimitMb} MiB) is below MEMGATE_CACHE_MB (${settings.cacheMb}) plus the ${PROCESS_BASE_MB} MiB the rest of memgate needs: once the caches fill, the process runs out of memory. Raise --max-old-space-size or lower MEMGATE_CACHE_MB`,
+      `the heap limit (${heapLimitMb} MiB) is below MEMGATE_CACHE_MB (${settings.cacheMb}) plus the ${PROCESS_HEAP_MB} MiB the rest of memgate needs: once the caches fill, the process runs out of memory. Raise --max-old-space-size or lower MEMGATE_CACHE_MB`,
     );
   }
   return servers;

@@ -120,9 +120,9 @@ describe('the memgate process', () => {
     });
     await expect.poll(() => service.logs.length).toBe(3);
     const heapLimitMb = service.logs[0]?.heapLimitMb as number;
-    expect(heapLimitMb).toBeLessThan(256 + 150);
+    expect(heapLimitMb).toBeLessThan(256 + 128);
     expect(messages(service.logs, 40)).toContain(
-      `the heap limit (${heapLimitMb} MiB) is below MEMGATE_CACHE_MB (256) plus the 150 MiB the rest of memgate needs: once the caches fill, the process runs out of memory. Raise --max-old-space-size or lower MEMGATE_CACHE_MB`,
+      `the heap limit (${heapLimitMb} MiB) is below MEMGATE_CACHE_MB (256) plus the 128 MiB the rest of memgate needs: once the caches fill, the process runs out of memory. Raise --max-old-space-size or lower MEMGATE_CACHE_MB`,
     );
     service.child.kill('SIGTERM');
     expect(await service.exit).toBe(0);

@@ -1,56 +1,73 @@
-// One configuration of the memory suite (memory.ts): `memory-worker.ts EVENTS CLIENTS`:
-// CLIENTS distinct clients spread evenly over EVENTS events, each checked once. Prints a
-// MemoryResult as JSON. Run with --expose-gc.
-import { setTimeout as sleep } from 'node:timers/promises';
-import type { CounterStore } from '../../src/store/counter-store.js';
+// One policy shape of the memory suite's second table (memory.ts): `memory-worker.ts SHAPE`.
+// What a cached client takes of the heap against what the feature cache counts it at, at
+// the second the shape's windows hold the most buckets and at an average second, each
+// client denied so that it keeps its last denial too. Prints an EstimateResult as JSON.
+// Run with --expose-gc.
 import { memgateModules } from './compiled.js';
-import type { MemoryResult } from './memory.js';
+import { SHAPES, type EstimateResult } from './memory.js';
+import { denyingStore } from '../lib/denying-store.js';
 
 const { createLimiter } = await memgateModules();
 
-const [events = 1, clients = 10_000] = process.argv.slice(2, 4).map(Number);
+const CLIENTS = 4000;
 
-/** Answers every call at once: Memcached's memory is not this process's. */
-const instantStore: CounterStore = {
-  kind: 'instant',
-  shared: true,
-  description: 'answers at once',
-  incrementAndRead: (increments, reads) =>
-    Promise.resolve({ incremented: increments.map(({ delta }) => delta), read: reads.map(() => 0) }),
-  decrement: () => Promise.resolve(),
-  reset: () => Promise.resolve(),
-  ping: () => Promise.resolve(),
-  health: () => Promise.resolve([]),
-  close: () => Promise.resolve(),
-};
-
-const names = Array.from({ length: events }, (_, i) => `event${i}`);
-const policies = {
-  events: Object.fromEntries(names.map((name) => [name, { limits: [{ limit: 1_000_000_000, window: '60s' }] }])),
-};
-// Half a second into a minute: a 60 s window then holds 59 second buckets and the minute's.
-const nowMs = Math.floor(Date.now() / 60_000) * 60_000 + 500;
-const limiter = createLimiter({ policies, store: instantStore, now: () => nowMs });
+const shape = process.argv[2] ?? '1 min';
+const policy = SHAPES[shape];
+if (!policy) throw new Error(`no shape ${JSON.stringify(shape)}`);
 
 const gc = (globalThis as { gc?: () => void }).gc ?? (() => undefined);
-const started = performance.now();
-for (let i = 0; i < clients; i++) await limiter.check({ event: names[i % events] as string, feature: `client-${i}` });
-const seconds = Math.round((performance.now() - started) / 100) / 10;
-const peakRssMb = Math.round(process.resourceUsage().maxRSS / 1024);
-// What stays once the garbage of evicted clients is collected.
-gc();
-await sleep(200);
-gc();
-const { rss, heapUsed } = process.memoryUsage();
-const { features: cachedClients, bytes } = limiter.cacheUsage;
-const result: MemoryResult = {
-  events,
-  clients,
-  seconds,
-  peakRssMb,
-  rssMb: Math.round(rss / 2 ** 20),
-  heapMb: Math.round(heapUsed / 2 ** 20),
-  cachedClients,
-  cacheMb: Math.round(bytes / 2 ** 20),
+
+/** Heap and estimate per client, CLIENTS more clients cached at `second`. */
+async function perClient(second: number): Promise<{ heap: number; estimate: number }> {
+  const limiter = createLimiter({
+    policies: { events: { bench: policy } },
+    store: denyingStore,
+    now: () => second * 1000 + 500,
+    cacheBytes: 2 ** 40,
+  });
+  // A denial pauses before it reads again: clients are checked 200 at a time.
+  const fill = async (from: number) => {
+    for (let i = from; i < from + CLIENTS; i += 200) {
+      await Promise.all(
+        Array.from({ length: 200 }, (_, j) => limiter.check({ event: 'bench', feature: `client-${i + j}` })),
+      );
+    }
+  };
+  // The first clients pay for what is made once (compiled code, shapes); the next are measured.
+  await fill(0);
+  gc();
+  const heapBefore = process.memoryUsage().heapUsed;
+  const estimateBefore = limiter.cacheUsage.bytes;
+  await fill(CLIENTS);
+  gc();
+  return {
+    heap: (process.memoryUsage().heapUsed - heapBefore) / CLIENTS,
+    estimate: (limiter.cacheUsage.bytes - estimateBefore) / CLIENTS,
+  };
+}
+
+// The seconds of one period of the largest bucket: the worst, and one holding the mean.
+const probe = createLimiter({ policies: { events: { bench: policy } }, store: denyingStore });
+const plan = probe.plans.get('bench');
+if (!plan) throw new Error('no plan');
+const period = Math.max(...plan.levels.map(({ size }) => size));
+const from = Math.floor(Date.now() / 86_400_000) * 86_400;
+const counts = Array.from({ length: period }, (_, i) =>
+  plan.limits.reduce((sum, limit) => sum + limit.cover(from + i).reduce((n, run) => n + run.count, 0), 0),
+);
+const most = Math.max(...counts);
+const mean = counts.reduce((a, b) => a + b, 0) / counts.length;
+const worst = await perClient(from + counts.indexOf(most));
+const nearest = counts.reduce(
+  (best, count, i) => (Math.abs(count - mean) < Math.abs((counts[best] ?? 0) - mean) ? i : best),
+  0,
+);
+const typical = await perClient(from + nearest);
+const result: EstimateResult = {
+  shape,
+  buckets: { most, mean: Math.round(mean * 10) / 10 },
+  estimateBytes: Math.round(worst.estimate),
+  worstBytes: Math.round(worst.heap),
+  meanBytes: Math.round(typical.heap),
 };
 process.stdout.write(`${JSON.stringify(result)}\n`);

@@ -11,7 +11,10 @@ import { BUILD_ENV } from './compiled.js';
 
 export interface Measured {
   readonly url: URL;
+  /** The process serving (with the memgate service: its start-up line's pid). */
   readonly pid: number;
+  /** The memgate service's launcher (src/main.ts), when it runs as its child. */
+  readonly launcherPid?: number;
   stop(): Promise<void>;
 }
 
@@ -89,9 +92,17 @@ export function startService(env: Record<string, string>, options: { root?: stri
       reject(new Error(`memgate exited with ${String(code)} before listening`));
     });
     createInterface({ input: child.stdout }).on('line', (line) => {
-      const entry = JSON.parse(line) as { port?: unknown };
-      if (typeof entry.port === 'number')
-        resolve({ url: new URL(`http://127.0.0.1:${entry.port}`), pid: child.pid ?? 0, stop: stopper(child) });
+      const entry = JSON.parse(line) as { port?: unknown; pid?: unknown };
+      // The pid of the process serving: dist/main.js launches it as a child (src/main.ts).
+      if (typeof entry.port === 'number') {
+        const pid = Number(entry.pid ?? child.pid);
+        resolve({
+          url: new URL(`http://127.0.0.1:${entry.port}`),
+          pid,
+          ...(pid === child.pid || child.pid === undefined ? {} : { launcherPid: child.pid }),
+          stop: stopper(child),
+        });
+      }
     });
   });
 }

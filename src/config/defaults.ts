@@ -43,6 +43,12 @@ export const DEFAULTS = {
   cacheMb: 256,
   /** MEMGATE_MAX_DENIAL_CACHE_MS: longest a denial is repeated from memory. */
   maxDenialCacheMs: 1000,
+  /**
+   * V8's old space beyond MEMGATE_CACHE_MB, in MiB, when memgate sets the heap limit (the
+   * operator set no --max-old-space-size): what the rest of the process keeps live, and
+   * room for garbage between collections (docs/operations.md, Memory).
+   */
+  heapBeyondCacheMb: 80,
   /** Items the embedded store holds before it evicts the oldest. */
   embeddedMaxItems: 2_000_000,
 

@@ -3,6 +3,7 @@ import type { CachedDenial } from './cached-denial.js';
 import { FeatureWindow } from './feature-window.js';
 import { counterKeyBase } from './keys.js';
 import type { EventPlan } from './plan.js';
+import { CLIENT_CACHE_BYTES, stateCacheBytes } from './sizing.js';
 
 /** What one instance remembers about one event+feature between checks. */
 export interface FeatureState {
@@ -23,18 +24,9 @@ export interface FeatureState {
 /** How much of the budget the cache holds now. */
 export interface CacheUsage {
   readonly features: number;
-  /** Estimated bytes: each feature's worst case (see bytesPerFeature). */
+  /** Estimated bytes: each client and each of its events at their worst case (see sizing.ts, stateCacheBytes). */
   readonly bytes: number;
 }
-
-/**
- * What a cached feature costs at most, measured with `node --expose-gc` on 20,000
- * features at the second of the largest cover (`npm run bench -- --suite memory`): about
- * 1.5 KB of its own (state, window, maps, key base) and 85 to 115 bytes per bucket of its
- * windows. Estimated above both, so that the budget is one the heap keeps.
- */
-const FIXED_BYTES = 1600;
-const BYTES_PER_BUCKET = 120;
 
 /** One client's states, of every event it was checked for: one LRU entry, one lookup by its string. */
 interface Entry {
@@ -72,15 +64,17 @@ export class FeatureCache {
     if (!this.entries) return { base: counterKeyBase(this.keyPrefix, plan.event, feature) };
     let index = this.eventIndex.get(plan);
     if (index === undefined) this.eventIndex.set(plan, (index = this.eventIndex.size));
-    let entry = this.entries.get(feature);
-    let state = entry?.states[index];
-    if (state) return state;
-    // The feature's own bytes (UTF-16) once, and each event's worst case.
-    entry ??= { states: [], bytes: 2 * feature.length };
-    state = { base: counterKeyBase(this.keyPrefix, plan.event, feature) };
-    entry.states[index] = state;
-    entry.bytes += this.bytesPerFeature(plan);
-    this.entries.set(feature, entry, { size: entry.bytes });
+    const entry = this.entries.get(feature);
+    const cached = entry?.states[index];
+    if (cached) return cached;
+    const state: FeatureState = { base: counterKeyBase(this.keyPrefix, plan.event, feature) };
+    // The client's own bytes once (its name as UTF-16 at most), and each event's worst case.
+    // A new entry object each time: the LRU takes a new size only with a new value (the
+    // same object set again kept its first size, so a client of 8 events counted as 1).
+    const states = entry?.states ?? [];
+    states[index] = state;
+    const bytes = (entry?.bytes ?? CLIENT_CACHE_BYTES + 2 * feature.length) + this.bytesPerState(plan);
+    this.entries.set(feature, { states, bytes }, { size: bytes });
     return state;
   }
 
@@ -101,13 +95,11 @@ export class FeatureCache {
     return { features, bytes: this.entries?.calculatedSize ?? 0 };
   }
 
-  /** The most one feature of `plan` can hold: every bucket of every window, plus those ahead. */
-  private bytesPerFeature(plan: EventPlan): number {
+  /** The most one client's state of `plan` can hold (sizing.ts), worked out once per plan. */
+  private bytesPerState(plan: EventPlan): number {
     let bytes = this.bytesByPlan.get(plan);
     if (bytes === undefined) {
-      const ahead = 2 + this.skewSeconds + (plan.lease?.holdSeconds ?? 0);
-      const buckets = plan.limits.reduce((sum, limit) => sum + limit.keysPerCheck.max + ahead, 0);
-      bytes = FIXED_BYTES + BYTES_PER_BUCKET * buckets;
+      bytes = stateCacheBytes(plan, this.skewSeconds);
       this.bytesByPlan.set(plan, bytes);
     }
     return bytes;

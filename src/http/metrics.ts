@@ -1,3 +1,4 @@
+import { getHeapStatistics } from 'node:v8';
 import type { FastifyInstance } from 'fastify';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { CacheUsage } from '../counting/feature-cache.js';
@@ -24,8 +25,8 @@ export interface Metrics {
   readonly usage: { readonly flushFailed: () => void; readonly dropped: (rows: number) => void };
   /** Reports the rows of usage counted and not yet written, at each scrape. */
   watchUsagePending(rows: () => number): void;
-  /** Reports a limiter's local caches against their budget at each scrape. */
-  watchCache(usage: () => CacheUsage): void;
+  /** Reports a limiter's local caches at each scrape, beside their budget (MEMGATE_CACHE_MB in bytes) when given. */
+  watchCache(usage: () => CacheUsage, budgetBytes?: number): void;
   /** Serves GET /metrics in Prometheus's text format. */
   register(app: FastifyInstance): void;
 }
@@ -145,6 +146,7 @@ export function createMetrics(): Metrics {
   };
 
   let cacheUsage: () => CacheUsage = () => ({ features: 0, bytes: 0 });
+  let cacheBudget: number | undefined;
   new Gauge({
     name: 'memgate_local_cache_bytes',
     help: 'Memory the local caches (settled counts, denials) hold by their estimate, within MEMGATE_CACHE_MB',
@@ -161,10 +163,29 @@ export function createMetrics(): Metrics {
       this.set(cacheUsage().features);
     },
   });
+  // Memory beside the budget: prom-client's own nodejs_heap_size_used_bytes is the heap in
+  // use, and process_resident_memory_bytes the RSS; these say what bounds them.
+  new Gauge({
+    name: 'memgate_local_cache_budget_bytes',
+    help: 'MEMGATE_CACHE_MB in bytes: what memgate_local_cache_bytes stays within',
+    registers: [registry],
+    collect() {
+      if (cacheBudget !== undefined) this.set(cacheBudget);
+    },
+  });
+  new Gauge({
+    name: 'memgate_heap_limit_bytes',
+    help: "V8's heap limit of the process serving requests (old and young generations): set from MEMGATE_CACHE_MB unless --max-old-space-size gave one; compare nodejs_heap_size_used_bytes",
+    registers: [registry],
+    collect() {
+      this.set(getHeapStatistics().heap_size_limit);
+    },
+  });
 
   return {
-    watchCache(usage) {
+    watchCache(usage, budgetBytes) {
       cacheUsage = usage;
+      cacheBudget = budgetBytes;
     },
     usage: {
       flushFailed: () => {

@@ -6,7 +6,10 @@ import { uniquePrefix } from './memcached.js';
 
 /** The service as `npm start` runs it, from source, on a free port. */
 export interface ServiceProcess {
+  /** The process `node dist/main.js` started: the launcher, unless node was given a heap limit. */
   readonly child: ChildProcess;
+  /** The process serving (its start-up line's pid): the launcher's child, or the same. */
+  readonly servicePid: number;
   /** Its log lines so far, parsed. */
   readonly logs: Record<string, unknown>[];
   readonly stderr: () => string;
@@ -47,7 +50,7 @@ export async function startServiceProcess(env: Record<string, string>, args: str
   void exit.then(() => {
     rmSync(usageFolder, { recursive: true, force: true });
   });
-  const listening = new Promise<number>((resolve, reject) => {
+  const listening = new Promise<{ port: number; pid: number }>((resolve, reject) => {
     let pending = '';
     child.stdout.on('data', (chunk: Buffer) => {
       pending += chunk.toString();
@@ -56,17 +59,17 @@ export async function startServiceProcess(env: Record<string, string>, args: str
       for (const line of lines) {
         const entry = JSON.parse(line) as Record<string, unknown>;
         logs.push(entry);
-        if (typeof entry.port === 'number') resolve(entry.port);
+        if (typeof entry.port === 'number') resolve({ port: entry.port, pid: Number(entry.pid) });
       }
     });
     void exit.then((code) => {
       reject(new Error(`memgate exited with ${String(code)} before listening:\n${stderr}`));
     });
   });
-  const port = await listening;
+  const { port, pid: servicePid } = await listening;
   const stop = () => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
     return exit;
   };
-  return { child, logs, stderr: () => stderr, exit, port, url: `http://127.0.0.1:${port}`, stop };
+  return { child, servicePid, logs, stderr: () => stderr, exit, port, url: `http://127.0.0.1:${port}`, stop };
 }

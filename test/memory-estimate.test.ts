@@ -1,0 +1,87 @@
+// The feature cache's estimate against the heap its clients really take: MEMGATE_CACHE_MB
+// bounds the heap only if no client takes more than it is counted at. Each policy shape is
+// measured at the second its windows hold the most buckets, every client denied (so it
+// keeps its last denial too), as the heap 2,000 more cached clients took after a full
+// collection. Before, a 1 s window was counted at 2.2 KB and took 2.6 KB.
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import { describe, expect, it } from 'vitest';
+import { createLimiter } from '../src/counting/limiter.js';
+import { denyingStore } from '../scripts/lib/denying-store.js';
+
+setFlagsFromString('--expose-gc');
+const gc = runInNewContext('gc') as () => void;
+
+const L = (window: string, extra: object = {}) => ({ limit: 1_000_000_000, window, ...extra });
+const SHAPES: Record<string, object> = {
+  '1 s window': { limits: [L('1s')] },
+  '10 s window': { limits: [L('10s')] },
+  '1 min window': { limits: [L('1m')] },
+  '1 min and 1 day windows': { limits: [L('1m'), L('1d')] },
+  'fixed 1 s, 1 min and 1 h windows': { algorithm: 'fixed', limits: [L('1s'), L('1m'), L('1h')] },
+  '5 windows, 1 min to 1 h': { limits: [L('1m'), L('2m'), L('5m'), L('10m'), L('1h')] },
+  'a lease of 30 s on a 1 min window': { limits: [L('1m')], lease: { maxUnits: 10, life: '30s' } },
+};
+const CLIENTS = 2000;
+
+/** Heap per cached client, and what the cache counts it at, for `events` events of one shape. */
+async function measure(shape: object, events: number): Promise<{ heap: number; estimate: number }> {
+  const names = Array.from({ length: events }, (_, i) => `e${i}`);
+  let clockMs = 0;
+  const limiter = createLimiter({
+    policies: { events: Object.fromEntries(names.map((name) => [name, shape])) },
+    store: denyingStore,
+    now: () => clockMs,
+    cacheBytes: 2 ** 40,
+  });
+  // The second whose covers hold the most buckets: they repeat with the largest bucket.
+  const plan = limiter.plans.get('e0');
+  if (!plan) throw new Error('no plan');
+  const period = Math.max(...plan.levels.map(({ size }) => size));
+  const from = Math.floor(Date.now() / 86_400_000) * 86_400;
+  let most = -1;
+  for (let second = from; second < from + period; second++) {
+    const buckets = plan.limits.reduce(
+      (sum, limit) => sum + limit.cover(second).reduce((n, run) => n + run.count, 0),
+      0,
+    );
+    if (buckets > most) [most, clockMs] = [buckets, second * 1000 + 500];
+  }
+  // A denial pauses before it reads again: clients are checked 200 at a time.
+  const fill = async (from: number, to: number) => {
+    for (let i = from; i < to; i += 200) {
+      const clients = Array.from({ length: 200 }, (_, j) => `client-${String(i + j).padStart(7, '0')}`);
+      await Promise.all(clients.flatMap((feature) => names.map((event) => limiter.check({ event, feature }))));
+    }
+  };
+  // The first clients pay for what is made once (compiled code, maps); the next ones are measured.
+  await fill(0, CLIENTS);
+  gc();
+  const heapBefore = process.memoryUsage().heapUsed;
+  const estimateBefore = limiter.cacheUsage.bytes;
+  await fill(CLIENTS, 2 * CLIENTS);
+  gc();
+  const heap = (process.memoryUsage().heapUsed - heapBefore) / CLIENTS;
+  const estimate = (limiter.cacheUsage.bytes - estimateBefore) / CLIENTS;
+  expect(limiter.cacheUsage.features).toBe(2 * CLIENTS * events);
+  return { heap, estimate };
+}
+
+describe('the feature cache counts each client at no less than the heap it takes', () => {
+  for (const [name, shape] of Object.entries(SHAPES)) {
+    it(name, async () => {
+      const { heap, estimate } = await measure(shape, 1);
+      const report = `${Math.round(heap)} bytes of heap per client, counted at ${Math.round(estimate)}`;
+      expect(heap, report).toBeLessThanOrEqual(estimate);
+      // Not far above either, or the budget would hold fewer clients than it could.
+      expect(heap, report).toBeGreaterThan(0.6 * estimate);
+    });
+  }
+
+  it('a client of 8 events, counted once per event', async () => {
+    const { heap, estimate } = await measure(SHAPES['1 s window'] as object, 8);
+    const report = `${Math.round(heap)} bytes of heap per client, counted at ${Math.round(estimate)}`;
+    expect(heap, report).toBeLessThanOrEqual(estimate);
+    expect(heap, report).toBeGreaterThan(0.6 * estimate);
+  });
+});
