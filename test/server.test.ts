@@ -112,6 +112,31 @@ describe('the memgate process', () => {
     expect(await service.exit).toBe(0);
   });
 
+  it('serves as the child of a launcher that gives it a heap limit from the budget, and stops when the launcher is killed', async () => {
+    // Memcached that never answers: the limit leaves out the embedded store's room.
+    const service = await startService({ ...NO_DRAIN, MEMGATE_CACHE_MB: '32', MEMCACHED_SERVERS: '127.0.0.1:1' });
+    expect(service.servicePid).not.toBe(service.child.pid);
+    expect(service.logs[0]).toMatchObject({ heapLimitFrom: 'budget', pid: service.servicePid });
+    // Old space: the budget plus DEFAULTS.heapBeyondCacheMb (and V8's young generation beside it).
+    const cmdline = await readFile(`/proc/${service.servicePid}/cmdline`, 'utf8');
+    expect(cmdline.split('\0')).toContain(`--max-old-space-size=${32 + DEFAULTS.heapBeyondCacheMb}`);
+    expect(service.logs[0]?.heapLimitMb).toBeLessThan(32 + DEFAULTS.heapBeyondCacheMb + 64);
+    service.child.kill('SIGKILL');
+    // Nobody would stop it any more: it notices, and stops by itself.
+    await expect
+      .poll(
+        () =>
+          readFile(`/proc/${service.servicePid}/status`, 'utf8').then(
+            () => 'running',
+            () => 'gone',
+          ),
+        {
+          timeout: 5000,
+        },
+      )
+      .toBe('gone');
+  });
+
   it('warns at start when the heap limit leaves the caches no room', async () => {
     const service = await startService({
       ...NO_DRAIN,

@@ -13,8 +13,11 @@ export interface LoadOptions {
   readonly duration?: number;
   readonly requests?: number;
   readonly cost?: number;
-  /** Takes leases of `cost` units (POST /lease, one client only) instead of checking (GET /check). */
-  readonly lease?: boolean;
+  /**
+   * What each request is: `GET /check` (the default), or, for one client only, the same check
+   * as a JSON body (`POST /check`) or a lease of `cost` units (`POST /lease`).
+   */
+  readonly request?: 'GET /check' | 'POST /check' | 'POST /lease';
   /** Whose request comes next. */
   readonly nextFeature: FeatureSpread;
   /** Called about once a second with how many requests have been answered or have failed so far. */
@@ -83,11 +86,13 @@ export function oneFeature(feature: string): FeatureSpread {
   return Object.assign(() => feature, { constant: feature });
 }
 
-/** Drives GET /check (or POST /lease) with autocannon and sums up throughput, latency and decisions. */
+/** Drives GET /check (or POST /check, POST /lease) with autocannon and sums up throughput, latency and decisions. */
 export async function runLoad(options: LoadOptions): Promise<LoadSummary> {
   const { url, event, connections, nextFeature } = options;
   const cost = options.cost ?? 1;
-  if (options.lease === true && nextFeature.constant === undefined) throw new Error('leases are taken for one client');
+  const request = options.request ?? 'GET /check';
+  if (request !== 'GET /check' && nextFeature.constant === undefined)
+    throw new Error(`${request} is sent for one client only`);
   const prefix = `${url.pathname.replace(/\/$/, '')}/check?event=${encodeURIComponent(event)}&feature=`;
   const suffix = cost === 1 ? '' : `&cost=${cost}`;
   const failures: Record<string, number> = {};
@@ -100,12 +105,16 @@ export async function runLoad(options: LoadOptions): Promise<LoadSummary> {
         ...(options.requests === undefined ? { duration: options.duration ?? 10 } : { amount: options.requests }),
         // A constant path lets autocannon build the request once instead of once per request.
         requests: [
-          options.lease === true
+          request !== 'GET /check'
             ? {
                 method: 'POST',
-                path: `${url.pathname.replace(/\/$/, '')}/lease`,
+                path: `${url.pathname.replace(/\/$/, '')}/${request === 'POST /lease' ? 'lease' : 'check'}`,
                 headers: { 'content-type': 'application/json' },
-                body: JSON.stringify({ event, feature: nextFeature.constant, units: cost }),
+                body: JSON.stringify(
+                  request === 'POST /lease'
+                    ? { event, feature: nextFeature.constant, units: cost }
+                    : { event, feature: nextFeature.constant, ...(cost === 1 ? {} : { cost }) },
+                ),
               }
             : nextFeature.constant === undefined
               ? {

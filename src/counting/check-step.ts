@@ -126,15 +126,16 @@ interface StepRequest {
  * check's cost is counted, otherwise none is. Tells `context.onDecision` of each check.
  */
 export function decideItems(context: CheckContext, items: readonly CheckItem[]): Promise<StepOutcome> {
-  const request = stepRequest(context, items);
-  // A lone check whose denial still holds in memory: answered without the store.
-  const repeated = items.length === 1 ? request.counters[0]?.repeated : undefined;
-  if (repeated) {
-    const outcome = outcomeOf(request, [], [repeated], false);
-    observe(context, request, outcome.decisions, false);
-    return Promise.resolve(outcome);
-  }
-  return runRounds(context, request);
+  if (items.length !== 1) return runRounds(context, stepRequest(context, items));
+  // A lone check (a lease take, a check-together of one) asks memory first, as decideItem does.
+  const item = items[0] as CheckItem;
+  const state = context.features.state(item.plan, item.feature);
+  const nowMs = context.now(state.base);
+  const repeated = remembered(state, item, nowMs);
+  if (!repeated) return runRounds(context, stepRequestOfOne(context, item, state, nowMs));
+  tell(context, item, repeated, FROM_DENIED_CACHE);
+  const retryAfter = item.enforced ? repeated.retryAfter : undefined;
+  return Promise.resolve({ allowed: false, decisions: [repeated], retryAfter, counted: [0], lease: undefined });
 }
 
 /**
@@ -145,12 +146,15 @@ export function decideItems(context: CheckContext, items: readonly CheckItem[]):
 export function decideItem(context: CheckContext, item: CheckItem): Promise<Decision> {
   const state = context.features.state(item.plan, item.feature);
   const nowMs = context.now(state.base);
-  const repeated = item.impossible ? undefined : repeatDenial(state.denial, item.upTo ? 1 : item.cost, nowMs);
-  if (repeated) {
-    tell(context, item, repeated, FROM_DENIED_CACHE);
-    return Promise.resolve(repeated);
-  }
-  return runRounds(context, stepRequestOfOne(context, [item], { state, nowMs })).then(firstDecision);
+  const repeated = remembered(state, item, nowMs);
+  if (!repeated) return runRounds(context, stepRequestOfOne(context, item, state, nowMs)).then(firstDecision);
+  tell(context, item, repeated, FROM_DENIED_CACHE);
+  return Promise.resolve(repeated);
+}
+
+/** A denial of `item` that memory still holds at `nowMs`: a lease's, when even one unit was refused. */
+function remembered(state: FeatureState, item: CheckItem, nowMs: number): Decision | undefined {
+  return item.impossible ? undefined : repeatDenial(state.denial, item.upTo ? 1 : item.cost, nowMs);
 }
 
 function firstDecision(outcome: StepOutcome): Decision {
@@ -196,9 +200,8 @@ async function runRounds(context: CheckContext, request: StepRequest): Promise<S
   }
 }
 
-/** Groups the checks by counter (one per event and feature), each with its state and what the request asks of it. */
+/** Groups the checks of a request of several by counter (one per event and feature), each with its state and what the request asks of it. */
 function stepRequest(context: CheckContext, items: readonly CheckItem[]): StepRequest {
-  if (items.length === 1) return stepRequestOfOne(context, items);
   const counters: Counter[] = [];
   const counterOf: number[] = [];
   const peekOf: number[] = [];
@@ -236,25 +239,20 @@ const ONLY_COUNTER: readonly number[] = [0];
 const COUNTS: readonly number[] = [-1];
 const FIRST_PEEK: readonly number[] = [0];
 
-/** stepRequest for the most common request, one check, without the bookkeeping of many. */
-function stepRequestOfOne(
-  context: CheckContext,
-  items: readonly CheckItem[],
-  found?: { state: FeatureState; nowMs: number },
-): StepRequest {
-  const item = items[0] as CheckItem;
-  const counter = newCounter(context, item, found?.state, found?.nowMs);
+/**
+ * The request of one check, without the bookkeeping of many: memory was asked already
+ * (remembered) and held no denial of it.
+ */
+function stepRequestOfOne(context: CheckContext, item: CheckItem, state: FeatureState, nowMs: number): StepRequest {
+  const counter = newCounter(context, item, state, nowMs);
   if (item.counting) {
     if (counter.cost === 0) counter.cost = item.cost;
   } else counter.peekCosts.push(item.cost);
-  // decideItem asked memory already.
-  if (!found) counter.repeated = repeatedDenial(context, counter, item);
-  return { items, counters: [counter], counterOf: ONLY_COUNTER, peekOf: item.counting ? COUNTS : FIRST_PEEK };
+  return { items: [item], counters: [counter], counterOf: ONLY_COUNTER, peekOf: item.counting ? COUNTS : FIRST_PEEK };
 }
 
 function repeatedDenial(context: CheckContext, counter: Counter, item: CheckItem): Decision | undefined {
-  if (item.impossible) return undefined;
-  return repeatDenial(counter.state.denial, item.upTo ? 1 : item.cost, context.now(counter.state.base));
+  return remembered(counter.state, item, context.now(counter.state.base));
 }
 
 /** A counter for `item`, with the feature's state and the time (each read once, when the caller has them not). */

@@ -1,6 +1,6 @@
 // Quota leases: their requests, ids and keys; a take as a check item of the one check step
 // (check-step.ts), and a return, which moves counts rather than deciding.
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash, randomFillSync } from 'node:crypto';
 import type { CheckContext } from './check-context.js';
 import { eventPlan, validFeature, type CheckItem, type CheckRequest } from './check-request.js';
 import { incrementsAt } from './counter-call.js';
@@ -52,9 +52,23 @@ export function leaseId(second: number, token: string): string {
   return `${second}.${token}`;
 }
 
-/** The random part of a lease's id. */
+const TOKEN_BYTES = 16;
+/**
+ * Random bytes drawn 256 tokens at a time, as crypto.randomUUID pools them: one draw per
+ * token took a fifth of a denied lease's CPU, and every take draws one before it is decided.
+ */
+const tokenPool = Buffer.alloc(TOKEN_BYTES * 256);
+let nextToken = tokenPool.length;
+
+/** The random part of a lease's id: 128 bits from the system's CSPRNG. */
 export function leaseToken(): string {
-  return randomBytes(16).toString('base64url');
+  if (nextToken === tokenPool.length) {
+    randomFillSync(tokenPool);
+    nextToken = 0;
+  }
+  const token = tokenPool.toString('base64url', nextToken, nextToken + TOKEN_BYTES);
+  nextToken += TOKEN_BYTES;
+  return token;
 }
 
 const LEASE_ID = /^([0-9]{1,12})\.([A-Za-z0-9_-]{22})$/;
