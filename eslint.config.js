@@ -27,8 +27,8 @@ export default tseslint.config(
   // Layout is prettier's (npm run format); eslint judges the code only.
   prettier,
   {
-    // Scripts are command-line tools: printing is their job.
-    files: ['scripts/**'],
+    // Scripts and memgate's commands are command-line tools: printing is their job.
+    files: ['scripts/**', 'src/commands/**'],
     rules: { 'no-console': 'off' },
   },
 );

@@ -11,8 +11,8 @@ import { charts, markdownReport, runHeading, runTable, type LabRun } from './acc
 import { openStore, type StoreChoice } from './accuracy/scheme-replay.js';
 import { schemesFor } from './accuracy/schemes.js';
 import { SHAPES, type TimedRequest } from './accuracy/traffic.js';
-import { EXIT, fileProblem, runCommand, UsageError } from './lib/command-line.js';
-import { outputDirectory } from './lib/output.js';
+import { EXIT, fileProblem, runCommand, UsageError } from '../src/commands/command-line.js';
+import { outputDirectory } from '../src/commands/output.js';
 import { progressIntervalMs, startProgress } from './lib/progress.js';
 
 const USAGE = `usage: npm run accuracy -- [options]

@@ -18,7 +18,7 @@ import { overload } from './bench/overload.js';
 import type { Suite, SuiteContext, SuiteReport } from './bench/suite.js';
 import { throughput } from './bench/throughput.js';
 import { usage } from './bench/usage.js';
-import { EXIT, runCommand } from './lib/command-line.js';
+import { EXIT, runCommand } from '../src/commands/command-line.js';
 import { memcachedVersion, startMemcachedProcess } from './lib/memcached-process.js';
 import { formatSeconds, progressIntervalMs, startProgress } from './lib/progress.js';
 

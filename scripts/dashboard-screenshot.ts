@@ -12,8 +12,8 @@ import { buildApp } from '../src/http/app.js';
 import { createEmbeddedStore } from '../src/store/embedded-store.js';
 import { StoreUnavailableError, type CounterStore } from '../src/store/counter-store.js';
 import { inMemoryUsage } from '../src/usage/in-memory-usage.js';
-import { runCommand, UsageError } from './lib/command-line.js';
-import { outputDirectory } from './lib/output.js';
+import { runCommand, UsageError } from '../src/commands/command-line.js';
+import { outputDirectory } from '../src/commands/output.js';
 
 const USAGE = `usage: npm run dashboard-screenshot -- [options]
 

@@ -4,7 +4,7 @@
 //   npm run load -- --url http://127.0.0.1:8080 --event login --features zipf:10000
 //   npm run load -- --grpc 127.0.0.1:8081 --domain edge --descriptor remote_address=%feature --features zipf:10000
 import { markdownTable } from 'markdown-table';
-import { EXIT, runCommand, type ExitCode } from './lib/command-line.js';
+import { EXIT, runCommand, type ExitCode } from '../src/commands/command-line.js';
 import { descriptorFlag, descriptorText, grpcAddress } from './lib/grpc-load-flags.js';
 import { progressIntervalMs, startProgress, type Progress } from './lib/progress.js';
 import { CALL_DEADLINE_SECONDS, runGrpcLoad, usesFeature, type GrpcLoadSummary } from './lib/run-grpc-load.js';

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
-// The memgate service: `npm start`, configured by environment (see USAGE). Exits 0 once
-// stopped cleanly, 1 when it failed, 2 for bad usage or configuration (a setting, the
-// policy file).
+// The `memgate` command. `memgate` (or `memgate serve`, `npm start`) is the service,
+// configured by environment (see USAGE); exits 0 once stopped cleanly, 1 when it failed, 2
+// for bad usage or configuration (a setting, the policy file). `memgate policies FILE` and
+// `memgate usage …` are the operator's tools (src/commands/).
 //
 // Memory (docs/operations.md, "Memory"): left alone, V8 lets the heap grow to a quarter of
 // the machine's memory before it must collect, whatever MEMGATE_CACHE_MB says. A heap limit
@@ -16,6 +17,7 @@ import { fileURLToPath } from 'node:url';
 import { inspect } from 'node:util';
 import { DEFAULTS } from './config/defaults.js';
 import { loadSettings, SettingsError, USAGE, type Settings } from './config/settings.js';
+import { VERSION } from './config/version.js';
 // Types only: the service's modules are loaded by the process that serves (see serve()).
 import type { Logger } from 'pino';
 import type { HeapLimit, RunningService } from './service.js';
@@ -64,9 +66,9 @@ function fail(code: number, text: string): never {
   process.exit(code);
 }
 
-function readSettings(): Settings & { readonly help: boolean } {
+function readSettings(args: readonly string[]): Settings & { readonly help: boolean; readonly version: boolean } {
   try {
-    return loadSettings(process.env, process.argv.slice(2));
+    return loadSettings(process.env, args);
   } catch (error) {
     if (!(error instanceof SettingsError)) throw error;
     return fail(EXIT_BAD_CONFIGURATION, error.problems.map((problem) => `memgate: ${problem}\n`).join(''));
@@ -79,9 +81,27 @@ function readSettings(): Settings & { readonly help: boolean } {
  * otherwise launches the service with a limit from the budget.
  */
 function start(): void {
-  const settings = readSettings();
+  const [first, ...rest] = process.argv.slice(2);
+  // The operator's tools load only what they need: none of the service.
+  if (first === 'policies') {
+    void import('./commands/policies.js').then(({ runPolicies }) => {
+      runPolicies(rest);
+    });
+    return;
+  }
+  if (first === 'usage') {
+    void import('./commands/usage.js').then(({ runUsage }) => {
+      runUsage(rest);
+    });
+    return;
+  }
+  const settings = readSettings(first === 'serve' ? rest : process.argv.slice(2));
   if (settings.help) {
     process.stdout.write(`${USAGE}\n`);
+    return;
+  }
+  if (settings.version) {
+    process.stdout.write(`memgate ${VERSION}\n`);
     return;
   }
   const launcherPid = process.env[LAUNCHER_PID];

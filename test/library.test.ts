@@ -1,3 +1,8 @@
+import { execFile } from 'node:child_process';
+import { mkdir, mkdtemp, readFile, symlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import {
   createEmbeddedStore,
@@ -8,8 +13,39 @@ import {
 } from '../src/index.js';
 import { uniquePrefix, useMemcached } from './helpers/memcached.js';
 
+const run = promisify(execFile);
+
+/** The README's code block under `heading`, as written. */
+async function readmeBlock(heading: string): Promise<string> {
+  const readme = await readFile('README.md', 'utf8');
+  const section = readme.slice(readme.indexOf(`\n${heading}\n`));
+  const block = /```ts\n([\s\S]*?)```/.exec(section)?.[1];
+  if (block === undefined) throw new Error(`README.md has no ts block under ${heading}`);
+  return block;
+}
+
 describe('memgate as a library', () => {
   const memcached = useMemcached();
+  const ownMemcached = useMemcached({ own: true });
+
+  it("runs the README's example as written, on Memcached, and lets the process exit", { timeout: 30_000 }, async () => {
+    // An app of its own, with memgate as its dependency (this checkout, built).
+    const app = await mkdtemp(join(tmpdir(), 'memgate-readme-'));
+    await writeFile(join(app, 'package.json'), JSON.stringify({ type: 'module', private: true }));
+    await mkdir(join(app, 'node_modules'));
+    await symlink(resolve('.'), join(app, 'node_modules', 'memgate'));
+    await writeFile(join(app, 'example.ts'), await readmeBlock('## As a library'));
+    // Its own memcached: what the example counts is all there is.
+    const started = Date.now();
+    const { stdout } = await run(process.execPath, [resolve('node_modules/tsx/dist/cli.mjs'), 'example.ts'], {
+      cwd: app,
+      env: { PATH: process.env.PATH, MEMCACHED_SERVERS: ownMemcached().servers },
+      // Without close(), the store's sockets keep the process alive: this would time out.
+      timeout: 15_000,
+    });
+    expect(stdout.trim()).toBe('true 4');
+    expect(Date.now() - started).toBeLessThan(15_000);
+  });
 
   it('limits with policies given inline, on Memcached', async () => {
     const store = createMemcachedStore({ servers: memcached().servers });

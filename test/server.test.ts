@@ -287,6 +287,14 @@ describe('the memgate process', () => {
     [{ MEMCACHED_TIMEOUT_MS: '0' }, 'MEMCACHED_TIMEOUT_MS must be a whole number from 1 to 60000 ms (got "0")'],
     [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent (got "loud")'],
     [
+      { MEMGATE_CAHCE_MB: '16' },
+      'MEMGATE_CAHCE_MB is not a memgate setting: did you mean MEMGATE_CACHE_MB? (memgate --help lists every setting)',
+    ],
+    [
+      { MEMCACHED_SERVERS: '' },
+      'MEMCACHED_SERVERS is set but empty: name the servers (host:port,…), or unset it to count in this process only',
+    ],
+    [
       { MEMCACHED_SERVERS: 'garbage' },
       'MEMCACHED_SERVERS entry "garbage" names no port: write host:port, as garbage:11211 (Memcached\'s usual port)',
     ],
@@ -317,6 +325,20 @@ describe('the memgate process', () => {
       stderr: "memgate: Unknown option '--confg' (memgate --help lists the options)\n",
     });
     expect(await run({}, ['--help'])).toEqual({ code: 0, stdout: `${USAGE}\n`, stderr: '' });
+    expect(await run({}, ['serve', '--help'])).toEqual({ code: 0, stdout: `${USAGE}\n`, stderr: '' });
+    expect(await run({}, ['--version'])).toEqual({ code: 0, stdout: `memgate ${VERSION}\n`, stderr: '' });
+  });
+
+  it("is the memgate command: its --help names the operator's tools, and each runs from dist/", async () => {
+    expect(USAGE).toMatch(/^ {7}memgate policies FILE /m);
+    expect(USAGE).toMatch(/^ {7}memgate usage --event EVENT /m);
+    const checked = await run({}, ['policies', 'config/policies.yaml']);
+    expect(checked.code).toBe(0);
+    expect(checked.stdout).toContain('login');
+    // The usage tool asks a running memgate: none answers on this port, and it says so, exit 1.
+    const asked = await run({}, ['usage', '--event', 'login', '--url', 'http://127.0.0.1:1']);
+    expect({ code: asked.code, stdout: asked.stdout }).toEqual({ code: 1, stdout: '' });
+    expect(asked.stderr).toMatch(/^usage: .*127\.0\.0\.1:1/);
   });
 
   it('exits 1 when it cannot start for another reason, in one line; the stack only with LOG_LEVEL=debug', async () => {

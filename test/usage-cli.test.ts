@@ -1,4 +1,4 @@
-// `npm run usage` against the real service: it prints the decisions memgate made, says
+// `memgate usage` against the real service: it prints the decisions memgate made, says
 // what memgate refused in memgate's own words (exit 2), and names the URL that does not
 // answer (exit 1).
 import { execFile } from 'node:child_process';
@@ -14,7 +14,7 @@ import { startServiceProcess, type ServiceProcess } from './helpers/service-proc
 
 const run = promisify(execFile);
 
-/** `npm run usage -- ARGS`, without npm; resolves to exit code, stdout and stderr whatever the code. */
+/** `memgate usage ARGS`, from the source; resolves to exit code, stdout and stderr whatever the code. */
 async function usage(
   args: string[],
   env: NodeJS.ProcessEnv = {},
@@ -22,7 +22,7 @@ async function usage(
   // Only what a test sets: a MEMGATE_URL of the machine running the tests must not leak in.
   const inherited = Object.fromEntries(Object.entries(process.env).filter(([name]) => name !== 'MEMGATE_URL'));
   try {
-    const { stdout, stderr } = await run(process.execPath, ['--import', 'tsx', 'scripts/usage.ts', ...args], {
+    const { stdout, stderr } = await run(process.execPath, ['--import', 'tsx', 'src/main.ts', 'usage', ...args], {
       env: { ...inherited, ...env },
     });
     return { code: 0, stdout, stderr };
@@ -61,7 +61,7 @@ afterAll(async () => {
   await service.stop();
 });
 
-describe('npm run usage', () => {
+describe('memgate usage', () => {
   it('prints a table of the points and their totals off a terminal, asking $MEMGATE_URL', async () => {
     const { code, stdout, stderr } = await usage(['--event', 'api', '--from', '-1h'], { MEMGATE_URL: service.url });
     expect({ code, stderr }).toEqual({ code: 0, stderr: '' });
@@ -134,7 +134,7 @@ describe('npm run usage', () => {
     const { code, stdout, stderr } = await usage(['--url', service.url, '--event', 'api', ...args]);
     expect({ code, stdout }).toEqual({ code: 2, stdout: '' });
     expect(lines(stderr)).toHaveLength(1);
-    const said = /^usage: (.*) \(npm run usage -- --help\)$/.exec(stderr.trim())?.[1];
+    const said = /^usage: (.*) \(memgate usage --help\)$/.exec(stderr.trim())?.[1];
     if (typeof message === 'string') expect(said).toBe(message);
     else expect(said).toMatch(message);
   });
@@ -142,9 +142,7 @@ describe('npm run usage', () => {
   it('says an event memgate knows nothing of is unknown, exit 2', async () => {
     const { code, stderr } = await usage(['--url', service.url, '--event', 'signup']);
     expect(code).toBe(2);
-    expect(lines(stderr)).toEqual([
-      'usage: no policy and no usage recorded for event "signup" (npm run usage -- --help)',
-    ]);
+    expect(lines(stderr)).toEqual(['usage: no policy and no usage recorded for event "signup" (memgate usage --help)']);
   });
 
   it.concurrent.for<[string[], string]>([
@@ -155,7 +153,7 @@ describe('npm run usage', () => {
   ])('refuses %j before asking anything, exit 2', async ([args, message], { expect }) => {
     const { code, stderr } = await usage(args);
     expect(code).toBe(2);
-    expect(lines(stderr)).toEqual([`usage: ${message} (npm run usage -- --help)`]);
+    expect(lines(stderr)).toEqual([`usage: ${message} (memgate usage --help)`]);
   });
 
   it('names the URL that does not answer, exit 1', async () => {
@@ -181,6 +179,6 @@ describe('npm run usage', () => {
   it('prints its usage with --help', async () => {
     const { code, stdout, stderr } = await usage(['--help']);
     expect({ code, stderr }).toEqual({ code: 0, stderr: '' });
-    expect(stdout).toMatch(/^usage: npm run usage -- --event EVENT/);
+    expect(stdout).toMatch(/^usage: memgate usage --event EVENT/);
   });
 });

@@ -1,6 +1,6 @@
 // `npm run load -- --grpc`'s own flags, read into what run-grpc-load.ts takes. Each reader
 // throws a UsageError whose message is the one line the command prints.
-import { UsageError } from './command-line.js';
+import { UsageError } from '../../src/commands/command-line.js';
 import type { DescriptorTemplate } from './run-grpc-load.js';
 
 /** `host:port`, `[v6 address]:port`: where memgate's MEMGATE_GRPC_PORT listens. */

@@ -1,7 +1,7 @@
 import { PassThrough } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
-import { UsageError } from './command-line.js';
+import { UsageError } from '../../src/commands/command-line.js';
 import { formatSeconds, progressIntervalMs, startProgress } from './progress.js';
 
 /** A stream that is not a terminal, as standard error is in CI, and what was written to it. */

@@ -1,5 +1,5 @@
 import cliProgress from 'cli-progress';
-import { UsageError } from './command-line.js';
+import { UsageError } from '../../src/commands/command-line.js';
 
 export interface ProgressOptions {
   /** What is going on, e.g. `replaying`; starts every line. */

@@ -2,7 +2,7 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 
 type Options = NonNullable<ParseArgsConfig['options']>;
 
-/** What every memgate script exits with. */
+/** What every memgate command exits with. */
 export const EXIT = {
   /** The job was done. */
   ok: 0,
@@ -23,8 +23,12 @@ export class UsageError extends Error {
 }
 
 export interface CommandSpec<O extends Options> {
-  /** The npm script's name (`npm run NAME`), which starts every error line. */
+  /** The command's name, which starts every error line. */
   readonly name: string;
+  /** How a person runs it, to point at its --help: `npm run NAME --` by default, `memgate NAME` for memgate's own. */
+  readonly invocation?: string;
+  /** Its arguments: process.argv's after the script by default; after the command's name for `memgate NAME`. */
+  readonly args?: readonly string[];
   /** What --help prints. */
   readonly usage: string;
   readonly options: O;
@@ -52,7 +56,7 @@ export function runCommand<const O extends Options>(
   spec: CommandSpec<O>,
   body: (line: CommandLine<O>) => Promise<ExitCode | undefined>,
 ): void {
-  const args = process.argv.slice(2);
+  const args = [...(spec.args ?? process.argv.slice(2))];
   // After `--`, everything is a positional argument, even `--help`.
   const flags = args.includes('--') ? args.slice(0, args.indexOf('--')) : args;
   if (flags.some((arg) => arg === '--help' || arg === '-h')) {
@@ -66,7 +70,7 @@ export function runCommand<const O extends Options>(
       process.exitCode = code ?? EXIT.ok;
     },
     (error: unknown) => {
-      process.exit(reportError(spec.name, error));
+      process.exit(reportError(spec.name, error, spec.invocation));
     },
   );
 }
@@ -136,10 +140,10 @@ export function fileProblem(error: unknown): string {
  * Prints an error as one line, `NAME: message`, with a pointer to --help for bad usage, or
  * with its stack (and causes) when LOG_LEVEL=debug; returns the exit code it deserves.
  */
-export function reportError(name: string, error: unknown): ExitCode {
+export function reportError(name: string, error: unknown, invocation = `npm run ${name} --`): ExitCode {
   const usage = error instanceof UsageError;
   const message = error instanceof Error ? error.message : String(error);
-  console.error(`${name}: ${message}${usage ? ` (npm run ${name} -- --help)` : ''}`);
+  console.error(`${name}: ${message}${usage ? ` (${invocation} --help)` : ''}`);
   if (process.env.LOG_LEVEL === 'debug') {
     for (let cause: unknown = error; cause instanceof Error; cause = cause.cause) console.error(cause.stack);
   }

@@ -1,24 +1,19 @@
-// Validates a policy file, or an envoyproxy/ratelimit configuration, and prints what it costs
-// Memcached, before you deploy it.
-//   npm run policies -- config/policies.yaml
-//   npm run policies -- envoy/ratelimit.yaml       (or a directory of them)
+// `memgate policies FILE`: validates a policy file, or an envoyproxy/ratelimit configuration,
+// and prints what it costs Memcached, before you deploy it.
+//   memgate policies config/policies.yaml
+//   memgate policies envoy/ratelimit.yaml       (or a directory of them)
 import { readFile, stat } from 'node:fs/promises';
 import { isMap, parseDocument } from 'yaml';
-import { formatPath } from '../src/config/document-order.js';
-import { formatDuration } from '../src/config/duration.js';
-import {
-  ENVOY_UNIT_SECONDS,
-  loadEnvoyConfig,
-  type EnvoyDescriptor,
-  type EnvoyDomain,
-} from '../src/config/envoy-config.js';
-import { envoyLimitEvents, type EnvoyLimitEvent } from '../src/config/envoy-events.js';
-import { parsePolicyText, PolicyError, PolicySet } from '../src/config/policies.js';
-import { planEvents } from '../src/counting/plan.js';
-import { policySizing } from '../src/counting/sizing.js';
-import { EXIT, fileProblem, runCommand, type ExitCode } from './lib/command-line.js';
+import { formatPath } from '../config/document-order.js';
+import { formatDuration } from '../config/duration.js';
+import { ENVOY_UNIT_SECONDS, loadEnvoyConfig, type EnvoyDescriptor, type EnvoyDomain } from '../config/envoy-config.js';
+import { envoyLimitEvents, type EnvoyLimitEvent } from '../config/envoy-events.js';
+import { parsePolicyText, PolicyError, PolicySet } from '../config/policies.js';
+import { planEvents } from '../counting/plan.js';
+import { policySizing } from '../counting/sizing.js';
+import { EXIT, fileProblem, runCommand, type ExitCode } from './command-line.js';
 
-const USAGE = `usage: npm run policies -- FILE
+const USAGE = `usage: memgate policies FILE
 
   FILE    a memgate policy file, YAML or JSON (JSON when it ends in .json); or an
           envoyproxy/ratelimit configuration: a YAML file whose top level has domain (and
@@ -29,23 +24,33 @@ keeps (for an Envoy configuration, every descriptor of every domain, with the me
 event its limit counts under), and exits 0; exits 1 listing every problem of an invalid
 file, 2 when FILE cannot be read.`;
 
-runCommand(
-  { name: 'policies', usage: USAGE, options: {}, positionals: { min: 1, max: 1, name: 'FILE' } },
-  async ({ positionals, fail }) => {
-    const path = positionals[0] ?? fail('missing FILE');
-    if (path === '-') fail('give a policy file by its path; standard input is not read');
-    const found = await stat(path).catch((error: unknown) => fail(`cannot read ${path}: ${fileProblem(error)}`));
-    if (found.isDirectory()) return listingProblems(() => checkEnvoyConfig(path));
-    if (!found.isFile()) fail(`${path} is neither a file nor a directory`);
-    const text = await readFile(path, 'utf8').catch((error: unknown) =>
-      fail(`cannot read ${path}: ${fileProblem(error)}`),
-    );
-    if (isEnvoyFile(text)) return listingProblems(() => checkEnvoyConfig(path));
-    return listingProblems(() => {
-      checkPolicyFile(text, path);
-    });
-  },
-);
+/** Runs `memgate policies` on `args`, the arguments after its name. */
+export function runPolicies(args: readonly string[]): void {
+  runCommand(
+    {
+      name: 'policies',
+      invocation: 'memgate policies',
+      args,
+      usage: USAGE,
+      options: {},
+      positionals: { min: 1, max: 1, name: 'FILE' },
+    },
+    async ({ positionals, fail }) => {
+      const path = positionals[0] ?? fail('missing FILE');
+      if (path === '-') fail('give a policy file by its path; standard input is not read');
+      const found = await stat(path).catch((error: unknown) => fail(`cannot read ${path}: ${fileProblem(error)}`));
+      if (found.isDirectory()) return listingProblems(() => checkEnvoyConfig(path));
+      if (!found.isFile()) fail(`${path} is neither a file nor a directory`);
+      const text = await readFile(path, 'utf8').catch((error: unknown) =>
+        fail(`cannot read ${path}: ${fileProblem(error)}`),
+      );
+      if (isEnvoyFile(text)) return listingProblems(() => checkEnvoyConfig(path));
+      return listingProblems(() => {
+        checkPolicyFile(text, path);
+      });
+    },
+  );
+}
 
 /** The problems of an invalid file are this command's answer, not an error of its own: every one, as listed, exit 1. */
 async function listingProblems(check: () => Promise<void> | void): Promise<ExitCode> {

@@ -3,8 +3,8 @@
 // Node's fetch refuses ports browsers block (6000, 6667, 10080, ...) where a memgate may listen.
 import { get as httpGet, type IncomingMessage } from 'node:http';
 import { get as httpsGet } from 'node:https';
-import type { SeriesAnswer, TopAnswer } from '../../src/usage/usage-history.js';
-import { UsageError } from '../lib/command-line.js';
+import type { SeriesAnswer, TopAnswer } from '../usage/usage-history.js';
+import { UsageError } from './command-line.js';
 
 /** How long memgate may take to answer one question: a year of points comes in well under a second. */
 const TIMEOUT_MS = 10_000;

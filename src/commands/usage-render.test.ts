@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { SeriesAnswer } from '../../src/usage/usage-history.js';
+import type { SeriesAnswer } from '../usage/usage-history.js';
 import {
   fold,
   formatTime,
@@ -11,7 +11,7 @@ import {
   sparkline,
   sparkWidth,
   timeAxis,
-} from './render.js';
+} from './usage-render.js';
 
 /** 2026-11-23T10:00:00Z */
 const T0 = 1_795_428_000;

@@ -1,9 +1,9 @@
 // What `npm run usage` prints: memgate's /usage and /usage/top answers as sparklines or a
 // table. Pure functions of the answers, so the layout is tested without a server.
 import { markdownTable } from 'markdown-table';
-import { formatSpan } from '../../src/config/retention.js';
-import type { SeriesAnswer, TopAnswer } from '../../src/usage/usage-history.js';
-import { OUTCOMES, type Counts, type Outcome } from '../../src/usage/usage-store.js';
+import { formatSpan } from '../config/retention.js';
+import type { SeriesAnswer, TopAnswer } from '../usage/usage-history.js';
+import { OUTCOMES, type Counts, type Outcome } from '../usage/usage-store.js';
 
 /** Eight heights; a step with no decision is blank, so a gap never reads as a little traffic. */
 export const SPARK_LEVELS = '▁▂▃▄▅▆▇█';

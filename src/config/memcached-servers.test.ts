@@ -10,6 +10,16 @@ describe('parseServerList', () => {
     ]);
   });
 
+  it('reads memcached:// URLs as their host:port, credentials and a trailing slash too', () => {
+    expect(parseServerList('memcached://cache-1:11211, MEMCACHED://[::1]:1/,memcached://u:p@c:2')).toEqual([
+      { host: 'cache-1', port: 11211, label: 'cache-1:11211' },
+      { host: '::1', port: 1, label: '[::1]:1' },
+      { host: 'c', port: 2, label: 'c:2', username: 'u', password: 'p' },
+    ]);
+    expect(() => parseServerList('memcached://c:2/db')).toThrow('has port "2/db"');
+    expect(() => parseServerList('tcp://c:2')).toThrow('"tcp://…" is not a Memcached address: write host:port');
+  });
+
   it('never repeats a password in its errors', () => {
     expect(() => parseServerList('alice:s3cret@bad host:1')).toThrow('Memcached server "bad host:1" is not host:port');
     expect(() => parseServerList('alice:s3cret@bad host:1')).not.toThrow(/s3cret/);

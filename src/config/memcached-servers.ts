@@ -55,10 +55,11 @@ export function parseServerList(text: string, credentials?: Credentials): Endpoi
   return endpoints;
 }
 
-function parseEndpoint(entry: string, index: number, count: number): Endpoint {
-  if (entry === '') {
+function parseEndpoint(written: string, index: number, count: number): Endpoint {
+  if (written === '') {
     throw new ServerListError(`number ${index + 1} of ${count}`, 'is empty: remove the stray comma');
   }
+  const entry = withoutScheme(written);
   const at = entry.lastIndexOf('@');
   const credentials = at === -1 ? undefined : entry.slice(0, at);
   // Only the address is ever named: the entry may hold a password.
@@ -83,6 +84,24 @@ function parseEndpoint(entry: string, index: number, count: number): Endpoint {
   const colon = credentials.indexOf(':');
   if (colon <= 0) throw new ServerListError(JSON.stringify(label), 'has credentials that are not user:password@host:port');
   return { host, port, label, username: credentials.slice(0, colon), password: credentials.slice(colon + 1) };
+}
+
+/**
+ * `memcached://host:port` (as client libraries and operators' URLs write it) as `host:port`;
+ * any other scheme refused, saying what to write. Only the scheme is named: the rest may
+ * hold a password.
+ */
+function withoutScheme(entry: string): string {
+  const scheme = /^([A-Za-z][A-Za-z0-9+.-]*):\/\//.exec(entry);
+  if (!scheme) return entry;
+  if (scheme[1]?.toLowerCase() !== 'memcached') {
+    throw new ServerListError(
+      JSON.stringify(`${scheme[0]}…`),
+      'is not a Memcached address: write host:port (memcached://host:port is read as host:port too)',
+    );
+  }
+  // A trailing slash, as URLs are often written; anything after it is no part of an address.
+  return entry.slice(scheme[0].length).replace(/\/$/, '');
 }
 
 /** A DNS name or an IPv4 address; digits and dots alone must be a valid IPv4 address. */

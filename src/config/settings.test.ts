@@ -29,6 +29,7 @@ describe('loadSettings', () => {
       maxEventLoopDelayMs: DEFAULTS.maxEventLoopDelayMs,
       shutdownDrainMs: DEFAULTS.shutdownDrainMs,
       help: false,
+      version: false,
     });
   });
 
@@ -137,6 +138,55 @@ describe('loadSettings', () => {
       expect.stringMatching(/^MEMCACHED_SERVERS entry "garbage"/) as string,
       expect.stringMatching(/^LOG_LEVEL must be/) as string,
     ]);
+  });
+
+  it('refuses a MEMGATE_* or MEMCACHED_* variable that is no setting, naming the closest', () => {
+    expect(problemsOf({ MEMGATE_CAHCE_MB: '16' })).toEqual([
+      'MEMGATE_CAHCE_MB is not a memgate setting: did you mean MEMGATE_CACHE_MB? (memgate --help lists every setting)',
+    ]);
+    expect(problemsOf({ MEMCACHED_SERVER: 'a:1', MEMGATE_ADMIN_TOKN: 'x'.repeat(16) })).toEqual([
+      expect.stringContaining('MEMCACHED_SERVER is not a memgate setting: did you mean MEMCACHED_SERVERS?') as string,
+      expect.stringContaining('MEMGATE_ADMIN_TOKN is not a memgate setting: did you mean MEMGATE_ADMIN_TOKEN?') as string,
+    ]);
+    // Nothing close: no guess.
+    expect(problemsOf({ MEMGATE_SOMETHING_ELSE_ENTIRELY: '1' })).toEqual([
+      'MEMGATE_SOMETHING_ELSE_ENTIRELY is not a memgate setting (memgate --help lists every setting)',
+    ]);
+    // Other prefixes are not memgate's; what other tools read, and Kubernetes' service links, are let be.
+    expect(
+      problemsOf({
+        MEMGATEWAY: '1',
+        NODE_MEMGATE_X: '1',
+        MEMGATE_URL: 'http://127.0.0.1:8080',
+        MEMCACHED_SERVICE_HOST: '10.0.0.7',
+        MEMCACHED_SERVICE_PORT: '11211',
+        MEMCACHED_SERVICE_PORT_MEMCACHE: '11211',
+        MEMCACHED_PORT: 'tcp://10.0.0.7:11211',
+        MEMCACHED_PORT_11211_TCP: 'tcp://10.0.0.7:11211',
+        MEMCACHED_PORT_11211_TCP_ADDR: '10.0.0.7',
+        MEMGATE_PORT_8080_TCP_PROTO: 'tcp',
+      }),
+    ).toEqual([]);
+  });
+
+  it('refuses an empty MEMCACHED_SERVERS: unset is what means in-process counters', () => {
+    expect(problemsOf({ MEMCACHED_SERVERS: '' })).toEqual([
+      'MEMCACHED_SERVERS is set but empty: name the servers (host:port,…), or unset it to count in this process only',
+    ]);
+    expect(problemsOf({ MEMCACHED_SERVERS: '  ' })).toHaveLength(1);
+    expect(loadSettings({}, []).memcachedServers).toBeUndefined();
+  });
+
+  it('reads memcached://host:port as host:port, and refuses another scheme saying what to write', () => {
+    expect(loadSettings({ MEMCACHED_SERVERS: 'memcached://cache-1:11211,memcached://u:p@cache-2:11212/' }, []).memcachedServers).toBe(
+      'memcached://cache-1:11211,memcached://u:p@cache-2:11212/',
+    );
+    const [problem] = problemsOf({ MEMCACHED_SERVERS: 'redis://alice:s3cret@cache:6379' });
+    expect(problem).toBe(
+      'MEMCACHED_SERVERS entry "redis://…" is not a Memcached address: write host:port (memcached://host:port is read as host:port too)',
+    );
+    expect(problem).not.toContain('s3cret');
+    expect(problemsOf({ MEMCACHED_SERVERS: 'memcached://cache' })[0]).toContain('names no port: write host:port, as cache:11211');
   });
 
   it('refuses a bad command line in one line that names the option', () => {

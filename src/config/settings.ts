@@ -1,6 +1,7 @@
 import { isIP } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import leven from 'leven';
 import { DEFAULTS, KEY_PREFIX_PATTERN } from './defaults.js';
 import { parseServerList, ServerListError, type Credentials } from './memcached-servers.js';
 import { parseRetention, type Archive } from './retention.js';
@@ -91,8 +92,15 @@ export const SETTINGS = {
     default: 'unset',
     values: '`host:port,…`; IPv6 as `[addr]:port`, SASL as `user:pass@host:port`',
     summary: 'the Memcached servers; unset, the embedded store, in-process, for a single instance',
-    details: 'Each entry names its port. A malformed entry stops the service at start; a server that does not answer does not (see [Failure modes](docs/operations.md#failure-modes))',
+    details: 'Each entry names its port; `memcached://host:port` is read as `host:port`. Set but empty, or with a malformed entry, it stops the service at start; a server that does not answer does not (see [Failure modes](docs/operations.md#failure-modes))',
     read: (env): string | undefined => {
+      // Set but empty is likely a template that lost its value: in-process counters, not
+      // shared between instances, would be a silent surprise. Unset means the embedded store.
+      if (env.MEMCACHED_SERVERS?.trim() === '') {
+        throw new SettingsError([
+          'MEMCACHED_SERVERS is set but empty: name the servers (host:port,…), or unset it to count in this process only',
+        ]);
+      }
       const servers = value(env, 'MEMCACHED_SERVERS');
       if (servers === undefined) return undefined;
       try {
@@ -289,6 +297,55 @@ export const REPLACED_SETTINGS: Readonly<Record<string, string>> = {
   MEMGATE_FEATURE_CACHE_SIZE: 'MEMGATE_FEATURE_CACHE_SIZE was replaced by MEMGATE_CACHE_MB, one memory budget for every event (default 256; 0 keeps nothing)',
 };
 
+/**
+ * Variables with memgate's prefixes that other tools read: set beside the service (a shell
+ * that also runs the `memgate usage` command, a bench), they are not the service's mistake.
+ */
+export const READ_BY_OTHER_TOOLS: Readonly<Record<string, string>> = {
+  MEMGATE_URL: 'the address of memgate for memgate/client and `memgate usage`',
+  MEMGATE_BENCH_COMPILED: "the bench's choice of build",
+  MEMGATE_BENCH_BUILD: "the bench's choice of build",
+};
+
+/**
+ * What Kubernetes puts in every pod of a namespace that has a Service named memgate or
+ * memcached (service links): MEMCACHED_SERVICE_HOST, MEMCACHED_PORT=tcp://…,
+ * MEMCACHED_PORT_11211_TCP_ADDR and the like. Never settings; never refused.
+ */
+export const SERVICE_LINK = /^(?:MEMGATE|MEMCACHED)_(?:SERVICE_HOST|SERVICE_PORT(?:_[A-Z0-9_]+)?|PORT(?:_[0-9]+_(?:TCP|UDP|SCTP)(?:_PROTO|_PORT|_ADDR)?)?)$/;
+
+/** Every variable name the service reads, or knows another tool reads, with memgate's prefixes. */
+const KNOWN_NAMES: readonly string[] = [
+  ...Object.values(SETTINGS).flatMap((setting: Setting<unknown>) => setting.env),
+  ...Object.keys(REPLACED_SETTINGS),
+  ...Object.keys(READ_BY_OTHER_TOOLS),
+];
+
+/**
+ * A problem for each MEMGATE_* or MEMCACHED_* variable that is no setting: a misspelt one
+ * would otherwise be ignored in silence, its default used. Names the closest known setting.
+ */
+function unknownVariables(env: Env): string[] {
+  return Object.keys(env)
+    .filter((name) => /^(?:MEMGATE|MEMCACHED)_/.test(name) && !KNOWN_NAMES.includes(name) && !SERVICE_LINK.test(name))
+    .sort()
+    .map((name) => {
+      const closest = closestName(name);
+      return `${name} is not a memgate setting${closest ? `: did you mean ${closest}?` : ''} (memgate --help lists every setting)`;
+    });
+}
+
+/** The known name closest to `name` in edits, when it is close enough to be what was meant. */
+function closestName(name: string): string | undefined {
+  let best: { name: string; distance: number } | undefined;
+  for (const known of KNOWN_NAMES) {
+    const distance = leven(name, known);
+    if (best === undefined || distance < best.distance) best = { name: known, distance };
+  }
+  // A third of the name's letters changed is a different name, not a typo.
+  return best && best.distance <= Math.max(2, Math.floor(name.length / 3)) ? best.name : undefined;
+}
+
 /** How the service runs, from the environment and the command line. */
 export type Settings = { readonly [K in keyof typeof SETTINGS]: ReturnType<(typeof SETTINGS)[K]['read']> };
 
@@ -299,7 +356,9 @@ export function plainText(text: string): string {
 
 /** `--help`, generated from SETTINGS. */
 export const USAGE = [
-  'usage: memgate [--config FILE] [--help]',
+  'usage: memgate [serve] [--config FILE] [--help] [--version]',
+  '       memgate policies FILE                   check a policy file or an Envoy configuration, and print what it costs Memcached',
+  "       memgate usage --event EVENT [options]   a running memgate's usage history in the terminal",
   '',
   'Serves rate-limit decisions over HTTP, counting in Memcached. Settings come from the environment:',
   '',
@@ -308,6 +367,7 @@ export const USAGE = [
     return [`  ${setting.env.join(', ')} (${fallback}; ${plainText(setting.values)})`, `      ${plainText(setting.summary)}`];
   }),
   '',
+  'Any other MEMGATE_* or MEMCACHED_* variable stops the start, naming the closest setting.',
   'Exit codes: 0 stopped cleanly, 1 failed, 2 bad usage or configuration (a setting, or the policy file).',
 ].join('\n');
 
@@ -315,16 +375,20 @@ export const USAGE = [
  * The settings, or a SettingsError listing every setting that cannot be used (and a bad
  * command line). `help` is true for --help.
  */
-export function loadSettings(env: Env, argv: readonly string[]): Settings & { readonly help: boolean } {
+export function loadSettings(env: Env, argv: readonly string[]): Settings & { readonly help: boolean; readonly version: boolean } {
   let args;
   try {
-    args = parseArgs({ args: [...argv], options: { config: { type: 'string', short: 'c' }, help: { type: 'boolean', short: 'h' } } });
+    args = parseArgs({
+      args: [...argv],
+      options: { config: { type: 'string', short: 'c' }, help: { type: 'boolean', short: 'h' }, version: { type: 'boolean', short: 'v' } },
+    });
   } catch (error) {
     // node's own first sentence names the option; the rest is advice about '--' that does not apply.
     const [first] = (error as Error).message.split(/\.\s/);
     throw new SettingsError([`${first ?? 'bad command line'} (memgate --help lists the options)`]);
   }
   const problems: string[] = Object.entries(REPLACED_SETTINGS).flatMap(([name, message]) => (value(env, name) === undefined ? [] : [message]));
+  problems.push(...unknownVariables(env));
   const settings: Record<string, unknown> = {};
   for (const [key, setting] of Object.entries(SETTINGS) as [string, Setting<unknown>][]) {
     try {
@@ -339,7 +403,7 @@ export function loadSettings(env: Env, argv: readonly string[]): Settings & { re
   }
   if (problems.length > 0) throw new SettingsError(problems);
   if (args.values.config !== undefined) settings.configPath = args.values.config;
-  return { ...(settings as Settings), help: args.values.help ?? false };
+  return { ...(settings as Settings), help: args.values.help ?? false, version: args.values.version ?? false };
 }
 
 /** A variable's trimmed value; unset and empty both mean "use the default". */

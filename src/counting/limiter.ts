@@ -75,6 +75,12 @@ export interface Limiter {
   readonly plans: ReadonlyMap<string, EventPlan>;
   /** What this instance keeps in memory between checks, against its budget (cacheBytes). */
   readonly cacheUsage: CacheUsage;
+  /**
+   * Closes the store the limiter was given (its sockets and clock probes), so that the
+   * process can exit; call it once nothing more will be checked. A store shared with another
+   * limiter is closed for that one too.
+   */
+  close(): Promise<void>;
 }
 
 export function createLimiter(options: LimiterOptions): Limiter {
@@ -90,6 +96,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
     get cacheUsage() {
       return context.features.usage;
     },
+    close: () => options.store.close(),
     check: (request) => decideOne(context, plans, request, 'check'),
     peek: (request) => decideOne(context, plans, request, 'peek'),
     async checkTogether(checks) {

@@ -30,6 +30,8 @@ export function reloadable(initial: Limiter): ReloadableLimiter {
     refund: (request) => current.refund(request),
     lease: (request) => current.lease(request),
     returnLease: (request) => current.returnLease(request),
+    // Every limiter it held shares one store: closing the current one closes it.
+    close: () => current.close(),
     replace(next: Limiter) {
       current = next;
     },
