@@ -83,6 +83,17 @@ describe('/gate behind nginx (uri from X-Original-URI, trusted proxies by addres
     expect(await remaining('login', '192.0.2.20')).toBe(2);
   });
 
+  it('counts an IPv6 client by its /56: another address of the prefix is the same client, another prefix is not', async () => {
+    expect((await viaNginx('/login', '2001:db8:0:1201::7')).statusCode).toBe(200);
+    expect((await viaNginx('/login', '2001:db8:0:12ff:ffff::9')).statusCode).toBe(200);
+    expect((await viaNginx('/login', '2001:db8:0:1234::1')).statusCode).toBe(403);
+    expect(await remaining('login', '2001:db8:0:1200::/56')).toBe(0);
+    expect((await viaNginx('/login', '2001:db8:0:1300::1')).statusCode).toBe(200);
+    // IPv4 mapped into IPv6 is the IPv4 client.
+    await viaNginx('/api/x', '::ffff:192.0.2.44');
+    expect(await remaining('api', '192.0.2.44')).toBe(2);
+  });
+
   it('refuses with invalidStatus and a memgate-error header what it cannot place, counting nothing', async () => {
     const cases: [string, Headers, string][] = [
       ['no X-Original-URI', { 'x-forwarded-for': '192.0.2.30' }, 'invalid_uri'],
@@ -225,6 +236,16 @@ describe('/gate event and feature sources', () => {
       '"api-1m";q=3;w=60',
     );
     expect(await counted.remaining('api', '127.0.0.1')).toBe(2);
+  });
+
+  it('counts each IPv6 address alone with ipv6Subnet: false, or by the prefix it names', async () => {
+    const each = gatewayApp({ trustedProxies: 1, routes, ipv6Subnet: false });
+    await each.app.inject({ method: 'GET', url: '/gate/login', headers: { 'x-forwarded-for': '2001:db8::1' } });
+    expect(await each.remaining('login', '2001:db8::1')).toBe(1);
+    const wide = gatewayApp({ trustedProxies: 1, routes, ipv6Subnet: 48 });
+    await wide.app.inject({ method: 'GET', url: '/gate/login', headers: { 'x-forwarded-for': '2001:db8:7:ff00::1' } });
+    expect(await wide.remaining('login', '2001:db8:7::/48')).toBe(1);
+    expect(() => gatewayApp({ routes, ipv6Subnet: 129 })).toThrow(/ipv6Subnet/);
   });
 
   it('is off without a gateway section', async () => {

@@ -49,6 +49,12 @@ export const DEFAULTS = {
    * room for garbage between collections (docs/operations.md, Memory).
    */
   heapBeyondCacheMb: 80,
+  /**
+   * The prefix an IPv6 client is counted by, where memgate takes the address itself (/gate's
+   * client-ip, the express and fastify entries): a customer is usually given a /56 (or a /48
+   * or /64), and can use any address in it. express-rate-limit 8's default too.
+   */
+  ipv6Subnet: 56,
   /** Items the embedded store holds before it evicts the oldest. */
   embeddedMaxItems: 2_000_000,
 

@@ -1,4 +1,5 @@
 import proxyAddr from '@fastify/proxy-addr';
+import { DEFAULTS } from './defaults.js';
 import type { PathErrorCode } from './error-codes.js';
 import { normalisePath, PATH_READINGS, type PathReading } from './gateway-path.js';
 
@@ -19,6 +20,8 @@ export type PathOutcome =
 export interface GatewayPolicy {
   /** The client's address (`client-ip`) or the value of a header (an API key, a user id). */
   readonly feature: Source<'client-ip'>;
+  /** The prefix an IPv6 client-ip is counted by (false: each address alone); see counting/client-address.ts. */
+  readonly ipv6Subnet: number | false;
   /** Proxies in front of memgate whose X-Forwarded-For entries count: a hop count, or their addresses. */
   readonly trustedProxies: number | readonly string[];
   /** trustedProxies as fastify's trustProxy function: is the address at this hop one of ours? */
@@ -48,6 +51,7 @@ export interface Route {
 /** The `gateway` section as written. */
 export interface RawGateway {
   feature?: string;
+  ipv6Subnet?: number | boolean;
   trustedProxies?: number | string[];
   uri?: string;
   event?: string;
@@ -76,6 +80,7 @@ export function parseGateway(raw: RawGateway, events: ReadonlySet<string>, probl
   };
   // Built in the order of the docs, so problems are listed in that order too.
   const feature = source('feature', 'client-ip');
+  if (raw.ipv6Subnet === true) report('ipv6Subnet', 'must be a whole number of bits from 1 to 128, or false (got true)');
   const trustedProxies = raw.trustedProxies ?? 0;
   const trusts = compileTrust(trustedProxies, report);
   const uri = source('uri', 'path');
@@ -94,6 +99,7 @@ export function parseGateway(raw: RawGateway, events: ReadonlySet<string>, probl
   }
   return {
     feature,
+    ipv6Subnet: typeof raw.ipv6Subnet === 'number' || raw.ipv6Subnet === false ? raw.ipv6Subnet : DEFAULTS.ipv6Subnet,
     trustedProxies,
     trusts,
     uri,

@@ -28,6 +28,13 @@ export const policyFileSchema = {
       additionalProperties: false,
       properties: {
         feature: { type: 'string', description: 'client-ip, or header:<name>' },
+        ipv6Subnet: {
+          description: 'the prefix an IPv6 client-ip is counted by, in bits (default 56); false counts each address alone',
+          // true is refused by parseGateway, in words: one schema error rather than three of anyOf's.
+          type: ['integer', 'boolean'],
+          minimum: 1,
+          maximum: 128,
+        },
         trustedProxies: {
           description: 'a hop count, or the addresses and CIDR ranges of the proxies (loopback, linklocal, uniquelocal)',
           type: ['integer', 'array'],

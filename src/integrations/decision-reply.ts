@@ -5,6 +5,8 @@
  */
 import type { Decision } from '../counting/decision.js';
 import { rateLimitHeaders } from '../http/rate-limit-headers.js';
+import { DEFAULTS } from '../config/defaults.js';
+import { clientAddressFeature, validIpv6Subnet } from '../counting/client-address.js';
 import { featureName } from '../counting/feature-name.js';
 import type { ClientDecision } from './memgate-client.js';
 
@@ -31,8 +33,16 @@ export interface CheckOf<Request> {
 export interface RequestCheckOptions<Request> {
   /** The event: a name, or read from the request (default: from the route's path, see route-event.ts). */
   readonly event?: string | ((request: Request) => string) | undefined;
-  /** Who is asking (default: the client's IP address as the framework sees it); one memgate refuses is checked as its hash (feature-name.ts). */
+  /**
+   * Who is asking (default: the client's IP address as the framework sees it, an IPv6 one by its
+   * prefix, see ipv6Subnet); one memgate refuses is checked as its hash (feature-name.ts).
+   */
   readonly feature?: ((request: Request) => string) | undefined;
+  /**
+   * The prefix, in bits, that the default feature counts an IPv6 client by: 56 by default, as
+   * express-rate-limit 8 does; false counts each address alone. Unused with a feature of your own.
+   */
+  readonly ipv6Subnet?: number | false | undefined;
   /** The request's cost (default 1). */
   readonly cost?: ((request: Request) => number) | undefined;
 }
@@ -42,7 +52,7 @@ export function checkOf<Request>(
   options: RequestCheckOptions<Request>,
   defaults: { event: (request: Request) => string; feature: (request: Request) => string },
 ): CheckOf<Request> {
-  const { event, feature, cost } = options;
+  const { event, feature, cost, ipv6Subnet = DEFAULTS.ipv6Subnet } = options;
   if (event !== undefined && typeof event !== 'function' && (typeof event !== 'string' || event === '')) {
     throw new TypeError(`${who}: event must be an event name or a function of the request`);
   }
@@ -52,9 +62,13 @@ export function checkOf<Request>(
   if (cost !== undefined && typeof cost !== 'function') {
     throw new TypeError(`${who}: cost must be a function of the request`);
   }
+  if (!validIpv6Subnet(ipv6Subnet)) {
+    throw new TypeError(`${who}: ipv6Subnet must be a whole number of bits from 1 to 128, or false`);
+  }
+  const byAddress = (request: Request) => clientAddressFeature(defaults.feature(request), ipv6Subnet);
   return {
     event: typeof event === 'string' ? () => event : (event ?? defaults.event),
-    feature: (request) => featureName((feature ?? defaults.feature)(request)),
+    feature: (request) => featureName((feature ?? byAddress)(request)),
     cost: cost ?? (() => undefined),
   };
 }

@@ -121,3 +121,9 @@ function checkEvent(event: unknown, name: string): asserts event is string {
 }
 
 export default memgateStore;
+
+/**
+ * For @fastify/rate-limit's `keyGenerator`, whose default key is `request.ip`: an IPv6 client
+ * by its /56 (or `ipv6Subnet` bits), as memgate's own entries count it.
+ */
+export { clientAddressFeature } from '../counting/client-address.js';

@@ -4,6 +4,7 @@ import { isIP } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ErrorCode } from '../../config/error-codes.js';
 import type { GatewayPolicy, PathOutcome } from '../../config/gateway-policy.js';
+import { clientAddressFeature } from '../../counting/client-address.js';
 import { LimiterInputError } from '../../counting/errors.js';
 import type { Limiter } from '../../counting/limiter.js';
 import { errorBody, sendError, type ErrorHandler } from '../errors.js';
@@ -96,7 +97,7 @@ function featureOf(request: FastifyRequest, gateway: GatewayPolicy): string {
     // request.ip is the address before the trusted proxies; a proxy of ours writes only addresses there.
     if (isIP(request.ip) === 0)
       throw new GatewayInputError('invalid_feature', 'the client address in X-Forwarded-For is not an IP address');
-    return request.ip;
+    return clientAddressFeature(request.ip, gateway.ipv6Subnet);
   }
   const value = textHeader(request, gateway.feature.header, 'invalid_feature');
   if (value === undefined)
