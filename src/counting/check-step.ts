@@ -34,6 +34,8 @@ const MAX_READS = 8;
 /** The first pause before a denied request reads the counts again, in milliseconds; it doubles with each look, up to LOOK_AGAIN_MAX_MS. */
 const LOOK_AGAIN_MS = 1;
 const LOOK_AGAIN_MAX_MS = 16;
+/** The longest a pause waits for take-backs as slow as the last round (see pauseBeforeLookingAgain). */
+const LOOK_AGAIN_SLOW_ROUND_MAX_MS = 64;
 
 /** A check of a counter answered by the call of an earlier check of the same counter. */
 const SHARED_CALL: HowDecided = { fromDeniedCache: false, keysRead: 0, settledMiss: false };
@@ -169,10 +171,14 @@ async function runRounds(context: CheckContext, request: StepRequest): Promise<S
   // What each counter's window held before the request at the last denied look.
   let lastLook: Look | undefined;
   for (;;) {
+    const sentAt = performance.now();
     const rounds =
       counters.length === 1
         ? [await roundOf(context, counters[0] as Counter, mode, false)]
         : await Promise.all(counters.map((counter) => roundOf(context, counter, mode, true)));
+    // How long this process and the store took to answer: what another request's take-back
+    // may take too, here or on another instance under the same load.
+    const roundMs = performance.now() - sentAt;
     const allowed = enforcedAllowed(request, rounds);
     if (mode === 'count') countRounds++;
     else reads++;
@@ -196,7 +202,7 @@ async function runRounds(context: CheckContext, request: StepRequest): Promise<S
       return finish(context, request, rounds, { allowed, last: mode, gaveUp: true });
     lastLook = look;
     mode = 'read';
-    await pauseBeforeLookingAgain(reads + countRounds);
+    await pauseBeforeLookingAgain(reads + countRounds, roundMs);
   }
 }
 
@@ -422,12 +428,18 @@ function deniedForSure(request: StepRequest, rounds: readonly CounterRound[]): b
 
 /**
  * A moment for requests in flight elsewhere to land or be taken back before the counts are read
- * again: a timer, so that this process's other work (its own take-backs) runs first, doubling
- * with each look and jittered, so that requests racing for the same room spread out.
+ * again: doubling with each look and jittered, so that requests racing for the same room spread
+ * out, and never shorter than two of the last round's time, so that a take-back as slow as that
+ * round (a loaded process, a slow network) lands first. Then, once this process has read what
+ * its sockets hold: a timer fires before the loop polls, and another request's increment
+ * answered meanwhile would be taken back only after this one reads again, counted in its look.
  */
-function pauseBeforeLookingAgain(looks: number): Promise<void> {
-  const ms = Math.min(LOOK_AGAIN_MS * 2 ** (looks - 1), LOOK_AGAIN_MAX_MS) * (0.5 + Math.random());
-  return new Promise((resolve) => setTimeout(resolve, ms));
+async function pauseBeforeLookingAgain(looks: number, roundMs: number): Promise<void> {
+  const backoffMs = Math.min(LOOK_AGAIN_MS * 2 ** (looks - 1), LOOK_AGAIN_MAX_MS) * (0.5 + Math.random());
+  await new Promise((resolve) =>
+    setTimeout(resolve, Math.max(backoffMs, Math.min(2 * roundMs, LOOK_AGAIN_SLOW_ROUND_MAX_MS))),
+  );
+  await new Promise(setImmediate);
 }
 
 /**
