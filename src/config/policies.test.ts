@@ -298,6 +298,13 @@ describe('loadPolicyFile', () => {
     await expect(loadPolicyFile(path)).rejects.toThrow(/not valid YAML: .*line/s);
   });
 
+  it('reports JSON syntax errors at a line and column, as an editor shows them', async () => {
+    const path = await fileWith('broken.json', '{\n  "events": {\n    "login": { "limits": [], }\n  }\n}\n');
+    await expect(loadPolicyFile(path)).rejects.toThrow(
+      `invalid policies in ${path}:\n  - not valid JSON: Expected double-quoted property name at line 3, column 30`,
+    );
+  });
+
   it('refuses duplicate keys in YAML instead of keeping the last one', async () => {
     const path = await fileWith('dup.yaml', 'events:\n  a:\n    limits: [{ limit: 1, window: 1 }]\n  a:\n    limits: [{ limit: 2, window: 1 }]\n');
     await expect(loadPolicyFile(path)).rejects.toThrow(/not valid YAML/);

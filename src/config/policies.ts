@@ -257,9 +257,23 @@ export function parsePolicyText(text: string, source: string): PolicySet {
   try {
     document = json ? JSON.parse(text) : parseYaml(text);
   } catch (error) {
-    throw new PolicyError(source, [`not valid ${json ? 'JSON' : 'YAML'}: ${(error as Error).message}`]);
+    const message = (error as Error).message;
+    throw new PolicyError(source, [`not valid ${json ? 'JSON' : 'YAML'}: ${json ? withLineAndColumn(message, text) : message}`]);
   }
   return parsePolicies(document, source);
+}
+
+/**
+ * JSON.parse's "… in JSON at position 77" as a person finds it in an editor, "… at line 3,
+ * column 62", as the YAML parser says it.
+ */
+export function withLineAndColumn(message: string, text: string): string {
+  const position = /\bat position (\d+)/.exec(message);
+  if (!position) return message;
+  const before = text.slice(0, Number(position[1]));
+  const line = before.split('\n').length;
+  const column = before.length - before.lastIndexOf('\n');
+  return message.replace(/ in JSON at position \d+.*$|\bat position \d+.*$/s, ` at line ${line}, column ${column}`);
 }
 
 /** Where a key may appear in a policy file, and how a person names that place. */
