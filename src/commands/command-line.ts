@@ -64,7 +64,12 @@ export function runCommand<const O extends Options>(
     process.exitCode = EXIT.ok;
     return;
   }
-  const start = async () => body(parseCommandLine(spec, args));
+  // CLI_DRY_RUN=1: the command line is parsed and refused as it would be, and nothing is done
+  // (the docs' commands are run so, test/docs-commands.test.ts).
+  const start = async () => {
+    const line = parseCommandLine(spec, args);
+    return process.env.CLI_DRY_RUN === '1' ? EXIT.ok : body(line);
+  };
   start().then(
     (code) => {
       process.exitCode = code ?? EXIT.ok;
