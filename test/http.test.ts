@@ -1,4 +1,4 @@
-import { request as httpRequest } from 'node:http';
+import { Agent, request as httpRequest } from 'node:http';
 import { connect } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
@@ -244,6 +244,50 @@ describe('malformed HTTP on a real socket', () => {
     });
     expect(status).toBe(431);
     expect(JSON.parse(body)).toMatchObject({ error: { code: 'request_too_large' } });
+  });
+
+  it('keeps the connection of a body it refused once read whole, and closes one over the size limit', async () => {
+    // fastify closes the connection after any body parser's error; memgate's parser refuses
+    // only a body it has read whole, so the next request may come on the same connection.
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    const post = (body: string) =>
+      new Promise<{ status: number; reused: boolean; connection: string | undefined }>((resolve, reject) => {
+        const req = httpRequest(
+          {
+            port,
+            host: '127.0.0.1',
+            path: '/check/batch',
+            method: 'POST',
+            agent,
+            headers: { 'content-type': 'application/json' },
+          },
+          (res) => {
+            res.resume();
+            res.on('end', () => {
+              resolve({ status: res.statusCode ?? 0, reused: req.reusedSocket, connection: res.headers.connection });
+            });
+          },
+        );
+        req.on('error', reject);
+        req.end(body);
+      });
+    const valid = '[{"event":"login","feature":"keep-alive"}]';
+    try {
+      expect(await post(valid)).toMatchObject({ status: 200, reused: false });
+      // No Connection header: HTTP/1.1's default, a persistent connection.
+      expect(await post(`${'['.repeat(10)}${']'.repeat(10)}`)).toEqual({
+        status: 400,
+        reused: true,
+        connection: undefined,
+      });
+      expect(await post('[{"event":')).toEqual({ status: 400, reused: true, connection: undefined });
+      expect(await post(valid)).toMatchObject({ status: 200, reused: true });
+      // Beyond the route's size limit the rest was never read: that connection closes.
+      expect(await post(`[${' '.repeat(300_000)}]`)).toMatchObject({ status: 413, connection: 'close' });
+      expect(await post(valid)).toMatchObject({ status: 200, reused: false });
+    } finally {
+      agent.destroy();
+    }
   });
 
   it('answers garbage with a 400 JSON error', async () => {

@@ -81,7 +81,14 @@ function handleError(
   if (error instanceof LimiterInputError) {
     return sendError(reply, error.code, error.message);
   }
-  if (error instanceof UsageQueryError || error instanceof JsonBodyError) {
+  if (error instanceof JsonBodyError) {
+    // fastify closes the connection after any body parser's error, lest the client send more;
+    // this parser refuses only a body it has read whole, so the connection can serve the next
+    // request. A flood of refused bodies then costs no new connection each (issue 24).
+    reply.removeHeader('connection');
+    return sendError(reply, error.code, error.message);
+  }
+  if (error instanceof UsageQueryError) {
     return sendError(reply, error.code, error.message);
   }
   if (error instanceof UsageStoreUnavailableError) {
