@@ -7,6 +7,23 @@ const LIMITS = { maxDepth: 4, maxValues: 1024 };
 const shape = (text: string) => jsonShapeProblem(Buffer.from(text), LIMITS);
 
 describe('jsonShapeProblem, before a body is parsed', () => {
+  it('skips every string whole, however many escaped quotes and backslashes it holds (fast-check)', () => {
+    // Quotes, backslashes, commas and brackets inside strings: none may count as structure.
+    const tricky = fc.string({
+      unit: fc.constantFrom('"', '\\', ',', '[', '{', 'a', '\n'),
+      minLength: 0,
+      maxLength: 300,
+      size: 'max',
+    });
+    fc.assert(
+      fc.property(fc.array(tricky, { minLength: 2, maxLength: 40 }), (strings) => {
+        const bytes = Buffer.from(JSON.stringify(strings));
+        expect(jsonShapeProblem(bytes, { maxDepth: 1, maxValues: strings.length })).toBeUndefined();
+        expect(jsonShapeProblem(bytes, { maxDepth: 1, maxValues: strings.length - 1 })?.code).toBe('payload_too_large');
+      }),
+    );
+  });
+
   it('lets through every request memgate takes: a full lease batch of any text (fast-check)', () => {
     const item = fc.record({
       event: fc.string({ maxLength: 64 }),
