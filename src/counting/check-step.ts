@@ -439,7 +439,9 @@ async function pauseBeforeLookingAgain(looks: number, roundMs: number): Promise<
   await new Promise((resolve) =>
     setTimeout(resolve, Math.max(backoffMs, Math.min(2 * roundMs, LOOK_AGAIN_SLOW_ROUND_MAX_MS))),
   );
-  await new Promise(setImmediate);
+  await new Promise<void>((resolve) => {
+    setImmediate(resolve);
+  });
 }
 
 /**
