@@ -251,18 +251,21 @@ describe('the memgate process', () => {
     expect(service.logs.at(-1)?.msg).toBe('second signal while draining; exiting now');
   });
 
-  it('skips the drain period on SIGINT (Ctrl-C), and still stops cleanly', async () => {
-    const service = await startService({ MEMGATE_SHUTDOWN_DRAIN_MS: '60000' });
-    const signalled = Date.now();
-    service.child.kill('SIGINT');
-    expect(await service.exit).toBe(0);
-    expect(Date.now() - signalled).toBeLessThan(5000);
-    expect(service.logs.find((l) => l.signal === 'SIGINT')).toMatchObject({
-      drainMs: 0,
-      msg: 'stopping without a drain: the listener closes now',
-    });
-    expect(service.logs.at(-1)?.msg).toBe('stopped');
-  });
+  it.for(['SIGINT', 'SIGHUP'] as const)(
+    'skips the drain period on %s (Ctrl-C, a closed terminal), and still stops cleanly',
+    async (signal) => {
+      const service = await startService({ MEMGATE_SHUTDOWN_DRAIN_MS: '60000' });
+      const signalled = Date.now();
+      service.child.kill(signal);
+      expect(await service.exit).toBe(0);
+      expect(Date.now() - signalled).toBeLessThan(5000);
+      expect(service.logs.find((l) => l.signal === signal)).toMatchObject({
+        drainMs: 0,
+        msg: 'stopping without a drain: the listener closes now',
+      });
+      expect(service.logs.at(-1)?.msg).toBe('stopped');
+    },
+  );
 
   it('refuses a bad policy file as bad configuration (exit 2), naming the file, the event and the field of every problem', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'memgate-'));

@@ -8,14 +8,20 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { DEFAULTS } from '../config/defaults.js';
 import type { ErrorCode } from '../config/error-codes.js';
 
-/** A body refused before it was parsed, with the code and message it is answered with. */
+/**
+ * A body refused before it was parsed, with the code and message it is answered with. No
+ * stack: the client's fault, answered and never logged, and floods of them are what it meets.
+ */
 export class JsonBodyError extends Error {
   override readonly name = 'JsonBodyError';
   constructor(
     readonly code: ErrorCode,
     message: string,
   ) {
+    const limit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 0;
     super(message);
+    Error.stackTraceLimit = limit;
   }
 }
 
