@@ -85,11 +85,11 @@ describe('memgate/client module graph', () => {
     const { decision, atImport, atCheck } = await loadedModules(memgate.url, false);
     expect(decision).toMatchObject({ allowed: true, source: 'server' });
     expect(atImport.some((url) => url.endsWith('/dist/client/index.js'))).toBe(true);
-    expect(atImport.some((url) => url.endsWith('/dist/config/defaults.js'))).toBe(true);
+    expect(atImport.some((url) => url.endsWith('/dist/shared/defaults.js'))).toBe(true);
     expect(atImport.filter((url) => url.startsWith('node:'))).toEqual([]);
     expect(atImport.filter((url) => url.includes('/node_modules/'))).toEqual([]);
-    // Only the client and the one table of defaults.
-    expect(atImport.filter((url) => !/\/dist\/(client\/[a-z-]+|config\/defaults)\.js$/.test(url))).toEqual([]);
+    // Only the client and its share of the defaults (src/shared/defaults.ts).
+    expect(atImport.filter((url) => !/\/dist\/(client\/[a-z-]+|shared\/defaults)\.js$/.test(url))).toEqual([]);
     // The hook sees modules loaded later too: undici, on the first request (its own
     // require()s of node: modules are CommonJS, which this hook does not see).
     expect(atCheck.some((url) => url.includes('/node_modules/undici/'))).toBe(true);

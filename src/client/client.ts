@@ -4,8 +4,8 @@
  * memgate cannot be reached, the `onError` rule. Concurrent checks share requests
  * (batcher.ts), over keep-alive connections (transport.ts).
  */
-import { DEFAULTS } from '../config/defaults.js';
-import type { Decision } from '../counting/decision.js';
+import { CLIENT_DEFAULTS } from '../shared/defaults.js';
+import type { Decision } from '../shared/decision.js';
 import { createBatcher } from './batcher.js';
 import { MemgateClientError, serverError } from './errors.js';
 import { createLeases, type LeaseAnswer } from './leases.js';
@@ -93,7 +93,7 @@ export function createClient(options: ClientOptions): MemgateClient {
   const sendChecks = async (checks: readonly CheckBody[]): Promise<Outcome[]> => {
     // A batch whose features escape long (control characters) can outgrow memgate's body
     // limit for a batch: it goes as two halves instead of being refused whole.
-    if (checks.length > 1 && batchBytes(checks) > DEFAULTS.batchBodyLimitBytes) {
+    if (checks.length > 1 && batchBytes(checks) > CLIENT_DEFAULTS.batchBodyLimitBytes) {
       const half = Math.ceil(checks.length / 2);
       const [first, second] = await Promise.all([sendChecks(checks.slice(0, half)), sendChecks(checks.slice(half))]);
       return [...first, ...second];
@@ -238,8 +238,8 @@ export function createClient(options: ClientOptions): MemgateClient {
     settings.leaseUnits > 0
       ? createLeases({
           units: settings.leaseUnits,
-          marginMs: DEFAULTS.clientLeaseMarginMs,
-          maxLeases: DEFAULTS.clientMaxLeases,
+          marginMs: CLIENT_DEFAULTS.clientLeaseMarginMs,
+          maxLeases: CLIENT_DEFAULTS.clientMaxLeases,
           // Monotonic, as the local denials': a wall clock stepped back would spend a lease past its life.
           now,
           take: takeLease,
@@ -443,5 +443,5 @@ function batchBytes(checks: readonly CheckBody[]): number {
   // JSON writes a UTF-16 unit in at most 6 bytes (`\u0001`): most batches are below the limit by that bound alone.
   let most = 0;
   for (const check of checks) most += 64 + 6 * (check.feature.length + check.event.length);
-  return most <= DEFAULTS.batchBodyLimitBytes ? most : new TextEncoder().encode(JSON.stringify(checks)).length;
+  return most <= CLIENT_DEFAULTS.batchBodyLimitBytes ? most : new TextEncoder().encode(JSON.stringify(checks)).length;
 }

@@ -11,5 +11,5 @@ export type {
   MemgateClient,
   RefundOptions,
 } from './client.js';
-export type { Decision, LimitStatus } from '../counting/decision.js';
+export type { Decision, LimitStatus } from '../shared/decision.js';
 export { MemgateClientError } from './errors.js';

@@ -6,7 +6,7 @@
  * admits beyond the limit; what it costs others is that its unspent units are refused to
  * them until it is returned.
  */
-import type { Decision, LimitStatus } from '../counting/decision.js';
+import type { Decision, LimitStatus } from '../shared/decision.js';
 import type { ClientDecision } from './local-denials.js';
 
 /** A lease as memgate granted it. */

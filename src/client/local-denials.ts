@@ -5,7 +5,7 @@
  * the others of that key wait for its answer instead of sending their own. So while a key
  * stays over its limit, at most one check per retryAfter period reaches memgate.
  */
-import type { Decision, LimitStatus } from '../counting/decision.js';
+import type { Decision, LimitStatus } from '../shared/decision.js';
 
 /** A decision as the client answers it: memgate's, or repeated in the caller's process. */
 export type ClientDecision = Decision & { readonly source: 'server' | 'local' };

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { DEFAULTS } from '../config/defaults.js';
+import { CLIENT_DEFAULTS } from '../shared/defaults.js';
 import { MemgateClientError } from './errors.js';
 import { resolveOptions } from './options.js';
 
@@ -7,7 +7,7 @@ describe('createClient options', () => {
   it('fill in the defaults of config/defaults.ts', () => {
     const options = resolveOptions({ url: 'http://memgate:8080/base/' });
     expect(options).toMatchObject({
-      timeoutMs: DEFAULTS.clientTimeoutMs,
+      timeoutMs: CLIENT_DEFAULTS.clientTimeoutMs,
       onError: 'allow',
       batchWindowMs: 0,
       maxBatchSize: 100,

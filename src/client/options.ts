@@ -2,7 +2,7 @@
  * createClient's options: each checked once, with a one-line error naming it, and the
  * defaults filled in from config/defaults.ts (the one table of memgate's defaults).
  */
-import { DEFAULTS } from '../config/defaults.js';
+import { CLIENT_DEFAULTS } from '../shared/defaults.js';
 import { MemgateClientError } from './errors.js';
 import type { FetchFunction } from './transport.js';
 
@@ -127,28 +127,37 @@ export function resolveOptions(input: unknown): ResolvedOptions {
   if (adminToken !== undefined && (typeof adminToken !== 'string' || adminToken.length === 0)) {
     throw invalid('adminToken', 'must be a non-empty string', adminToken);
   }
-  const batchWindowMs = options.batchWindowMs ?? DEFAULTS.clientBatchWindowMs;
-  if (typeof batchWindowMs !== 'number' || !(batchWindowMs >= 0 && batchWindowMs <= DEFAULTS.clientMaxBatchWindowMs)) {
+  const batchWindowMs = options.batchWindowMs ?? CLIENT_DEFAULTS.clientBatchWindowMs;
+  if (
+    typeof batchWindowMs !== 'number' ||
+    !(batchWindowMs >= 0 && batchWindowMs <= CLIENT_DEFAULTS.clientMaxBatchWindowMs)
+  ) {
     throw invalid(
       'batchWindowMs',
-      `must be a number of milliseconds from 0 to ${DEFAULTS.clientMaxBatchWindowMs}`,
+      `must be a number of milliseconds from 0 to ${CLIENT_DEFAULTS.clientMaxBatchWindowMs}`,
       batchWindowMs,
     );
   }
   const any = Number.MAX_SAFE_INTEGER;
   return {
     url: parsed,
-    timeoutMs: wholeNumber(options, 'timeoutMs', 1, 2_147_483_647, DEFAULTS.clientTimeoutMs),
-    onError: onError ?? DEFAULTS.clientOnError,
+    timeoutMs: wholeNumber(options, 'timeoutMs', 1, 2_147_483_647, CLIENT_DEFAULTS.clientTimeoutMs),
+    onError: onError ?? CLIENT_DEFAULTS.clientOnError,
     batchWindowMs,
-    maxBatchSize: wholeNumber(options, 'maxBatchSize', 1, DEFAULTS.batchMaxChecks, DEFAULTS.batchMaxChecks),
-    leaseUnits: wholeNumber(options, 'leaseUnits', 0, any, DEFAULTS.clientLeaseUnits),
-    connections: wholeNumber(options, 'connections', 1, any, DEFAULTS.clientConnections),
+    maxBatchSize: wholeNumber(
+      options,
+      'maxBatchSize',
+      1,
+      CLIENT_DEFAULTS.batchMaxChecks,
+      CLIENT_DEFAULTS.batchMaxChecks,
+    ),
+    leaseUnits: wholeNumber(options, 'leaseUnits', 0, any, CLIENT_DEFAULTS.clientLeaseUnits),
+    connections: wholeNumber(options, 'connections', 1, any, CLIENT_DEFAULTS.clientConnections),
     headers: headers ?? {},
     fetch: fetch as FetchFunction | undefined,
     adminToken,
-    errorBackoffMs: wholeNumber(options, 'errorBackoffMs', 0, 2_147_483_647, DEFAULTS.clientErrorBackoffMs),
-    maxLocalDenials: wholeNumber(options, 'maxLocalDenials', 1, any, DEFAULTS.clientMaxLocalDenials),
+    errorBackoffMs: wholeNumber(options, 'errorBackoffMs', 0, 2_147_483_647, CLIENT_DEFAULTS.clientErrorBackoffMs),
+    maxLocalDenials: wholeNumber(options, 'maxLocalDenials', 1, any, CLIENT_DEFAULTS.clientMaxLocalDenials),
   };
 }
 

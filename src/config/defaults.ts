@@ -1,8 +1,10 @@
 /**
  * Every default of memgate in one table: the service's settings (README, `--help`) and
- * the library's options take their values from here, so the two never disagree. A leaf:
- * it imports nothing.
+ * the library's options take their values from here, so the two never disagree. It imports
+ * only the client's share of them (src/shared/, which imports nothing of memgate).
  */
+import { CLIENT_DEFAULTS } from '../shared/defaults.js';
+
 /**
  * Ajv options for every validator memgate compiles. Ajv's code optimizer (`code.optimize`)
  * leaves the process slower at everything afterwards: with one schema compiled by it,
@@ -17,6 +19,8 @@ export const AJV_CODE_OPTIONS = { optimize: false } as const;
 export const KEY_PREFIX_PATTERN = /^[A-Za-z0-9_.-]{1,32}$/;
 
 export const DEFAULTS = {
+  // What memgate/client and the framework entries default to as well (src/shared/defaults.ts).
+  ...CLIENT_DEFAULTS,
   /** PORT. */
   port: 8080,
   /** HOST. */
@@ -49,12 +53,6 @@ export const DEFAULTS = {
    * room for garbage between collections (docs/operations.md, Memory).
    */
   heapBeyondCacheMb: 80,
-  /**
-   * The prefix an IPv6 client is counted by, where memgate takes the address itself (/gate's
-   * client-ip, the express and fastify entries): a customer is usually given a /56 (or a /48
-   * or /64), and can use any address in it. express-rate-limit 8's default too.
-   */
-  ipv6Subnet: 56,
   /** Items the embedded store holds before it evicts the oldest. */
   embeddedMaxItems: 2_000_000,
 
@@ -65,15 +63,6 @@ export const DEFAULTS = {
    * feature (1024 UTF-8 bytes), even written with every byte escaped as `\u00XX` (6.4 KB).
    */
   bodyLimitBytes: 8 * 1024,
-  /** Checks (and leases) one POST /check/batch (or /lease/batch) may carry. */
-  batchMaxChecks: 100,
-  /**
-   * Largest body of a batch: 100 checks of 1024-byte features as JSON.stringify writes them
-   * (at most 2 bytes a byte: a quote or backslash escaped) fit; features of control
-   * characters, 6 bytes a byte escaped, fit 40 to a batch. Kept this small because a body is
-   * read whole before it can be refused: 800 KB cost up to 9 ms of CPU each (oversized bench).
-   */
-  batchBodyLimitBytes: 256 * 1024,
   /** Arrays and objects inside one another in a JSON body: the deepest request needs 3. */
   jsonMaxDepth: 4,
   /** Values in a JSON body (by its commas): a full /lease/batch needs about 800. */
@@ -140,24 +129,4 @@ export const DEFAULTS = {
   /** How long a write to Graphite or a read from graphite-web may take. */
   graphiteTimeoutMs: 5000,
 
-  /** memgate/client: how long a request to memgate may take before its checks are degraded. */
-  clientTimeoutMs: 500,
-  /** memgate/client: what a check answers when memgate cannot be reached. */
-  clientOnError: 'allow',
-  /** memgate/client: how long checks wait for others to share a request; 0 is the current tick. */
-  clientBatchWindowMs: 0,
-  /** memgate/client: the longest batchWindowMs may be: a check should not wait on others for longer. */
-  clientMaxBatchWindowMs: 10,
-  /** memgate/client: keep-alive connections of the undici pool, in Node. */
-  clientConnections: 10,
-  /** memgate/client: after memgate could not be reached, how long checks are degraded at once before one probes. */
-  clientErrorBackoffMs: 1000,
-  /** memgate/client: denials (event, feature and cost) remembered at once; the oldest go first. */
-  clientMaxLocalDenials: 10_000,
-  /** memgate/client: units a lease asks for (0: no leases). */
-  clientLeaseUnits: 0,
-  /** memgate/client: a lease ends this long before its life says, so that its return arrives in time. */
-  clientLeaseMarginMs: 250,
-  /** memgate/client: leases held at once; past it the oldest is returned early. */
-  clientMaxLeases: 10_000,
 } as const;

@@ -20,7 +20,7 @@ export type PathOutcome =
 export interface GatewayPolicy {
   /** The client's address (`client-ip`) or the value of a header (an API key, a user id). */
   readonly feature: Source<'client-ip'>;
-  /** The prefix an IPv6 client-ip is counted by (false: each address alone); see counting/client-address.ts. */
+  /** The prefix an IPv6 client-ip is counted by (false: each address alone); see shared/client-address.ts. */
   readonly ipv6Subnet: number | false;
   /** Proxies in front of memgate whose X-Forwarded-For entries count: a hop count, or their addresses. */
   readonly trustedProxies: number | readonly string[];

@@ -3,6 +3,9 @@
 // checks together, lease takes) turns its request into CheckItems here.
 import { LimiterInputError } from './errors.js';
 import type { EventPlan } from './plan.js';
+import { MAX_FEATURE_BYTES } from '../shared/feature-name.js';
+
+export { MAX_FEATURE_BYTES };
 
 /** One question to the limiter: may this feature do this event now, at this cost? */
 export interface CheckRequest {
@@ -56,9 +59,6 @@ export interface CheckItem {
 // Bytes sent that are not UTF-8 reach here as a lone surrogate too (see http/json-body.ts).
 const NOT_WELL_FORMED = (field: string) =>
   `${field} must be well-formed Unicode: its bytes are not UTF-8, or it holds a lone surrogate`;
-
-/** Features longer than this many UTF-8 bytes are refused. */
-export const MAX_FEATURE_BYTES = 1024;
 
 /** A check that counts (`check`) or only asks (`peek`), refusing a cost beyond the event's limits. */
 export function checkItem(

@@ -1,28 +1,10 @@
 import { crossing, type CountedBucket, type SettledPrefix } from './buckets.js';
 import type { LimitPlan } from './plan.js';
+import type { Decision, LimitStatus } from '../shared/decision.js';
+
+export type { Decision, LimitStatus };
 
 /** How one limit stands after a decision. */
-export interface LimitStatus {
-  readonly name: string;
-  readonly limit: number;
-  /** Window length in seconds. */
-  readonly window: number;
-  /** Cost still admissible in the window now, after this decision counted what it did. */
-  readonly remaining: number;
-  /** Whole seconds until some of the counted cost leaves the window (0 when nothing is counted). */
-  readonly resetSeconds: number;
-}
-
-export interface Decision {
-  readonly allowed: boolean;
-  /** In the order of the policy file; empty when `degraded`, as no count is known. */
-  readonly limits: readonly LimitStatus[];
-  /** On a deny: whole seconds until enough cost leaves every exceeded window for this request to pass. */
-  readonly retryAfter?: number;
-  /** The store could not answer: the event's `onStoreError` rule decided, not the counts. */
-  readonly degraded?: true;
-}
-
 /** Seconds a client denied because the store could not answer is told to wait. */
 export const DEGRADED_RETRY_AFTER = 1;
 

@@ -5,7 +5,7 @@
 import { ENVOY_UNIT_SECONDS, type EnvoyConfig, type EnvoyRateLimit, type EnvoyUnit } from '../config/envoy-config.js';
 import { applyReplaces, matchEnvoyDescriptor, type EnvoyMatch } from '../config/envoy-match.js';
 import type { Decision, LimitStatus } from '../counting/decision.js';
-import { featureName } from '../counting/feature-name.js';
+import { featureName } from '../shared/feature-name.js';
 import type { Limiter, TogetherCheck } from '../counting/limiter.js';
 import { rateLimitHeaders } from '../http/rate-limit-headers.js';
 import type {

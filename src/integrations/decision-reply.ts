@@ -3,11 +3,11 @@
  * own /check sends (written by the same function), and on a denial a 429 whose body is the
  * decision, as /check's. Neither framework is loaded here.
  */
-import type { Decision } from '../counting/decision.js';
-import { rateLimitHeaders } from '../http/rate-limit-headers.js';
-import { DEFAULTS } from '../config/defaults.js';
-import { clientAddressFeature, validIpv6Subnet } from '../counting/client-address.js';
-import { featureName } from '../counting/feature-name.js';
+import type { Decision } from '../shared/decision.js';
+import { rateLimitHeaders } from '../shared/rate-limit-headers.js';
+import { CLIENT_DEFAULTS } from '../shared/defaults.js';
+import { clientAddressFeature, validIpv6Subnet } from '../shared/client-address.js';
+import { featureName } from '../shared/feature-name.js';
 import type { ClientDecision } from './memgate-client.js';
 
 export const DENIED_STATUS = 429;
@@ -52,7 +52,7 @@ export function checkOf<Request>(
   options: RequestCheckOptions<Request>,
   defaults: { event: (request: Request) => string; feature: (request: Request) => string },
 ): CheckOf<Request> {
-  const { event, feature, cost, ipv6Subnet = DEFAULTS.ipv6Subnet } = options;
+  const { event, feature, cost, ipv6Subnet = CLIENT_DEFAULTS.ipv6Subnet } = options;
   if (event !== undefined && typeof event !== 'function' && (typeof event !== 'string' || event === '')) {
     throw new TypeError(`${who}: event must be an event name or a function of the request`);
   }

@@ -10,10 +10,10 @@
  * (see library-counts.ts). docs/frameworks.md has the whole mapping.
  */
 import type { ClientRateLimitInfo, IncrementResponse, Options, Store } from 'express-rate-limit';
-import type { Decision } from '../counting/decision.js';
+import type { Decision } from '../shared/decision.js';
 import { adminCall, adminTokenMessage } from './admin-calls.js';
 import { COUNTED_CHECKS_DEFAULTS, CountedChecks, type CountedChecksOptions } from './counted-checks.js';
-import { featureName } from '../counting/feature-name.js';
+import { featureName } from '../shared/feature-name.js';
 import {
   closestToExhaustion,
   consoleWarn,

@@ -12,8 +12,8 @@
  * `max` exactly when memgate denied (see library-counts.ts and docs/frameworks.md).
  */
 import type { FastifyRateLimitOptions, FastifyRateLimitStore, FastifyRateLimitStoreCtor } from '@fastify/rate-limit';
-import type { Decision } from '../counting/decision.js';
-import { featureName } from '../counting/feature-name.js';
+import type { Decision } from '../shared/decision.js';
+import { featureName } from '../shared/feature-name.js';
 import { closestToExhaustion, consoleWarn, libraryCounts, mismatchWarning, onceEach } from './library-counts.js';
 import { checkRefusedQuietly, openClient, type ClientSource } from './memgate-client.js';
 
@@ -126,4 +126,4 @@ export default memgateStore;
  * For @fastify/rate-limit's `keyGenerator`, whose default key is `request.ip`: an IPv6 client
  * by its /56 (or `ipv6Subnet` bits), as memgate's own entries count it.
  */
-export { clientAddressFeature } from '../counting/client-address.js';
+export { clientAddressFeature } from '../shared/client-address.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { Decision, LimitStatus } from '../counting/decision.js';
+import type { Decision, LimitStatus } from '../shared/decision.js';
 import { libraryCounts, mismatchWarning, onceEach, tightestLimit } from './library-counts.js';
 
 const minute = (remaining: number, resetSeconds = 60): LimitStatus => ({

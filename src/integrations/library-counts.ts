@@ -5,8 +5,8 @@
  * `remaining = limit - hits`, and say their counter resets at one instant; memgate has
  * several sliding limits per event.
  */
-import type { Decision, LimitStatus } from '../counting/decision.js';
-import { closestToExhaustion } from '../http/rate-limit-headers.js';
+import type { Decision, LimitStatus } from '../shared/decision.js';
+import { closestToExhaustion } from '../shared/rate-limit-headers.js';
 
 export { closestToExhaustion };
 

@@ -4,7 +4,7 @@ import { isIP } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ErrorCode } from '../../config/error-codes.js';
 import type { GatewayPolicy, PathOutcome } from '../../config/gateway-policy.js';
-import { clientAddressFeature } from '../../counting/client-address.js';
+import { clientAddressFeature } from '../../shared/client-address.js';
 import { LimiterInputError } from '../../counting/errors.js';
 import type { Limiter } from '../../counting/limiter.js';
 import { errorBody, sendError, type ErrorHandler } from '../errors.js';

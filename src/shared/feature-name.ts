@@ -8,7 +8,9 @@
  * by itself.
  */
 import { createHash } from 'node:crypto';
-import { MAX_FEATURE_BYTES } from './check-request.js';
+
+/** Features longer than this many UTF-8 bytes are refused. */
+export const MAX_FEATURE_BYTES = 1024;
 
 export function featureName(key: string): string {
   if (key !== '' && key.isWellFormed() && Buffer.byteLength(key, 'utf8') <= MAX_FEATURE_BYTES) return key;

@@ -1,5 +1,5 @@
 import ipaddr from 'ipaddr.js';
-import { DEFAULTS } from '../config/defaults.js';
+import { CLIENT_DEFAULTS } from './defaults.js';
 
 /**
  * How a client address is counted, where memgate takes the address itself (/gate's client-ip,
@@ -9,7 +9,7 @@ import { DEFAULTS } from '../config/defaults.js';
  * of its prefix. `false` (or 128) counts each IPv6 address alone. Anything that is not an IP
  * address is returned as it is: the caller decides whether to refuse it.
  */
-export function clientAddressFeature(address: string, ipv6Subnet: number | false = DEFAULTS.ipv6Subnet): string {
+export function clientAddressFeature(address: string, ipv6Subnet: number | false = CLIENT_DEFAULTS.ipv6Subnet): string {
   if (!ipaddr.isValid(address)) return address;
   const parsed = ipaddr.process(address);
   if (parsed.kind() === 'ipv4' || ipv6Subnet === false || ipv6Subnet === 128) return parsed.toString();

@@ -1,0 +1,24 @@
+// What memgate answers about a check, as the service, the library and memgate/client all
+// give it: shared so that the client package (src/shared/ is what it takes of the server)
+// needs nothing else.
+
+export interface LimitStatus {
+  readonly name: string;
+  readonly limit: number;
+  /** Window length in seconds. */
+  readonly window: number;
+  /** Cost still admissible in the window now, after this decision counted what it did. */
+  readonly remaining: number;
+  /** Whole seconds until some of the counted cost leaves the window (0 when nothing is counted). */
+  readonly resetSeconds: number;
+}
+
+export interface Decision {
+  readonly allowed: boolean;
+  /** In the order of the policy file; empty when `degraded`, as no count is known. */
+  readonly limits: readonly LimitStatus[];
+  /** On a deny: whole seconds until enough cost leaves every exceeded window for this request to pass. */
+  readonly retryAfter?: number;
+  /** The store could not answer: the event's `onStoreError` rule decided, not the counts. */
+  readonly degraded?: true;
+}
