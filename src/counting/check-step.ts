@@ -134,7 +134,7 @@ export function decideItems(context: CheckContext, items: readonly CheckItem[]):
   const state = context.features.state(item.plan, item.feature);
   const nowMs = context.now(state.base);
   const repeated = remembered(state, item, nowMs);
-  if (!repeated) return runRounds(context, stepRequestOfOne(context, item, state, nowMs));
+  if (!repeated) return runRounds(context, stepRequestOfOne(context, items, state, nowMs));
   tell(context, item, repeated, FROM_DENIED_CACHE);
   const retryAfter = item.enforced ? repeated.retryAfter : undefined;
   return Promise.resolve({ allowed: false, decisions: [repeated], retryAfter, counted: [0], lease: undefined });
@@ -149,7 +149,7 @@ export function decideItem(context: CheckContext, item: CheckItem): Promise<Deci
   const state = context.features.state(item.plan, item.feature);
   const nowMs = context.now(state.base);
   const repeated = remembered(state, item, nowMs);
-  if (!repeated) return runRounds(context, stepRequestOfOne(context, item, state, nowMs)).then(firstDecision);
+  if (!repeated) return runRounds(context, stepRequestOfOne(context, [item], state, nowMs)).then(firstDecision);
   tell(context, item, repeated, FROM_DENIED_CACHE);
   return Promise.resolve(repeated);
 }
@@ -176,9 +176,6 @@ async function runRounds(context: CheckContext, request: StepRequest): Promise<S
       counters.length === 1
         ? [await roundOf(context, counters[0] as Counter, mode, false)]
         : await Promise.all(counters.map((counter) => roundOf(context, counter, mode, true)));
-    // How long this process and the store took to answer: what another request's take-back
-    // may take too, here or on another instance under the same load.
-    const roundMs = performance.now() - sentAt;
     const allowed = enforcedAllowed(request, rounds);
     if (mode === 'count') countRounds++;
     else reads++;
@@ -188,6 +185,9 @@ async function runRounds(context: CheckContext, request: StepRequest): Promise<S
       mode = 'count';
       continue;
     }
+    // How long this process and the store took to answer (read only on a denial, off the hot
+    // path): what another request's take-back may take too, here or on another instance.
+    const roundMs = performance.now() - sentAt;
     const counted: CounterCall[] = [];
     for (const round of rounds) if (round.counted) counted.push(round.counted);
     if (counted.length > 0) await takeBack(context, counted);
@@ -249,12 +249,18 @@ const FIRST_PEEK: readonly number[] = [0];
  * The request of one check, without the bookkeeping of many: memory was asked already
  * (remembered) and held no denial of it.
  */
-function stepRequestOfOne(context: CheckContext, item: CheckItem, state: FeatureState, nowMs: number): StepRequest {
+function stepRequestOfOne(
+  context: CheckContext,
+  items: readonly CheckItem[],
+  state: FeatureState,
+  nowMs: number,
+): StepRequest {
+  const item = items[0] as CheckItem;
   const counter = newCounter(context, item, state, nowMs);
   if (item.counting) {
     if (counter.cost === 0) counter.cost = item.cost;
   } else counter.peekCosts.push(item.cost);
-  return { items: [item], counters: [counter], counterOf: ONLY_COUNTER, peekOf: item.counting ? COUNTS : FIRST_PEEK };
+  return { items, counters: [counter], counterOf: ONLY_COUNTER, peekOf: item.counting ? COUNTS : FIRST_PEEK };
 }
 
 function repeatedDenial(context: CheckContext, counter: Counter, item: CheckItem): Decision | undefined {
