@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DEFAULTS } from '../src/config/defaults.js';
 import { loadPolicyFile } from '../src/config/policies.js';
 import { createLimiter } from '../src/counting/limiter.js';
 import { buildApp } from '../src/http/app.js';
@@ -128,6 +129,23 @@ describe('bad input: a 4xx JSON error, and no counter touched', () => {
       413,
       'payload_too_large',
     ],
+    // Bodies past DEFAULTS.jsonStepAboveBytes are read in steps: the same answers.
+    [
+      'a large batch of broken JSON',
+      () => post('/check/batch', `[${JSON.stringify({ event: 'login', feature: 'x'.repeat(60_000) })}`),
+      400,
+      'invalid_json',
+    ],
+    [
+      'a large batch with a __proto__ key',
+      () =>
+        post(
+          '/check/batch',
+          `[{"event":"login","feature":"${'y'.repeat(60_000)}"},{"event":"login","feature":"x","__proto__":{"a":1}}]`,
+        ),
+      400,
+      'invalid_json',
+    ],
     ['a feature with a bare %', () => get('/check?event=login&feature=100%'), 400, 'invalid_feature'],
     ['a zero cost', () => get('/check?event=login&feature=x&cost=0'), 400, 'invalid_cost'],
     ['a negative cost', () => get('/check?event=login&feature=x&cost=-1'), 400, 'invalid_cost'],
@@ -187,6 +205,21 @@ describe('bad input: a 4xx JSON error, and no counter touched', () => {
     expect(peeked.json<{ limits: { remaining: number; limit: number }[] }>().limits[0]?.remaining).toBe(
       (peeked.json<{ limits: { limit: number }[] }>().limits[0]?.limit ?? 0) - 1,
     );
+  });
+
+  it('decides a batch large enough to be read in steps', async () => {
+    const stamp = Date.now();
+    const items = Array.from({ length: 60 }, (_, i) => ({
+      event: 'login',
+      feature: `${stamp}-${i}-${'z'.repeat(900)}`,
+    }));
+    const body = JSON.stringify(items);
+    expect(body.length).toBeGreaterThan(DEFAULTS.jsonStepAboveBytes);
+    const response = await post('/check/batch', body);
+    expect(response.statusCode).toBe(200);
+    const answers = response.json<{ allowed: boolean }[]>();
+    expect(answers).toHaveLength(60);
+    expect(answers.every((answer) => answer.allowed)).toBe(true);
   });
 
   it('says what a field must be in plain words', async () => {

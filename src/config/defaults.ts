@@ -67,6 +67,12 @@ export const DEFAULTS = {
   jsonMaxDepth: 4,
   /** Values in a JSON body (by its commas): a full /lease/batch needs about 800. */
   jsonMaxValues: 1024,
+  /**
+   * A JSON body larger than this is scanned, parsed and checked in steps with the event loop
+   * between them, so that a flood of large batches delays other requests by one step's time
+   * (about 0.5 ms for a full batch) instead of the whole body's.
+   */
+  jsonStepAboveBytes: 32 * 1024,
   /** Longest a client may take to send a whole request. */
   requestTimeoutMs: 10_000,
   /** Longest a shutdown may take, after the drain, before the process exits anyway. */

@@ -177,24 +177,33 @@ export function registerJsonBodyParser(app: FastifyInstance): void {
         done(new JsonBodyError('invalid_json', EMPTY_BODY));
         return;
       }
+      // A small body (every request but a large batch) is read at once; a large one in steps.
+      const then = (step: () => void) => {
+        if (bytes.length > DEFAULTS.jsonStepAboveBytes) setImmediate(step);
+        else step();
+      };
       const problem = jsonShapeProblem(bytes, limits);
       if (problem) {
         done(problem);
         return;
       }
-      let value: unknown;
-      try {
-        value = JSON.parse(markNotUtf8Strings(bytes));
-      } catch {
-        done(new JsonBodyError('invalid_json', NOT_JSON));
-        return;
-      }
-      const poisoned = poisonedKey(value);
-      if (poisoned !== undefined) {
-        done(new JsonBodyError('invalid_json', `the body holds a "${poisoned}" key, which memgate refuses`));
-        return;
-      }
-      done(null, value);
+      then(() => {
+        let value: unknown;
+        try {
+          value = JSON.parse(markNotUtf8Strings(bytes));
+        } catch {
+          done(new JsonBodyError('invalid_json', NOT_JSON));
+          return;
+        }
+        then(() => {
+          const poisoned = poisonedKey(value);
+          if (poisoned !== undefined) {
+            done(new JsonBodyError('invalid_json', `the body holds a "${poisoned}" key, which memgate refuses`));
+            return;
+          }
+          done(null, value);
+        });
+      });
     },
   );
 }
