@@ -2,10 +2,12 @@
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
+# The client package (memgate-client) is a workspace of the lockfile; the image builds only the service.
+COPY packages/client/package.json ./packages/client/
 RUN npm ci --ignore-scripts
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
-RUN npm run build && npm prune --omit=dev
+RUN npx tsc -b tsconfig.build.json && npm prune --omit=dev
 
 FROM node:20-bookworm-slim
 WORKDIR /app

@@ -1,4 +1,4 @@
-// The README and docs/ as a reader meets them: every code fence closes (an unclosed one
+// The READMEs and docs/ as a reader meets them: every code fence closes (an unclosed one
 // turns the rest of the page into code), every relative link and its #anchor lead somewhere,
 // and every command they show names a tool that exists: an `npm run` script of package.json,
 // or a `memgate` command.
@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 
 const PAGES = [
   'README.md',
+  'packages/client/README.md',
   ...readdirSync('docs')
     .filter((name) => name.endsWith('.md'))
     .map((name) => `docs/${name}`),

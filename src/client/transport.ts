@@ -1,7 +1,8 @@
 /**
  * How the client's requests reach memgate: an undici Pool with keep-alive connections in
  * Node, loaded only on the first request (a dynamic import, so importing memgate/client
- * loads no `node:` module), or `fetch` in other runtimes and whenever the caller passes one.
+ * loads no `node:` module), or `fetch` in other runtimes, in Node apps that did not install
+ * undici (an optional peer of memgate-client), and whenever the caller passes one.
  */
 
 /** What memgate answered: the status and the body as parsed JSON (undefined when it was not JSON). */
@@ -39,6 +40,11 @@ export interface TransportOptions {
   readonly headers: Readonly<Record<string, string>>;
   /** When given, used instead of undici. */
   readonly fetch?: FetchFunction | undefined;
+  /**
+   * Loads undici; tests replace it to see the fallback to fetch. Typed loosely so that the
+   * declarations name no undici: an app without it still type-checks.
+   */
+  readonly loadUndici?: () => Promise<unknown>;
 }
 
 /** Node, where undici is worth loading; elsewhere the runtime's fetch is all there is. */
@@ -56,7 +62,7 @@ export function globalFetch(): FetchFunction | undefined {
 
 export function createTransport(options: TransportOptions): Transport {
   if (options.fetch) return fetchTransport(options, options.fetch);
-  if (inNode()) return undiciTransport(options);
+  if (inNode()) return nodeTransport(options);
   const fetch = globalFetch();
   if (!fetch) throw new Error('this runtime has no fetch: pass one as the fetch option');
   return fetchTransport(options, fetch);
@@ -134,20 +140,40 @@ function fetchTransport(options: TransportOptions, fetch: FetchFunction): Transp
 
 type UndiciPool = import('undici').Pool;
 
-function undiciTransport(options: TransportOptions): Transport {
-  const prefix = basePath(options.url);
-  let pool: Promise<UndiciPool> | undefined;
-  // Loaded on the first request, not at import: memgate/client imports no node: module.
-  const openPool = () =>
-    (pool ??= import('undici').then(
-      ({ Pool }) => new Pool(options.url.origin, { connections: options.connections, pipelining: 1 }),
+/**
+ * undici's Pool when the app has undici, else the runtime's fetch. Chosen on the first request,
+ * not at import: memgate/client imports no node: module.
+ */
+function nodeTransport(options: TransportOptions): Transport {
+  const load = (options.loadUndici ?? (() => import('undici'))) as () => Promise<typeof import('undici')>;
+  let chosen: Promise<Transport> | undefined;
+  const choose = () =>
+    (chosen ??= load().then(
+      ({ Pool }) =>
+        poolTransport(options, new Pool(options.url.origin, { connections: options.connections, pipelining: 1 })),
+      () => {
+        const fetch = globalFetch();
+        if (!fetch) throw new TransportFailure('network', 'neither undici nor fetch is there to reach memgate');
+        return fetchTransport(options, fetch);
+      },
     ));
   return {
     async post(path, body, headers) {
-      // Loading undici is not memgate's time: the deadline starts once the pool is there.
-      const ready = await openPool();
+      // Loading undici is not memgate's time: the deadline starts once the transport is there.
+      return (await choose()).post(path, body, headers);
+    },
+    async close() {
+      if (chosen) await (await chosen).close();
+    },
+  };
+}
+
+function poolTransport(options: TransportOptions, pool: UndiciPool): Transport {
+  const prefix = basePath(options.url);
+  return {
+    post(path, body, headers) {
       return withTimeout(options.timeoutMs, async (signal) => {
-        const answer = await ready.request({
+        const answer = await pool.request({
           path: `${prefix}${path}`,
           method: 'POST',
           headers: requestHeaders(options, headers),
@@ -159,7 +185,7 @@ function undiciTransport(options: TransportOptions): Transport {
     },
     async close() {
       // Pool.close() waits for the requests under way, then closes its connections.
-      if (pool) await (await pool).close();
+      await pool.close();
     },
   };
 }

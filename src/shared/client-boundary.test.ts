@@ -1,24 +1,67 @@
-// memgate/client and the framework entries are to ship as a package of their own, without the
-// service (issue 25): src/client, src/integrations and src/shared import nothing else of
-// memgate. What they share with the service lives in src/shared, which the service imports.
+// memgate/client and the framework entries ship as a package of their own, memgate-client
+// (packages/client, built from these folders), without the service: src/client,
+// src/integrations and src/shared import nothing else of memgate, and no package that
+// memgate-client does not declare. What they share with the service lives in src/shared.
 import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 
 const SRC = new URL('../', import.meta.url);
 const CLIENT_SIDE = ['client', 'integrations', 'shared'];
+const CLIENT_PACKAGE = JSON.parse(
+  readFileSync(new URL('../../packages/client/package.json', import.meta.url), 'utf8'),
+) as {
+  dependencies: Record<string, string>;
+  peerDependencies: Record<string, string>;
+};
+const DECLARED = new Set([
+  ...Object.keys(CLIENT_PACKAGE.dependencies),
+  ...Object.keys(CLIENT_PACKAGE.peerDependencies),
+]);
+
+/** Every module specifier a file imports, re-exports or loads with import(). */
+function specifiers(text: string): string[] {
+  const found = [...text.matchAll(/(?:^|\s)(?:import|export)\b[^;]*?\bfrom\s+'([^']+)'/gm)].map(
+    ([, name]) => name ?? '',
+  );
+  for (const [, name] of text.matchAll(/\bimport\(\s*'([^']+)'\s*\)/g)) found.push(name ?? '');
+  return found;
+}
+
+/** The package a bare specifier names: `@scope/name` or `name`, without a subpath. */
+function packageName(specifier: string): string {
+  const parts = specifier.split('/');
+  return specifier.startsWith('@') ? parts.slice(0, 2).join('/') : (parts[0] ?? specifier);
+}
+
+function sources(folder: string): string[] {
+  return readdirSync(new URL(`${folder}/`, SRC)).filter((name) => name.endsWith('.ts') && !name.endsWith('.test.ts'));
+}
 
 describe("the client's side of memgate", () => {
   it.each(CLIENT_SIDE)('src/%s imports only src/client, src/integrations and src/shared', (folder) => {
-    const names = readdirSync(new URL(`${folder}/`, SRC)).filter((name) => name.endsWith('.ts'));
+    const names = sources(folder);
     expect(names.length).toBeGreaterThan(2);
     const outside: string[] = [];
     for (const name of names) {
-      const text = readFileSync(new URL(`${folder}/${name}`, SRC), 'utf8');
-      for (const [, specifier = ''] of text.matchAll(/(?:^|\s)(?:import|export)\b[^;]*?\bfrom\s+'([^']+)'/gm)) {
+      for (const specifier of specifiers(readFileSync(new URL(`${folder}/${name}`, SRC), 'utf8'))) {
         const up = /^\.\.\/([a-z-]+)\//.exec(specifier)?.[1];
         if (up !== undefined && !CLIENT_SIDE.includes(up)) outside.push(`${name}: ${specifier}`);
       }
     }
     expect(outside).toEqual([]);
   });
+
+  it.each(CLIENT_SIDE)(
+    "src/%s imports only node: modules and what memgate-client's package.json declares",
+    (folder) => {
+      const undeclared: string[] = [];
+      for (const name of sources(folder)) {
+        for (const specifier of specifiers(readFileSync(new URL(`${folder}/${name}`, SRC), 'utf8'))) {
+          if (specifier.startsWith('.') || specifier.startsWith('node:')) continue;
+          if (!DECLARED.has(packageName(specifier))) undeclared.push(`${name}: ${specifier}`);
+        }
+      }
+      expect(undeclared).toEqual([]);
+    },
+  );
 });

@@ -21,6 +21,13 @@ export interface ServiceProcess {
   stop(): Promise<number | null>;
 }
 
+/** What starts memgate: `node dist/main.js` in the checkout unless a test runs an installed one. */
+export interface ServiceCommand {
+  /** The program and its first arguments (`args` follow them). */
+  readonly command?: readonly string[];
+  readonly cwd?: string;
+}
+
 /**
  * Starts the service as `npm start` runs it, `node dist/main.js` (built once per test run by
  * test/setup/shared-run.ts), with PORT=0 on 127.0.0.1 plus `env`, and resolves once it
@@ -28,10 +35,16 @@ export interface ServiceProcess {
  * names one (one process writes a file, and the checkout's ./data stays clean), and its keys
  * start with a prefix of its own unless `env` names one (tests share a memcached).
  */
-export async function startServiceProcess(env: Record<string, string>, args: string[] = []): Promise<ServiceProcess> {
+export async function startServiceProcess(
+  env: Record<string, string>,
+  args: string[] = [],
+  { command = [process.execPath, 'dist/main.js'], cwd }: ServiceCommand = {},
+): Promise<ServiceProcess> {
   const usageFolder = mkdtempSync(join(tmpdir(), 'memgate-service-'));
   const usageDb = join(usageFolder, 'usage.db');
-  const child = spawn(process.execPath, ['dist/main.js', ...args], {
+  const [program = process.execPath, ...programArgs] = command;
+  const child = spawn(program, [...programArgs, ...args], {
+    cwd,
     env: {
       PATH: process.env.PATH,
       PORT: '0',

@@ -1,0 +1,349 @@
+// Both packages as an app meets them (issue 25): packed, installed from their tarballs into
+// fresh apps with only the registry, type-checked with strict tsc under moduleResolution
+// node16, nodenext and bundler, and run from ESM and from CommonJS against a real memgate:
+// the installed package's own `memgate` command.
+import { execFile } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { startServiceProcess, type ServiceProcess } from './helpers/service-process.js';
+
+const run = promisify(execFile);
+const ROOT = new URL('../', import.meta.url).pathname;
+const TSC = join(ROOT, 'node_modules/typescript/bin/tsc');
+
+interface Packed {
+  readonly filename: string;
+  readonly files: readonly { readonly path: string }[];
+}
+
+/**
+ * `npm pack` of the root, whose prepack builds both packages from a clean dist/ (no output of a
+ * module since removed), or of a workspace, then packed as built.
+ */
+async function pack(destination: string, workspace?: string): Promise<Packed> {
+  const args = ['pack', '--json', '--pack-destination', destination];
+  const { stdout } = await run('npm', workspace ? [...args, '--ignore-scripts', '-w', workspace] : args, {
+    cwd: ROOT,
+  });
+  const [packed] = JSON.parse(stdout) as [Packed];
+  return { ...packed, filename: join(destination, packed.filename) };
+}
+
+/** The version this checkout's lockfile installed, so the apps get what the repository tests. */
+function installedVersion(name: string): string {
+  return (JSON.parse(readFileSync(join(ROOT, 'node_modules', name, 'package.json'), 'utf8')) as { version: string })
+    .version;
+}
+
+async function npmInstall(app: string, specs: readonly string[]): Promise<void> {
+  writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'app', private: true }));
+  await run('npm', ['install', '--no-audit', '--no-fund', '--no-save', ...specs], { cwd: app });
+}
+
+/** Every package under the app's node_modules, as npm recorded the install. */
+function installedPackages(app: string): string[] {
+  const lock = JSON.parse(readFileSync(join(app, 'node_modules/.package-lock.json'), 'utf8')) as {
+    packages: Record<string, unknown>;
+  };
+  return Object.keys(lock.packages)
+    .map((path) => path.slice(path.lastIndexOf('node_modules/') + 'node_modules/'.length))
+    .sort();
+}
+
+const SERVER_SIDE = ['fastify', 'memjs', 'libsql', '@grpc/grpc-js', '@grpc/proto-loader', 'pino', 'prom-client'];
+
+// A client's program: five checks of login (5 a minute in the bundled policy file) pass, the sixth is refused.
+const CLIENT_ONLY_ESM = `
+import { createClient } from 'memgate-client';
+const client = createClient({ url: process.env.MEMGATE_URL });
+const answers = [];
+for (let i = 0; i < 6; i++) answers.push((await client.check('login', process.env.TAG)).allowed);
+await client.close();
+console.log(JSON.stringify(answers));
+`;
+const CLIENT_ONLY_CJS = `
+const { createClient } = require('memgate-client');
+(async () => {
+  const client = createClient({ url: process.env.MEMGATE_URL });
+  const answers = [];
+  for (let i = 0; i < 6; i++) answers.push((await client.check('login', process.env.TAG)).allowed);
+  await client.close();
+  console.log(JSON.stringify(answers));
+})();
+`;
+
+// Every entry of both packages, in one TypeScript program written once and compiled as an ES
+// module (.mts) and as CommonJS (.cts). Each guard sees login's limit of 5 a minute.
+const EVERY_ENTRY = `
+import { createEmbeddedStore, createLimiter, type Decision } from 'memgate';
+import { createClient, type ClientDecision } from 'memgate-client';
+import { createClient as createServiceClient } from 'memgate/client';
+import { MemgateStore } from 'memgate-client/express-rate-limit';
+import { MemgateStore as ServiceMemgateStore } from 'memgate/express-rate-limit';
+import { memgateStore } from 'memgate-client/fastify-rate-limit';
+import { memgateStore as serviceMemgateStore } from 'memgate/fastify-rate-limit';
+import { memgateLimit } from 'memgate-client/express';
+import { memgateLimit as serviceMemgateLimit } from 'memgate/express';
+import { memgatePlugin } from 'memgate-client/fastify';
+import { memgatePlugin as serviceMemgatePlugin } from 'memgate/fastify';
+import express from 'express';
+import { rateLimit } from 'express-rate-limit';
+import Fastify, { type FastifyInstance } from 'fastify';
+import fastifyRateLimit from '@fastify/rate-limit';
+import type { AddressInfo } from 'node:net';
+
+const url: string = process.env.MEMGATE_URL ?? '';
+const tag: string = process.env.TAG ?? '';
+
+async function sixTimes(ask: () => Promise<number | boolean>): Promise<(number | boolean)[]> {
+  const answers: (number | boolean)[] = [];
+  for (let i = 0; i < 6; i++) answers.push(await ask());
+  return answers;
+}
+
+async function injected(app: FastifyInstance): Promise<(number | boolean)[]> {
+  app.get('/', async () => 'ok');
+  await app.ready();
+  const answers = await sixTimes(async () => (await app.inject('/')).statusCode);
+  await app.close();
+  return answers;
+}
+
+async function main(): Promise<void> {
+  const result: Record<string, (number | boolean)[]> = {};
+
+  const limiter = createLimiter({
+    policies: { events: { login: { limits: [{ limit: 5, window: '1m' }] } } },
+    store: createEmbeddedStore(),
+  });
+  result['memgate'] = await sixTimes(async () => {
+    const decision: Decision = await limiter.check({ event: 'login', feature: tag });
+    return decision.allowed;
+  });
+  await limiter.close();
+
+  for (const [name, make] of [['memgate-client', createClient], ['memgate/client', createServiceClient]] as const) {
+    const client = make({ url });
+    result[name] = await sixTimes(async () => {
+      const decision: ClientDecision = await client.check('login', name + tag);
+      return decision.allowed;
+    });
+    await client.close();
+  }
+
+  const client = createClient({ url });
+  const app = express();
+  const ok = (_request: express.Request, response: express.Response) => {
+    response.send('ok');
+  };
+  app.get('/memgate-client/express', memgateLimit({ client, event: 'login', feature: () => 'mw' + tag }), ok);
+  app.get('/memgate/express', serviceMemgateLimit({ client, event: 'login', feature: () => 'smw' + tag }), ok);
+  for (const [path, store] of [
+    ['/memgate-client/express-rate-limit', new MemgateStore({ client, event: 'login' })],
+    ['/memgate/express-rate-limit', new ServiceMemgateStore({ client, event: 'login' })],
+  ] as const) {
+    app.get(path, rateLimit({ windowMs: 60_000, limit: 5, keyGenerator: () => path + tag, store }), ok);
+  }
+  const server = app.listen(0, '127.0.0.1');
+  await new Promise((resolve) => server.once('listening', resolve));
+  const base = 'http://127.0.0.1:' + String((server.address() as AddressInfo).port);
+  for (const path of ['/memgate-client/express', '/memgate/express', '/memgate-client/express-rate-limit', '/memgate/express-rate-limit']) {
+    result[path.slice(1)] = await sixTimes(async () => (await fetch(base + path)).status);
+  }
+  await new Promise((resolve) => server.close(resolve));
+
+  for (const [name, plugin] of [['memgate-client/fastify', memgatePlugin], ['memgate/fastify', serviceMemgatePlugin]] as const) {
+    const guarded = Fastify();
+    await guarded.register(plugin, { client, event: 'login', feature: () => name + tag });
+    result[name] = await injected(guarded);
+  }
+  for (const [name, store] of [
+    ['memgate-client/fastify-rate-limit', memgateStore({ client, event: 'login' })],
+    ['memgate/fastify-rate-limit', serviceMemgateStore({ client, event: 'login' })],
+  ] as const) {
+    const guarded = Fastify();
+    await guarded.register(fastifyRateLimit, { max: 5, timeWindow: 60_000, keyGenerator: () => name + tag, store });
+    result[name] = await injected(guarded);
+  }
+  await client.close();
+  console.log(JSON.stringify(result));
+}
+
+void main();
+`;
+
+const ENTRIES = [
+  'memgate',
+  'memgate-client',
+  'memgate/client',
+  'memgate-client/express',
+  'memgate/express',
+  'memgate-client/express-rate-limit',
+  'memgate/express-rate-limit',
+  'memgate-client/fastify',
+  'memgate/fastify',
+  'memgate-client/fastify-rate-limit',
+  'memgate/fastify-rate-limit',
+];
+
+let folder: string;
+let memgateTarball: Packed;
+let clientTarball: Packed;
+let clientApp: string;
+let fullApp: string;
+let memgate: ServiceProcess;
+
+beforeAll(async () => {
+  folder = mkdtempSync(join(tmpdir(), 'memgate-packages-'));
+  memgateTarball = await pack(folder);
+  clientTarball = await pack(folder, 'packages/client');
+
+  clientApp = join(folder, 'client-app');
+  fullApp = join(folder, 'full-app');
+  mkdirSync(clientApp);
+  mkdirSync(fullApp);
+  await npmInstall(clientApp, [clientTarball.filename]);
+  await npmInstall(fullApp, [
+    memgateTarball.filename,
+    clientTarball.filename,
+    ...['express', '@types/express', 'express-rate-limit', 'fastify', '@fastify/rate-limit', '@types/node'].map(
+      (name) => `${name}@${installedVersion(name)}`,
+    ),
+  ]);
+  // The installed package's command, with its bundled policy file, on the run's memcached.
+  memgate = await startServiceProcess({ MEMCACHED_SERVERS: inject('sharedMemcached') }, [], {
+    command: [join(fullApp, 'node_modules/.bin/memgate')],
+    cwd: fullApp,
+  });
+}, 600_000);
+
+afterAll(async () => {
+  await memgate.stop();
+  rmSync(folder, { recursive: true, force: true });
+});
+
+describe('the tarballs', () => {
+  const MEMGATE_FILES = [
+    /^(package\.json|README\.md|LICENSE)$/,
+    /^dist\/[a-z/-]+\.(js|js\.map|d\.ts)$/,
+    /^dist\/cjs-types\/([a-z/-]+\.d\.ts|package\.json)$/,
+    /^proto\/[a-z0-9/_]+\.proto$/,
+    /^dashboard\/[a-z]+\.(html|js|css|svg)$/,
+    /^config\/policies\.yaml$/,
+    /^docs\/[a-z]+\.md$/,
+    /^docs\/images\/[a-z-]+\.png$/,
+  ];
+  const CLIENT_FILES = [
+    /^(package\.json|README\.md|LICENSE)$/,
+    /^dist\/(client|integrations|shared)\/[a-z-]+\.(js|js\.map|d\.ts)$/,
+    /^dist\/cjs-types\/((client|integrations|shared)\/[a-z-]+\.d\.ts|package\.json)$/,
+  ];
+
+  it.each([
+    ['memgate', () => memgateTarball, MEMGATE_FILES, ['dist/main.js', 'dist/index.d.ts', 'config/policies.yaml']],
+    ['memgate-client', () => clientTarball, CLIENT_FILES, ['dist/client/index.js', 'dist/integrations/express.d.ts']],
+  ])(
+    '%s carries its build, maps and licence, and no test, fixture or stale output',
+    (_name, tarball, allowed, needed) => {
+      const paths = tarball().files.map((file) => file.path);
+      expect(paths.filter((path) => !allowed.some((pattern) => pattern.test(path)))).toEqual([]);
+      expect(paths.filter((path) => /\.test\.|tsbuildinfo|fixture/.test(path))).toEqual([]);
+      for (const path of [...needed, 'LICENSE', 'README.md']) expect(paths).toContain(path);
+      // Every module was built from a source of today's checkout: no output of a module since removed.
+      const stale = paths
+        .filter((path) => /^dist\/(?!cjs-types\/).+\.js$/.test(path))
+        .filter((path) => !existsSync(join(ROOT, path.replace(/^dist\//, 'src/').replace(/\.js$/, '.ts'))));
+      expect(stale).toEqual([]);
+    },
+  );
+
+  it('maps hold their sources, since neither tarball carries src/', () => {
+    const map = JSON.parse(
+      readFileSync(join(fullApp, 'node_modules/memgate-client/dist/client/client.js.map'), 'utf8'),
+    ) as { sourcesContent?: string[] };
+    expect(map.sourcesContent?.[0]).toContain('export function createClient');
+  });
+});
+
+describe('memgate-client installed alone', () => {
+  it('brings no server dependency: only itself, ipaddr.js and lru-cache', () => {
+    const installed = installedPackages(clientApp);
+    expect(installed).toEqual(['ipaddr.js', 'lru-cache', 'memgate-client']);
+    expect(installed.filter((name) => SERVER_SIDE.includes(name) || name === 'undici')).toEqual([]);
+  });
+
+  it.each([
+    ['ESM', 'program.mjs', CLIENT_ONLY_ESM],
+    ['CommonJS', 'program.cjs', CLIENT_ONLY_CJS],
+  ])('checks a real memgate from %s, through fetch as undici is not there', async (_kind, file, text) => {
+    writeFileSync(join(clientApp, file), text);
+    const { stdout } = await run(process.execPath, [file], {
+      cwd: clientApp,
+      env: { PATH: process.env.PATH, MEMGATE_URL: memgate.url, TAG: `alone-${file}-${Date.now()}` },
+    });
+    expect(JSON.parse(stdout)).toEqual([true, true, true, true, true, false]);
+  });
+});
+
+describe('both packages in an app with the frameworks', () => {
+  it.each(ENTRIES)('%s loads with require()', async (entry) => {
+    const { stdout } = await run(
+      process.execPath,
+      ['-e', `console.log(JSON.stringify(Object.keys(require(${JSON.stringify(entry)}))))`],
+      { cwd: fullApp },
+    );
+    expect((JSON.parse(stdout) as string[]).length).toBeGreaterThan(0);
+  });
+
+  const SETTINGS = [
+    ['node16', ['--module', 'node16', '--moduleResolution', 'node16']],
+    ['nodenext', ['--module', 'nodenext', '--moduleResolution', 'nodenext']],
+    ['bundler', ['--module', 'preserve', '--moduleResolution', 'bundler']],
+  ] as const;
+
+  it.each(SETTINGS)(
+    'a program using every entry type-checks as ESM and as CommonJS under moduleResolution %s',
+    async (_name, settings) => {
+      writeFileSync(join(fullApp, 'program.mts'), EVERY_ENTRY);
+      writeFileSync(join(fullApp, 'program.cts'), EVERY_ENTRY);
+      const strict = ['--strict', '--noEmit', '--skipLibCheck', 'false', '--target', 'es2022', '--types', 'node'];
+      const checked = await run(process.execPath, [TSC, ...strict, ...settings, 'program.mts', 'program.cts'], {
+        cwd: fullApp,
+      }).catch((error: unknown) => error as { stdout: string; code: number });
+      expect('code' in checked ? checked.stdout : '').toBe('');
+    },
+    120_000,
+  );
+
+  it.each([
+    ['ESM', 'program.mts', 'program.mjs'],
+    ['CommonJS', 'program.cts', 'program.cjs'],
+  ])(
+    'the program runs from %s against a real memgate: five pass, the sixth is refused',
+    async (_kind, source, built) => {
+      writeFileSync(join(fullApp, source), EVERY_ENTRY);
+      await run(
+        process.execPath,
+        [TSC, '--strict', '--module', 'node16', '--target', 'es2022', '--types', 'node', source],
+        {
+          cwd: fullApp,
+        },
+      );
+      const { stdout } = await run(process.execPath, [built], {
+        cwd: fullApp,
+        env: { PATH: process.env.PATH, MEMGATE_URL: memgate.url, TAG: `${built}-${Date.now()}` },
+      });
+      const result = JSON.parse(stdout) as Record<string, unknown[]>;
+      expect(Object.keys(result).sort()).toEqual([...ENTRIES].sort());
+      for (const [entry, answers] of Object.entries(result)) {
+        const pass = typeof answers[0] === 'boolean' ? true : 200;
+        const refuse = typeof answers[0] === 'boolean' ? false : 429;
+        expect({ entry, answers }).toEqual({ entry, answers: [pass, pass, pass, pass, pass, refuse] });
+      }
+    },
+    120_000,
+  );
+});
