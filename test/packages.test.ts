@@ -268,6 +268,25 @@ describe('the tarballs', () => {
   });
 });
 
+describe('memgate installed from git', () => {
+  it('builds on install (prepare) and serves its command and entries', async () => {
+    // The commit checked out: what `npm install git+https://…/memgate.git` would fetch.
+    const { stdout: commit } = await run('git', ['rev-parse', 'HEAD'], { cwd: ROOT });
+    const app = join(folder, 'git-app');
+    mkdirSync(app);
+    await npmInstall(app, [`git+file://${ROOT}#${commit.trim()}`]);
+    const version = await run(join(app, 'node_modules/.bin/memgate'), ['--version'], { cwd: app });
+    const { version: expected } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string };
+    expect(version.stdout.trim()).toBe(`memgate ${expected}`);
+    const entries = await run(
+      process.execPath,
+      ['-e', "console.log(typeof require('memgate').createLimiter, typeof require('memgate/client').createClient)"],
+      { cwd: app },
+    );
+    expect(entries.stdout.trim()).toBe('function function');
+  }, 300_000);
+});
+
 describe('memgate-client installed alone', () => {
   it('brings no server dependency: only itself, ipaddr.js and lru-cache', () => {
     const installed = installedPackages(clientApp);
