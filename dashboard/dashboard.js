@@ -3,7 +3,7 @@
 
 /* global window, document, location, history, fetch, URL, URLSearchParams, AbortController, setTimeout, clearTimeout, getComputedStyle, matchMedia, ResizeObserver -- the browser's: eslint.config.js names no browser globals */
 
-/** @typedef {{ t: number, allowed: number, denied: number, degraded: number }} Point */
+/** @typedef {{ t: number, allowed: number, denied: number, degraded: number, tracked?: { allowed: boolean, denied: boolean } }} Point */
 /** @typedef {{ event: string, feature: string | null, from: number, until: number, step: number, points: Point[] }} Series */
 /** @typedef {{ feature: string, count: number }} ClientCount */
 /** @typedef {{ event: string, from: number, until: number, allowed: ClientCount[], denied: ClientCount[] }} Top */
@@ -72,6 +72,8 @@ const view = {
   /** @type {LimitLine[]} */
   lines: [],
   yMax: 1,
+  /** The time axis's last ticks and their labels, as timeTicks wrote them. @type {[number, string][]} */
+  timeLabels: [],
 };
 
 let generation = 0;
@@ -237,7 +239,43 @@ function colours() {
     degraded: read('degraded'),
     degradedFill: read('degraded-fill'),
     limit: read('limit'),
+    untracked: read('untracked'),
   };
+}
+
+/**
+ * Whether a client's count of `outcome` at `point` is unknown: /usage says it was below the
+ * heaviest of that step while others went unnamed, so the 0 it holds is not a count.
+ * @param {Point | undefined} point
+ * @param {'allowed' | 'denied' | 'degraded'} outcome
+ */
+function untracked(point, outcome) {
+  return outcome !== 'degraded' && point?.tracked?.[outcome] === false && point[outcome] === 0;
+}
+
+/** @param {Point} point */
+function untrackedStep(point) {
+  return untracked(point, 'allowed') || untracked(point, 'denied');
+}
+
+/**
+ * Shades the steps where the client's counts are unknown, under the curves (uPlot's
+ * drawClear hook: after the canvas is cleared, before anything is drawn).
+ * @param {any} u the plot
+ */
+function shadeUntracked(u) {
+  const series = view.series;
+  if (!series || series.feature === null) return;
+  const { ctx, bbox } = u;
+  ctx.save();
+  ctx.fillStyle = colours().untracked;
+  for (const point of series.points) {
+    if (!untrackedStep(point)) continue;
+    const left = u.valToPos(point.t, 'x', true);
+    const right = u.valToPos(point.t + series.step, 'x', true);
+    ctx.fillRect(left, bbox.top, Math.max(1, right - left), bbox.height);
+  }
+  ctx.restore();
 }
 
 /** uPlot's data: the points stacked (allowed, + denied, + degraded), then one constant line a limit. */
@@ -265,8 +303,25 @@ function countAt(/** @type {keyof Point} */ outcome) {
   ) => {
     const points = view.series?.points ?? [];
     const point = i === null ? undefined : points[Math.min(i, points.length - 1)];
-    return point ? numberFormat.format(point[outcome]) : '–';
+    if (!point) return '–';
+    return outcome !== 't' && outcome !== 'tracked' && untracked(point, outcome)
+      ? 'not tracked'
+      : numberFormat.format(Number(point[outcome]));
   };
+}
+
+/**
+ * Pixels between time ticks (uPlot's axis space): room for the widest label of the range, so
+ * that labels never run into each other on a narrow window. Ranges up to half an hour may
+ * tick in seconds, whose labels are the widest.
+ */
+function timeTickSpace(
+  /** @type {unknown} */ _plot,
+  /** @type {unknown} */ _axis,
+  /** @type {number} */ min,
+  /** @type {number} */ max,
+) {
+  return max - min <= 1800 ? 90 : 72;
 }
 
 /** Time ticks in the page's locale and time zone: the time, and the date under the first tick of each day. */
@@ -277,6 +332,16 @@ function timeTicks(
   /** @type {unknown} */ _space,
   /** @type {number} */ increment,
 ) {
+  const labels = timeLabels(ticks, increment);
+  view.timeLabels = ticks.map((t, i) => [t, labels[i] ?? '']);
+  return labels;
+}
+
+/**
+ * @param {number[]} ticks
+ * @param {number} increment
+ */
+function timeLabels(ticks, increment) {
   if (increment >= 28 * 86_400) return ticks.map((t) => tickFormats.month.format(date(t)));
   if (increment >= 86_400) return ticks.map((t) => tickFormats.day.format(date(t)));
   const time = increment < 60 ? tickFormats.second : tickFormats.minute;
@@ -287,6 +352,16 @@ function timeTicks(
     previousDay = day;
     return newDay ? `${time.format(date(t))}\n${day}` : time.format(date(t));
   });
+}
+
+/**
+ * Where the time axis's labels are, in CSS pixels from the plot's left, as data-time-ticks:
+ * what a test needs to see that none runs into the next (uPlot draws them on the canvas).
+ * @param {any} u the plot
+ */
+function recordTimeTicks(u) {
+  const ticks = view.timeLabels.map(([t, label]) => ({ x: Math.round(u.valToPos(t, 'x')), label }));
+  $.chart.dataset.timeTicks = JSON.stringify(ticks);
 }
 
 function chartOptions() {
@@ -314,7 +389,7 @@ function chartOptions() {
     cursor: { y: false, drag: { x: true, y: false, setScale: false }, points: { show: false } },
     scales: { x: { time: true }, y: { range: () => [0, view.yMax] } },
     axes: [
-      { ...axis, values: timeTicks },
+      { ...axis, space: timeTickSpace, values: timeTicks },
       {
         ...axis,
         size: 56,
@@ -349,7 +424,7 @@ function chartOptions() {
       { series: [2, 1], fill: c.deniedFill },
       { series: [3, 2], fill: c.degradedFill },
     ],
-    hooks: { setSelect: [zoomToSelection] },
+    hooks: { setSelect: [zoomToSelection], drawClear: [shadeUntracked], draw: [recordTimeTicks] },
   };
 }
 
@@ -410,6 +485,7 @@ function showSeries(series) {
     until: String(series.until),
     feature: series.feature ?? '',
     limits: String(view.lines.length),
+    untracked: String(series.points.filter(untrackedStep).length),
   });
   $.title.textContent = `${series.event} · ${series.feature ?? 'all clients'}`;
   const preset = 'preset' in state.range ? presetLabel(state.range.preset) : '';
@@ -428,6 +504,17 @@ function showLimits(series) {
   $.limits.replaceChildren();
   $.limits.hidden = series.feature === null;
   if (series.feature === null) return;
+  const unknown = series.points.filter(untrackedStep).length;
+  if (unknown > 0) {
+    $.limits.append(
+      element(
+        'p',
+        { className: 'untracked-note' },
+        element('span', { className: 'swatch untracked' }),
+        `Not tracked in ${unknown} of ${series.points.length} points (shaded): ${series.feature} was below the heaviest clients there, so its count is unknown, not 0.`,
+      ),
+    );
+  }
   if (view.lines.length === 0) {
     $.limits.append(element('p', { className: 'muted' }, `The policies in use give ${series.event} no limit.`));
     return;

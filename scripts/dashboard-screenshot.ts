@@ -21,6 +21,8 @@ const USAGE = `usage: npm run dashboard-screenshot -- [options]
                     (default docs/images/dashboard.png)
   --theme THEME     light or dark (default light)
   --client CLIENT   show this client's curve and limits instead of the whole event
+  --range RANGE     one of the page's presets: 5min, 1h, 6h, 24h, 7d, 30d, 1y, 2y (default 1h)
+  --width PX        the window's width, at least 600 (default 1280): to see the axes narrow
 
 Runs memgate in this process with config/policies.yaml and an hour of generated traffic
 (a steady crowd, one client over its limit for twenty minutes, a store outage of two
@@ -30,6 +32,8 @@ writes what it shows. Exits 0 once written.`;
 const POLICY_FILE = 'config/policies.yaml';
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const VIEWPORT = { width: 1280, height: 780 };
+/** The page's range presets (dashboard/index.html). */
+const RANGES = ['5min', '1h', '6h', '24h', '7d', '30d', '1y', '2y'];
 /** The event the picture shows, and the client that goes over its limit. */
 const EVENT = 'url_shorten';
 const HEAVY = '203.0.113.7';
@@ -42,11 +46,16 @@ runCommand(
       out: { type: 'string', default: 'docs/images/dashboard.png' },
       theme: { type: 'string', default: 'light' },
       client: { type: 'string' },
+      range: { type: 'string', default: '1h' },
+      width: { type: 'string', default: String(VIEWPORT.width) },
     },
   },
   async ({ values, fail }) => {
     const theme =
       values.theme === 'dark' || values.theme === 'light' ? values.theme : fail('--theme must be light or dark');
+    if (!RANGES.includes(values.range)) fail(`--range must be one of ${RANGES.join(', ')}`);
+    const width = Number(values.width);
+    if (!Number.isInteger(width) || width < 600) fail('--width must be a whole number of pixels, at least 600');
     await access(CHROMIUM).catch(() => {
       throw new UsageError(`no chromium at ${CHROMIUM}: install it, or set CHROMIUM_PATH`);
     });
@@ -55,7 +64,7 @@ runCommand(
 
     const memgate = await startMemgate();
     try {
-      const png = await screenshot(memgate.url, theme, values.client);
+      const png = await screenshot(memgate.url, { theme, client: values.client, range: values.range, width });
       if (toStdout) process.stdout.write(png);
       else {
         await writeFile(values.out, png);
@@ -134,17 +143,24 @@ function flaky(store: CounterStore, down: () => boolean): CounterStore {
   });
 }
 
-async function screenshot(url: string, theme: 'light' | 'dark', client: string | undefined): Promise<Buffer> {
+interface Shot {
+  readonly theme: 'light' | 'dark';
+  readonly client: string | undefined;
+  readonly range: string;
+  readonly width: number;
+}
+
+async function screenshot(url: string, { theme, client, range, width }: Shot): Promise<Buffer> {
   const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
   try {
     const page = await browser.newPage({
-      viewport: VIEWPORT,
+      viewport: { ...VIEWPORT, width },
       deviceScaleFactor: 2,
       colorScheme: theme,
       locale: 'en-GB',
       timezoneId: 'UTC',
     });
-    const hash = new URLSearchParams({ event: EVENT, range: '1h', ...(client ? { client } : {}) });
+    const hash = new URLSearchParams({ event: EVENT, range, ...(client ? { client } : {}) });
     await page.goto(`${url}/dashboard#${hash.toString()}`);
     await page.locator('#chart[data-state="ready"]').waitFor();
     await page.locator('#top tbody tr').first().waitFor();

@@ -28,12 +28,19 @@ interface Memgate {
   close(): Promise<void>;
 }
 
-/** memgate with usage history in memory (or none), after MINUTES of /check on a driven clock. */
-async function startMemgate({ usage }: { usage: boolean }): Promise<Memgate> {
+/**
+ * memgate with usage history in memory (or none), after MINUTES of /check on a driven clock;
+ * `top` heaviest clients kept per minute (20 by default).
+ */
+async function startMemgate({ usage, top }: { usage: boolean; top?: number }): Promise<Memgate> {
   let now = NOW - MINUTES * 60_000;
   const clock = () => now;
   const policies = await loadPolicyFile(POLICY_FILE);
-  const { recorder, history, close } = inMemoryUsage({ policyEvents: () => policies.events.keys(), now: clock });
+  const { recorder, history, close } = inMemoryUsage({
+    policyEvents: () => policies.events.keys(),
+    now: clock,
+    ...(top === undefined ? {} : { top }),
+  });
   const store = createEmbeddedStore({ now: clock });
   const limiter = createLimiter({
     policies,
@@ -100,6 +107,11 @@ interface SeriesAnswer {
   until: number;
   step: number;
   points: unknown[];
+}
+
+/** A client's curve: each point says which of its counts are known. */
+interface ClientSeries extends Omit<SeriesAnswer, 'points'> {
+  points: { t: number; allowed: number; tracked: { allowed: boolean; denied: boolean } }[];
 }
 
 /** Pixels of the chart's canvas close to this colour: what uPlot drew in it. */
@@ -188,9 +200,15 @@ describe('the dashboard in chromium', () => {
   let browser: Browser | undefined;
   let memgate: Memgate;
   let off: Memgate;
+  /** Keeps one client a minute per outcome: LIGHT's allowed checks go unnamed under HEAVY's. */
+  let narrow: Memgate;
 
   beforeAll(async () => {
-    [memgate, off] = await Promise.all([startMemgate({ usage: true }), startMemgate({ usage: false })]);
+    [memgate, off, narrow] = await Promise.all([
+      startMemgate({ usage: true }),
+      startMemgate({ usage: false }),
+      startMemgate({ usage: true, top: 1 }),
+    ]);
     const found = await access(CHROMIUM).then(
       () => true,
       () => false,
@@ -199,7 +217,7 @@ describe('the dashboard in chromium', () => {
   });
   afterAll(async () => {
     await browser?.close();
-    await Promise.all([memgate.close(), off.close()]);
+    await Promise.all([memgate.close(), off.close(), narrow.close()]);
   });
 
   /** A page in a fresh context, or the test skipped (failed under CI) when chromium is missing. */
@@ -281,6 +299,75 @@ describe('the dashboard in chromium', () => {
     await expect.poll(() => page.locator('#live').getAttribute('data-live')).toBe('true');
 
     expect(seen).toEqual({ consoleErrors: [], failed: [], elsewhere: [] });
+    await page.close();
+  });
+
+  it('shades the steps where a client was below the heaviest, and says "not tracked" there, not 0', async (test) => {
+    const page = await newPage(test);
+    const seen = watch(page, narrow.url);
+    const chart = page.locator('#chart');
+    const answer = usageAnswer(page, (query) => query.get('feature') === LIGHT);
+    await page.goto(`${narrow.url}/dashboard#event=login&client=${encodeURIComponent(LIGHT)}&range=1h`);
+    const light = (await (await answer).json()) as ClientSeries;
+    await expect.poll(() => chart.getAttribute('data-feature')).toBe(LIGHT);
+    // Every minute of the traffic: LIGHT's 2 allowed checks went unnamed under HEAVY's 5.
+    const unknown = light.points.filter((point) => !point.tracked.allowed);
+    expect(unknown.length).toBeGreaterThanOrEqual(MINUTES - 1);
+    expect(unknown.every((point) => point.allowed === 0)).toBe(true);
+    expect(await chart.getAttribute('data-untracked')).toBe(String(unknown.length));
+    expect(await page.locator('#limits').innerText()).toContain(
+      `Not tracked in ${unknown.length} of ${light.points.length} points (shaded)`,
+    );
+    // The legend at a shaded step.
+    const box = await page.locator('#chart .u-over').boundingBox();
+    if (!box) throw new Error('no plot area');
+    const step = unknown.at(-1);
+    if (!step) throw new Error('no unknown step');
+    const x = box.x + ((step.t + light.step / 2 - light.from) / (light.until - light.from)) * box.width;
+    await page.mouse.move(x, box.y + box.height / 2);
+    await expect.poll(() => page.locator('.u-legend .u-series').nth(1).innerText()).toContain('not tracked');
+    await page.screenshot({ path: `${process.env.DASHBOARD_SHOTS ?? '/tmp'}/dashboard-untracked.png` });
+
+    // HEAVY was named in most minutes (a sliding window may let LIGHT tie it in one): shaded
+    // where /usage says, and less.
+    const heavyAnswer = usageAnswer(page, (query) => query.get('feature') === HEAVY);
+    await page.selectOption('#client', HEAVY);
+    const heavy = (await (await heavyAnswer).json()) as ClientSeries;
+    await expect.poll(() => chart.getAttribute('data-feature')).toBe(HEAVY);
+    const heavyUnknown = heavy.points.filter((point) => !point.tracked.allowed || !point.tracked.denied).length;
+    expect(heavyUnknown).toBeLessThan(unknown.length / 2);
+    expect(await chart.getAttribute('data-untracked')).toBe(String(heavyUnknown));
+    expect(seen).toEqual({ consoleErrors: [], failed: [], elsewhere: [] });
+    await page.close();
+  });
+
+  it('keeps the time axis readable 700 px wide, in every range: no label runs into the next', async (test) => {
+    const page = await newPage(test);
+    await page.setViewportSize({ width: 700, height: 800 });
+    const chart = page.locator('#chart');
+    await page.goto(`${memgate.url}/dashboard#event=login&range=1h`);
+    await chart.locator('canvas').waitFor();
+    for (const preset of ['5 min', '1 h', '6 h', '24 h', '7 d', '30 d', '1 y', '2 y']) {
+      const answer = usageAnswer(page, (query) => query.get('until') === 'now');
+      await page.getByRole('button', { name: preset, exact: true }).click();
+      const series = (await (await answer).json()) as SeriesAnswer;
+      await expect.poll(() => chart.getAttribute('data-from')).toBe(String(series.from));
+      // Each label's widest line, as uPlot's default axis font draws it, centred on its tick.
+      const crowded: string = await page.evaluate(`(() => {
+        const ticks = JSON.parse(document.querySelector('#chart').dataset.timeTicks);
+        const ctx = document.createElement('canvas').getContext('2d');
+        ctx.font = '12px system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, "Noto Sans", sans-serif';
+        const width = (label) => Math.max(...label.split('\\n').map((line) => ctx.measureText(line).width));
+        const problems = [];
+        if (ticks.length < 3) problems.push('only ' + ticks.length + ' ticks');
+        for (let i = 1; i < ticks.length; i++) {
+          const gap = ticks[i].x - width(ticks[i].label) / 2 - (ticks[i - 1].x + width(ticks[i - 1].label) / 2);
+          if (gap < 8) problems.push(JSON.stringify(ticks[i - 1].label) + ' and ' + JSON.stringify(ticks[i].label) + ' ' + Math.round(gap) + ' px apart');
+        }
+        return problems.join('; ');
+      })()`);
+      expect({ preset, crowded }).toEqual({ preset, crowded: '' });
+    }
     await page.close();
   });
 

@@ -38,7 +38,8 @@ export function fillStallYear(file: string): void {
   createSchema(db);
   // The index is built once at the end, in order, instead of row by row.
   db.exec('DROP INDEX usage_clients_by_feature');
-  const point = db.prepare('INSERT INTO usage_points VALUES (?, ?, ?, ?, ?, 0)');
+  // With the sums of the point's client rows, as the store keeps them (sqlite-schema.ts).
+  const point = db.prepare('INSERT INTO usage_points VALUES (?, ?, ?, ?, ?, 0, ?, ?)');
   const row = db.prepare('INSERT INTO usage_clients VALUES (?, ?, ?, ?, ?, ?)');
   db.transaction(() => {
     for (let day = 0; day < 365; day++) {
@@ -57,19 +58,31 @@ export function fillStallYear(file: string): void {
           }
         }
         const hourRows = new Map<string, [number, number]>();
+        const minuteNamed = new Map<number, [number, number]>();
         for (const [at, feature, allowed, denied] of minutes) {
-          if (at >= STALL_END - 30 * DAY) row.run(60, 'login', at, feature, allowed, denied);
+          if (at >= STALL_END - 30 * DAY) {
+            row.run(60, 'login', at, feature, allowed, denied);
+            const named = minuteNamed.get(at) ?? [0, 0];
+            minuteNamed.set(at, [named[0] + allowed, named[1] + denied]);
+          }
           for (const sums of [hourRows, dayRows]) {
             const sum = sums.get(feature) ?? [0, 0];
             sums.set(feature, [sum[0] + allowed, sum[1] + denied]);
           }
         }
-        for (const [feature, [allowed, denied]] of hourRows) row.run(HOUR, 'login', t, feature, allowed, denied);
-        point.run(HOUR, 'login', t, 3600, 360);
-        for (let minute = 0; minute < 60 && t >= STALL_END - 30 * DAY; minute++)
-          point.run(60, 'login', t + minute * 60, 60, 6);
+        const hourNamed = { allowed: 0, denied: 0 };
+        for (const [feature, [allowed, denied]] of hourRows) {
+          row.run(HOUR, 'login', t, feature, allowed, denied);
+          hourNamed.allowed += allowed;
+          hourNamed.denied += denied;
+        }
+        point.run(HOUR, 'login', t, 3600, 360, hourNamed.allowed, hourNamed.denied);
+        for (let minute = 0; minute < 60 && t >= STALL_END - 30 * DAY; minute++) {
+          const [allowed, denied] = minuteNamed.get(t + minute * 60) ?? [0, 0];
+          point.run(60, 'login', t + minute * 60, 60, 6, allowed, denied);
+        }
         for (let second = 0; second < 3600 && t >= STALL_END - 6 * HOUR; second++) {
-          point.run(1, 'login', t + second, 1, second % 10 === 0 ? 1 : 0);
+          point.run(1, 'login', t + second, 1, second % 10 === 0 ? 1 : 0, 0, 0);
         }
       }
       for (const [feature, [allowed, denied]] of dayRows) row.run(DAY, 'login', dayStart, feature, allowed, denied);

@@ -27,6 +27,21 @@ function answer(counts: readonly [number, number, number][], step = 60): SeriesA
   };
 }
 
+/** A client's curve: allowed, denied, and whether allowed is known, a point a minute. */
+function clientAnswer(points: readonly [number, number, boolean][]): SeriesAnswer {
+  return {
+    ...answer(points.map(([allowed, denied]) => [allowed, denied, 0])),
+    feature: '203.0.113.7',
+    points: points.map(([allowed, denied, known], i) => ({
+      t: T0 + i * 60,
+      allowed,
+      denied,
+      degraded: 0,
+      tracked: { allowed: known, denied: true },
+    })),
+  };
+}
+
 describe('sparkline', () => {
   it('scales from zero to the highest value: blank for none, ▁ for the least count, █ for the most', () => {
     expect(sparkline([0, 1, 4, 8, 16, 100])).toBe(' ▁▁▁▂█');
@@ -138,6 +153,44 @@ describe('renderSpark', () => {
     // 40 columns leave 10 for the sparkline: 10 points a column.
     expect(lines[0]).toContain('100 points of 1s; allowed 100, denied 0, degraded 0 (10 points a column');
     expect(lines[1]).toBe('allowed   ██████████  min 10  max 10');
+  });
+});
+
+describe("a client's steps below the heaviest", () => {
+  const points: [number, number, boolean][] = [
+    [0, 0, false],
+    [4, 1, true],
+    [0, 0, true],
+    [0, 2, false],
+  ];
+
+  it('are marked in the sparkline, unlike a known 0, with a legend', () => {
+    const lines = renderSpark(clientAnswer(points), 80).split('\n');
+    expect(lines.slice(1, 3)).toEqual(['allowed   ·█ ·  min 0  max 4', 'denied     ▄ █  min 0  max 2']);
+    expect(lines.at(-1)).toBe(`${' '.repeat(LABEL_WIDTH)}· not tracked: below the heaviest clients of that step`);
+    expect(renderSpark(clientAnswer([[1, 0, true]]), 80)).not.toContain('not tracked');
+  });
+
+  it('read "not tracked" in the table, not 0', () => {
+    const rows = renderTable(clientAnswer(points)).split('\n');
+    expect(rows[4]).toBe('| 2026-11-23 10:00:00 | not tracked |      0 |        0 |');
+    expect(rows[6]).toBe('| 2026-11-23 10:02:00 |           0 |      0 |        0 |');
+  });
+
+  it('stay unknown when folded only if every point of the column is', () => {
+    const { points: folded } = fold(clientAnswer(points).points, 2);
+    expect(folded.map((point) => point.tracked)).toEqual([
+      { allowed: true, denied: true },
+      { allowed: true, denied: true },
+    ]);
+    const { points: unknown } = fold(
+      clientAnswer([
+        [0, 0, false],
+        [0, 0, false],
+      ]).points,
+      1,
+    );
+    expect(unknown[0]?.tracked).toEqual({ allowed: false, denied: true });
   });
 });
 

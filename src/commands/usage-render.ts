@@ -2,7 +2,7 @@
 // table. Pure functions of the answers, so the layout is tested without a server.
 import { markdownTable } from 'markdown-table';
 import { formatSpan } from '../config/retention.js';
-import type { SeriesAnswer, TopAnswer } from '../usage/usage-history.js';
+import type { AnsweredPoint, SeriesAnswer, TopAnswer } from '../usage/usage-history.js';
 import { OUTCOMES, type Counts, type Outcome } from '../usage/usage-store.js';
 
 /** Eight heights; a step with no decision is blank, so a gap never reads as a little traffic. */
@@ -19,10 +19,23 @@ export function sparkWidth(columns: number): number {
   return Math.min(10_000, Math.max(10, columns - LABEL_WIDTH - RIGHT_WIDTH));
 }
 
-/** One character per value, from 0 to `top` (by default the highest): blank for 0, at least ▁ for any count. */
-export function sparkline(values: readonly number[], top = values.reduce((a, b) => Math.max(a, b), 0)): string {
+/** A client's step whose count is unknown (it was below the heaviest): not a blank, which means 0. */
+export const NOT_TRACKED = '·';
+
+/**
+ * One character per value, from 0 to `top` (by default the highest): blank for 0, at least ▁
+ * for any count, NOT_TRACKED for a 0 that `unknown` marks.
+ */
+export function sparkline(
+  values: readonly number[],
+  {
+    top = values.reduce((a, b) => Math.max(a, b), 0),
+    unknown = [],
+  }: { top?: number; unknown?: readonly boolean[] } = {},
+): string {
   return values
-    .map((value) => {
+    .map((value, index) => {
+      if (value <= 0 && unknown[index]) return NOT_TRACKED;
       if (value <= 0 || top <= 0) return ' ';
       const level = Math.min(SPARK_LEVELS.length, Math.max(1, Math.ceil((value / top) * SPARK_LEVELS.length)));
       return SPARK_LEVELS[level - 1] ?? ' ';
@@ -30,8 +43,11 @@ export function sparkline(values: readonly number[], top = values.reduce((a, b) 
     .join('');
 }
 
-export interface Point extends Counts {
-  readonly t: number;
+export type Point = AnsweredPoint;
+
+/** Whether a point's count of `outcome` is unknown: a client's step where it went unnamed. */
+export function untracked(point: Point, outcome: Outcome): boolean {
+  return outcome !== 'degraded' && point.tracked?.[outcome] === false && point[outcome] === 0;
 }
 
 /**
@@ -44,7 +60,15 @@ export function fold(points: readonly Point[], width: number): { points: Point[]
   const folded: Point[] = [];
   for (let start = 0; start < points.length; start += per) {
     const group = points.slice(start, start + per);
-    folded.push({ t: group[0]?.t ?? 0, ...totals(group) });
+    const sum = totals(group);
+    // A column is unknown only if all of it is: otherwise its count is what the known points hold.
+    const tracked = (outcome: 'allowed' | 'denied') => !group.every((point) => untracked(point, outcome));
+    const client = group.some((point) => point.tracked !== undefined);
+    folded.push({
+      t: group[0]?.t ?? 0,
+      ...sum,
+      ...(client ? { tracked: { allowed: tracked('allowed'), denied: tracked('denied') } } : {}),
+    });
   }
   return { points: folded, per };
 }
@@ -115,11 +139,13 @@ export function renderSpark(answer: SeriesAnswer, columns: number): string {
   const format = (t: number) => formatTime(t, { step, span: answer.until - answer.from });
   const rows = OUTCOMES.map((outcome: Outcome) => {
     const values = points.map((point) => point[outcome]);
+    const unknown = points.map((point) => untracked(point, outcome));
     const min = values.reduce((a, b) => Math.min(a, b), Infinity);
     const max = values.reduce((a, b) => Math.max(a, b), 0);
-    return `${outcome.padEnd(LABEL_WIDTH)}${sparkline(values)}  min ${count(Number.isFinite(min) ? min : 0)}  max ${count(max)}`;
+    return `${outcome.padEnd(LABEL_WIDTH)}${sparkline(values, { unknown })}  min ${count(Number.isFinite(min) ? min : 0)}  max ${count(max)}`;
   });
   const folded = per === 1 ? '' : ` (${count(per)} points a column: min and max per ${formatSpan(step)})`;
+  const someUnknown = points.some((point) => OUTCOMES.some((outcome) => untracked(point, outcome)));
   return [
     `${headerLine(answer)}${folded}`,
     ...rows,
@@ -127,6 +153,9 @@ export function renderSpark(answer: SeriesAnswer, columns: number): string {
       points.map((point) => point.t),
       format,
     )}`,
+    ...(someUnknown
+      ? [`${' '.repeat(LABEL_WIDTH)}${NOT_TRACKED} not tracked: below the heaviest clients of that step`]
+      : []),
   ].join('\n');
 }
 
@@ -137,7 +166,10 @@ export function renderTable(answer: SeriesAnswer): string {
   const table = markdownTable(
     [
       ['time (UTC)', ...OUTCOMES],
-      ...answer.points.map((point) => [time(point.t), ...OUTCOMES.map((outcome) => String(point[outcome]))]),
+      ...answer.points.map((point) => [
+        time(point.t),
+        ...OUTCOMES.map((outcome) => (untracked(point, outcome) ? 'not tracked' : String(point[outcome]))),
+      ]),
       ['total', ...OUTCOMES.map((outcome) => String(sum[outcome]))],
     ],
     { align: ['l', 'r', 'r', 'r'] },

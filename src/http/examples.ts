@@ -470,7 +470,14 @@ export const usageExamples = {
         from: 1795427731,
         until: 1795428031,
         step: 60,
-        points: [...USAGE_POINTS, { t: 1795428000, allowed: 5, denied: 2, degraded: 0 }],
+        points: [
+          ...USAGE_POINTS.map((point, index) => ({
+            ...point,
+            // Busy minutes where the client was below the heaviest: unknown, not 0.
+            tracked: { allowed: index < 3, denied: true },
+          })),
+          { t: 1795428000, allowed: 5, denied: 2, degraded: 0, tracked: { allowed: true, denied: true } },
+        ],
       },
     },
   },

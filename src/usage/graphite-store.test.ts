@@ -15,6 +15,7 @@ import {
   renderSeries,
   seriesTarget,
   topTarget,
+  unnamedTargets,
 } from './graphite-store.js';
 import { UsageStoreUnavailableError, type UsageBatch } from './usage-store.js';
 
@@ -128,6 +129,51 @@ describe('pointsOf', () => {
       { t: T, allowed: 3, denied: 0, degraded: 0 },
       { t: T + 60, allowed: 0, denied: 1, degraded: 0 },
       { t: T + 120, allowed: 4, denied: 0, degraded: 0 },
+    ]);
+  });
+
+  it("gives a client's curve what the event counted for clients it does not name, per step and outcome", () => {
+    const points = pointsOf(
+      [
+        { target: 'allowed', datapoints: [[2, T]] },
+        {
+          target: 'event.allowed',
+          datapoints: [
+            [10, T],
+            [3, T + 60],
+          ],
+        },
+        {
+          target: 'named.allowed',
+          datapoints: [
+            [6, T],
+            [3, T + 60],
+          ],
+        },
+        { target: 'event.denied', datapoints: [[4, T + 120]] },
+      ],
+      { ...query, feature: 'alice' },
+    );
+    expect(points).toEqual([
+      { t: T, allowed: 2, denied: 0, degraded: 0, unnamed: { allowed: 4, denied: 0 } },
+      { t: T + 60, allowed: 0, denied: 0, degraded: 0, unnamed: { allowed: 0, denied: 0 } },
+      { t: T + 120, allowed: 0, denied: 0, degraded: 0, unnamed: { allowed: 0, denied: 4 } },
+    ]);
+    // The event's own curve has no such field, and ignores those series.
+    expect(pointsOf([{ target: 'event.allowed', datapoints: [[10, T]] }], query)[0]).toEqual({
+      t: T,
+      allowed: 0,
+      denied: 0,
+      degraded: 0,
+    });
+  });
+
+  it('names every target a client curve reads', () => {
+    expect(unnamedTargets(new GraphiteLayout(undefined), { ...query, feature: 'alice' })).toEqual([
+      'alias(summarize(sumSeries(memgate.login.allowed),"60s","sum",false),"event.allowed")',
+      'alias(summarize(sumSeries(memgate.login.clients.*.allowed),"60s","sum",false),"named.allowed")',
+      'alias(summarize(sumSeries(memgate.login.denied),"60s","sum",false),"event.denied")',
+      'alias(summarize(sumSeries(memgate.login.clients.*.denied),"60s","sum",false),"named.denied")',
     ]);
   });
 

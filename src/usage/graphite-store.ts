@@ -212,6 +212,8 @@ export function graphiteReader({
     async series(query) {
       const outcomes = query.feature === undefined ? OUTCOMES : CLIENT_OUTCOMES;
       const targets = outcomes.map((outcome) => seriesTarget(layout, query, outcome));
+      // A client's curve: also the event's counts and every named client's, per step.
+      if (query.feature !== undefined) targets.push(...unnamedTargets(layout, query));
       return pointsOf(await render(targets, query), query);
     },
 
@@ -275,16 +277,40 @@ export function topTarget(layout: GraphiteLayout, event: string): string {
 }
 
 /** One point per step from `from` while before `until`, zero-filled: graphite's points summed into them. */
-export function pointsOf(found: readonly RenderSeries[], { from, until, step }: SeriesQuery): SeriesPoint[] {
+/**
+ * What a client's curve reads besides its own series, per step and outcome: the event's
+ * count (`event.<outcome>`) and the sum of every client the history names (`named.<outcome>`).
+ */
+export function unnamedTargets(layout: GraphiteLayout, query: SeriesQuery): string[] {
+  return CLIENT_OUTCOMES.flatMap((outcome) => [
+    `alias(summarize(sumSeries(${layout.eventPattern(query.event, outcome)}),"${query.step}s","sum",false),"event.${outcome}")`,
+    `alias(summarize(sumSeries(${layout.clientPattern(query.event, undefined, outcome)}),"${query.step}s","sum",false),"named.${outcome}")`,
+  ]);
+}
+
+export function pointsOf(found: readonly RenderSeries[], { from, until, step, feature }: SeriesQuery): SeriesPoint[] {
   const points: Mutable<SeriesPoint>[] = [];
   for (let t = from; t < until; t += step) points.push({ t, allowed: 0, denied: 0, degraded: 0 });
+  const unnamed = points.map(() => ({ allowed: 0, denied: 0 }));
   for (const { target, datapoints } of found) {
-    if (!isOutcome(target)) continue;
+    const [kind, outcome = ''] = target.includes('.') ? target.split('.') : ['own', target];
+    if (!isOutcome(outcome)) continue;
     for (const [value, t] of datapoints) {
       // A point graphite keeps coarser than the step counts in the step it starts in.
-      const point = value === null || t < from || t >= until ? undefined : points[Math.floor((t - from) / step)];
-      if (point && value !== null) point[target] += value;
+      if (value === null || t < from || t >= until) continue;
+      const index = Math.floor((t - from) / step);
+      const point = points[index];
+      const counts = unnamed[index];
+      if (!point || !counts) continue;
+      if (kind === 'own') point[outcome] += value;
+      else if (outcome !== 'degraded') counts[outcome] += kind === 'event' ? value : -value;
     }
+  }
+  if (feature !== undefined) {
+    points.forEach((point, index) => {
+      const counts = unnamed[index] as { allowed: number; denied: number };
+      point.unnamed = { allowed: Math.max(0, counts.allowed), denied: Math.max(0, counts.denied) };
+    });
   }
   return points;
 }

@@ -11,6 +11,8 @@ export interface InMemoryUsageOptions {
   readonly now?: () => number;
   /** Default MEMGATE_USAGE_RETENTION's default. */
   readonly archives?: readonly Archive[];
+  /** Heaviest clients kept per event, minute and outcome. Default MEMGATE_USAGE_TOP's default. */
+  readonly top?: number;
 }
 
 export interface InMemoryUsage {
@@ -29,13 +31,14 @@ export function inMemoryUsage({
   policyEvents,
   now = Date.now,
   archives = defaultArchives(),
+  top = DEFAULTS.usageTop,
 }: InMemoryUsageOptions): InMemoryUsage {
-  const sqlite = openSqliteUsage({ path: ':memory:', archives, nowSeconds: () => now() / 1000 });
+  const sqlite = openSqliteUsage({ path: ':memory:', archives, top, nowSeconds: () => now() / 1000 });
   const recorder = new UsageRecorder({
     stores: { sqlite },
     readFrom: 'sqlite',
     flushSeconds: DEFAULTS.usageFlushSeconds,
-    top: DEFAULTS.usageTop,
+    top,
     now,
   });
   const history = createUsageHistory({ reader: sqlite, recorder, archives, policyEvents, now });

@@ -32,6 +32,8 @@ export type Maintenance = (now: number) => Job<void>;
 interface ClientKey {
   readonly t: number;
   readonly feature: string;
+  readonly allowed: number;
+  readonly denied: number;
 }
 
 export function sqliteMaintenance(db: Database.Database, plan: MaintenancePlan): Maintenance {
@@ -50,12 +52,16 @@ export function sqliteMaintenance(db: Database.Database, plan: MaintenancePlan):
     'SELECT t FROM usage_points WHERE resolution = ? AND event = ? AND t < ? ORDER BY t LIMIT ?',
   );
   const deletePointsTo = db.prepare('DELETE FROM usage_points WHERE resolution = ? AND event = ? AND t <= ?');
-  const oldClients = db.prepare(
-    'SELECT t, feature FROM usage_clients WHERE resolution = ? AND event = ? AND t < ? ORDER BY t, feature LIMIT ?',
-  );
+  const oldClients = db.prepare(`
+    SELECT t, feature, allowed, denied FROM usage_clients
+    WHERE resolution = ? AND event = ? AND t < ? ORDER BY t, feature LIMIT ?`);
   const deleteClient = db.prepare(
     'DELETE FROM usage_clients WHERE resolution = ? AND event = ? AND t = ? AND feature = ?',
   );
+  // A point's sums of its clients follow the rows dropped (sqlite-schema.ts).
+  const unname = db.prepare(`
+    UPDATE usage_points SET named_allowed = named_allowed - ?, named_denied = named_denied - ?
+    WHERE resolution = ? AND event = ? AND t = ?`);
   const pruneBatches = db.prepare(`
     DELETE FROM usage_batches WHERE (instance, sequence) IN (
       SELECT instance, sequence FROM usage_batches WHERE written < ? ORDER BY written LIMIT ?)`);
@@ -72,14 +78,17 @@ export function sqliteMaintenance(db: Database.Database, plan: MaintenancePlan):
     WHERE resolution = ? AND event = ? AND t = ? AND feature > ? ORDER BY feature LIMIT ?`);
   // Without `t >= ?` after the first step, so that SQLite seeks on all four key columns.
   const rangeFrom = db.prepare(`
-    SELECT t, feature FROM usage_clients
+    SELECT t, feature, allowed, denied FROM usage_clients
     WHERE resolution = ? AND event = ? AND t >= ? AND t < ? ORDER BY t, feature LIMIT ?`);
   const rangeAfter = db.prepare(`
-    SELECT t, feature FROM usage_clients
+    SELECT t, feature, allowed, denied FROM usage_clients
     WHERE resolution = ? AND event = ? AND (t, feature) > (?, ?) AND t < ? ORDER BY t, feature LIMIT ?`);
 
   const deleteClients = db.transaction((resolution: number, event: string, keys: readonly ClientKey[]) => {
-    for (const { t, feature } of keys) deleteClient.run(resolution, event, t, feature);
+    for (const { t, feature, allowed, denied } of keys) {
+      deleteClient.run(resolution, event, t, feature);
+      unname.run(allowed, denied, resolution, event, t);
+    }
   });
 
   /** The distinct values of `column` a seek statement walks through, from the smallest. */

@@ -18,22 +18,25 @@ const rowArbitrary = fc.record({
   feature: fc.constantFrom(...NAMES),
   allowed: fc.integer({ min: 0, max: 3 }),
   denied: fc.integer({ min: 0, max: 2 }),
+  // False: counted for the event, by a client the history does not name.
+  named: fc.boolean(),
 });
 type Row = typeof rowArbitrary extends fc.Arbitrary<infer T> ? T : never;
 
 function fileOf(rows: readonly Row[]): Database.Database {
   const db = openUsageDatabase(':memory:');
   const point = db.prepare(`
-    INSERT INTO usage_points VALUES (?, 'login', ?, ?, ?, 1)
-    ON CONFLICT DO UPDATE SET allowed = allowed + excluded.allowed, denied = denied + excluded.denied`);
+    INSERT INTO usage_points VALUES (?, 'login', ?, ?, ?, 1, ?, ?)
+    ON CONFLICT DO UPDATE SET allowed = allowed + excluded.allowed, denied = denied + excluded.denied,
+      named_allowed = named_allowed + excluded.named_allowed, named_denied = named_denied + excluded.named_denied`);
   const client = db.prepare(`
     INSERT INTO usage_clients VALUES (?, 'login', ?, ?, ?, ?)
     ON CONFLICT DO UPDATE SET allowed = allowed + excluded.allowed, denied = denied + excluded.denied`);
   db.transaction(() => {
-    for (const { resolution, t, feature, allowed, denied } of rows) {
+    for (const { resolution, t, feature, allowed, denied, named } of rows) {
       const start = t - (t % resolution);
-      point.run(resolution, start, allowed, denied);
-      client.run(resolution, start, feature, allowed, denied);
+      point.run(resolution, start, allowed, denied, named ? allowed : 0, named ? denied : 0);
+      if (named) client.run(resolution, start, feature, allowed, denied);
     }
   })();
   return db;
@@ -101,6 +104,7 @@ describe('reads in steps', () => {
       feature: `client-${i}`,
       allowed: 1,
       denied: 0,
+      named: true,
     }));
     const db = fileOf(rows);
     const query = { event: 'login', from: START, until: START + 600, resolution: 60, limit: 3 };
@@ -116,13 +120,16 @@ describe('reads in steps', () => {
     const series = { ...query, step: 60 };
     expect(run(sqliteReads(db, { chunkRows: 3, rowBudget: 10 }).series(series)).steps).toBe(3);
     expect(refusal(sqliteReads(db, { chunkRows: 3, rowBudget: 9 }).series(series))).toBeInstanceOf(UsageQueryError);
-    expect(
-      run(sqliteReads(db, { chunkRows: 3, rowBudget: 1 }).series({ ...series, feature: 'client-1' })).value,
-    ).toHaveLength(10);
+    // A client's curve reads its own row and the event's 10 points (what went unnamed).
+    const client = { ...series, feature: 'client-1' };
+    expect(run(sqliteReads(db, { chunkRows: 3, rowBudget: 11 }).series(client)).value).toHaveLength(10);
+    for (const rowBudget of [10, 5, 1]) {
+      expect(refusal(sqliteReads(db, { chunkRows: 3, rowBudget }).series(client))).toBeInstanceOf(UsageQueryError);
+    }
   });
 
   it('asks for the clients memory adds once, before reading', () => {
-    const db = fileOf([{ resolution: 60, t: START, feature: 'a', allowed: 1, denied: 0 }]);
+    const db = fileOf([{ resolution: 60, t: START, feature: 'a', allowed: 1, denied: 0, named: true }]);
     const asked: number[] = [];
     const job = sqliteReads(db, { chunkRows: 1, rowBudget: 10 }).top({
       event: 'login',
@@ -150,6 +157,9 @@ function readAsBefore(db: Database.Database) {
   const clientPoints = db.prepare(`
     SELECT t - t % ? AS t, sum(allowed) AS allowed, sum(denied) AS denied, 0 AS degraded FROM usage_clients
     WHERE resolution = ? AND event = ? AND feature = ? AND t >= ? AND t < ? GROUP BY 1`);
+  const named = db.prepare(`
+    SELECT t - t % ? AS t, sum(allowed) AS allowed, sum(denied) AS denied FROM usage_clients
+    WHERE resolution = ? AND event = ? AND t >= ? AND t < ? GROUP BY 1`);
   const heaviest = (outcome: 'allowed' | 'denied') =>
     db.prepare(`
       SELECT feature, count FROM (
@@ -170,10 +180,22 @@ function readAsBefore(db: Database.Database) {
           : clientPoints.all(step, resolution, 'login', feature, from, until);
       for (const row of rows as { t: number; allowed: number; denied: number; degraded: number }[])
         found.set(row.t, row);
+      type Sums = { t: number; allowed: number; denied: number };
+      const sums = (statement: Database.Statement, ...args: unknown[]) =>
+        new Map((statement.all(step, resolution, 'login', ...args) as Sums[]).map((row) => [row.t, row]));
+      const totals = sums(points, from, until);
+      const namedSums = sums(named, from, until);
       const answer = [];
       for (let t = from; t < until; t += step) {
         const point = found.get(t);
-        answer.push({ t, allowed: point?.allowed ?? 0, denied: point?.denied ?? 0, degraded: point?.degraded ?? 0 });
+        const counts = { t, allowed: point?.allowed ?? 0, denied: point?.denied ?? 0, degraded: point?.degraded ?? 0 };
+        const unnamed = (outcome: 'allowed' | 'denied') =>
+          (totals.get(t)?.[outcome] ?? 0) - (namedSums.get(t)?.[outcome] ?? 0);
+        answer.push(
+          feature === undefined
+            ? counts
+            : { ...counts, unnamed: { allowed: unnamed('allowed'), denied: unnamed('denied') } },
+        );
       }
       return answer;
     },

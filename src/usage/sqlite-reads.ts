@@ -27,6 +27,9 @@ interface PointRow {
   readonly allowed: number;
   readonly denied: number;
   readonly degraded?: number;
+  /** An event's point: what the clients the history names at it did. */
+  readonly named_allowed?: number;
+  readonly named_denied?: number;
 }
 
 interface ClientRow {
@@ -42,7 +45,7 @@ const RANK_CHUNK = 5000;
 export function sqliteReads(db: Database.Database, { chunkRows, rowBudget }: SqliteReadOptions): SqliteReads {
   // Each from just after the last row read: `t` is unique within an event's points, and within a client's.
   const points = db.prepare(`
-    SELECT t, allowed, denied, degraded FROM usage_points
+    SELECT t, allowed, denied, degraded, named_allowed, named_denied FROM usage_points
     WHERE resolution = ? AND event = ? AND t > ? AND t < ? ORDER BY t LIMIT ?`);
   const clientPoints = db.prepare(`
     SELECT t, allowed, denied FROM usage_clients
@@ -70,37 +73,88 @@ export function sqliteReads(db: Database.Database, { chunkRows, rowBudget }: Sql
     return Math.min(chunkRows, rowBudget - read + 1);
   }
 
+  /**
+   * Reads rows in `t` order from just after `after`, a chunk a step, each from just after the
+   * last `t` read, handing each to `take`; `read.rows` counts them against the budget.
+   */
+  function* readInOrder<Row extends { readonly t: number }>(
+    read: { rows: number },
+    what: string,
+    start: number,
+    chunk: (after: number, limit: number) => readonly Row[],
+    take: (row: Row) => void,
+  ): Generator<undefined, void> {
+    let after = start;
+    for (;;) {
+      const limit = budget(read.rows, what);
+      const rows = chunk(after, limit);
+      read.rows += rows.length;
+      rows.forEach(take);
+      const last = rows.at(-1);
+      if (!last || rows.length < limit) return;
+      after = last.t;
+      yield;
+    }
+  }
+
   return {
     *series({ event, feature, from, until, step, resolution }) {
-      const answer: SeriesPoint[] = [];
+      const answer: Mutable<SeriesPoint>[] = [];
       for (let t = from; t < until; t += step) answer.push({ t, allowed: 0, denied: 0, degraded: 0 });
+      /** The point whose step holds second `t`, as `t - t % step` groups them. */
+      const pointAt = (t: number) => {
+        const start = t - (t % step);
+        return (start - from) % step === 0 ? answer[(start - from) / step] : undefined;
+      };
       const what = `from ${from} to ${until} at ${resolution} s`;
-      let read = 0;
-      let after = from - 1;
-      for (;;) {
-        const limit = budget(read, what);
-        const rows = (
-          feature === undefined
-            ? points.all(resolution, event, after, until, limit)
-            : clientPoints.all(resolution, event, feature, after, until, limit)
-        ) as PointRow[];
-        read += rows.length;
-        for (const row of rows) {
-          // In the step holding it, as `t - t % step` groups them.
-          const start = row.t - (row.t % step);
-          if ((start - from) % step !== 0) continue;
-          const point = answer[(start - from) / step] as Mutable<SeriesPoint> | undefined;
-          if (!point) continue;
-          point.allowed += row.allowed;
-          point.denied += row.denied;
-          point.degraded += row.degraded ?? 0;
-        }
-        const last = rows.at(-1);
-        if (!last || rows.length < limit) break;
-        after = last.t;
-        yield;
+      const read = { rows: 0 };
+      const first = from - 1;
+      if (feature === undefined) {
+        yield* readInOrder(
+          read,
+          what,
+          first,
+          (after, limit) => points.all(resolution, event, after, until, limit) as PointRow[],
+          add,
+        );
+        return answer;
       }
+      yield* readInOrder(
+        read,
+        what,
+        first,
+        (after, limit) => clientPoints.all(resolution, event, feature, after, until, limit) as PointRow[],
+        add,
+      );
+      // What the event counted less what its named clients did: what went to clients unnamed.
+      const unnamed = answer.map(() => ({ allowed: 0, denied: 0 }));
+      yield* readInOrder(
+        read,
+        what,
+        first,
+        (after, limit) => points.all(resolution, event, after, until, limit) as PointRow[],
+        (row: PointRow) => {
+          const point = pointAt(row.t);
+          const counts = point ? unnamed[(point.t - from) / step] : undefined;
+          if (!counts) return;
+          counts.allowed += row.allowed - (row.named_allowed ?? 0);
+          counts.denied += row.denied - (row.named_denied ?? 0);
+        },
+      );
+      answer.forEach((point, index) => {
+        const counts = unnamed[index] as { allowed: number; denied: number };
+        // Never below 0: a client's counts are never more than it got.
+        point.unnamed = { allowed: Math.max(0, counts.allowed), denied: Math.max(0, counts.denied) };
+      });
       return answer;
+
+      function add(row: PointRow) {
+        const point = pointAt(row.t);
+        if (!point) return;
+        point.allowed += row.allowed;
+        point.denied += row.denied;
+        point.degraded += row.degraded ?? 0;
+      }
     },
 
     *top({ event, from, until, resolution, limit, include }) {

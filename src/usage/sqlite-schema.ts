@@ -6,8 +6,11 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'libsql';
 
-/** The layout's version, kept in PRAGMA user_version: 0 is the first, 1 added usage_batches_by_written. */
-export const SCHEMA_VERSION = 1;
+/**
+ * The layout's version, kept in PRAGMA user_version: 0 is the first, 1 added
+ * usage_batches_by_written, 2 the named clients' sums of each point.
+ */
+export const SCHEMA_VERSION = 2;
 
 /** Opens (or creates) the file at `path`, `:memory:` for one that lives with the process, in the current layout. */
 export function openUsageDatabase(path: string): Database.Database {
@@ -30,6 +33,10 @@ export function createSchema(db: Database.Database): void {
       allowed INTEGER NOT NULL,
       denied INTEGER NOT NULL,
       degraded INTEGER NOT NULL,
+      -- What the rows of usage_clients at this point hold, kept with them: the rest of
+      -- allowed and denied went to clients the history does not name.
+      named_allowed INTEGER NOT NULL DEFAULT 0,
+      named_denied INTEGER NOT NULL DEFAULT 0,
       PRIMARY KEY (resolution, event, t)
     ) WITHOUT ROWID;
     -- In time order, so a range (top, compaction) reads only its own rows; a client's curve by the index.
@@ -64,13 +71,22 @@ export function createSchema(db: Database.Database): void {
 }
 
 /**
- * Brings a file to SCHEMA_VERSION; the tables above are the same in every version.
+ * Brings a file to SCHEMA_VERSION; every version keeps every row.
  * 0 → 1: pruning finds batches older than a day through an index, not by reading them all
  * (built at start, from a table that holds about a day of batches).
+ * 1 → 2: each point holds what its named clients did. Points written before hold 0: their
+ * clients' curves then say a client absent from a busy step is not tracked, never that it
+ * had none (summing the clients of a file of years would stall the start).
  */
 function migrate(db: Database.Database): void {
   const { user_version: version } = db.prepare('PRAGMA user_version').get() as { user_version: number };
   if (version >= SCHEMA_VERSION) return;
   db.exec('CREATE INDEX IF NOT EXISTS usage_batches_by_written ON usage_batches (written)');
+  const columns = new Set(
+    (db.prepare('PRAGMA table_info(usage_points)').all() as { name: string }[]).map((c) => c.name),
+  );
+  for (const column of ['named_allowed', 'named_denied']) {
+    if (!columns.has(column)) db.exec(`ALTER TABLE usage_points ADD COLUMN ${column} INTEGER NOT NULL DEFAULT 0`);
+  }
   db.exec(`PRAGMA user_version = ${SCHEMA_VERSION}`);
 }

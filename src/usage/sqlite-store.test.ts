@@ -184,6 +184,11 @@ describe('a file of the first layout', () => {
     const store = openSqliteUsage({ path, archives: ARCHIVES, nowSeconds: () => now });
     const range = { event: 'login', from: HOUR, until: HOUR + 60, resolution: 60 };
     expect(await store.series({ ...range, step: 60 })).toEqual([{ t: HOUR, allowed: 7, denied: 2, degraded: 1 }]);
+    // Points written before memgate kept their clients' sums: a client absent from one is not
+    // known to have had none.
+    expect(await store.series({ ...range, step: 60, feature: 'bob' })).toEqual([
+      { t: HOUR, allowed: 0, denied: 0, degraded: 0, unnamed: { allowed: 7, denied: 2 } },
+    ]);
     expect(await store.top({ ...range, limit: 5 })).toEqual({
       allowed: [{ feature: 'alice', count: 7 }],
       denied: [{ feature: 'alice', count: 2 }],

@@ -85,6 +85,12 @@ export function openSqliteUsage({
     INSERT INTO usage_clients (resolution, event, t, feature, allowed, denied) VALUES (?, ?, ?, ?, ?, ?)
     ON CONFLICT (resolution, event, t, feature) DO UPDATE SET
       allowed = allowed + excluded.allowed, denied = denied + excluded.denied`);
+  // Each point holds the sum of its client rows, kept as they are added and dropped.
+  const addNamed = db.prepare(`
+    INSERT INTO usage_points (resolution, event, t, allowed, denied, degraded, named_allowed, named_denied)
+    VALUES (?, ?, ?, 0, 0, 0, ?, ?)
+    ON CONFLICT (resolution, event, t) DO UPDATE SET
+      named_allowed = named_allowed + excluded.named_allowed, named_denied = named_denied + excluded.named_denied`);
   const markBatch = db.prepare('INSERT OR IGNORE INTO usage_batches (instance, sequence, written) VALUES (?, ?, ?)');
   const seeEvent = db.prepare(`
     INSERT INTO usage_events (event, first, last) VALUES (?, ?, ?)
@@ -98,6 +104,8 @@ export function openSqliteUsage({
       ? [{ resolution: TOP_DAY_SECONDS, keepSeconds: coarsest.keepSeconds }]
       : [];
   const clientArchives = [...archives.filter(({ resolution }) => resolution % 60 === 0), ...days];
+  /** The archives with points, where a client archive's sums are kept too (not the days of /usage/top). */
+  const pointResolutions = new Set(archives.map(({ resolution }) => resolution));
   // Compacting a period drops its light clients from it and the finer archives; a day, only
   // from itself (an hour's heaviest keep their curve).
   const compacting = clientArchives
@@ -145,10 +153,14 @@ export function openSqliteUsage({
       });
     }
     for (const minute of batch.minutes) {
+      const named = (list: readonly { count: number }[]) => list.reduce((sum, { count }) => sum + count, 0);
       for (const { resolution } of clientArchives) {
         const t = minute.t - (minute.t % resolution);
         for (const { feature, count } of minute.allowed) addClient.run(resolution, minute.event, t, feature, count, 0);
         for (const { feature, count } of minute.denied) addClient.run(resolution, minute.event, t, feature, 0, count);
+        if (pointResolutions.has(resolution)) {
+          addNamed.run(resolution, minute.event, t, named(minute.allowed), named(minute.denied));
+        }
       }
     }
     for (const [event, { first, last }] of spans) seeEvent.run(event, first, last);

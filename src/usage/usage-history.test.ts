@@ -70,7 +70,11 @@ function expected(
     const point = points.get(decision.second - (decision.second % step));
     if (point) point[decision.outcome]++;
   }
-  return [...points].map(([t, counts]) => ({ t, ...counts }));
+  // Fewer clients than the heaviest kept: every one is named, so each count is known.
+  const tracked = { allowed: true, denied: true };
+  return [...points].map(([t, counts]) =>
+    filter.feature === undefined ? { t, ...counts } : { t, ...counts, tracked },
+  );
 }
 
 /**
@@ -179,6 +183,69 @@ describe('usage history, on a driven clock', () => {
     expect(top.allowed).toEqual(truth('allowed'));
     expect(top.denied).toEqual(truth('denied'));
     await later.close();
+    await sqlite.close();
+  });
+
+  it("says which of a client's counts are unknown: where it was below the heaviest while others went unnamed", async () => {
+    const minute = Date.UTC(2026, 0, 1, 1, 0) / 1000;
+    let nowMs = minute * 1000 + 5000;
+    const now = () => nowMs;
+    const sqlite = openSqliteUsage({ path: ':memory:', archives: ARCHIVES, nowSeconds: () => nowMs / 1000 });
+    const recorder = new UsageRecorder({ stores: { sqlite }, readFrom: 'sqlite', flushSeconds: 15, top: 2, now });
+    const history = createUsageHistory({
+      reader: sqlite,
+      recorder,
+      archives: ARCHIVES,
+      policyEvents: () => ['login'],
+      now,
+    });
+    const record = (feature: string, allowed: boolean, times: number) => {
+      for (let i = 0; i < times; i++) recorder.record('login', feature, { allowed });
+    };
+    // The first minute: three clients allowed, two named (top 2); one denied, named.
+    record('heavy', true, 5);
+    record('medium', true, 3);
+    record('light', true, 1);
+    record('light', false, 2);
+    // The second: only two clients, both named: a client absent from it had 0.
+    nowMs += 60_000;
+    record('heavy', true, 2);
+    record('medium', true, 1);
+    nowMs += 60_000;
+    const curve = async (feature: string) =>
+      (
+        await history.series({ event: 'login', feature, from: String(minute), until: String(minute + 120), step: '60' })
+      ).points.map(({ allowed, denied, tracked }) => ({ allowed, denied, tracked }));
+    const known = { allowed: true, denied: true };
+    const expectations = async () => {
+      expect(await curve('heavy')).toEqual([
+        { allowed: 5, denied: 0, tracked: known },
+        { allowed: 2, denied: 0, tracked: known },
+      ]);
+      // light's allowed decision went unnamed: unknown in the first minute, not 0.
+      for (const feature of ['light', 'never-seen']) {
+        expect(await curve(feature)).toEqual([
+          { allowed: 0, denied: feature === 'light' ? 2 : 0, tracked: { allowed: false, denied: true } },
+          { allowed: 0, denied: 0, tracked: known },
+        ]);
+      }
+      // The whole event's curve has no such field: its counts are all known.
+      const whole = await history.series({
+        event: 'login',
+        from: String(minute),
+        until: String(minute + 120),
+        step: '60',
+      });
+      expect(whole.points.map(({ allowed, denied }) => ({ allowed, denied }))).toEqual([
+        { allowed: 9, denied: 2 },
+        { allowed: 3, denied: 0 },
+      ]);
+      expect(whole.points.every((point) => !('tracked' in point))).toBe(true);
+    };
+    await expectations(); // from memory
+    await recorder.close(); // written to the file
+    expect(recorder.pendingRows).toBe(0);
+    await expectations(); // from the file
     await sqlite.close();
   });
 

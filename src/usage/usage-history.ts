@@ -33,13 +33,23 @@ export interface UsageHistoryOptions {
   readonly now?: () => number;
 }
 
+/** A point of /usage: the step's counts, and for a client's curve which of them are known. */
+export interface AnsweredPoint extends Omit<SeriesPoint, 'unnamed'> {
+  /**
+   * A client's curve only. False for an outcome where the client is not among the clients
+   * the history names in this step while others went unnamed: its count there is unknown (it
+   * was below the step's heaviest), not the 0 the point holds.
+   */
+  readonly tracked?: { readonly allowed: boolean; readonly denied: boolean };
+}
+
 export interface SeriesAnswer {
   readonly event: string;
   readonly feature: string | null;
   readonly from: number;
   readonly until: number;
   readonly step: number;
-  readonly points: readonly SeriesPoint[];
+  readonly points: readonly AnsweredPoint[];
 }
 
 export interface TopAnswer {
@@ -96,28 +106,49 @@ export function createUsageHistory({
       // Read in the same turn as the store's answer arrives: a flush removes what it wrote in
       // its own turn, and none lands while the file is read (slice-lane.ts).
       const unflushed = recorder?.unflushed(event);
-      if (unflushed) {
-        const add = (t: number, counts: { allowed: number; denied: number; degraded: number }) => {
-          // As the store files it: in its archive point, then in the step holding that point.
-          const archived = t - (t % resolution);
-          if (archived < firstPoint || archived >= until) return;
-          const point = points[(archived - firstPoint - ((archived - firstPoint) % step)) / step] as
-            Mutable<SeriesPoint> | undefined;
-          if (!point) return;
-          point.allowed += counts.allowed;
-          point.denied += counts.denied;
-          point.degraded += counts.degraded;
-        };
-        if (feature === undefined) for (const second of unflushed.seconds) add(second.t, second);
-        else {
-          for (const minute of unflushed.minutes) {
-            const count = (list: readonly ClientCount[]) =>
-              list.find((client) => client.feature === feature)?.count ?? 0;
-            add(minute.t, { allowed: count(minute.allowed), denied: count(minute.denied), degraded: 0 });
+      /** The index of the point that holds second `t`, as the store files it: its archive point, then the step holding that. */
+      const indexAt = (t: number) => {
+        const archived = t - (t % resolution);
+        if (archived < firstPoint || archived >= until) return -1;
+        return (archived - firstPoint - ((archived - firstPoint) % step)) / step;
+      };
+      const pointAt = (t: number) => points[indexAt(t)] as Mutable<SeriesPoint> | undefined;
+      if (unflushed && feature === undefined) {
+        for (const second of unflushed.seconds) {
+          const point = pointAt(second.t);
+          if (!point) continue;
+          point.allowed += second.allowed;
+          point.denied += second.denied;
+          point.degraded += second.degraded;
+        }
+      }
+      if (feature === undefined) return { event, feature: null, from: plan.from, until: plan.until, step, points };
+      // A client's curve: its counts and what went unnamed, with memory's share of both.
+      const unnamed = points.map(({ unnamed: stored }) => ({ allowed: 0, denied: 0, ...stored }));
+      const unnamedAt = (t: number) => unnamed[indexAt(t)];
+      for (const second of unflushed?.seconds ?? []) {
+        const counts = unnamedAt(second.t);
+        if (!counts) continue;
+        counts.allowed += second.allowed;
+        counts.denied += second.denied;
+      }
+      for (const minute of unflushed?.minutes ?? []) {
+        const point = pointAt(minute.t);
+        const counts = unnamedAt(minute.t);
+        if (!point || !counts) continue;
+        for (const outcome of ['allowed', 'denied'] as const) {
+          for (const client of minute[outcome]) {
+            counts[outcome] -= client.count;
+            if (client.feature === feature) point[outcome] += client.count;
           }
         }
       }
-      return { event, feature: feature ?? null, from: plan.from, until: plan.until, step, points };
+      const answered = points.map(({ t, allowed, denied, degraded }, index): AnsweredPoint => {
+        const counts = unnamed[index] ?? { allowed: 0, denied: 0 };
+        const tracked = { allowed: allowed > 0 || counts.allowed <= 0, denied: denied > 0 || counts.denied <= 0 };
+        return { t, allowed, denied, degraded, tracked };
+      });
+      return { event, feature, from: plan.from, until: plan.until, step, points: answered };
     },
 
     async top(params) {

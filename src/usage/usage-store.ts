@@ -79,6 +79,13 @@ export interface SeriesQuery {
 export interface SeriesPoint extends Counts {
   /** The step's first second, in epoch seconds. */
   readonly t: number;
+  /**
+   * A client's curve only: the event's allowed and denied decisions in this step that went to
+   * clients the history does not name (outside the heaviest of their minute, or dropped from
+   * a period by compaction). Where the client has no count of an outcome and this is above 0,
+   * its count there is unknown, not 0.
+   */
+  readonly unnamed?: { readonly allowed: number; readonly denied: number };
 }
 
 export interface TopQuery {
