@@ -2,8 +2,6 @@
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
-# The client package (memgate-client) is a workspace of the lockfile; the image builds only the service.
-COPY packages/client/package.json ./packages/client/
 RUN npm ci --ignore-scripts
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src

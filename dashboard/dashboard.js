@@ -244,13 +244,14 @@ function colours() {
 }
 
 /**
- * Whether a client's count of `outcome` at `point` is unknown: /usage says it was below the
- * heaviest of that step while others went unnamed, so the 0 it holds is not a count.
+ * Whether a client's count of `outcome` at `point` is not fully known: /usage says it was
+ * below the heaviest in some of that step while others went unnamed, so the point holds
+ * only what the rest of the step counted (0 when it was below them all along).
  * @param {Point | undefined} point
  * @param {'allowed' | 'denied' | 'degraded'} outcome
  */
 function untracked(point, outcome) {
-  return outcome !== 'degraded' && point?.tracked?.[outcome] === false && point[outcome] === 0;
+  return outcome !== 'degraded' && point?.tracked?.[outcome] === false;
 }
 
 /** @param {Point} point */
@@ -304,9 +305,9 @@ function countAt(/** @type {keyof Point} */ outcome) {
     const points = view.series?.points ?? [];
     const point = i === null ? undefined : points[Math.min(i, points.length - 1)];
     if (!point) return '–';
-    return outcome !== 't' && outcome !== 'tracked' && untracked(point, outcome)
-      ? 'not tracked'
-      : numberFormat.format(Number(point[outcome]));
+    const count = Number(point[outcome]);
+    if (outcome === 't' || outcome === 'tracked' || !untracked(point, outcome)) return numberFormat.format(count);
+    return count === 0 ? 'not tracked' : `at least ${numberFormat.format(count)}`;
   };
 }
 
@@ -511,7 +512,7 @@ function showLimits(series) {
         'p',
         { className: 'untracked-note' },
         element('span', { className: 'swatch untracked' }),
-        `Not tracked in ${unknown} of ${series.points.length} points (shaded): ${series.feature} was below the heaviest clients there, so its count is unknown, not 0.`,
+        `Not tracked in ${unknown} of ${series.points.length} points (shaded): ${series.feature} was below the heaviest clients there, so its count is unknown (not 0), or in part of the point only a lower bound.`,
       ),
     );
   }

@@ -20,14 +20,12 @@ interface Packed {
 }
 
 /**
- * `npm pack` of the root, whose prepack builds both packages from a clean dist/ (no output of a
- * module since removed), or of a workspace, then packed as built.
+ * `npm pack` of the root or of a package folder, each through its own prepack: both built
+ * from a clean dist/, so no output of a module since removed is packed.
  */
-async function pack(destination: string, workspace?: string): Promise<Packed> {
-  const args = ['pack', '--json', '--pack-destination', destination];
-  const { stdout } = await run('npm', workspace ? [...args, '--ignore-scripts', '-w', workspace] : args, {
-    cwd: ROOT,
-  });
+async function pack(destination: string, folder?: string): Promise<Packed> {
+  const args = ['pack', ...(folder ? [folder] : []), '--json', '--pack-destination', destination];
+  const { stdout } = await run('npm', args, { cwd: ROOT });
   const [packed] = JSON.parse(stdout) as [Packed];
   return { ...packed, filename: join(destination, packed.filename) };
 }
@@ -199,7 +197,7 @@ let memgate: ServiceProcess;
 beforeAll(async () => {
   folder = mkdtempSync(join(tmpdir(), 'memgate-packages-'));
   memgateTarball = await pack(folder);
-  clientTarball = await pack(folder, 'packages/client');
+  clientTarball = await pack(folder, './packages/client');
 
   clientApp = join(folder, 'client-app');
   fullApp = join(folder, 'full-app');
@@ -288,9 +286,9 @@ describe('memgate installed from git', () => {
 });
 
 describe('memgate-client installed alone', () => {
-  it('brings no server dependency: only itself, ipaddr.js and lru-cache', () => {
+  it('brings no server dependency: only itself, ipaddr.js, lru-cache and p-limit', () => {
     const installed = installedPackages(clientApp);
-    expect(installed).toEqual(['ipaddr.js', 'lru-cache', 'memgate-client']);
+    expect(installed).toEqual(['ipaddr.js', 'lru-cache', 'memgate-client', 'p-limit', 'yocto-queue']);
     expect(installed.filter((name) => SERVER_SIDE.includes(name) || name === 'undici')).toEqual([]);
   });
 

@@ -8,15 +8,26 @@ import { createTransport } from './transport.js';
 let server: Server;
 let url: URL;
 const seen: IncomingHttpHeaders[] = [];
+/** Requests the server holds at once, and the most it held. */
+const inFlight = { now: 0, max: 0 };
 
 beforeAll(async () => {
   server = createServer((request, response) => {
     seen.push(request.headers);
+    inFlight.now++;
+    inFlight.max = Math.max(inFlight.max, inFlight.now);
     let body = '';
     request.on('data', (chunk: Buffer) => (body += chunk.toString()));
     request.on('end', () => {
-      response.writeHead(200, { 'content-type': 'application/json' });
-      response.end(JSON.stringify({ path: request.url, echo: JSON.parse(body) as unknown }));
+      // /slow answers after a moment, so that requests sent at once overlap.
+      setTimeout(
+        () => {
+          inFlight.now--;
+          response.writeHead(200, { 'content-type': 'application/json' });
+          response.end(JSON.stringify({ path: request.url, echo: JSON.parse(body) as unknown }));
+        },
+        request.url?.endsWith('/slow') ? 20 : 0,
+      );
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -53,5 +64,27 @@ describe('the transport in Node', () => {
     ]);
     expect(seen.map((headers) => headers['user-agent'])).toEqual(['node', 'node']);
     expect(seen[0]?.['x-app']).toBe('a');
+  });
+
+  it('sends at most `connections` requests at once through fetch, as the pool would', async () => {
+    seen.length = 0;
+    const missing = Object.assign(new Error("Cannot find package 'undici'"), { code: 'ERR_MODULE_NOT_FOUND' });
+    const transport = createTransport({ ...options(), connections: 2, loadUndici: () => Promise.reject(missing) });
+    inFlight.max = 0;
+    const answers = await Promise.all(Array.from({ length: 8 }, (_, n) => transport.post('/slow', { n })));
+    await transport.close();
+    expect(answers.map((answer) => answer.status)).toEqual(Array(8).fill(200));
+    expect(inFlight.max).toBe(2);
+  });
+
+  it('says when undici is there but cannot be loaded, instead of hiding it behind fetch', async () => {
+    const broken = Object.assign(new Error('Unexpected token'), { code: 'ERR_INVALID_PACKAGE_CONFIG' });
+    const transport = createTransport({ ...options(), loadUndici: () => Promise.reject(broken) });
+    await expect(transport.post('/check', {})).rejects.toMatchObject({
+      name: 'TransportFailure',
+      reason: 'network',
+      message: 'undici could not be loaded: Unexpected token',
+    });
+    await expect(transport.close()).resolves.toBeUndefined();
   });
 });

@@ -114,20 +114,30 @@ function basePath(url: URL): string {
   return url.pathname.replace(/\/+$/, '');
 }
 
-function fetchTransport(options: TransportOptions, fetch: FetchFunction): Transport {
+/** Runs a request when its turn comes: at once, or within a limit of requests at a time. */
+type Turn = <T>(send: () => Promise<T>) => Promise<T>;
+
+/**
+ * Requests through `fetch`, each when `turn` lets it (Node without undici: at most
+ * `connections` at once, as undici's pool would allow; the wait counts against the deadline
+ * there too).
+ */
+function fetchTransport(options: TransportOptions, fetch: FetchFunction, turn: Turn = (send) => send()): Transport {
   const base = `${options.url.origin}${basePath(options.url)}`;
   const pending = new Set<Promise<unknown>>();
   return {
     post(path, body, headers) {
-      const answer = withTimeout(options.timeoutMs, async (signal) => {
-        const response = await fetch(`${base}${path}`, {
-          method: 'POST',
-          headers: requestHeaders(options, headers),
-          body: JSON.stringify(body),
-          signal,
-        });
-        return { status: response.status, text: await response.text() };
-      });
+      const answer = withTimeout(options.timeoutMs, (signal) =>
+        turn(async () => {
+          const response = await fetch(`${base}${path}`, {
+            method: 'POST',
+            headers: requestHeaders(options, headers),
+            body: JSON.stringify(body),
+            signal,
+          });
+          return { status: response.status, text: await response.text() };
+        }),
+      );
       pending.add(answer);
       void answer.catch(() => undefined).finally(() => pending.delete(answer));
       return answer;
@@ -145,16 +155,23 @@ type UndiciPool = import('undici').Pool;
  * not at import: memgate/client imports no node: module.
  */
 function nodeTransport(options: TransportOptions): Transport {
-  const load = (options.loadUndici ?? (() => import('undici'))) as () => Promise<typeof import('undici')>;
+  // Named through a variable, so that a bundler leaves the import to run time instead of
+  // failing the build of an app that did not install undici.
+  const load = (options.loadUndici ??
+    (() => import(/* webpackIgnore: true */ /* @vite-ignore */ UNDICI))) as () => Promise<typeof import('undici')>;
   let chosen: Promise<Transport> | undefined;
   const choose = () =>
     (chosen ??= load().then(
       ({ Pool }) =>
         poolTransport(options, new Pool(options.url.origin, { connections: options.connections, pipelining: 1 })),
-      () => {
+      async (error: unknown) => {
+        // Only a missing undici means fetch: a broken one is said, not hidden.
+        if (!notInstalled(error))
+          throw new TransportFailure('network', `undici could not be loaded: ${describe(error)}`);
         const fetch = globalFetch();
         if (!fetch) throw new TransportFailure('network', 'neither undici nor fetch is there to reach memgate');
-        return fetchTransport(options, fetch);
+        const { default: pLimit } = await import('p-limit');
+        return fetchTransport(options, fetch, pLimit(options.connections));
       },
     ));
   return {
@@ -163,9 +180,18 @@ function nodeTransport(options: TransportOptions): Transport {
       return (await choose()).post(path, body, headers);
     },
     async close() {
-      if (chosen) await (await chosen).close();
+      // Without undici, the connections are Node's fetch's: it closes them once idle.
+      const transport = await chosen?.catch(() => undefined);
+      await transport?.close();
     },
   };
+}
+
+const UNDICI = 'undici';
+
+function notInstalled(error: unknown): boolean {
+  const code = (error as { code?: unknown } | undefined)?.code;
+  return code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND';
 }
 
 function poolTransport(options: TransportOptions, pool: UndiciPool): Transport {

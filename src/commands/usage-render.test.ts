@@ -177,20 +177,25 @@ describe("a client's steps below the heaviest", () => {
     expect(rows[6]).toBe('| 2026-11-23 10:02:00 |           0 |      0 |        0 |');
   });
 
-  it('stay unknown when folded only if every point of the column is', () => {
+  it('read as a lower bound in the table where only part of the step is known', () => {
+    const rows = renderTable(clientAnswer([[3, 0, false]])).split('\n');
+    expect(rows[4]).toBe('| 2026-11-23 10:00:00 |     ≥ 3 |      0 |        0 |');
+  });
+
+  it('make a folded column known only if every point of it is', () => {
     const { points: folded } = fold(clientAnswer(points).points, 2);
-    expect(folded.map((point) => point.tracked)).toEqual([
-      { allowed: true, denied: true },
-      { allowed: true, denied: true },
+    expect(folded.map((point) => [point.allowed, point.tracked])).toEqual([
+      [4, { allowed: false, denied: true }],
+      [0, { allowed: false, denied: true }],
     ]);
-    const { points: unknown } = fold(
+    const { points: known } = fold(
       clientAnswer([
-        [0, 0, false],
-        [0, 0, false],
+        [1, 0, true],
+        [0, 0, true],
       ]).points,
       1,
     );
-    expect(unknown[0]?.tracked).toEqual({ allowed: false, denied: true });
+    expect(known[0]?.tracked).toEqual({ allowed: true, denied: true });
   });
 });
 

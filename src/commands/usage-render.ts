@@ -45,9 +45,18 @@ export function sparkline(
 
 export type Point = AnsweredPoint;
 
-/** Whether a point's count of `outcome` is unknown: a client's step where it went unnamed. */
+/**
+ * Whether a point's count of `outcome` is not fully known: a client's step where it went
+ * unnamed in some part, so the count is a lower bound (unknown when it is 0).
+ */
 export function untracked(point: Point, outcome: Outcome): boolean {
-  return outcome !== 'degraded' && point.tracked?.[outcome] === false && point[outcome] === 0;
+  return outcome !== 'degraded' && point.tracked?.[outcome] === false;
+}
+
+/** A count as a table cell: `not tracked` when unknown, `≥ 4` when only a lower bound. */
+function cell(point: Point, outcome: Outcome): string {
+  if (!untracked(point, outcome)) return String(point[outcome]);
+  return point[outcome] === 0 ? 'not tracked' : `≥ ${point[outcome]}`;
 }
 
 /**
@@ -61,8 +70,8 @@ export function fold(points: readonly Point[], width: number): { points: Point[]
   for (let start = 0; start < points.length; start += per) {
     const group = points.slice(start, start + per);
     const sum = totals(group);
-    // A column is unknown only if all of it is: otherwise its count is what the known points hold.
-    const tracked = (outcome: 'allowed' | 'denied') => !group.every((point) => untracked(point, outcome));
+    // A column is known only if all of it is: otherwise its count is a lower bound.
+    const tracked = (outcome: 'allowed' | 'denied') => !group.some((point) => untracked(point, outcome));
     const client = group.some((point) => point.tracked !== undefined);
     folded.push({
       t: group[0]?.t ?? 0,
@@ -139,13 +148,15 @@ export function renderSpark(answer: SeriesAnswer, columns: number): string {
   const format = (t: number) => formatTime(t, { step, span: answer.until - answer.from });
   const rows = OUTCOMES.map((outcome: Outcome) => {
     const values = points.map((point) => point[outcome]);
-    const unknown = points.map((point) => untracked(point, outcome));
+    const unknown = points.map((point) => untracked(point, outcome) && point[outcome] === 0);
     const min = values.reduce((a, b) => Math.min(a, b), Infinity);
     const max = values.reduce((a, b) => Math.max(a, b), 0);
     return `${outcome.padEnd(LABEL_WIDTH)}${sparkline(values, { unknown })}  min ${count(Number.isFinite(min) ? min : 0)}  max ${count(max)}`;
   });
   const folded = per === 1 ? '' : ` (${count(per)} points a column: min and max per ${formatSpan(step)})`;
-  const someUnknown = points.some((point) => OUTCOMES.some((outcome) => untracked(point, outcome)));
+  const someUnknown = points.some((point) =>
+    OUTCOMES.some((outcome) => untracked(point, outcome) && point[outcome] === 0),
+  );
   return [
     `${headerLine(answer)}${folded}`,
     ...rows,
@@ -166,10 +177,7 @@ export function renderTable(answer: SeriesAnswer): string {
   const table = markdownTable(
     [
       ['time (UTC)', ...OUTCOMES],
-      ...answer.points.map((point) => [
-        time(point.t),
-        ...OUTCOMES.map((outcome) => (untracked(point, outcome) ? 'not tracked' : String(point[outcome]))),
-      ]),
+      ...answer.points.map((point) => [time(point.t), ...OUTCOMES.map((outcome) => cell(point, outcome))]),
       ['total', ...OUTCOMES.map((outcome) => String(sum[outcome]))],
     ],
     { align: ['l', 'r', 'r', 'r'] },

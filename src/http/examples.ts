@@ -470,12 +470,9 @@ export const usageExamples = {
         from: 1795427731,
         until: 1795428031,
         step: 60,
+        // Every count known: no minute had more clients than the heaviest kept.
         points: [
-          ...USAGE_POINTS.map((point, index) => ({
-            ...point,
-            // Busy minutes where the client was below the heaviest: unknown, not 0.
-            tracked: { allowed: index < 3, denied: true },
-          })),
+          ...USAGE_POINTS.map((point) => ({ ...point, tracked: { allowed: true, denied: true } })),
           { t: 1795428000, allowed: 5, denied: 2, degraded: 0, tracked: { allowed: true, denied: true } },
         ],
       },

@@ -179,8 +179,18 @@ export function registerJsonBodyParser(app: FastifyInstance): void {
       }
       // A small body (every request but a large batch) is read at once; a large one in steps.
       const then = (step: () => void) => {
-        if (bytes.length > DEFAULTS.jsonStepAboveBytes) setImmediate(step);
-        else step();
+        if (bytes.length <= DEFAULTS.jsonStepAboveBytes) {
+          step();
+          return;
+        }
+        // Out of fastify's own try: a throw is answered, not left uncaught.
+        setImmediate(() => {
+          try {
+            step();
+          } catch (error) {
+            done(error instanceof Error ? error : new Error(String(error)));
+          }
+        });
       };
       const problem = jsonShapeProblem(bytes, limits);
       if (problem) {

@@ -976,7 +976,7 @@ export const usageResponse = {
           tracked: {
             type: 'object',
             description:
-              "A client's curve only: for each outcome, whether its count is known. False where the client was not among the heaviest the history names in this step while other clients went unnamed: its count there is unknown (below the step's heaviest), not the 0 the point holds",
+              "A client's curve only: for each outcome, whether its count is known. False where, in some minute (or hour, for older history) of this step, the client was not among the heaviest the history names while other clients went unnamed: its count there is unknown, so the point's count is a lower bound (0: unknown, not none)",
             required: ['allowed', 'denied'],
             properties: { allowed: { type: 'boolean' }, denied: { type: 'boolean' } },
           },
@@ -1048,7 +1048,7 @@ const USAGE_OFF = '`usage_off`: usage history is off (`MEMGATE_USAGE_DB=off` and
 export const usageRoute = {
   summary: 'Request counts over time',
   description:
-    'Allowed, denied and degraded decisions of an event, or of one of its clients, one point per step over any range: from the finest resolution still kept for the range (1 s points for 6 hours, 1 min for 30 days, 1 h for 2 years by default). Counts are exact, and current: they include what this instance has counted and not yet written (it writes every `MEMGATE_USAGE_FLUSH_S`). With several instances, read it from Graphite (`MEMGATE_GRAPHITE_WEB`). A client has a curve for the minutes it was among the `MEMGATE_USAGE_TOP` heaviest of the event; each of its points says, per outcome, whether its count is known (`tracked`): where it was below the heaviest while others went unnamed, the 0 it holds means unknown.',
+    'Allowed, denied and degraded decisions of an event, or of one of its clients, one point per step over any range: from the finest resolution still kept for the range (1 s points for 6 hours, 1 min for 30 days, 1 h for 2 years by default). Counts are exact, and current: they include what this instance has counted and not yet written (it writes every `MEMGATE_USAGE_FLUSH_S`). With several instances, read it from Graphite (`MEMGATE_GRAPHITE_WEB`). A client has a curve for the minutes it was among the `MEMGATE_USAGE_TOP` heaviest of the event; each of its points says, per outcome, whether its count is known (`tracked`): where it was below the heaviest in part of the step while others went unnamed, the count is a lower bound, and a 0 means unknown.',
   tags: ['usage'],
   querystring: usageQuerystring,
   response: {

@@ -309,7 +309,7 @@ export function pointsOf(found: readonly RenderSeries[], { from, until, step, fe
   if (feature !== undefined) {
     points.forEach((point, index) => {
       const counts = unnamed[index] as { allowed: number; denied: number };
-      point.unnamed = { allowed: Math.max(0, counts.allowed), denied: Math.max(0, counts.denied) };
+      point.unnamed = { allowed: counts.allowed, denied: counts.denied };
     });
   }
   return points;

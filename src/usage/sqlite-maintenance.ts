@@ -58,9 +58,10 @@ export function sqliteMaintenance(db: Database.Database, plan: MaintenancePlan):
   const deleteClient = db.prepare(
     'DELETE FROM usage_clients WHERE resolution = ? AND event = ? AND t = ? AND feature = ?',
   );
-  // A point's sums of its clients follow the rows dropped (sqlite-schema.ts).
+  // A point's sums of its clients follow the rows dropped (sqlite-schema.ts); never below 0,
+  // where a file from before schema 2 drops rows its points never summed.
   const unname = db.prepare(`
-    UPDATE usage_points SET named_allowed = named_allowed - ?, named_denied = named_denied - ?
+    UPDATE usage_points SET named_allowed = max(0, named_allowed - ?), named_denied = max(0, named_denied - ?)
     WHERE resolution = ? AND event = ? AND t = ?`);
   const pruneBatches = db.prepare(`
     DELETE FROM usage_batches WHERE (instance, sequence) IN (

@@ -143,8 +143,7 @@ export function sqliteReads(db: Database.Database, { chunkRows, rowBudget }: Sql
       );
       answer.forEach((point, index) => {
         const counts = unnamed[index] as { allowed: number; denied: number };
-        // Never below 0: a client's counts are never more than it got.
-        point.unnamed = { allowed: Math.max(0, counts.allowed), denied: Math.max(0, counts.denied) };
+        point.unnamed = { allowed: counts.allowed, denied: counts.denied };
       });
       return answer;
 

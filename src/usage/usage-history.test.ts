@@ -211,34 +211,52 @@ describe('usage history, on a driven clock', () => {
     nowMs += 60_000;
     record('heavy', true, 2);
     record('medium', true, 1);
+    // The third: medium, named before, is below two others.
     nowMs += 60_000;
-    const curve = async (feature: string) =>
+    record('light', true, 5);
+    record('heavy', true, 4);
+    record('medium', true, 3);
+    nowMs += 60_000;
+    const curve = async (feature: string, step = 60) =>
       (
-        await history.series({ event: 'login', feature, from: String(minute), until: String(minute + 120), step: '60' })
+        await history.series({
+          event: 'login',
+          feature,
+          from: String(minute),
+          until: String(minute + 180),
+          step: String(step),
+        })
       ).points.map(({ allowed, denied, tracked }) => ({ allowed, denied, tracked }));
     const known = { allowed: true, denied: true };
+    const allowedUnknown = { allowed: false, denied: true };
     const expectations = async () => {
       expect(await curve('heavy')).toEqual([
         { allowed: 5, denied: 0, tracked: known },
         { allowed: 2, denied: 0, tracked: known },
+        { allowed: 4, denied: 0, tracked: known },
       ]);
       // light's allowed decision went unnamed: unknown in the first minute, not 0.
       for (const feature of ['light', 'never-seen']) {
         expect(await curve(feature)).toEqual([
-          { allowed: 0, denied: feature === 'light' ? 2 : 0, tracked: { allowed: false, denied: true } },
+          { allowed: 0, denied: feature === 'light' ? 2 : 0, tracked: allowedUnknown },
           { allowed: 0, denied: 0, tracked: known },
+          { allowed: feature === 'light' ? 5 : 0, denied: 0, tracked: feature === 'light' ? known : allowedUnknown },
         ]);
       }
+      // In one step of three minutes, medium's 4 is a lower bound: its third minute is unknown.
+      expect(await curve('medium', 180)).toEqual([{ allowed: 4, denied: 0, tracked: allowedUnknown }]);
+      expect(await curve('heavy', 180)).toEqual([{ allowed: 11, denied: 0, tracked: known }]);
       // The whole event's curve has no such field: its counts are all known.
       const whole = await history.series({
         event: 'login',
         from: String(minute),
-        until: String(minute + 120),
+        until: String(minute + 180),
         step: '60',
       });
       expect(whole.points.map(({ allowed, denied }) => ({ allowed, denied }))).toEqual([
         { allowed: 9, denied: 2 },
         { allowed: 3, denied: 0 },
+        { allowed: 12, denied: 0 },
       ]);
       expect(whole.points.every((point) => !('tracked' in point))).toBe(true);
     };

@@ -36,9 +36,10 @@ export interface UsageHistoryOptions {
 /** A point of /usage: the step's counts, and for a client's curve which of them are known. */
 export interface AnsweredPoint extends Omit<SeriesPoint, 'unnamed'> {
   /**
-   * A client's curve only. False for an outcome where the client is not among the clients
-   * the history names in this step while others went unnamed: its count there is unknown (it
-   * was below the step's heaviest), not the 0 the point holds.
+   * A client's curve only. False for an outcome where, in some part of this step (a minute, or
+   * an hour of older history), the client was not among the clients the history names while
+   * others went unnamed: its count is then unknown there, so the point's count is only what
+   * the rest of the step holds (0 if the client was unnamed in all of it), a lower bound.
    */
   readonly tracked?: { readonly allowed: boolean; readonly denied: boolean };
 }
@@ -95,60 +96,77 @@ export function createUsageHistory({
       const nowMs = now();
       const plan = planSeries({ ...params, perClient: feature !== undefined }, archives, nowMs);
       const { firstPoint, until, step, resolution } = plan;
-      const points = await reader.series({
+      // A client's curve is read a point per archive point: whether its count is known is
+      // decided where the history decides it, then folded into the steps asked.
+      const stored = await reader.series({
         event,
         ...(feature ? { feature } : {}),
         from: firstPoint,
         until,
-        step,
+        step: feature === undefined ? step : resolution,
         resolution,
       });
       // Read in the same turn as the store's answer arrives: a flush removes what it wrote in
       // its own turn, and none lands while the file is read (slice-lane.ts).
       const unflushed = recorder?.unflushed(event);
-      /** The index of the point that holds second `t`, as the store files it: its archive point, then the step holding that. */
-      const indexAt = (t: number) => {
+      const per = feature === undefined ? step : resolution;
+      /** The point holding second `t`, as the store files it: in its archive point, then in the point holding that. */
+      const pointAt = (t: number) => {
         const archived = t - (t % resolution);
-        if (archived < firstPoint || archived >= until) return -1;
-        return (archived - firstPoint - ((archived - firstPoint) % step)) / step;
+        if (archived < firstPoint || archived >= until) return undefined;
+        return stored[(archived - firstPoint - ((archived - firstPoint) % per)) / per] as
+          Mutable<SeriesPoint> | undefined;
       };
-      const pointAt = (t: number) => points[indexAt(t)] as Mutable<SeriesPoint> | undefined;
-      if (unflushed && feature === undefined) {
-        for (const second of unflushed.seconds) {
+      if (feature === undefined) {
+        for (const second of unflushed?.seconds ?? []) {
           const point = pointAt(second.t);
           if (!point) continue;
           point.allowed += second.allowed;
           point.denied += second.denied;
           point.degraded += second.degraded;
         }
+        return { event, feature: null, from: plan.from, until: plan.until, step, points: stored };
       }
-      if (feature === undefined) return { event, feature: null, from: plan.from, until: plan.until, step, points };
-      // A client's curve: its counts and what went unnamed, with memory's share of both.
-      const unnamed = points.map(({ unnamed: stored }) => ({ allowed: 0, denied: 0, ...stored }));
-      const unnamedAt = (t: number) => unnamed[indexAt(t)];
+      // What went unnamed at each archive point, memory's share added: its seconds, less its
+      // minutes' named clients (written or not, a minute's list covers the whole minute).
+      const unnamed = new Map<Mutable<SeriesPoint>, { allowed: number; denied: number }>();
+      const unnamedOf = (point: Mutable<SeriesPoint>) => {
+        let counts = unnamed.get(point);
+        if (!counts) unnamed.set(point, (counts = { allowed: 0, denied: 0, ...point.unnamed }));
+        return counts;
+      };
       for (const second of unflushed?.seconds ?? []) {
-        const counts = unnamedAt(second.t);
-        if (!counts) continue;
-        counts.allowed += second.allowed;
-        counts.denied += second.denied;
+        const point = pointAt(second.t);
+        if (!point) continue;
+        unnamedOf(point).allowed += second.allowed;
+        unnamedOf(point).denied += second.denied;
       }
       for (const minute of unflushed?.minutes ?? []) {
         const point = pointAt(minute.t);
-        const counts = unnamedAt(minute.t);
-        if (!point || !counts) continue;
+        if (!point) continue;
         for (const outcome of ['allowed', 'denied'] as const) {
           for (const client of minute[outcome]) {
-            counts[outcome] -= client.count;
+            unnamedOf(point)[outcome] -= client.count;
             if (client.feature === feature) point[outcome] += client.count;
           }
         }
       }
-      const answered = points.map(({ t, allowed, denied, degraded }, index): AnsweredPoint => {
-        const counts = unnamed[index] ?? { allowed: 0, denied: 0 };
-        const tracked = { allowed: allowed > 0 || counts.allowed <= 0, denied: denied > 0 || counts.denied <= 0 };
-        return { t, allowed, denied, degraded, tracked };
-      });
-      return { event, feature, from: plan.from, until: plan.until, step, points: answered };
+      // A step's count is known where every archive point of it is: the client was named
+      // there, or nothing went unnamed.
+      const points: AnsweredPoint[] = [];
+      for (let t = firstPoint, index = 0; t < until; t += step) {
+        const sum = { t, allowed: 0, denied: 0, degraded: 0, tracked: { allowed: true, denied: true } };
+        for (; index < stored.length && (stored[index]?.t ?? until) < t + step; index++) {
+          const point = stored[index] as Mutable<SeriesPoint>;
+          const counts = unnamed.get(point) ?? { allowed: 0, denied: 0, ...point.unnamed };
+          for (const outcome of ['allowed', 'denied'] as const) {
+            sum[outcome] += point[outcome];
+            if (point[outcome] === 0 && counts[outcome] > 0) sum.tracked[outcome] = false;
+          }
+        }
+        points.push(sum);
+      }
+      return { event, feature, from: plan.from, until: plan.until, step, points };
     },
 
     async top(params) {

@@ -80,10 +80,11 @@ export interface SeriesPoint extends Counts {
   /** The step's first second, in epoch seconds. */
   readonly t: number;
   /**
-   * A client's curve only: the event's allowed and denied decisions in this step that went to
-   * clients the history does not name (outside the heaviest of their minute, or dropped from
-   * a period by compaction). Where the client has no count of an outcome and this is above 0,
-   * its count there is unknown, not 0.
+   * A client's curve only: the event's allowed and denied decisions in this step less what the
+   * clients the history names did, i.e. what went to clients outside the heaviest of their
+   * minute or dropped from a period by compaction (below 0 when a minute's names were written
+   * before its seconds). Where the client has no count of an outcome and this is above 0, its
+   * count there is unknown, not 0. usage-history.ts asks for a point per archive point.
    */
   readonly unnamed?: { readonly allowed: number; readonly denied: number };
 }
