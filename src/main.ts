@@ -190,15 +190,18 @@ async function serve(
     },
     pino.destination({ dest: 1, sync: true }),
   );
-  let stopping: NodeJS.Signals | undefined;
+  let stopping: { signal: NodeJS.Signals; at: number } | undefined;
   let service: RunningService | undefined;
   onSignal((signal) => {
     if (stopping) {
-      // A second signal means "now": skip the rest of the drain.
+      // One stop often arrives twice at once: systemd signals every process of the unit,
+      // `timeout` and shells the whole process group, and the launcher hands it on too.
+      if (signal === stopping.signal && performance.now() - stopping.at < DEFAULTS.repeatedSignalMs) return;
+      // A second signal, later or another, means "now": skip the rest of the drain.
       logger.warn({ signal }, 'second signal while draining; exiting now');
       process.exit(1);
     }
-    stopping = signal;
+    stopping = { signal, at: performance.now() };
     if (service) shutDown(service, signal, settings.shutdownDrainMs, logger);
   });
   try {
@@ -211,7 +214,7 @@ async function serve(
     fail(EXIT_FAILED, `memgate: ${debug ? inspect(error) : firstLine(error)}\n`);
   }
   // Signalled while starting: stop now that there is something to stop.
-  if (stopping) shutDown(service, stopping, settings.shutdownDrainMs, logger);
+  if (stopping) shutDown(service, stopping.signal, settings.shutdownDrainMs, logger);
 }
 
 /** An error's message without its class name or stack: "cannot listen on 0.0.0.0:8080: listen EADDRINUSE …". */

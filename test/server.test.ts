@@ -243,12 +243,26 @@ describe('the memgate process', () => {
     const inFlight = fetch(`${service.url}/check?event=login&feature=impatient`).catch((error: unknown) => error);
     await new Promise((resolve) => setTimeout(resolve, 200));
     service.child.kill('SIGTERM');
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    // Later than the same stop arriving twice (DEFAULTS.repeatedSignalMs).
+    await new Promise((resolve) => setTimeout(resolve, DEFAULTS.repeatedSignalMs + 200));
     service.child.kill('SIGTERM');
     expect(await service.exit).toBe(1);
     memcached.process.kill('SIGCONT');
     await inFlight;
     expect(service.logs.at(-1)?.msg).toBe('second signal while draining; exiting now');
+  });
+
+  it('drains once when one stop reaches it twice at once, as systemd signals every process of a unit', async () => {
+    const service = await startService({ MEMGATE_SHUTDOWN_DRAIN_MS: '300' });
+    expect(service.servicePid).not.toBe(service.child.pid);
+    // The launcher hands its SIGTERM on, and the service gets one of its own a moment later
+    // (at the same instant the kernel would merge the two into one).
+    service.child.kill('SIGTERM');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    process.kill(service.servicePid, 'SIGTERM');
+    expect(await service.exit).toBe(0);
+    expect(service.logs.filter((line) => line.signal === 'SIGTERM')).toHaveLength(1);
+    expect(service.logs.at(-1)?.msg).toBe('stopped');
   });
 
   it.for(['SIGINT', 'SIGHUP'] as const)(

@@ -77,6 +77,12 @@ export const DEFAULTS = {
   requestTimeoutMs: 10_000,
   /** Longest a shutdown may take, after the drain, before the process exits anyway. */
   shutdownGraceMs: 10_000,
+  /**
+   * The same stop signal again within this long is the same stop (systemd, `timeout` and
+   * shells signal every process at once, and the launcher hands it on): it does not cut
+   * the drain short, as a later second signal does.
+   */
+  repeatedSignalMs: 1000,
   /** MEMGATE_SHUTDOWN_DRAIN_MS: after SIGTERM, how long requests are still answered (with Connection: close). */
   shutdownDrainMs: 5000,
   /**
