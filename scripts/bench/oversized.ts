@@ -2,13 +2,14 @@
 // /check at a steady pace: what each flood costs the service per request, and how far it moves
 // the checker's latency. Issue 24: refused before the bulk of the work, so /check's p99 moves
 // by less than 2x.
-import { fork, type ChildProcess } from 'node:child_process';
+import { execFile, fork, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtemp, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { promisify } from 'node:util';
 import { markdownTable } from 'markdown-table';
 import { Agent, request } from 'undici';
 import { FLOOD_PER_SECOND, type FloodOrder, type SenderMessage } from './oversized-floods.js';
@@ -67,6 +68,28 @@ interface Measurement {
   /** The service's CPU over the run, and the probes it answered meanwhile. */
   readonly cpuMicros: number;
   readonly probes: number;
+}
+
+/**
+ * The service on the first core, alone; the clients (this process, which probes, and the
+ * sender) on the others: a flood comes from another machine, whose work delays memgate no
+ * more than a network does. On one core, or without taskset, nothing is pinned (false).
+ */
+async function pinApart(servicePids: readonly number[], clientPids: readonly number[]): Promise<boolean> {
+  const cores = availableParallelism();
+  if (cores < 2) return false;
+  try {
+    for (const pid of servicePids) await taskset('0', pid);
+    for (const pid of clientPids) await taskset(`1-${cores - 1}`, pid);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Lets every thread of `pid` run on `cpus` only (taskset's list: `0`, `1-3`). */
+function taskset(cpus: string, pid: number): Promise<unknown> {
+  return promisify(execFile)('taskset', ['-a', '-p', '-c', cpus, String(pid)]);
 }
 
 /** The flood sender's next message (scripts/bench/oversized-floods.ts). */
@@ -136,9 +159,12 @@ export const oversized: Suite = {
     ]);
     const runs = new Map<string, Measurement[]>();
     const cases: (FloodCase | undefined)[] = [undefined];
+    let pinned = false;
     try {
       const ready = await nextMessage(sender);
       if (!('ready' in ready)) throw new Error('the flood sender did not start');
+      const servicePids = [service.pid, ...(service.launcherPid === undefined ? [] : [service.launcherPid])];
+      pinned = await pinApart(servicePids, [process.pid, ...(sender.pid === undefined ? [] : [sender.pid])]);
       cases.push(...ready.ready.map((flood, index) => ({ ...flood, index })));
       for (let round = 1; round <= rounds; round++) {
         for (const flood of cases) {
@@ -152,6 +178,8 @@ export const oversized: Suite = {
         }
       }
     } finally {
+      // This process runs the other suites after: every core again.
+      if (pinned) await taskset(`0-${availableParallelism() - 1}`, process.pid).catch(() => undefined);
       if (sender.exitCode === null && sender.signalCode === null) {
         const exited = once(sender, 'exit');
         sender.disconnect();
@@ -199,7 +227,7 @@ export const oversized: Suite = {
 
 Produced by \`npm run bench -- --suite oversized --duration ${duration} --rounds ${rounds}\`.
 
-The memgate service (\`node dist/main.js\`, on Memcached, with its gRPC port) is checked by one client with \`GET /check\` every ${PROBE_EVERY_MS} ms, one request at a time, while another client, in its own process, sends the largest requests memgate refuses, one after another, ${FLOOD_PER_SECOND} a second (the outside tester's stream sent 4 to 6), for ${duration} s per flood; medians over ${rounds} rounds. Every size is refused before the bulk of the work: a gRPC message over 64 KB by grpc-js on its length prefix, counts and lengths by a walk over the message's bytes before it is decoded (\`src/grpc/wire-scan.ts\`), a body over its route's limit by its length, and JSON nested or holding more values than any request by one pass over the bytes before \`JSON.parse\` (\`src/http/json-body.ts\`); a JSON body over 32 KB is scanned, parsed and checked in steps with the event loop free between them. Server CPU is the service's user and system time from \`/proc\` over a run, less what the probes cost in the runs without a flood, over the flood's requests.
+The memgate service (\`node dist/main.js\`, on Memcached, with its gRPC port) is checked by one client with \`GET /check\` every ${PROBE_EVERY_MS} ms, one request at a time, while another client, in its own process, sends the largest requests memgate refuses, one after another, ${FLOOD_PER_SECOND} a second (the outside tester's stream sent 4 to 6), for ${duration} s per flood; medians over ${rounds} rounds. ${pinned ? 'The service has the first core to itself (taskset) and both clients the others, as a flood from another machine would leave it; Memcached runs where the system puts it.' : 'Nothing is pinned to a core (one core, or no taskset): the clients take CPU from the service.'} Every size is refused before the bulk of the work: a gRPC message over 64 KB by grpc-js on its length prefix, counts and lengths by a walk over the message's bytes before it is decoded (\`src/grpc/wire-scan.ts\`), a body over its route's limit by its length, and JSON nested or holding more values than any request by one pass over the bytes before \`JSON.parse\` (\`src/http/json-body.ts\`); a JSON body over 32 KB is scanned, parsed and checked in steps with the event loop free between them. Server CPU is the service's user and system time from \`/proc\` over a run, less what the probes cost in the runs without a flood, over the flood's requests.
 
 ${table}
 
