@@ -193,6 +193,11 @@ async function serve(
   let stopping: { signal: NodeJS.Signals; at: number } | undefined;
   let service: RunningService | undefined;
   onSignal((signal) => {
+    // SIGHUP reads the policy files again, as daemons do; the rejection is logged.
+    if (signal === 'SIGHUP') {
+      if (service && !stopping) void service.reloadPolicies().catch(() => undefined);
+      return;
+    }
     if (stopping) {
       // One stop often arrives twice at once: systemd signals every process of the unit,
       // `timeout` and shells the whole process group, and the launcher hands it on too.

@@ -13,6 +13,7 @@ import type { Settings } from './config/settings.js';
 import { VERSION } from './config/version.js';
 import { createLimiter } from './counting/limiter.js';
 import { reloadable } from './counting/reloadable-limiter.js';
+import { createPolicyReloader, type ReloadResult } from './policy-reload.js';
 import { buildApp } from './http/app.js';
 import { createDrain } from './http/drain.js';
 import { createMetrics, type Metrics } from './http/metrics.js';
@@ -38,6 +39,8 @@ export interface RunningService {
    * closes connections that stay quiet, and closes the store.
    */
   close(options?: CloseOptions): Promise<void>;
+  /** Reads the policy files again (SIGHUP); rejects with PolicyError and keeps the policies in use when they do not load. */
+  reloadPolicies(): Promise<ReloadResult>;
 }
 
 export interface CloseOptions {
@@ -103,14 +106,25 @@ export async function startService(
   };
   const limiter = reloadable(createLimiter({ ...options, policies: counted }));
   metrics.watchCache(() => limiter.cacheUsage, options.cacheBytes);
-  // Reading the files again; a bad file rejects with PolicyError and the policies in use stay.
+  // Reading the files again on a change, SIGHUP or /admin/reload; a bad file keeps the policies in use.
+  const reloader = await createPolicyReloader({
+    paths: { policies: settings.configPath, envoy: settings.envoyConfigPath },
+    initial: { policies, envoy, counted },
+    load: () => loadPolicies(settings),
+    apply: (next) => {
+      // Swapped together, in one step: a request matched against one Envoy configuration is counted by its limiter.
+      limiter.replace(createLimiter({ ...options, policies: next.counted }));
+      current = next.counted;
+      currentEnvoy = next.envoy;
+    },
+    watch: settings.policyWatch,
+    logger,
+    onVersion: metrics.policies.loaded,
+    onFailure: metrics.policies.reloadFailed,
+  });
   const reload = async () => {
-    const next = await loadPolicies(settings);
-    // Swapped together, in one step: a request matched against one Envoy configuration is counted by its limiter.
-    limiter.replace(createLimiter({ ...options, policies: next.counted }));
-    current = next.counted;
-    currentEnvoy = next.envoy;
-    return { source: next.policies.source, events: [...next.counted.events.keys()] };
+    const result = await reloader.reload('admin');
+    return { source: result.reloaded ? result.source : current.source, events: [...current.events.keys()] };
   };
   const admin = settings.adminToken === undefined ? undefined : { token: settings.adminToken, reload };
   // Bucket time is the store's clock: read it once before the first check.
@@ -123,12 +137,14 @@ export async function startService(
     metrics,
     drain,
     maxEventLoopDelayMs: settings.maxEventLoopDelayMs,
+    policyVersion: () => reloader.version,
     ...(admin ? { admin } : {}),
     ...(usage?.history ? { usage: usage.history } : {}),
   });
   try {
     await app.listen({ port: settings.port, host: settings.host });
   } catch (error) {
+    reloader.close();
     await usage?.close();
     await store.close();
     // "listen EADDRINUSE: address already in use 0.0.0.0:8080" names the address again.
@@ -152,6 +168,7 @@ export async function startService(
         logger,
       });
     } catch (error) {
+      reloader.close();
       await app.close();
       await usage?.close();
       await store.close();
@@ -186,7 +203,11 @@ export async function startService(
     app,
     store,
     ...(grpc ? { grpc } : {}),
-    close: ({ drainMs = 0 } = {}) => stopServing({ app, grpc, store, drain, evictions, logger, usage }, drainMs),
+    close: ({ drainMs = 0 } = {}) => {
+      reloader.close();
+      return stopServing({ app, grpc, store, drain, evictions, logger, usage }, drainMs);
+    },
+    reloadPolicies: () => reloader.reload('signal'),
   };
 }
 

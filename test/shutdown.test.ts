@@ -82,6 +82,7 @@ function expectCleanShutdown({
     body: {
       status: 'draining',
       store: expect.any(String) as string,
+      policyVersion: expect.stringMatching(/^[0-9a-f]{12}$/) as string,
       error: { code: 'draining', message: expect.any(String) as string },
     },
   });

@@ -83,6 +83,8 @@ export const DEFAULTS = {
    * the drain short, as a later second signal does.
    */
   repeatedSignalMs: 1000,
+  /** Changes to the policy files settle this long before they are read (an editor writes, then renames). */
+  policyWatchSettleMs: 200,
   /** MEMGATE_SHUTDOWN_DRAIN_MS: after SIGTERM, how long requests are still answered (with Connection: close). */
   shutdownDrainMs: 5000,
   /**

@@ -64,6 +64,20 @@ export const SETTINGS = {
     summary: 'the policy file; `--config FILE` overrides it',
     read: (env) => value(env, 'MEMGATE_CONFIG') ?? BUNDLED_POLICIES,
   },
+  policyWatch: {
+    env: ['MEMGATE_POLICY_WATCH'],
+    default: 'on',
+    values: '`on` or `off`',
+    summary: 'reload the policy file and `MEMGATE_ENVOY_CONFIG` when they change on disk (an editor\'s save, a Kubernetes ConfigMap update); `SIGHUP` and `POST /admin/reload` reload either way',
+    details: 'A file that changes to something invalid keeps the policies in use, logs every problem and counts `memgate_policy_reload_failures_total` (see [Changing policies](docs/operations.md#changing-policies))',
+    read: (env): boolean => {
+      const given = value(env, 'MEMGATE_POLICY_WATCH') ?? 'on';
+      if (given !== 'on' && given !== 'off') {
+        throw new SettingsError([`MEMGATE_POLICY_WATCH must be on or off (got ${JSON.stringify(given)})`]);
+      }
+      return given === 'on';
+    },
+  },
   grpcPort: {
     env: ['MEMGATE_GRPC_PORT'],
     default: 'unset',
@@ -84,7 +98,7 @@ export const SETTINGS = {
     default: 'unset',
     values: 'an envoyproxy/ratelimit YAML file, or a directory of them',
     summary: "Envoy's rate limit descriptors, as envoyproxy/ratelimit reads them; unset, no descriptor has a limit",
-    details: "A directory's `.yaml` and `.yml` files are read, not its subdirectories or dot files. Checked at start like the policy file; `POST /admin/reload` reads it again (see [Envoy](docs/envoy.md))",
+    details: "A directory's `.yaml` and `.yml` files are read, not its subdirectories or dot files. Checked at start like the policy file, and read again with it on a reload (see [Envoy](docs/envoy.md))",
     read: (env): string | undefined => value(env, 'MEMGATE_ENVOY_CONFIG'),
   },
   memcachedServers: {

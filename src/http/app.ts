@@ -36,6 +36,8 @@ export interface AppOptions {
   readonly drain?: Drain;
   /** Serves /usage and its dashboard; without it they answer 404 usage_off. */
   readonly usage?: UsageHistory;
+  /** The version of the policies in use, shown by /policies and /readyz (the service's reloader). */
+  readonly policyVersion?: () => string;
 }
 
 /** The HTTP face of a limiter. Builds the app without listening, so tests can inject. */
@@ -48,6 +50,7 @@ export function buildApp({
   usage,
   maxEventLoopDelayMs = DEFAULTS.maxEventLoopDelayMs,
   drain = createDrain(),
+  policyVersion,
 }: AppOptions): FastifyInstance {
   // memgate logs through its own logger, never fastify's: given one, fastify makes a child
   // logger and listens for the end of every response, to log requests memgate does not
@@ -116,8 +119,8 @@ export function buildApp({
   });
   // Registered as a plugin, after swagger, so the OpenAPI document lists them too.
   void app.register((routes, _options, done) => {
-    registerHealthRoutes(routes, store, drain);
-    registerPolicyRoutes(routes, limiter);
+    registerHealthRoutes(routes, { store, drain, policyVersion });
+    registerPolicyRoutes(routes, limiter, policyVersion);
     registerUsageRoutes(routes, usage);
     registerDashboardRoutes(routes);
     if (admin) registerAdminRoutes(routes, limiter, admin, log);

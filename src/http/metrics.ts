@@ -21,6 +21,11 @@ export interface Metrics {
   readonly onUndo: (undone: number) => void;
   /** An Envoy descriptor in shadow_mode (or quota_mode) would have been over its limit, and was answered OK. */
   readonly onShadowOverLimit: (event: string) => void;
+  /** The policies: a version put in use (memgate_policy_version_info), and a reload refused. */
+  readonly policies: {
+    readonly loaded: (version: string) => void;
+    readonly reloadFailed: (trigger: 'watch' | 'signal' | 'admin') => void;
+  };
   /** For usage history: a flush the store refused (kept for the next), and rows dropped after repeated failures. */
   readonly usage: { readonly flushFailed: () => void; readonly dropped: (rows: number) => void };
   /** Reports the rows of usage counted and not yet written, at each scrape. */
@@ -132,6 +137,19 @@ export function createMetrics(): Metrics {
     registers: [registry],
   });
 
+  const policyVersion = new Gauge({
+    name: 'memgate_policy_version_info',
+    help: 'The version of the policies in use (a hash of the policy files), as a label of value 1: every instance on the same files shows the same one',
+    labelNames: ['version'] as const,
+    registers: [registry],
+  });
+  const reloadFailures = new Counter({
+    name: 'memgate_policy_reload_failures_total',
+    help: 'Policy reloads refused because the files did not load (the policies in use stayed), by trigger: watch, signal (SIGHUP) or admin',
+    labelNames: ['trigger'] as const,
+    registers: [registry],
+  });
+
   const clockOffset = new Gauge({
     name: 'memgate_clock_offset_seconds',
     help: "A Memcached server's clock minus this host's, as last measured: memgate counts by the server's clock",
@@ -183,6 +201,15 @@ export function createMetrics(): Metrics {
   });
 
   return {
+    policies: {
+      loaded(version) {
+        policyVersion.reset();
+        policyVersion.set({ version }, 1);
+      },
+      reloadFailed(trigger) {
+        reloadFailures.inc({ trigger });
+      },
+    },
     watchCache(usage, budgetBytes) {
       cacheUsage = usage;
       cacheBudget = budgetBytes;

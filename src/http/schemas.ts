@@ -306,6 +306,11 @@ export const readinessResponse = {
   properties: {
     status: { type: 'string', description: 'ready, unavailable, or draining (shutting down)' },
     store: { type: 'string', description: 'memcached or embedded' },
+    policyVersion: {
+      type: 'string',
+      description:
+        'the version of the policies in use: a hash of the policy file and MEMGATE_ENVOY_CONFIG, the same on every instance that runs the same files',
+    },
     clockOffsetMs: {
       type: 'integer',
       description:
@@ -343,6 +348,11 @@ const keysPerCheck = {
 export const policiesResponse = {
   type: 'object',
   properties: {
+    version: {
+      type: 'string',
+      description:
+        'a hash of the policy file and MEMGATE_ENVOY_CONFIG: the same on every instance that runs the same files, new on each reload that changed them',
+    },
     source: { type: 'string', description: 'the policy file' },
     events: {
       type: 'array',
@@ -766,7 +776,7 @@ export const readinessRoute = {
 export const policiesRoute = {
   summary: 'The loaded policies and what they cost Memcached',
   description:
-    'The policies in use (after any `/admin/reload`), with what each event and limit costs: Memcached keys a check reads (`keysPerCheck`: the most, and on average), increments per check, and items one active feature keeps alive (`itemsPerFeature`), to size a cluster. `npm run policies -- FILE` prints the same for a file.',
+    'The policies in use (after any reload: a change of the files, `SIGHUP` or `/admin/reload`), with their `version`, and with what each event and limit costs: Memcached keys a check reads (`keysPerCheck`: the most, and on average), increments per check, and items one active feature keeps alive (`itemsPerFeature`), to size a cluster. `npm run policies -- FILE` prints the same for a file.',
   tags: ['operations'],
   response: {
     200: answer(policiesResponse, 'The loaded policies, event by event and limit by limit', policiesExamples),

@@ -10,13 +10,19 @@ import { healthRoute, readinessRoute } from '../schemas.js';
  * drains, /readyz answers 503 at once, without asking the store, so that load balancers
  * send no more; /healthz still answers 200, so that nothing kills the draining process.
  */
-export function registerHealthRoutes(app: FastifyInstance, store: CounterStore, drain: Drain): void {
+export function registerHealthRoutes(
+  app: FastifyInstance,
+  { store, drain, policyVersion }: { store: CounterStore; drain: Drain; policyVersion?: (() => string) | undefined },
+): void {
   app.get('/healthz', { schema: healthRoute }, () => ({ status: 'ok' }));
   app.get('/readyz', { schema: readinessRoute }, async (_request, reply) => {
+    // Which policies this instance runs: instances on the same files answer the same.
+    const policies = policyVersion ? { policyVersion: policyVersion() } : {};
     if (drain.draining) {
       return reply.code(503).send({
         status: 'draining',
         store: store.kind,
+        ...policies,
         ...errorBody('draining', 'memgate is shutting down: send requests to another instance'),
       });
     }
@@ -24,7 +30,7 @@ export function registerHealthRoutes(app: FastifyInstance, store: CounterStore, 
     const offset = store.clock ? medianClockOffset(servers) : 0;
     const clock = offset === undefined ? {} : { clockOffsetMs: offset };
     const down = servers.filter((server) => !server.up);
-    if (down.length === 0) return { status: 'ready', store: store.kind, ...clock, servers };
+    if (down.length === 0) return { status: 'ready', store: store.kind, ...policies, ...clock, servers };
     const message = down.map((server) => `${server.server}: ${server.error ?? 'down'}`).join('; ');
     return reply
       .code(503)
@@ -32,6 +38,7 @@ export function registerHealthRoutes(app: FastifyInstance, store: CounterStore, 
       .send({
         status: 'unavailable',
         store: store.kind,
+        ...policies,
         ...clock,
         servers,
         ...errorBody('store_unavailable', message),

@@ -4,12 +4,12 @@ import { policySizing } from '../../counting/sizing.js';
 import { policiesRoute } from '../schemas.js';
 
 /** /policies: the loaded policies and what each costs Memcached, to size a cluster. */
-export function registerPolicyRoutes(app: FastifyInstance, limiter: Limiter): void {
-  // Computed once per loaded policy set (an admin may reload them).
+export function registerPolicyRoutes(app: FastifyInstance, limiter: Limiter, policyVersion?: () => string): void {
+  // Computed once per loaded policy set (they may be reloaded).
   const bodies = new WeakMap<object, ReturnType<typeof policySizing>>();
   app.get('/policies', { schema: policiesRoute }, () => {
     let body = bodies.get(limiter.policies);
     if (!body) bodies.set(limiter.policies, (body = policySizing(limiter.policies, limiter.plans)));
-    return body;
+    return policyVersion ? { version: policyVersion(), ...body } : body;
   });
 }

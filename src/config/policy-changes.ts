@@ -1,0 +1,60 @@
+/**
+ * What a reload changed, in words for its log line: events added and removed, and for each
+ * event kept, its limits added, removed and changed (by name) and its other settings.
+ */
+import type { EventPolicy, LimitPolicy, PolicySet } from './policies.js';
+
+export interface PolicyChanges {
+  readonly added: readonly string[];
+  readonly removed: readonly string[];
+  /** `login: limit login-1m 5/60s → 10/60s; onStoreError allow → deny`, one per changed event. */
+  readonly changed: readonly string[];
+  /** The gateway section, when it differs. */
+  readonly gateway: boolean;
+}
+
+export function policyChanges(before: PolicySet, after: PolicySet): PolicyChanges {
+  const added = [...after.events.keys()].filter((event) => !before.events.has(event));
+  const removed = [...before.events.keys()].filter((event) => !after.events.has(event));
+  const changed: string[] = [];
+  for (const [event, next] of after.events) {
+    const old = before.events.get(event);
+    if (!old) continue;
+    const parts = eventChanges(old, next);
+    if (parts.length > 0) changed.push(`${event}: ${parts.join('; ')}`);
+  }
+  return { added, removed, changed, gateway: JSON.stringify(before.gateway) !== JSON.stringify(after.gateway) };
+}
+
+/** One line of changes, or `no change`. */
+export function describeChanges({ added, removed, changed, gateway }: PolicyChanges): string {
+  const parts = [
+    ...(added.length > 0 ? [`events added: ${added.join(', ')}`] : []),
+    ...(removed.length > 0 ? [`events removed: ${removed.join(', ')}`] : []),
+    ...changed,
+    ...(gateway ? ['gateway section changed'] : []),
+  ];
+  return parts.length > 0 ? parts.join(' | ') : 'no change';
+}
+
+function eventChanges(before: EventPolicy, after: EventPolicy): string[] {
+  const parts: string[] = [];
+  const limits = (policy: EventPolicy) => new Map(policy.limits.map((limit) => [limit.name, limit]));
+  const [old, next] = [limits(before), limits(after)];
+  for (const [name, limit] of next) {
+    const was = old.get(name);
+    if (!was) parts.push(`limit ${name} added (${shape(limit)})`);
+    else if (shape(was) !== shape(limit)) parts.push(`limit ${name} ${shape(was)} → ${shape(limit)}`);
+  }
+  for (const name of old.keys()) if (!next.has(name)) parts.push(`limit ${name} removed`);
+  for (const key of ['algorithm', 'edge', 'onStoreError'] as const) {
+    if (before[key] !== after[key]) parts.push(`${key} ${before[key]} → ${after[key]}`);
+  }
+  if (JSON.stringify(before.lease) !== JSON.stringify(after.lease)) parts.push('lease changed');
+  return parts;
+}
+
+/** `5/60s`, with the granularity when it is not the window's own. */
+function shape({ limit, window, granularity }: LimitPolicy): string {
+  return `${limit}/${window}s${granularity === window ? '' : ` by ${granularity}s`}`;
+}

@@ -1,0 +1,161 @@
+// Policies change without a restart or a token (issue 26, part 3): two service processes on
+// one memcached watch the same file; a change on disk is in use on both within 2 s, mid-window,
+// counting what each counter already holds; a bad file keeps the old policies and is counted;
+// SIGHUP reloads; a Kubernetes-style ConfigMap swap is seen.
+import { mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, inject, it } from 'vitest';
+import { policyVersion } from '../src/policy-reload.js';
+import { uniquePrefix } from './helpers/memcached.js';
+import { startServiceProcess, type ServiceProcess } from './helpers/service-process.js';
+
+const folders: string[] = [];
+const services: ServiceProcess[] = [];
+afterAll(async () => {
+  await Promise.all(services.map((service) => service.stop()));
+  for (const folder of folders) rmSync(folder, { recursive: true, force: true });
+});
+
+const policy = (limit: number) => `events:\n  login:\n    limits:\n      - { limit: ${limit}, window: 1m }\n`;
+
+/** Writes as an editor saves: a new file renamed over the old one. */
+function save(path: string, text: string): void {
+  writeFileSync(`${path}.tmp`, text);
+  renameSync(`${path}.tmp`, path);
+}
+
+async function start(env: Record<string, string>): Promise<ServiceProcess> {
+  const service = await startServiceProcess({ MEMCACHED_SERVERS: inject('sharedMemcached'), ...env });
+  services.push(service);
+  return service;
+}
+
+async function version(service: ServiceProcess): Promise<string> {
+  return ((await (await fetch(`${service.url}/policies`)).json()) as { version: string }).version;
+}
+
+async function allowed(service: ServiceProcess, feature: string): Promise<boolean> {
+  return (await fetch(`${service.url}/check?event=login&feature=${feature}`)).status === 200;
+}
+
+/** How long until every service answers `wanted` at /policies, polled every 20 ms; fails past `withinMs`. */
+async function converged(all: readonly ServiceProcess[], wanted: string, withinMs: number): Promise<number> {
+  const started = performance.now();
+  for (;;) {
+    const versions = await Promise.all(all.map(version));
+    if (versions.every((v) => v === wanted)) return performance.now() - started;
+    if (performance.now() - started > withinMs)
+      throw new Error(`versions ${versions.join(', ')}, not ${wanted}, after ${withinMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+async function metric(service: ServiceProcess, line: RegExp): Promise<string | undefined> {
+  const text = await (await fetch(`${service.url}/metrics`)).text();
+  return text.split('\n').find((metricLine) => line.test(metricLine));
+}
+
+function folder(): string {
+  const made = mkdtempSync(join(tmpdir(), 'memgate-reload-'));
+  folders.push(made);
+  return made;
+}
+
+describe('policies reloaded without a restart', () => {
+  it('applies a saved change on two instances within 2 s, mid-window, counting what each counter holds', async () => {
+    const path = join(folder(), 'policies.yaml');
+    writeFileSync(path, policy(3));
+    const shared = { MEMGATE_CONFIG: path, MEMGATE_KEY_PREFIX: uniquePrefix() };
+    const [a, b] = [await start(shared), await start(shared)];
+    const before = await version(a);
+    expect(await version(b)).toBe(before);
+    expect(await metric(a, /^memgate_policy_version_info\{/)).toBe(
+      `memgate_policy_version_info{version="${before}"} 1`,
+    );
+    // Three of three, across both instances: the fourth is refused on each.
+    expect([await allowed(a, 'x'), await allowed(b, 'x'), await allowed(a, 'x')]).toEqual([true, true, true]);
+    expect([await allowed(a, 'x'), await allowed(b, 'x')]).toEqual([false, false]);
+
+    save(path, policy(5));
+    const after = await policyVersion({ policies: path });
+    expect(after).not.toBe(before);
+    // From the save to both instances answering the new version.
+    const tookMs = await converged([a, b], after, 2000);
+    // The same window: 3 counted, so exactly 2 more for the new limit of 5, wherever they land.
+    expect([await allowed(b, 'x'), await allowed(a, 'x'), await allowed(b, 'x'), await allowed(a, 'x')]).toEqual([
+      true,
+      true,
+      false,
+      false,
+    ]);
+    expect(a.logs.find((line) => String(line.msg).startsWith('policies reloaded (watch)'))?.msg).toBe(
+      `policies reloaded (watch), version ${after}: login: limit login-1m 3/60s by 1s → 5/60s by 1s`,
+    );
+    expect(tookMs).toBeLessThan(2000);
+
+    // A bad save keeps the policies in use, says why, and is counted.
+    save(path, 'events:\n  login:\n    limits:\n      - { limit: 0, window: 1m }\n');
+    await expect
+      .poll(() => metric(a, /^memgate_policy_reload_failures_total\{trigger="watch"\}/), { timeout: 3000 })
+      .toBe('memgate_policy_reload_failures_total{trigger="watch"} 1');
+    expect(await version(a)).toBe(after);
+    expect(await allowed(a, 'x')).toBe(false);
+    const refused = a.logs.find((line) => String(line.msg).startsWith('policy reload (watch) refused'));
+    expect(refused?.msg).toContain('limits[0].limit: must be >= 1 (got 0)');
+    expect(refused?.level).toBe(50);
+  });
+
+  it('reloads on SIGHUP, and not on a change, when watching is off', async () => {
+    const path = join(folder(), 'policies.yaml');
+    writeFileSync(path, policy(3));
+    const service = await start({ MEMGATE_CONFIG: path, MEMGATE_POLICY_WATCH: 'off' });
+    const before = await version(service);
+    save(path, policy(4));
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    expect(await version(service)).toBe(before);
+    // To the launcher, which hands it on, as `kill -HUP` on the pid npm start shows would.
+    service.child.kill('SIGHUP');
+    const after = await waitForChange(service, before);
+    expect(after).not.toBe(before);
+    expect(service.logs.some((line) => String(line.msg).startsWith('policies reloaded (signal)'))).toBe(true);
+    expect(service.child.exitCode).toBeNull();
+  });
+
+  it('follows a Kubernetes ConfigMap update, which swaps the folder’s ..data link', async () => {
+    const mount = folder();
+    const generation = (name: string, limit: number) => {
+      mkdirSync(join(mount, name));
+      writeFileSync(join(mount, name, 'policies.yaml'), policy(limit));
+    };
+    generation('..2026_11_26_01', 3);
+    symlinkSync('..2026_11_26_01', join(mount, '..data'));
+    symlinkSync('..data/policies.yaml', join(mount, 'policies.yaml'));
+    const service = await start({ MEMGATE_CONFIG: join(mount, 'policies.yaml') });
+    const before = await version(service);
+    // As the kubelet does: the new generation, a new link, renamed over ..data.
+    generation('..2026_11_26_02', 7);
+    symlinkSync('..2026_11_26_02', join(mount, '..data_tmp'));
+    renameSync(join(mount, '..data_tmp'), join(mount, '..data'));
+    await waitForChange(service, before);
+    const body = (await (await fetch(`${service.url}/policies`)).json()) as {
+      events: { event: string; limits: { limit: number }[] }[];
+    };
+    expect(body.events.find((event) => event.event === 'login')?.limits[0]?.limit).toBe(7);
+  });
+});
+
+/** The version /policies answers once it is not `before`, within 3 s. */
+async function waitForChange(service: ServiceProcess, before: string): Promise<string> {
+  let seen = before;
+  await expect
+    .poll(
+      async () => {
+        seen = await version(service);
+        return seen;
+      },
+      { timeout: 3000, interval: 20 },
+    )
+    .not.toBe(before);
+  return seen;
+}
