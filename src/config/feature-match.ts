@@ -1,0 +1,160 @@
+/**
+ * Which rule of a policy applies to a client (issue 26: per-client overrides, allow and deny
+ * lists): rules name one client (`feature`), every client whose name starts with a string
+ * (`prefix`), or every address in a network (`cidr`, IPv4 or IPv6). The most specific wins:
+ * the exact name; else the narrowest network holding the feature, when it is an IP address;
+ * else the longest prefix. Two rules of one kind never tie: the same name, network or prefix
+ * twice is refused when the file is read.
+ */
+import ipaddr from 'ipaddr.js';
+import { MAX_FEATURE_BYTES } from '../shared/feature-name.js';
+
+export type ClientMatch =
+  | { readonly feature: string }
+  | { readonly prefix: string }
+  | { readonly cidr: string };
+
+export interface MatchRule<T> {
+  readonly match: ClientMatch;
+  readonly value: T;
+}
+
+const KINDS = ['feature', 'prefix', 'cidr'] as const;
+
+/**
+ * A rule's `match` as the policy file writes it (`{ feature: x }`, `{ prefix: x }` or
+ * `{ cidr: x }`), or undefined with each problem pushed, worded for the person who wrote it.
+ */
+export function parseClientMatch(raw: unknown, where: string, problems: string[]): ClientMatch | undefined {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
+    problems.push(`${where}: must be one of { feature: NAME }, { prefix: TEXT } or { cidr: NETWORK }`);
+    return undefined;
+  }
+  const given = KINDS.filter((kind) => kind in raw);
+  const unknown = Object.keys(raw).filter((key) => !(KINDS as readonly string[]).includes(key));
+  if (unknown.length > 0) problems.push(`${where}: unknown key ${unknown.map((key) => `"${key}"`).join(', ')}; a match takes feature, prefix or cidr`);
+  if (given.length !== 1) {
+    problems.push(`${where}: give exactly one of feature, prefix or cidr (got ${given.length === 0 ? 'none' : given.join(' and ')})`);
+    return undefined;
+  }
+  const kind = given[0] as (typeof KINDS)[number];
+  const value = (raw as Record<string, unknown>)[kind];
+  if (typeof value !== 'string' || value === '') {
+    problems.push(`${where}.${kind}: must be a non-empty string`);
+    return undefined;
+  }
+  if (Buffer.byteLength(value) > MAX_FEATURE_BYTES) {
+    problems.push(`${where}.${kind}: at most ${MAX_FEATURE_BYTES} bytes, as a feature (got ${Buffer.byteLength(value)})`);
+    return undefined;
+  }
+  if (kind === 'cidr') {
+    const network = parseNetwork(value);
+    if (!network) {
+      problems.push(`${where}.cidr: must be a network such as 203.0.113.0/24 or 2001:db8::/48 (got ${JSON.stringify(value)})`);
+      return undefined;
+    }
+    return { cidr: network.text };
+  }
+  return kind === 'feature' ? { feature: value } : { prefix: value };
+}
+
+/** The match's kind and key as the file wrote it, for messages: `cidr 10.0.0.0/8`. */
+export function describeMatch(match: ClientMatch): string {
+  if ('feature' in match) return `feature ${JSON.stringify(match.feature)}`;
+  if ('prefix' in match) return `prefix ${JSON.stringify(match.prefix)}`;
+  return `cidr ${match.cidr}`;
+}
+
+interface Network {
+  readonly address: ipaddr.IPv4 | ipaddr.IPv6;
+  readonly bits: number;
+  /** Normalised: the network's first address and its length, `10.0.0.0/8`. */
+  readonly text: string;
+}
+
+function parseNetwork(text: string): Network | undefined {
+  const [address = ''] = text.split('/');
+  if (!address.includes(':') && !ipaddr.IPv4.isValidFourPartDecimal(address)) return undefined;
+  if (!ipaddr.isValidCIDR(text)) return undefined;
+  const [parsed, bits] = ipaddr.parseCIDR(text);
+  const inner = unmapped(parsed);
+  const kindBits = inner.kind() === 'ipv4' ? 32 : 128;
+  // ::ffff:10.0.0.0/104 is 10.0.0.0/8.
+  const length = parsed.kind() === 'ipv6' && inner.kind() === 'ipv4' ? bits - 96 : bits;
+  if (length < 0 || length > kindBits) return undefined;
+  const first = ipaddr.fromByteArray(
+    inner.toByteArray().map((byte, index) => {
+      const kept = Math.max(0, Math.min(8, length - index * 8));
+      return byte & ((0xff << (8 - kept)) & 0xff);
+    }),
+  );
+  return { address: first, bits: length, text: `${first.toString()}/${length}` };
+}
+
+/** An IPv4-mapped IPv6 address (`::ffff:10.1.2.3`) as the IPv4 address it carries. */
+function unmapped(address: ipaddr.IPv4 | ipaddr.IPv6): ipaddr.IPv4 | ipaddr.IPv6 {
+  return address.kind() === 'ipv6' && (address as ipaddr.IPv6).isIPv4MappedAddress()
+    ? (address as ipaddr.IPv6).toIPv4Address()
+    : address;
+}
+
+/**
+ * An address as clients are named by: dotted IPv4 or IPv6, not ipaddr.js's other IPv4 forms
+ * (`10` would be 0.0.0.10: a user id is not an address).
+ */
+function isAddress(feature: string): boolean {
+  return ipaddr.IPv4.isValidFourPartDecimal(feature) || (feature.includes(':') && ipaddr.IPv6.isValid(feature));
+}
+
+/** Refuses rules of one kind with the same key: which would apply would be a guess. */
+export function duplicateMatches(matches: readonly ClientMatch[]): string[] {
+  const seen = new Set<string>();
+  const twice: string[] = [];
+  for (const match of matches) {
+    const key = describeMatch(match);
+    if (seen.has(key)) twice.push(key);
+    seen.add(key);
+  }
+  return twice;
+}
+
+/** The most specific rule's value for a feature, as the file's rules say (see the module comment). */
+export class FeatureMatcher<T> {
+  readonly #exact = new Map<string, T>();
+  /** Longest first. */
+  readonly #prefixes: { readonly prefix: string; readonly value: T }[] = [];
+  /** Narrowest first. */
+  readonly #networks: { readonly network: Network; readonly value: T }[] = [];
+
+  constructor(rules: readonly MatchRule<T>[]) {
+    for (const { match, value } of rules) {
+      if ('feature' in match) this.#exact.set(match.feature, value);
+      else if ('prefix' in match) this.#prefixes.push({ prefix: match.prefix, value });
+      else {
+        const network = parseNetwork(match.cidr);
+        if (!network) throw new RangeError(`not a network: ${match.cidr}`);
+        this.#networks.push({ network, value });
+      }
+    }
+    this.#prefixes.sort((a, b) => b.prefix.length - a.prefix.length);
+    this.#networks.sort((a, b) => b.network.bits - a.network.bits);
+  }
+
+  /** Whether any rule exists: a policy without rules costs a check nothing. */
+  get empty(): boolean {
+    return this.#exact.size === 0 && this.#prefixes.length === 0 && this.#networks.length === 0;
+  }
+
+  match(feature: string): T | undefined {
+    const exact = this.#exact.get(feature);
+    if (exact !== undefined) return exact;
+    if (this.#networks.length > 0 && isAddress(feature)) {
+      const address = unmapped(ipaddr.parse(feature));
+      for (const { network, value } of this.#networks) {
+        if (network.address.kind() === address.kind() && address.match(network.address, network.bits)) return value;
+      }
+    }
+    for (const { prefix, value } of this.#prefixes) if (feature.startsWith(prefix)) return value;
+    return undefined;
+  }
+}
