@@ -173,6 +173,13 @@ async function serve(
   heapLimit: HeapLimit,
   onSignal: (stop: (signal: NodeJS.Signals) => void) => void,
 ): Promise<void> {
+  // SIGHUP's default ends the process: until the handlers below are in, one only asks for a
+  // reload once the service is up.
+  const pending = { reload: false };
+  const early = () => {
+    pending.reload = true;
+  };
+  process.on('SIGHUP', early);
   // Loaded here, not above: the launcher needs none of it.
   const [{ pino }, { PolicyError }, { startService }] = await Promise.all([
     import('pino'),
@@ -195,7 +202,8 @@ async function serve(
   onSignal((signal) => {
     // SIGHUP reads the policy files again, as daemons do; the rejection is logged.
     if (signal === 'SIGHUP') {
-      if (service && !stopping) void service.reloadPolicies().catch(() => undefined);
+      if (!service) pending.reload = true;
+      else if (!stopping) void service.reloadPolicies().catch(() => undefined);
       return;
     }
     if (stopping) {
@@ -209,6 +217,7 @@ async function serve(
     stopping = { signal, at: performance.now() };
     if (service) shutDown(service, signal, settings.shutdownDrainMs, logger);
   });
+  process.off('SIGHUP', early);
   try {
     service = await startService(settings, logger, heapLimit);
   } catch (error) {
@@ -218,8 +227,9 @@ async function serve(
     const debug = settings.logLevel === 'debug' || settings.logLevel === 'trace';
     fail(EXIT_FAILED, `memgate: ${debug ? inspect(error) : firstLine(error)}\n`);
   }
-  // Signalled while starting: stop now that there is something to stop.
+  // Signalled while starting: stop now that there is something to stop, or reload.
   if (stopping) shutDown(service, stopping.signal, settings.shutdownDrainMs, logger);
+  else if (pending.reload) void service.reloadPolicies().catch(() => undefined);
 }
 
 /** An error's message without its class name or stack: "cannot listen on 0.0.0.0:8080: listen EADDRINUSE …". */

@@ -1,17 +1,18 @@
 /**
  * Reloading the policies while serving: when their files change on disk (watched), on
  * SIGHUP, and on POST /admin/reload. One reload at a time, swapped in one step (service.ts's
- * `apply`); a file that does not load keeps the policies in use. Each load has a version, a
- * hash of the files' bytes, so an operator sees every instance converge on the same one.
+ * `apply`); files that do not load keep the policies in use. Each load has a version, a hash
+ * of the very bytes it parsed, so an operator sees every instance converge on the same one.
  */
 import { createHash } from 'node:crypto';
 import { watch, type FSWatcher } from 'node:fs';
-import { readdir, readFile, stat } from 'node:fs/promises';
-import { basename, dirname, extname, join } from 'node:path';
+import { stat } from 'node:fs/promises';
+import { basename, dirname, extname } from 'node:path';
 import type { Logger } from 'pino';
 import { DEFAULTS } from './config/defaults.js';
-import type { EnvoyConfig } from './config/envoy-config.js';
-import { PolicyError, type PolicySet } from './config/policies.js';
+import { parseEnvoyTexts, readEnvoyFiles, type EnvoyConfig } from './config/envoy-config.js';
+import { withEnvoyLimits } from './config/envoy-events.js';
+import { parsePolicyText, PolicyError, readPolicyText, type PolicySet } from './config/policies.js';
 import { describeChanges, policyChanges } from './config/policy-changes.js';
 
 /** What asked for a reload. */
@@ -22,6 +23,8 @@ export interface LoadedPolicies {
   readonly envoy: EnvoyConfig | undefined;
   /** The two as one set, what the limiter counts by. */
   readonly counted: PolicySet;
+  /** The first 12 hex digits of the SHA-256 of the files' names and texts, as parsed. */
+  readonly version: string;
 }
 
 export interface PolicyPaths {
@@ -30,10 +33,23 @@ export interface PolicyPaths {
   readonly envoy?: string | undefined;
 }
 
+/** Reads and parses the files once: the version is of the bytes parsed. Rejects with PolicyError. */
+export async function loadPolicies(paths: PolicyPaths): Promise<LoadedPolicies> {
+  const text = await readPolicyText(paths.policies);
+  const envoyTexts = paths.envoy === undefined ? undefined : await readEnvoyFiles(paths.envoy);
+  const hash = createHash('sha256');
+  for (const [file, content] of [[paths.policies, text] as const, ...(envoyTexts ?? [])]) {
+    hash.update(`${file}\0${content}\0`);
+  }
+  const policies = parsePolicyText(text, paths.policies);
+  const envoy = envoyTexts && paths.envoy !== undefined ? parseEnvoyTexts(envoyTexts, paths.envoy) : undefined;
+  return { policies, envoy, counted: withEnvoyLimits(policies, envoy), version: hash.digest('hex').slice(0, 12) };
+}
+
 export interface PolicyReloaderOptions {
   readonly paths: PolicyPaths;
+  /** What the service started with (loadPolicies). */
   readonly initial: LoadedPolicies;
-  readonly load: () => Promise<LoadedPolicies>;
   /** Puts a load in use (the limiter and the Envoy configuration together). */
   readonly apply: (loaded: LoadedPolicies) => void;
   /** Reload when the files change on disk (MEMGATE_POLICY_WATCH). */
@@ -49,50 +65,56 @@ export type ReloadResult =
   | { readonly reloaded: false; readonly version: string };
 
 export interface PolicyReloader {
-  /** The version in use: the first 12 hex digits of the files' SHA-256. */
   readonly version: string;
   /** Rejects with PolicyError when the files do not load (the policies in use stay). */
   reload(trigger: ReloadTrigger): Promise<ReloadResult>;
-  /** Stops watching. */
+  /** Stops watching; a reload under way puts nothing in use. */
   close(): void;
 }
 
 export async function createPolicyReloader(options: PolicyReloaderOptions): Promise<PolicyReloader> {
   const { paths, logger } = options;
   let current = options.initial;
-  let version = await policyVersion(paths);
-  options.onVersion?.(version);
+  options.onVersion?.(current.version);
   let queue: Promise<unknown> = Promise.resolve();
-  let watchQueued = false;
+  let closed = false;
+  // Read through a call: a close may come while a reload awaits its files.
+  const isClosed = () => closed;
 
   async function reloadNow(trigger: ReloadTrigger): Promise<ReloadResult> {
-    const before = await policyVersion(paths);
-    // A save that changed nothing (or a touch) reloads nothing; a signal or an admin does.
-    if (trigger === 'watch' && before === version) return { reloaded: false, version };
+    if (closed) return { reloaded: false, version: current.version };
     let next: LoadedPolicies;
     try {
-      next = await options.load();
+      next = await loadPolicies(paths);
     } catch (error) {
       options.onFailure?.(trigger);
       const problems = error instanceof PolicyError ? error.problems : [(error as Error).message];
       logger.error(
-        { trigger, problems, version },
-        `policy reload (${trigger}) refused, the policies in use stay (version ${version}): ${problems.join('; ')}`,
+        { trigger, problems, version: current.version },
+        `policy reload (${trigger}) refused, the policies in use stay (version ${current.version}): ${problems.join('; ')}`,
       );
-      throw error;
+      throw error instanceof PolicyError ? error : new PolicyError(paths.policies, problems);
     }
-    // Written again while it was read: load once more after this one.
-    if ((await policyVersion(paths)) !== before) schedule();
-    const changes = describeChanges(policyChanges(current.counted, next.counted));
+    // A save that changed nothing (or a touch) reloads nothing: no cache or lease is dropped.
+    if (isClosed() || next.version === current.version) return { reloaded: false, version: current.version };
+    const described = describeChanges(policyChanges(current.counted, next.counted));
+    const changes =
+      described === 'no change'
+        ? 'no limit changed (formatting, or Envoy settings such as shadow_mode or replaces)'
+        : described;
     options.apply(next);
     current = next;
-    version = before;
-    options.onVersion?.(version);
+    options.onVersion?.(next.version);
     logger.info(
-      { trigger, version, source: next.policies.source },
-      `policies reloaded (${trigger}), version ${version}: ${changes}`,
+      { trigger, version: next.version, source: next.policies.source },
+      `policies reloaded (${trigger}), version ${next.version}: ${changes}`,
     );
-    return { reloaded: true, version, source: next.policies.source, events: [...next.counted.events.keys()] };
+    return {
+      reloaded: true,
+      version: next.version,
+      source: next.policies.source,
+      events: [...next.counted.events.keys()],
+    };
   }
 
   /** One reload at a time, in order. */
@@ -103,80 +125,67 @@ export async function createPolicyReloader(options: PolicyReloaderOptions): Prom
   }
 
   // Changes come in bursts (an editor writes and renames, a ConfigMap swaps links): one
-  // reload once they settle.
+  // reload once they settle, or at the latest a settle time after the first.
   let timer: NodeJS.Timeout | undefined;
-  function schedule(): void {
+  let firstChangeAt: number | undefined;
+  function changed(): void {
+    if (closed) return;
+    const now = performance.now();
+    firstChangeAt ??= now;
     clearTimeout(timer);
+    const wait = Math.max(
+      0,
+      Math.min(DEFAULTS.policyWatchSettleMs, firstChangeAt + 5 * DEFAULTS.policyWatchSettleMs - now),
+    );
     timer = setTimeout(() => {
-      if (watchQueued) return;
-      watchQueued = true;
-      void reload('watch')
-        .catch(() => undefined)
-        .finally(() => {
-          watchQueued = false;
-        });
-    }, DEFAULTS.policyWatchSettleMs);
+      firstChangeAt = undefined;
+      void reload('watch').catch(() => undefined);
+    }, wait);
     timer.unref();
   }
 
-  const watchers = options.watch ? await watchFiles(paths, schedule, logger) : [];
+  const watchers = options.watch ? await watchFolders(paths, changed, logger) : [];
+  // Written between the service's first read and the watch starting: caught now.
+  if (options.watch) changed();
   return {
     get version() {
-      return version;
+      return current.version;
     },
     reload,
     close() {
+      closed = true;
       clearTimeout(timer);
       for (const watcher of watchers) watcher.close();
     },
   };
 }
 
-/** The files a load reads, in the order it reads them: the policy file, then Envoy's. */
-async function policyFiles(paths: PolicyPaths): Promise<string[]> {
-  const files = [paths.policies];
-  if (paths.envoy === undefined) return files;
-  const info = await stat(paths.envoy).catch(() => undefined);
-  if (!info?.isDirectory()) return [...files, paths.envoy];
-  const names = (await readdir(paths.envoy))
-    .filter((name) => !name.startsWith('.') && ['.yaml', '.yml'].includes(extname(name).toLowerCase()))
-    .sort();
-  return [...files, ...names.map((name) => join(paths.envoy as string, name))];
-}
-
-/** The first 12 hex digits of the SHA-256 of every file's name and bytes (an unreadable one by its error). */
-export async function policyVersion(paths: PolicyPaths): Promise<string> {
-  const hash = createHash('sha256');
-  for (const file of await policyFiles(paths)) {
-    hash.update(`${file}\0`);
-    hash.update(await readFile(file).catch((error: unknown) => `unreadable: ${(error as Error).message}`));
-    hash.update('\0');
-  }
-  return hash.digest('hex').slice(0, 12);
-}
-
 /**
  * Watches the folders that hold the files: editors save by writing a new file and renaming
  * it over the old one, and Kubernetes swaps a ConfigMap's files by renaming a link
- * (`..data`), neither of which a watch on the file itself would follow.
+ * (`..data`), neither of which a watch on the file itself would follow. Every change that
+ * may concern a file leads to a read, and a read whose bytes are the same reloads nothing.
  */
-async function watchFiles(paths: PolicyPaths, changed: () => void, logger: Logger): Promise<FSWatcher[]> {
-  const targets = new Map<string, (name: string) => boolean>();
-  const watchFile = (file: string) => {
-    const name = basename(file);
-    targets.set(dirname(file), (changedName) => changedName === name || changedName.startsWith('..'));
+async function watchFolders(paths: PolicyPaths, changed: () => void, logger: Logger): Promise<FSWatcher[]> {
+  const folders = new Map<string, ((name: string) => boolean)[]>();
+  const add = (folder: string, concerns: (name: string) => boolean) => {
+    folders.set(folder, [...(folders.get(folder) ?? []), concerns]);
   };
-  watchFile(paths.policies);
+  const file = (path: string) => {
+    const name = basename(path);
+    add(dirname(path), (changedName) => changedName === name || changedName.startsWith('..'));
+  };
+  file(paths.policies);
   if (paths.envoy !== undefined) {
-    const isDirectory = (await stat(paths.envoy).catch(() => undefined))?.isDirectory() ?? false;
-    if (isDirectory) targets.set(paths.envoy, () => true);
-    else watchFile(paths.envoy);
+    if ((await stat(paths.envoy).catch(() => undefined))?.isDirectory()) {
+      add(paths.envoy, (name) => ['.yaml', '.yml'].includes(extname(name).toLowerCase()) || name.startsWith('..'));
+    } else file(paths.envoy);
   }
   const watchers: FSWatcher[] = [];
-  for (const [folder, matters] of targets) {
+  for (const [folder, concerns] of folders) {
     try {
       const watcher = watch(folder, { persistent: false }, (_event, name) => {
-        if (name === null || matters(name)) changed();
+        if (name === null || concerns.some((concern) => concern(name))) changed();
       });
       watcher.on('error', (err) => {
         logger.warn(

@@ -5,15 +5,15 @@ import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { DEFAULTS } from './config/defaults.js';
 import { parseServerList } from './config/memcached-servers.js';
-import { loadEnvoyConfig, type EnvoyConfig } from './config/envoy-config.js';
+import type { EnvoyConfig } from './config/envoy-config.js';
 import { ENVOY_EVENT_PREFIX } from './config/envoy-match.js';
-import { envoyLimitEvents, withEnvoyLimits } from './config/envoy-events.js';
-import { loadPolicyFile, type PolicySet } from './config/policies.js';
+import { envoyLimitEvents } from './config/envoy-events.js';
+import type { PolicySet } from './config/policies.js';
 import type { Settings } from './config/settings.js';
 import { VERSION } from './config/version.js';
 import { createLimiter } from './counting/limiter.js';
 import { reloadable } from './counting/reloadable-limiter.js';
-import { createPolicyReloader, type ReloadResult } from './policy-reload.js';
+import { createPolicyReloader, loadPolicies, type ReloadResult } from './policy-reload.js';
 import { buildApp } from './http/app.js';
 import { createDrain } from './http/drain.js';
 import { createMetrics, type Metrics } from './http/metrics.js';
@@ -78,7 +78,9 @@ export async function startService(
   logger: Logger,
   heapLimit: HeapLimit = { from: 'node' },
 ): Promise<RunningService> {
-  const { policies, envoy, counted } = await loadPolicies(settings);
+  const paths = { policies: settings.configPath, envoy: settings.envoyConfigPath };
+  const loaded = await loadPolicies(paths);
+  const { policies, envoy, counted } = loaded;
   // What onStoreError decides follows the policies in use, after a reload too.
   let current: PolicySet = counted;
   let currentEnvoy = envoy;
@@ -108,9 +110,8 @@ export async function startService(
   metrics.watchCache(() => limiter.cacheUsage, options.cacheBytes);
   // Reading the files again on a change, SIGHUP or /admin/reload; a bad file keeps the policies in use.
   const reloader = await createPolicyReloader({
-    paths: { policies: settings.configPath, envoy: settings.envoyConfigPath },
-    initial: { policies, envoy, counted },
-    load: () => loadPolicies(settings),
+    paths,
+    initial: loaded,
     apply: (next) => {
       // Swapped together, in one step: a request matched against one Envoy configuration is counted by its limiter.
       limiter.replace(createLimiter({ ...options, policies: next.counted }));
@@ -209,15 +210,6 @@ export async function startService(
     },
     reloadPolicies: () => reloader.reload('signal'),
   };
-}
-
-/** memgate's policy file, the Envoy configuration when one is set, and the two as one policy set to count by. */
-async function loadPolicies(
-  settings: Settings,
-): Promise<{ policies: PolicySet; envoy: EnvoyConfig | undefined; counted: PolicySet }> {
-  const policies = await loadPolicyFile(settings.configPath);
-  const envoy = settings.envoyConfigPath === undefined ? undefined : await loadEnvoyConfig(settings.envoyConfigPath);
-  return { policies, envoy, counted: withEnvoyLimits(policies, envoy) };
 }
 
 interface Serving {

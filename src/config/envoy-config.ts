@@ -436,6 +436,11 @@ export function parseEnvoyTexts(files: Iterable<readonly [string, string]>, sour
  * nor dot files), in name order.
  */
 export async function loadEnvoyConfig(path: string): Promise<EnvoyConfig> {
+  return parseEnvoyTexts(await readEnvoyFiles(path), path);
+}
+
+/** The files of MEMGATE_ENVOY_CONFIG (a file, or a directory's .yaml and .yml files, sorted) with their texts. */
+export async function readEnvoyFiles(path: string): Promise<[string, string][]> {
   let files: string[];
   try {
     const info = await stat(path);
@@ -459,7 +464,7 @@ export async function loadEnvoyConfig(path: string): Promise<EnvoyConfig> {
     }
   }
   if (unreadable.length > 0) throw new PolicyError(path, unreadable);
-  return parseEnvoyTexts(texts, path);
+  return texts;
 }
 
 

@@ -241,13 +241,16 @@ function parseLimit(
 
 /** Reads and validates a YAML or JSON policy file. */
 export async function loadPolicyFile(path: string): Promise<PolicySet> {
-  let text: string;
+  return parsePolicyText(await readPolicyText(path), path);
+}
+
+/** A policy file's text; PolicyError when it cannot be read. */
+export async function readPolicyText(path: string): Promise<string> {
   try {
-    text = await readFile(path, 'utf8');
+    return await readFile(path, 'utf8');
   } catch (error) {
     throw new PolicyError(path, [`cannot read the file: ${(error as Error).message}`]);
   }
-  return parsePolicyText(text, path);
 }
 
 /** Validates the text of a policy file: JSON when `source` ends in .json, else YAML. */

@@ -163,7 +163,7 @@ describe('pruning and compaction in steps', () => {
     let last = (changes.get() as { n: number }).n;
     while (!job.next().done) {
       const now = (changes.get() as { n: number }).n;
-      // Each client row dropped also takes its sums from its point: two changes.
+      // Each client row dropped, and the sums of the points they belonged to.
       expect(now - last).toBeLessThanOrEqual(2 * 10 + 1);
       last = now;
     }

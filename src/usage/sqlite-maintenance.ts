@@ -86,10 +86,17 @@ export function sqliteMaintenance(db: Database.Database, plan: MaintenancePlan):
     WHERE resolution = ? AND event = ? AND (t, feature) > (?, ?) AND t < ? ORDER BY t, feature LIMIT ?`);
 
   const deleteClients = db.transaction((resolution: number, event: string, keys: readonly ClientKey[]) => {
+    // One update per point, not per row: a chunk's rows share a few points.
+    const dropped = new Map<number, { allowed: number; denied: number }>();
     for (const { t, feature, allowed, denied } of keys) {
       deleteClient.run(resolution, event, t, feature);
-      unname.run(allowed, denied, resolution, event, t);
+      const sums = dropped.get(t);
+      if (sums) {
+        sums.allowed += allowed;
+        sums.denied += denied;
+      } else dropped.set(t, { allowed, denied });
     }
+    for (const [t, { allowed, denied }] of dropped) unname.run(allowed, denied, resolution, event, t);
   });
 
   /** The distinct values of `column` a seek statement walks through, from the smallest. */
