@@ -144,7 +144,7 @@ export async function createPolicyReloader(options: PolicyReloaderOptions): Prom
     timer.unref();
   }
 
-  const watchers = options.watch ? await watchFolders(paths, changed, logger) : [];
+  const watching = options.watch ? await watchFolders(paths, changed, logger) : undefined;
   // Written between the service's first read and the watch starting: caught now.
   if (options.watch) changed();
   return {
@@ -155,7 +155,7 @@ export async function createPolicyReloader(options: PolicyReloaderOptions): Prom
     close() {
       closed = true;
       clearTimeout(timer);
-      for (const watcher of watchers) watcher.close();
+      watching?.close();
     },
   };
 }
@@ -165,8 +165,10 @@ export async function createPolicyReloader(options: PolicyReloaderOptions): Prom
  * it over the old one, and Kubernetes swaps a ConfigMap's files by renaming a link
  * (`..data`), neither of which a watch on the file itself would follow. Every change that
  * may concern a file leads to a read, and a read whose bytes are the same reloads nothing.
+ * A folder removed and made again is watched again at the next look (every
+ * DEFAULTS.policyWatchRecheckMs), which reads the files too.
  */
-async function watchFolders(paths: PolicyPaths, changed: () => void, logger: Logger): Promise<FSWatcher[]> {
+async function watchFolders(paths: PolicyPaths, changed: () => void, logger: Logger): Promise<{ close(): void }> {
   const folders = new Map<string, ((name: string) => boolean)[]>();
   const add = (folder: string, concerns: (name: string) => boolean) => {
     folders.set(folder, [...(folders.get(folder) ?? []), concerns]);
@@ -181,25 +183,51 @@ async function watchFolders(paths: PolicyPaths, changed: () => void, logger: Log
       add(paths.envoy, (name) => ['.yaml', '.yml'].includes(extname(name).toLowerCase()) || name.startsWith('..'));
     } else file(paths.envoy);
   }
-  const watchers: FSWatcher[] = [];
-  for (const [folder, concerns] of folders) {
+  /**
+   * Each folder's watcher and the folder it watches, by inode and birth time: a folder made
+   * again often gets the inode of the one removed.
+   */
+  const watched = new Map<string, { watcher: FSWatcher; identity: string } | undefined>();
+  /** Watches `folder` unless its watch still holds; whether anything changed since the last look. */
+  async function arm(folder: string, concerns: readonly ((name: string) => boolean)[]): Promise<boolean> {
+    const info = await stat(folder).catch(() => undefined);
+    const identity = info && `${info.ino}:${info.birthtimeMs}`;
+    const current = watched.get(folder);
+    if (current?.identity === identity) return false;
+    current?.watcher.close();
+    watched.set(folder, undefined);
+    if (identity === undefined) return current !== undefined;
     try {
       const watcher = watch(folder, { persistent: false }, (_event, name) => {
         if (name === null || concerns.some((concern) => concern(name))) changed();
       });
       watcher.on('error', (err) => {
-        logger.warn(
-          { err, folder },
-          `stopped watching ${folder} for policy changes; SIGHUP or POST /admin/reload still reload`,
-        );
+        logger.warn({ err, folder }, `stopped watching ${folder} for policy changes; watching again once it is back`);
       });
-      watchers.push(watcher);
+      watched.set(folder, { watcher, identity });
+      return true;
     } catch (err) {
       logger.warn(
         { err, folder },
         `cannot watch ${folder} for policy changes; SIGHUP or POST /admin/reload still reload`,
       );
+      return false;
     }
   }
-  return watchers;
+  // The first look: what it finds is the start, not a change.
+  for (const [folder, concerns] of folders) await arm(folder, concerns);
+  const recheck = setInterval(() => {
+    void (async () => {
+      let moved = false;
+      for (const [folder, concerns] of folders) moved = (await arm(folder, concerns)) || moved;
+      if (moved) changed();
+    })();
+  }, DEFAULTS.policyWatchRecheckMs);
+  recheck.unref();
+  return {
+    close() {
+      clearInterval(recheck);
+      for (const entry of watched.values()) entry?.watcher.close();
+    },
+  };
 }

@@ -6,6 +6,7 @@ import { mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync, writeFileSync 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, inject, it } from 'vitest';
+import { DEFAULTS } from '../src/config/defaults.js';
 import { loadPolicies } from '../src/policy-reload.js';
 import { uniquePrefix } from './helpers/memcached.js';
 import { startServiceProcess, type ServiceProcess } from './helpers/service-process.js';
@@ -93,7 +94,10 @@ describe('policies reloaded without a restart', () => {
       .poll(() => a.logs.find((line) => String(line.msg).startsWith('policies reloaded (watch)'))?.msg)
       .toBe(`policies reloaded (watch), version ${after}: login: limit login-1m 3/60s by 1s → 5/60s by 1s`);
 
-    // A bad save keeps the policies in use, says why, and is counted.
+    // A bad save keeps the policies in use, says why, and is counted (from 0, so increase() sees it).
+    expect(await metric(a, /^memgate_policy_reload_failures_total\{trigger="watch"\}/)).toBe(
+      'memgate_policy_reload_failures_total{trigger="watch"} 0',
+    );
     save(path, 'events:\n  login:\n    limits:\n      - { limit: 0, window: 1m }\n');
     await expect
       .poll(() => metric(a, /^memgate_policy_reload_failures_total\{trigger="watch"\}/), { timeout: 3000 })
@@ -154,6 +158,27 @@ describe('policies reloaded without a restart', () => {
       'policies reloaded (watch), version V: envoy:edge.a: limit edge.a 10/3600s → 20/3600s',
     ]);
   });
+
+  it('watches a folder again once it is removed and made again', async () => {
+    const dir = join(folder(), 'conf');
+    mkdirSync(dir);
+    const path = join(dir, 'policies.yaml');
+    writeFileSync(path, policy(3));
+    const service = await start({ MEMGATE_CONFIG: path });
+    const before = await version(service);
+    rmSync(dir, { recursive: true });
+    mkdirSync(dir);
+    writeFileSync(path, policy(9));
+    // Read at once if the removal's events are still settling, else at the next look.
+    await expect
+      .poll(() => version(service), { timeout: DEFAULTS.policyWatchRecheckMs + 3000, interval: 100 })
+      .not.toBe(before);
+    // By the next look the new folder is watched: a save there is seen within the settle time.
+    await new Promise((resolve) => setTimeout(resolve, DEFAULTS.policyWatchRecheckMs + 500));
+    save(path, policy(8));
+    const { version: eight } = await loadPolicies({ policies: path });
+    await expect.poll(() => version(service), { timeout: 2000, interval: 20 }).toBe(eight);
+  }, 30_000);
 
   it('follows a Kubernetes ConfigMap update, which swaps the folder’s ..data link', async () => {
     const mount = folder();

@@ -85,6 +85,8 @@ export const DEFAULTS = {
   repeatedSignalMs: 1000,
   /** Changes to the policy files settle this long before they are read (an editor writes, then renames). */
   policyWatchSettleMs: 200,
+  /** How often the watched folders are looked at again: one removed and made again is watched anew. */
+  policyWatchRecheckMs: 10_000,
   /** MEMGATE_SHUTDOWN_DRAIN_MS: after SIGTERM, how long requests are still answered (with Connection: close). */
   shutdownDrainMs: 5000,
   /**

@@ -149,6 +149,8 @@ export function createMetrics(): Metrics {
     labelNames: ['trigger'] as const,
     registers: [registry],
   });
+  // At 0 from the start, so that increase() sees the first failure.
+  for (const trigger of ['watch', 'signal', 'admin'] as const) reloadFailures.inc({ trigger }, 0);
 
   const clockOffset = new Gauge({
     name: 'memgate_clock_offset_seconds',
