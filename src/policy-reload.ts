@@ -125,7 +125,8 @@ export async function createPolicyReloader(options: PolicyReloaderOptions): Prom
   }
 
   // Changes come in bursts (an editor writes and renames, a ConfigMap swaps links): one
-  // reload once they settle, or at the latest a settle time after the first.
+  // reload once they settle (DEFAULTS.policyWatchSettleMs), or at the latest five settle times
+  // after the first, so that a steady stream of changes cannot hold it off.
   let timer: NodeJS.Timeout | undefined;
   let firstChangeAt: number | undefined;
   function changed(): void {
