@@ -171,49 +171,73 @@ export function registerJsonBodyParser(app: FastifyInstance): void {
   app.addContentTypeParser(
     'application/json',
     { parseAs: 'buffer' },
-    (_request: FastifyRequest, body: Buffer | string, done: (error: Error | null, value?: unknown) => void) => {
+    (_request: FastifyRequest, body: Buffer | string, done: Done) => {
       const bytes = typeof body === 'string' ? Buffer.from(body) : body;
       if (bytes.length === 0) {
         done(new JsonBodyError('invalid_json', EMPTY_BODY));
         return;
       }
-      // A small body (every request but a large batch) is read at once; a large one in steps.
-      const then = (step: () => void) => {
-        if (bytes.length <= DEFAULTS.jsonStepAboveBytes) {
-          step();
-          return;
-        }
-        // Out of fastify's own try: a throw is answered, not left uncaught.
-        setImmediate(() => {
-          try {
-            step();
-          } catch (error) {
-            done(error instanceof Error ? error : new Error(String(error)));
-          }
-        });
-      };
+      // A large body (a big batch) is read in steps, the event loop free between them.
+      if (bytes.length > DEFAULTS.jsonStepAboveBytes) {
+        readInSteps(bytes, limits, done);
+        return;
+      }
+      // Every other body at once, allocating nothing more: this is every POST /check.
       const problem = jsonShapeProblem(bytes, limits);
       if (problem) {
         done(problem);
         return;
       }
-      then(() => {
-        let value: unknown;
-        try {
-          value = JSON.parse(markNotUtf8Strings(bytes));
-        } catch {
-          done(new JsonBodyError('invalid_json', NOT_JSON));
-          return;
-        }
-        then(() => {
-          const poisoned = poisonedKey(value);
-          if (poisoned !== undefined) {
-            done(new JsonBodyError('invalid_json', `the body holds a "${poisoned}" key, which memgate refuses`));
-            return;
-          }
-          done(null, value);
-        });
-      });
+      const value = parsedBody(bytes);
+      if (value instanceof JsonBodyError) done(value);
+      else done(poisonedBody(value) ?? null, value);
     },
   );
+}
+
+type Done = (error: Error | null, value?: unknown) => void;
+
+/** The body as JSON, or invalid_json (JSON.parse never gives an Error instance). */
+function parsedBody(bytes: Buffer): unknown {
+  try {
+    return JSON.parse(markNotUtf8Strings(bytes)) as unknown;
+  } catch {
+    return new JsonBodyError('invalid_json', NOT_JSON);
+  }
+}
+
+function poisonedBody(value: unknown): JsonBodyError | undefined {
+  const poisoned = poisonedKey(value);
+  return poisoned === undefined
+    ? undefined
+    : new JsonBodyError('invalid_json', `the body holds a "${poisoned}" key, which memgate refuses`);
+}
+
+/** The same three steps, each in its own turn of the event loop. */
+function readInSteps(bytes: Buffer, limits: JsonShapeLimits, done: Done): void {
+  // Out of fastify's own try: a throw is answered, not left uncaught.
+  const later = (step: () => void) => {
+    setImmediate(() => {
+      try {
+        step();
+      } catch (error) {
+        done(error instanceof Error ? error : new Error(String(error)));
+      }
+    });
+  };
+  const problem = jsonShapeProblem(bytes, limits);
+  if (problem) {
+    done(problem);
+    return;
+  }
+  later(() => {
+    const value = parsedBody(bytes);
+    if (value instanceof JsonBodyError) {
+      done(value);
+      return;
+    }
+    later(() => {
+      done(poisonedBody(value) ?? null, value);
+    });
+  });
 }
