@@ -11,6 +11,8 @@ describe('the table of error codes', () => {
       'feature_too_long',
       'invalid_cost',
       'cost_exceeds_limit',
+      'invalid_tier',
+      'unknown_tier',
       'invalid_time',
       'lease_off',
       'unknown_lease',

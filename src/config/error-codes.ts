@@ -32,6 +32,11 @@ export const ERROR_CODES = {
   unknown_event: { status: 400, when: 'the event is not in the policy file' },
   feature_too_long: { status: 400, when: 'the feature is over 1024 UTF-8 bytes' },
   cost_exceeds_limit: { status: 400, when: '`cost` is larger than a limit of the event: it could never be allowed' },
+  invalid_tier: {
+    status: 400,
+    when: '`tier` is empty, not a string or not well-formed Unicode; on `/gate`, the tier header was sent twice',
+  },
+  unknown_tier: { status: 400, when: '`tier` names no tier of the event (or the event has no `tiers`): never a silent default' },
   lease_off: { status: 400, when: '`/lease`, `/lease/return`: the event has no `lease` section in the policy file' },
   unknown_lease: {
     status: 404,
@@ -102,6 +107,8 @@ export const INPUT_ERROR_CODES = [
   'feature_too_long',
   'invalid_cost',
   'cost_exceeds_limit',
+  'invalid_tier',
+  'unknown_tier',
   'invalid_time',
   'lease_off',
   'unknown_lease',

@@ -5,7 +5,9 @@ import { describe, expect, it } from 'vitest';
 import { duplicateMatches, FeatureMatcher, parseClientMatch, type ClientMatch } from './feature-match.js';
 
 const ADDRESSES = ['10.1.2.3', '10.1.9.9', '10.200.0.1', '192.0.2.7', '2001:db8::1', '2001:db8:0:1::5', '::ffff:10.1.2.3', 'fe80::1'];
-const NAMES = ['10', 'alice', 'alice@example.com', 'tenant-1/a', 'tenant-1/b', 'tenant-2/a', '', ...ADDRESSES];
+// /gate counts an IPv6 client by its network (shared/client-address.ts): a network feature.
+const NETWORK_FEATURES = ['2001:db8:0:1200::/56', '2001:db8::/32', '2001:db8::/16', 'fe80::/10'];
+const NAMES = ['10', 'alice', 'alice@example.com', 'tenant-1/a', 'tenant-1/b', 'tenant-2/a', '', ...ADDRESSES, ...NETWORK_FEATURES];
 const NETWORKS = ['10.0.0.0/8', '10.1.0.0/16', '10.1.2.0/24', '10.1.2.3/32', '0.0.0.0/0', '2001:db8::/32', '2001:db8::/64', '::/0', '192.0.2.0/24'];
 const PREFIXES = ['t', 'tenant-', 'tenant-1/', 'tenant-1/a', 'a', 'ali', '10.', '2001:'];
 
@@ -28,18 +30,21 @@ function bitsOf(text: string): { v6: boolean; bits: string } | undefined {
   return { v6: true, bits: all.map((group) => parseInt(group, 16).toString(2).padStart(16, '0')).join('') };
 }
 
-function reference(rules: readonly ClientMatch[], feature: string): number | undefined {
-  const exact = rules.findIndex((rule) => 'feature' in rule && rule.feature === feature);
+function reference(rules: readonly ClientMatch[], feature: string, applies: (index: number) => boolean = () => true): number | undefined {
+  const exact = rules.findIndex((rule, index) => 'feature' in rule && rule.feature === feature && applies(index));
   if (exact >= 0) return exact;
-  const address = bitsOf(feature);
+  const [featureAddress = '', featureLength] = feature.split('/');
+  const address = featureLength === undefined || featureAddress.includes(':') ? bitsOf(featureAddress) : undefined;
+  const addressLength = featureLength === undefined ? (address?.v6 ? 128 : 32) : Number(featureLength);
   const networks: { index: number; length: number }[] = [];
   const prefixes: { index: number; length: number }[] = [];
   rules.forEach((rule, index) => {
+    if (!applies(index)) return;
     if ('cidr' in rule && address) {
       const [network = '', length = '0'] = rule.cidr.split('/');
       const net = bitsOf(network);
       const bits = Number(length);
-      if (net?.v6 === address.v6 && net.bits.slice(0, bits) === address.bits.slice(0, bits)) {
+      if (net?.v6 === address.v6 && bits <= addressLength && net.bits.slice(0, bits) === address.bits.slice(0, bits)) {
         networks.push({ index, length: bits });
       }
     }
@@ -63,6 +68,29 @@ describe('FeatureMatcher', () => {
       ),
       { numRuns: 2000 },
     );
+  });
+
+  it('passes over rules a predicate refuses to the next most specific (an override past its until) (fast-check)', () => {
+    fc.assert(
+      fc.property(
+        fc.uniqueArray(matchArbitrary, { selector: (match) => JSON.stringify(match), maxLength: 12 }),
+        fc.constantFrom(...NAMES),
+        fc.array(fc.boolean(), { minLength: 12, maxLength: 12 }),
+        (rules, feature, lapsed) => {
+          const matcher = new FeatureMatcher(rules.map((match, index) => ({ match, value: index })));
+          const applies = (index: number) => lapsed[index] !== true;
+          expect(matcher.match(feature, applies)).toBe(reference(rules, feature, applies));
+        },
+      ),
+      { numRuns: 2000 },
+    );
+  });
+
+  it('holds an IPv6 client counted by its network in a rule for a wider network only', () => {
+    const matcher = new FeatureMatcher([{ match: { cidr: '2001:db8::/32' }, value: 'wide' }]);
+    expect(matcher.match('2001:db8:0:1200::/56')).toBe('wide');
+    expect(matcher.match('2001:d00::/24')).toBeUndefined();
+    expect(matcher.match('2001:db9:0:1200::/56')).toBeUndefined();
   });
 
   it('reads a user id such as "10" as a name, not as the address 0.0.0.10', () => {

@@ -106,6 +106,83 @@ function isAddress(feature: string): boolean {
   return ipaddr.IPv4.isValidFourPartDecimal(feature) || (feature.includes(':') && ipaddr.IPv6.isValid(feature));
 }
 
+/**
+ * The network a feature names: an address as a network of its full length, or a network as
+ * memgate writes one for an IPv6 client counted by its prefix (`2001:db8:0:1200::/56`, see
+ * shared/client-address.ts), so that a rule for 2001:db8::/32 holds /gate's IPv6 clients too.
+ */
+function featureNetwork(feature: string): Network | undefined {
+  if (isAddress(feature)) {
+    const address = unmapped(ipaddr.parse(feature));
+    return { address, bits: address.kind() === 'ipv4' ? 32 : 128, text: feature };
+  }
+  return feature.includes('/') && feature.includes(':') ? parseNetwork(feature) : undefined;
+}
+
+/** Clients never limited (`allow`) and always refused (`deny`), as the file lists them. */
+export interface ClientLists {
+  readonly allow: readonly ClientMatch[];
+  readonly deny: readonly ClientMatch[];
+}
+
+/**
+ * parseClientMatch's problems ("match.cidr: must be …") at their field's path: under `at`'s
+ * `match`, or at `at` itself when the entry is the match (`root`, a list's entry).
+ */
+export function reportMatchProblems(
+  problems: readonly string[],
+  at: readonly string[],
+  report: (path: readonly string[], text: string) => void,
+  { root = false } = {},
+): void {
+  for (const problem of problems) {
+    const [, kind, text = problem] = /^match(?:\.([a-z]+))?: (.*)$/s.exec(problem) ?? [];
+    report([...at, ...(root ? [] : ['match']), ...(kind ? [kind] : [])], text);
+  }
+}
+
+/**
+ * An event's (or the gateway's) allow and deny lists, or undefined when any entry is faulty;
+ * `report` takes each fault with its path under the event (or gateway).
+ */
+export function parseClientLists(
+  raw: { readonly allow?: unknown; readonly deny?: unknown },
+  report: (path: readonly string[], text: string) => void,
+): ClientLists | undefined {
+  const lists = { allow: [] as ClientMatch[], deny: [] as ClientMatch[] };
+  let faulty = false;
+  for (const list of ['allow', 'deny'] as const) {
+    const entries = raw[list];
+    if (entries === undefined) continue;
+    // Not a list: the schema has said so already.
+    if (!Array.isArray(entries)) {
+      faulty = true;
+      continue;
+    }
+    entries.forEach((entry, index) => {
+      const problems: string[] = [];
+      const match = parseClientMatch(entry, 'match', problems);
+      reportMatchProblems(problems, [list, String(index)], report, { root: true });
+      if (match) lists[list].push(match);
+      else faulty = true;
+    });
+  }
+  for (const twice of duplicateMatches([...lists.allow, ...lists.deny])) {
+    report(['deny'], `${twice} is listed more than once (in allow, deny or both); list each client once`);
+    faulty = true;
+  }
+  return faulty ? undefined : lists;
+}
+
+/** Which list holds a client, the most specific entry of either winning; undefined when none does or no entry exists. */
+export function listMatcher(lists: ClientLists | undefined): FeatureMatcher<'allow' | 'deny'> | undefined {
+  if (!lists || (lists.allow.length === 0 && lists.deny.length === 0)) return undefined;
+  return new FeatureMatcher<'allow' | 'deny'>([
+    ...lists.allow.map((match) => ({ match, value: 'allow' as const })),
+    ...lists.deny.map((match) => ({ match, value: 'deny' as const })),
+  ]);
+}
+
 /** Refuses rules of one kind with the same key: which would apply would be a guess. */
 export function duplicateMatches(matches: readonly ClientMatch[]): string[] {
   const seen = new Set<string>();
@@ -145,16 +222,29 @@ export class FeatureMatcher<T> {
     return this.#exact.size === 0 && this.#prefixes.length === 0 && this.#networks.length === 0;
   }
 
-  match(feature: string): T | undefined {
+  /**
+   * The most specific rule's value for `feature`; with `applies`, the most specific of those
+   * whose value it accepts (an override past its `until` gives way to the next one).
+   */
+  match(feature: string, applies?: (value: T) => boolean): T | undefined {
     const exact = this.#exact.get(feature);
-    if (exact !== undefined) return exact;
-    if (this.#networks.length > 0 && isAddress(feature)) {
-      const address = unmapped(ipaddr.parse(feature));
-      for (const { network, value } of this.#networks) {
-        if (network.address.kind() === address.kind() && address.match(network.address, network.bits)) return value;
+    if (exact !== undefined && (!applies || applies(exact))) return exact;
+    if (this.#networks.length > 0) {
+      const held = featureNetwork(feature);
+      if (held) {
+        for (const { network, value } of this.#networks) {
+          // A network feature lies within a rule only if it is no wider than the rule.
+          if (
+            network.address.kind() === held.address.kind() &&
+            held.bits >= network.bits &&
+            held.address.match(network.address, network.bits) &&
+            (!applies || applies(value))
+          )
+            return value;
+        }
       }
     }
-    for (const { prefix, value } of this.#prefixes) if (feature.startsWith(prefix)) return value;
+    for (const { prefix, value } of this.#prefixes) if (feature.startsWith(prefix) && (!applies || applies(value))) return value;
     return undefined;
   }
 }

@@ -1,5 +1,7 @@
 import proxyAddr from '@fastify/proxy-addr';
 import { DEFAULTS } from './defaults.js';
+import { formatPath } from './document-order.js';
+import { listMatcher, parseClientLists, type ClientMatch } from './feature-match.js';
 import type { PathErrorCode } from './error-codes.js';
 import { normalisePath, PATH_READINGS, type PathReading } from './gateway-path.js';
 
@@ -41,6 +43,16 @@ export interface GatewayPolicy {
   readonly invalidStatus: 400 | 401;
   /** The outcome of a guarded request's URI under routes, pathCase and unmatched. */
   readonly resolve: (uri: string) => PathOutcome;
+  /**
+   * The header the gateway sets with the client's tier, from an authenticated identity:
+   * trusted only because the gateway drops the client's own copy (see examples/).
+   */
+  readonly tierHeader?: string | undefined;
+  /** Clients /gate lets through uncounted (`allow`) or refuses (`deny`) whatever the event. */
+  readonly allow: readonly ClientMatch[];
+  readonly deny: readonly ClientMatch[];
+  /** Which of allow and deny holds a client (the most specific entry), if either does. */
+  readonly listed: (feature: string) => 'allow' | 'deny' | undefined;
 }
 
 export interface Route {
@@ -60,6 +72,9 @@ export interface RawGateway {
   unmatched?: string;
   denyStatus?: 429 | 403;
   invalidStatus?: 400 | 401;
+  tier?: string;
+  allow?: unknown[];
+  deny?: unknown[];
 }
 
 const PROXY_NAMES = 'loopback, linklocal, uniquelocal';
@@ -93,6 +108,15 @@ export function parseGateway(raw: RawGateway, events: ReadonlySet<string>, probl
   if (typeof unmatched === 'object' && !events.has(unmatched.event)) {
     report('unmatched', `must be allow, deny or an event of this file (got ${JSON.stringify(unmatched.event)})`);
   }
+  let tierHeader: string | undefined;
+  if (raw.tier !== undefined) {
+    tierHeader = /^header:([A-Za-z0-9!#$%&'*+.^_`|~-]+)$/.exec(raw.tier)?.[1]?.toLowerCase();
+    if (tierHeader === undefined) report('tier', `must be header:<name>, a header your gateway sets from an authenticated identity (got ${JSON.stringify(raw.tier)})`);
+  }
+  const lists = parseClientLists({ allow: raw.allow, deny: raw.deny }, (path, text) => {
+    report(formatPath(path), text);
+  }) ?? { allow: [], deny: [] };
+  const matcher = listMatcher(lists);
   const decided = !refused.has('routes') && !refused.has('event') && !refused.has('unmatched');
   if (decided && routes.length === 0 && event.from === 'routes' && unmatched === 'allow') {
     report('routes', 'none, no event header and unmatched: allow, so /gate would never count anything; add routes (prefix: / matches every path) or set unmatched');
@@ -110,6 +134,10 @@ export function parseGateway(raw: RawGateway, events: ReadonlySet<string>, probl
     denyStatus: raw.denyStatus ?? 429,
     invalidStatus: raw.invalidStatus ?? 400,
     resolve,
+    ...(tierHeader !== undefined ? { tierHeader } : {}),
+    allow: lists.allow,
+    deny: lists.deny,
+    listed: matcher ? (feature) => matcher.match(feature) : () => undefined,
   };
 }
 

@@ -349,3 +349,100 @@ describe('any file at all', () => {
     );
   });
 });
+
+describe('per-client rules in a policy file', () => {
+  const problems = (text: string) => {
+    try {
+      parsePolicyText(text, 'p.yaml');
+      return [];
+    } catch (error) {
+      return (error as PolicyError).problems;
+    }
+  };
+
+  it('reads overrides, tiers and lists', () => {
+    const policies = parsePolicyText(
+      `events:
+  api:
+    limits: [{ limit: 5, window: 1m }]
+    tiers:
+      pro: { limits: [{ limit: 50, window: 1m }, { name: pro-day, limit: 1000, window: 1d }] }
+    overrides:
+      - { match: { feature: acme }, limits: [{ limit: 10, window: 1m }], until: 2026-12-31T18:00:00-05:00 }
+      - { match: { cidr: "10.1.2.3/8" }, tier: pro }
+    allow: [{ feature: monitor }]
+    deny: [{ prefix: bot- }, { cidr: "2001:db8::/32" }]
+`,
+      'p.yaml',
+    );
+    const api = policies.events.get('api');
+    expect([...(api?.tiers?.get('pro') ?? [])].map((limit) => limit.name)).toEqual(['api-1m', 'pro-day']);
+    expect(api?.overrides).toEqual([
+      { match: { feature: 'acme' }, limits: [{ name: 'api-1m', limit: 10, window: 60, granularity: 1 }], until: Date.UTC(2026, 11, 31, 23, 0, 0) },
+      { match: { cidr: '10.0.0.0/8' }, tier: 'pro' },
+    ]);
+    expect(api?.allow).toEqual([{ feature: 'monitor' }]);
+    expect(api?.deny).toEqual([{ prefix: 'bot-' }, { cidr: '2001:db8::/32' }]);
+  });
+
+  it('reports every faulty rule at once, in the order of the file', () => {
+    expect(
+      problems(`events:
+  api:
+    limits: [{ limit: 5, window: 1m }]
+    tiers:
+      pro: { limits: [{ limit: 50, window: 1x }] }
+    overrides:
+      - { match: { feature: acme }, limits: [{ limit: 10, window: 1m }], tier: pro }
+      - { match: { feature: b } }
+      - { match: { cidr: 10.0.0.300/8 }, tier: gold }
+      - { match: { prefix: a, feature: b }, limits: [{ limit: 1, window: 1m }] }
+      - { match: { feature: c }, limits: [{ limit: 1, window: 1m }], until: "2026-12-31 00:00" }
+      - { match: { feature: c }, limits: [{ limit: 2, window: 1m }] }
+    allow: [{ feature: x }, { cidr: nope }]
+    deny: [{ feature: x }]
+`),
+    ).toEqual([
+      'event "api", field tiers.pro.limits[0].window: must be a positive whole duration like 30s, 5m, 1h, 1d or a number of seconds (got "1x")',
+      'event "api", field overrides[0]: give an override either limits of its own or a tier, not both or neither',
+      'event "api", field overrides[1]: give an override either limits of its own or a tier, not both or neither',
+      'event "api", field overrides[2].match.cidr: must be a network such as 203.0.113.0/24 or 2001:db8::/48 (got "10.0.0.300/8")',
+      'event "api", field overrides[2].tier: "gold" is not a tier of this event; its tiers are pro',
+      'event "api", field overrides[3].match: give exactly one of feature, prefix or cidr (got feature and prefix)',
+      'event "api", field overrides[4].until: must be an ISO 8601 time with its zone, such as 2026-12-31T23:59:59Z or 2026-12-31T18:00:00-05:00 (got "2026-12-31 00:00")',
+      'event "api", field overrides[5].match: feature "c" is matched by an override before this one; which would apply is a guess',
+      'event "api", field allow[1].cidr: must be a network such as 203.0.113.0/24 or 2001:db8::/48 (got "nope")',
+      'event "api", field deny: feature "x" is listed more than once (in allow, deny or both); list each client once',
+    ]);
+  });
+
+  it('keeps a lease within the shortest window of every limit set', () => {
+    expect(
+      problems(`events:
+  api:
+    limits: [{ limit: 5, window: 1m }]
+    lease: { life: 20s }
+    overrides:
+      - { match: { feature: acme }, limits: [{ limit: 10, window: 10s }] }
+`),
+    ).toEqual([
+      'event "api", field lease.life: a lease of 20s (plus 2 s for its return) must end within the shortest window of the event, its tiers and overrides, 10s',
+    ]);
+  });
+
+  it('takes a gateway tier header and gateway lists, refusing a tier read from anywhere else', () => {
+    expect(
+      problems(`gateway:
+  tier: query:plan
+  routes: [{ prefix: /, event: api }]
+  deny: [{ cidr: 10.0.0.0/99 }]
+events:
+  api:
+    limits: [{ limit: 5, window: 1m }]
+`),
+    ).toEqual([
+      'gateway, field tier: must be header:<name>, a header your gateway sets from an authenticated identity (got "query:plan")',
+      'gateway, field deny[0].cidr: must be a network such as 203.0.113.0/24 or 2001:db8::/48 (got "10.0.0.0/99")',
+    ]);
+  });
+});

@@ -5,6 +5,7 @@ import { parse as parseYaml } from 'yaml';
 import { AJV_CODE_OPTIONS, DEFAULTS } from './defaults.js';
 import { asRecord, compareRanks, formatPath, pathOf, rankIn, valueAt } from './document-order.js';
 import { formatDuration, parseDuration } from './duration.js';
+import { describeMatch, parseClientLists, parseClientMatch, reportMatchProblems, type ClientMatch } from './feature-match.js';
 import { parseGateway, type GatewayPolicy, type RawGateway } from './gateway-policy.js';
 import { policyFileSchema } from './policy-schema.js';
 
@@ -43,6 +44,18 @@ export interface LeasePolicy {
   readonly life: number;
 }
 
+/**
+ * Limits of their own for the clients `match` names, in place of the event's `limits`: its
+ * own `limits`, or a tier's. See docs/policies.md, "Per-client limits".
+ */
+export interface OverridePolicy {
+  readonly match: ClientMatch;
+  readonly limits?: readonly LimitPolicy[] | undefined;
+  readonly tier?: string | undefined;
+  /** Milliseconds since the epoch from which it no longer applies: a temporary boost. */
+  readonly until?: number | undefined;
+}
+
 export interface EventPolicy {
   readonly event: string;
   readonly algorithm: Algorithm;
@@ -50,8 +63,16 @@ export interface EventPolicy {
   readonly edge: Edge;
   readonly onStoreError: OnStoreError;
   readonly lease?: LeasePolicy | undefined;
-  /** In the order of the policy file. */
+  /** In the order of the policy file: what applies to a client no override, tier or list names. */
   readonly limits: readonly LimitPolicy[];
+  /** Named limit sets (free, pro, ...), in the file's order. */
+  readonly tiers?: ReadonlyMap<string, readonly LimitPolicy[]> | undefined;
+  /** In the file's order; the most specific match wins (config/feature-match.ts). */
+  readonly overrides?: readonly OverridePolicy[] | undefined;
+  /** Clients never limited: allowed without counting. */
+  readonly allow?: readonly ClientMatch[] | undefined;
+  /** Clients always refused, counting nothing. */
+  readonly deny?: readonly ClientMatch[] | undefined;
 }
 
 
@@ -147,31 +168,130 @@ function parseEvent(
   if (algorithm === 'fixed' && raw.edge !== undefined && sound(['edge'])) {
     report(['edge'], 'applies to sliding windows only; a fixed window has no partial bucket');
   }
+  const limits = parseLimitSet(event, raw.limits as unknown[], ['limits'], algorithm, sound, report);
+  const tiers = new Map<string, readonly LimitPolicy[]>();
+  for (const [tier, value] of Object.entries(asRecord(raw.tiers) ?? {})) {
+    const tierLimits = asRecord(value)?.limits;
+    if (!Array.isArray(tierLimits)) continue;
+    const parsed = parseLimitSet(event, tierLimits, ['tiers', tier, 'limits'], algorithm, sound, report);
+    if (parsed) tiers.set(tier, parsed);
+  }
+  const overrides = parseOverrides(event, raw.overrides, new Set(Object.keys(asRecord(raw.tiers) ?? {})), algorithm, sound, report);
+  const lists = parseClientLists({ allow: sound(['allow']) ? raw.allow : [], deny: sound(['deny']) ? raw.deny : [] }, report);
+  // Only used when the file has no fault at all, so every field is sound by then.
+  if (algorithm === undefined || !limits || !overrides || !lists) return undefined;
+  const lease = raw.lease !== undefined && sound(['lease']) ? parseLease(asRecord(raw.lease) ?? {}, [limits, ...tiers.values(), ...overrides.flatMap((o) => (o.limits ? [o.limits] : []))], report) : undefined;
+  if (lease === null) return undefined;
+  const edge = (raw.edge as Edge | undefined) ?? 'whole';
+  const onStoreError = (raw.onStoreError as OnStoreError | undefined) ?? 'allow';
+  return {
+    event,
+    algorithm,
+    edge,
+    onStoreError,
+    limits,
+    ...(lease ? { lease } : {}),
+    ...(tiers.size > 0 ? { tiers } : {}),
+    ...(overrides.length > 0 ? { overrides } : {}),
+    ...(lists.allow.length > 0 ? { allow: lists.allow } : {}),
+    ...(lists.deny.length > 0 ? { deny: lists.deny } : {}),
+  };
+}
+
+/**
+ * A list of limits (the event's, a tier's or an override's), or undefined when any is faulty;
+ * `at` is the list's path under the event. A limit without a name is `<event>-<window>`.
+ */
+function parseLimitSet(
+  event: string,
+  raw: readonly unknown[],
+  at: readonly string[],
+  algorithm: Algorithm | undefined,
+  sound: (path: readonly string[]) => boolean,
+  report: (path: readonly string[], text: string) => void,
+): LimitPolicy[] | undefined {
   const limits: LimitPolicy[] = [];
-  (raw.limits as unknown[]).forEach((value, index) => {
+  raw.forEach((value, index) => {
     const rawLimit = asRecord(value);
     if (!rawLimit) return;
-    const at = (field: string) => ['limits', String(index), field];
-    const limit = parseLimit(rawLimit, algorithm, (field) => sound(at(field)), (field, message) => {
-      report(at(field), message);
+    const path = (field: string) => [...at, String(index), field];
+    const limit = parseLimit(rawLimit, algorithm, (field) => sound(path(field)), (field, message) => {
+      report(path(field), message);
     });
-    if (limit && sound(at('name'))) limits.push({ ...limit, name: (rawLimit.name as string | undefined) ?? `${event}-${formatDuration(limit.window)}` });
+    if (limit && sound(path('name'))) limits.push({ ...limit, name: (rawLimit.name as string | undefined) ?? `${event}-${formatDuration(limit.window)}` });
   });
   const seen = new Set<string>();
   limits.forEach((limit, index) => {
     if (seen.has(limit.name)) {
-      report(['limits', String(index), 'name'], `"${limit.name}" is used by another limit of this event; give each limit a distinct name`);
+      report([...at, String(index), 'name'], `"${limit.name}" is used by another limit of this set; give each limit a distinct name`);
     }
     seen.add(limit.name);
   });
-  // Only used when the file has no fault at all, so every field is sound by then.
-  if (algorithm === undefined || limits.length !== raw.limits.length) return undefined;
-  const lease = raw.lease !== undefined && sound(['lease']) ? parseLease(asRecord(raw.lease) ?? {}, limits, report) : undefined;
-  if (lease === null) return undefined;
-  const edge = (raw.edge as Edge | undefined) ?? 'whole';
-  const onStoreError = (raw.onStoreError as OnStoreError | undefined) ?? 'allow';
-  return { event, algorithm, edge, onStoreError, limits, ...(lease ? { lease } : {}) };
+  return limits.length === raw.length ? limits : undefined;
 }
+
+/** An ISO 8601 time with its zone: a boost must not end at a time that depends on where memgate runs. */
+const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:\d{2})$/;
+
+/** An event's overrides, or undefined when any is faulty. */
+function parseOverrides(
+  event: string,
+  raw: unknown,
+  /** The tiers the event names, faulty or not. */
+  tiers: ReadonlySet<string>,
+  algorithm: Algorithm | undefined,
+  sound: (path: readonly string[]) => boolean,
+  report: (path: readonly string[], text: string) => void,
+): OverridePolicy[] | undefined {
+  if (!Array.isArray(raw) || !sound(['overrides'])) return raw === undefined ? [] : undefined;
+  const overrides: OverridePolicy[] = [];
+  const matched = new Set<string>();
+  let faulty = false;
+  for (const [index, value] of (raw as unknown[]).entries()) {
+    const at = ['overrides', String(index)];
+    const entry = asRecord(value);
+    if (!entry || !sound(at)) {
+      faulty = true;
+      continue;
+    }
+    const problems: string[] = [];
+    const match = sound([...at, 'match']) ? parseClientMatch(entry.match, 'match', problems) : undefined;
+    reportMatchProblems(problems, [...at], report);
+    let limits: LimitPolicy[] | undefined;
+    if ((entry.limits === undefined) === (entry.tier === undefined)) {
+      report(at, 'give an override either limits of its own or a tier, not both or neither');
+      faulty = true;
+    } else if (Array.isArray(entry.limits)) {
+      limits = parseLimitSet(event, entry.limits, [...at, 'limits'], algorithm, sound, report);
+      if (!limits) faulty = true;
+    } else if (typeof entry.tier === 'string' && !tiers.has(entry.tier)) {
+      const known = [...tiers];
+      report([...at, 'tier'], `"${entry.tier}" is not a tier of this event; ${known.length > 0 ? `its tiers are ${known.join(', ')}` : 'it has no tiers'}`);
+      faulty = true;
+    }
+    let until: number | undefined;
+    if (entry.until !== undefined && sound([...at, 'until'])) {
+      const text = entry.until as string;
+      until = ISO_TIME.test(text) ? Date.parse(text) : Number.NaN;
+      if (Number.isNaN(until)) {
+        report([...at, 'until'], `must be an ISO 8601 time with its zone, such as 2026-12-31T23:59:59Z or 2026-12-31T18:00:00-05:00 (got ${JSON.stringify(text)})`);
+        faulty = true;
+      }
+    }
+    if (!match) {
+      faulty = true;
+      continue;
+    }
+    if (matched.has(describeMatch(match))) {
+      report([...at, 'match'], `${describeMatch(match)} is matched by an override before this one; which would apply is a guess`);
+      faulty = true;
+    }
+    matched.add(describeMatch(match));
+    overrides.push({ match, ...(limits ? { limits } : { tier: entry.tier as string }), ...(until !== undefined ? { until } : {}) });
+  }
+  return faulty ? undefined : overrides;
+}
+
 
 /**
  * An event's lease section, or null when it is faulty. A lease's units are counted at the
@@ -181,7 +301,7 @@ function parseEvent(
  */
 function parseLease(
   raw: Record<string, unknown>,
-  limits: readonly LimitPolicy[],
+  limitSets: readonly (readonly LimitPolicy[])[],
   report: (path: readonly string[], text: string) => void,
 ): LeasePolicy | null {
   let life: number | undefined = DEFAULTS.leaseLifeSeconds;
@@ -196,12 +316,14 @@ function parseLease(
     report(['lease', 'life'], `${formatDuration(life)} is longer than the ${DEFAULTS.leaseMaxLifeSeconds} s a lease may live`);
     return null;
   }
-  const shortest = Math.min(...limits.map((limit) => limit.window));
+  const all = limitSets.flat();
+  const limits = limitSets[0] ?? [];
+  const shortest = Math.min(...all.map((limit) => limit.window));
   const held = life + DEFAULTS.leaseReturnGraceSeconds;
-  if (limits.length > 0 && held >= shortest) {
+  if (all.length > 0 && held >= shortest) {
     report(
       ['lease', 'life'],
-      `a lease of ${formatDuration(life)} (plus ${DEFAULTS.leaseReturnGraceSeconds} s for its return) must end within the shortest window, ${formatDuration(shortest)}`,
+      `a lease of ${formatDuration(life)} (plus ${DEFAULTS.leaseReturnGraceSeconds} s for its return) must end within the shortest window${limitSets.length > 1 ? ' of the event, its tiers and overrides' : ''}, ${formatDuration(shortest)}`,
     );
     return null;
   }

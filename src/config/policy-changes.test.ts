@@ -51,3 +51,31 @@ describe('what a reload changed', () => {
     expect(describeChanges(policyChanges(BEFORE, same))).toBe('no change');
   });
 });
+
+describe('what a reload changed for clients', () => {
+  it('names overrides, tiers and list entries added, removed and changed', () => {
+    const before = file(`events:
+  api:
+    limits: [{ limit: 5, window: 1m }]
+    tiers:
+      pro: { limits: [{ limit: 50, window: 1m }] }
+    overrides:
+      - { match: { feature: acme }, limits: [{ limit: 10, window: 1m }] }
+      - { match: { cidr: 10.0.0.0/8 }, tier: pro }
+    deny: [{ prefix: bot- }]
+`);
+    const after = file(`events:
+  api:
+    limits: [{ limit: 5, window: 1m }]
+    tiers:
+      pro: { limits: [{ limit: 80, window: 1m }] }
+    overrides:
+      - { match: { feature: acme }, limits: [{ limit: 20, window: 1m }], until: "2026-12-31T00:00:00Z" }
+      - { match: { prefix: tenant- }, tier: pro }
+    allow: [{ feature: monitor }]
+`);
+    expect(policyChanges(before, after).changed).toEqual([
+      'api: tier pro 50/60s by 1s → 80/60s by 1s; override feature "acme" 10/60s by 1s → 20/60s by 1s until 2026-12-31T00:00:00.000Z; override prefix "tenant-" added (tier pro); override cidr 10.0.0.0/8 removed; allow feature "monitor" added; deny prefix "bot-" removed',
+    ]);
+  });
+});

@@ -2,7 +2,8 @@
  * What a reload changed, in words for its log line: events added and removed, and for each
  * event kept, its limits added, removed and changed (by name) and its other settings.
  */
-import type { EventPolicy, LimitPolicy, PolicySet } from './policies.js';
+import { describeMatch } from './feature-match.js';
+import type { EventPolicy, LimitPolicy, OverridePolicy, PolicySet } from './policies.js';
 
 export interface PolicyChanges {
   readonly added: readonly string[];
@@ -51,7 +52,42 @@ function eventChanges(before: EventPolicy, after: EventPolicy): string[] {
     if (before[key] !== after[key]) parts.push(`${key} ${before[key]} → ${after[key]}`);
   }
   if (JSON.stringify(before.lease) !== JSON.stringify(after.lease)) parts.push('lease changed');
+  parts.push(...keyedChanges('tier', tierShapes(before), tierShapes(after)));
+  parts.push(...keyedChanges('override', overrideShapes(before), overrideShapes(after)));
+  for (const list of ['allow', 'deny'] as const) {
+    const entries = (policy: EventPolicy) => new Map((policy[list] ?? []).map((match) => [describeMatch(match), '']));
+    parts.push(...keyedChanges(list, entries(before), entries(after), { changedToo: false }));
+  }
   return parts;
+}
+
+/** `override feature "acme" added (10/60s)`, `tier pro 100/60s → 200/60s`, `deny prefix "bot-" removed`. */
+function keyedChanges(
+  kind: string,
+  before: ReadonlyMap<string, string>,
+  after: ReadonlyMap<string, string>,
+  { changedToo = true } = {},
+): string[] {
+  const parts: string[] = [];
+  for (const [key, shapeNow] of after) {
+    const was = before.get(key);
+    if (was === undefined) parts.push(`${kind} ${key} added${shapeNow ? ` (${shapeNow})` : ''}`);
+    else if (changedToo && was !== shapeNow) parts.push(`${kind} ${key} ${was} → ${shapeNow}`);
+  }
+  for (const key of before.keys()) if (!after.has(key)) parts.push(`${kind} ${key} removed`);
+  return parts;
+}
+
+const setShape = (limits: readonly LimitPolicy[]) => limits.map(shape).join(', ');
+
+function tierShapes(policy: EventPolicy): Map<string, string> {
+  return new Map([...(policy.tiers ?? [])].map(([tier, limits]) => [tier, setShape(limits)]));
+}
+
+function overrideShapes(policy: EventPolicy): Map<string, string> {
+  const shapeOf = ({ limits, tier, until }: OverridePolicy) =>
+    `${limits ? setShape(limits) : `tier ${tier ?? ''}`}${until === undefined ? '' : ` until ${new Date(until).toISOString()}`}`;
+  return new Map((policy.overrides ?? []).map((override) => [describeMatch(override.match), shapeOf(override)]));
 }
 
 /** `5/60s`, with the granularity when it is not the window's own. */

@@ -7,10 +7,39 @@ export const MAX_LIMIT = 1_000_000_000_000;
 /** Most limits one event may carry: each adds reads to every check of the event. */
 export const MAX_LIMITS_PER_EVENT = 16;
 
+/** Most per-client rules (overrides, allow and deny entries) one event or the gateway may hold. */
+export const MAX_CLIENT_RULES = 10_000;
+
+/** Most tiers one event may name. */
+export const MAX_TIERS_PER_EVENT = 32;
+
 const duration = {
   description: 'Ns, Nm, Nh, Nd or a number of seconds',
   type: ['string', 'integer'],
 } as const;
+
+const limits = {
+  type: 'array',
+  minItems: 1,
+  maxItems: MAX_LIMITS_PER_EVENT,
+  items: {
+    type: 'object',
+    additionalProperties: false,
+    required: ['limit', 'window'],
+    properties: {
+      name: { type: 'string', pattern: NAME_PATTERN },
+      limit: { type: 'integer', minimum: 1, maximum: MAX_LIMIT },
+      window: duration,
+      granularity: duration,
+    },
+  },
+} as const;
+
+/** `{ feature: NAME }`, `{ prefix: TEXT }` or `{ cidr: NETWORK }`: its words are checked by config/feature-match.ts. */
+const clientMatch = { type: 'object', description: '{ feature: NAME }, { prefix: TEXT } or { cidr: NETWORK }' } as const;
+
+/** Clients an allow or deny list names. */
+const clientList = { type: 'array', maxItems: MAX_CLIENT_RULES, items: clientMatch } as const;
 
 /**
  * JSON schema of a policy file. It checks shape only (keys, types, ranges);
@@ -49,6 +78,9 @@ export const policyFileSchema = {
         unmatched: { type: 'string', description: 'allow, deny, or an event' },
         denyStatus: { enum: [429, 403] },
         invalidStatus: { enum: [400, 401] },
+        tier: { type: 'string', description: 'header:<name>: the header the gateway sets with the client\'s tier' },
+        allow: clientList,
+        deny: clientList,
         routes: {
           type: 'array',
           maxItems: 1000,
@@ -82,22 +114,37 @@ export const policyFileSchema = {
               life: duration,
             },
           },
-          limits: {
+          limits,
+          tiers: {
+            type: 'object',
+            description: 'named limit sets (free, pro, ...) a client is put in by an override or by its caller',
+            maxProperties: MAX_TIERS_PER_EVENT,
+            propertyNames: { pattern: NAME_PATTERN },
+            additionalProperties: {
+              type: 'object',
+              additionalProperties: false,
+              required: ['limits'],
+              properties: { limits },
+            },
+          },
+          overrides: {
             type: 'array',
-            minItems: 1,
-            maxItems: MAX_LIMITS_PER_EVENT,
+            description: 'limits of their own for the clients each matches; the most specific match wins',
+            maxItems: MAX_CLIENT_RULES,
             items: {
               type: 'object',
               additionalProperties: false,
-              required: ['limit', 'window'],
+              required: ['match'],
               properties: {
-                name: { type: 'string', pattern: NAME_PATTERN },
-                limit: { type: 'integer', minimum: 1, maximum: MAX_LIMIT },
-                window: duration,
-                granularity: duration,
+                match: clientMatch,
+                limits,
+                tier: { type: 'string', pattern: NAME_PATTERN },
+                until: { type: 'string', description: 'an ISO 8601 time with its zone, after which the override lapses' },
               },
             },
           },
+          allow: clientList,
+          deny: clientList,
         },
       },
     },

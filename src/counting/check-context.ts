@@ -62,6 +62,8 @@ export interface CheckContext {
   readonly features: FeatureCache;
   /** Now, in milliseconds, by the clock of the server holding `base`'s counters. */
   readonly now: (base: string) => number;
+  /** Now by this instance's clock (or the driven one): when an override lapses. */
+  readonly wallNow: () => number;
   readonly maxClockSkewMs: number;
   /** The skew in whole seconds when other instances share the counters; 0 when none can. */
   readonly skewSeconds: number;
@@ -98,6 +100,7 @@ export function checkContext(options: CheckOptions): CheckContext {
       skewSeconds,
     ),
     now,
+    wallNow: drivenNow ?? Date.now,
     maxClockSkewMs,
     skewSeconds,
     maxDenialCacheMs: nonNegative('maxDenialCacheMs', options.maxDenialCacheMs, DEFAULTS.maxDenialCacheMs),

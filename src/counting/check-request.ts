@@ -1,6 +1,7 @@
 // The first stage of a check: what a caller asks, validated into plain items before anything
 // is counted (a refused request touches no counter). Every surface (check, peek, batch items,
 // checks together, lease takes) turns its request into CheckItems here.
+import { tierPlan, type Listed } from './client-plans.js';
 import { LimiterInputError } from './errors.js';
 import type { EventPlan } from './plan.js';
 import { MAX_FEATURE_BYTES } from '../shared/feature-name.js';
@@ -15,6 +16,11 @@ export interface CheckRequest {
   readonly feature: string;
   /** How much of the limit this request uses; a positive integer, 1 by default. */
   readonly cost?: number | undefined;
+  /**
+   * The client's tier (free, pro, ...), as a caller memgate trusts knows it: one of the
+   * event's `tiers`. An override naming the client wins over it.
+   */
+  readonly tier?: string | undefined;
 }
 
 /** One check of a request decided with others (see Limiter.checkTogether). */
@@ -54,6 +60,28 @@ export interface CheckItem {
   readonly upTo?: boolean;
   /** A lease's record of its units. */
   readonly record?: LeaseRecord;
+  /** A list holds the client: decided without limits or counts (`plan` is the event's own). */
+  readonly listed?: Listed;
+}
+
+/** Milliseconds since the epoch, read only when an override can lapse. */
+export type WallClock = () => number;
+
+/**
+ * The plan for a request's client (the event's own, a tier's, an override's) or the list
+ * holding it. `lists: false` leaves lists out (a lease's limits). An event without tiers,
+ * overrides or lists costs this one property read.
+ */
+export function clientPlan(
+  base: EventPlan,
+  feature: string,
+  tier: unknown,
+  now: WallClock,
+  { lists = true }: { lists?: boolean } = {},
+): EventPlan | Listed {
+  const named = tier === undefined ? undefined : tierPlan(base, tier);
+  if (!base.clients) return base;
+  return base.clients.choose(base, feature, named, now, { lists });
 }
 
 // Bytes sent that are not UTF-8 reach here as a lone surrogate too (see http/json-body.ts).
@@ -65,11 +93,27 @@ export function checkItem(
   plans: ReadonlyMap<string, EventPlan>,
   request: CheckRequest,
   kind: 'check' | 'peek',
+  now: WallClock = Date.now,
 ): CheckItem {
-  const plan = eventPlan(plans, request.event);
+  const base = eventPlan(plans, request.event);
+  const feature = validFeature(request.feature);
+  const plan = clientPlan(base, feature, request.tier, now);
+  if (typeof plan === 'string') {
+    // A listed client is decided without limits: any cost is a question, none is beyond them.
+    validCost(request.cost, base, { beyondLimit: true });
+    return {
+      plan: base,
+      feature,
+      cost: 0,
+      counting: kind === 'check',
+      enforced: true,
+      impossible: false,
+      listed: plan,
+    };
+  }
   return {
     plan,
-    feature: validFeature(request.feature),
+    feature,
     cost: validCost(request.cost, plan),
     counting: kind === 'check',
     enforced: true,
@@ -82,17 +126,24 @@ export function checkItem(
  * a limit is answered "never" (denied without a retryAfter) instead of refused, since the
  * other checks of the request still want their answers (Envoy's hits_addend).
  */
-export function togetherItem(plans: ReadonlyMap<string, EventPlan>, check: TogetherCheck): CheckItem {
-  const plan = eventPlan(plans, check.event);
+export function togetherItem(
+  plans: ReadonlyMap<string, EventPlan>,
+  check: TogetherCheck,
+  now: WallClock = Date.now,
+): CheckItem {
+  const base = eventPlan(plans, check.event);
   const feature = validFeature(check.feature);
+  const chosen = clientPlan(base, feature, check.tier, now);
+  const plan = typeof chosen === 'string' ? base : chosen;
   const cost = validCost(check.cost, plan, { beyondLimit: true });
-  const impossible = cost > plan.maxCost;
+  // Listed: allowed, read but never counted nor denying (allow); never allowed (deny).
+  const impossible = chosen === 'deny' || cost > plan.maxCost;
   return {
     plan,
     feature,
     cost,
-    counting: check.peek !== true && !impossible,
-    enforced: check.enforced !== false,
+    counting: check.peek !== true && !impossible && chosen !== 'allow',
+    enforced: check.enforced !== false && chosen !== 'allow',
     impossible,
   };
 }

@@ -18,7 +18,7 @@ import { repeatDenial, shortOfRoom } from './cached-denial.js';
 import { FROM_DENIED_CACHE, type CheckContext, type HowDecided } from './check-context.js';
 import type { CheckItem, LeaseRecord } from './check-request.js';
 import { counterCall, countsOf, type CounterCall, type RecordWrite, type RoundMode } from './counter-call.js';
-import { decide, degradedDecision, windowTotals, type Decision } from './decision.js';
+import { decide, degradedDecision, listedDecision, windowTotals, type Decision } from './decision.js';
 import { exactDenial, takeBack, unconfirmedDenial, type DeniedCounts } from './denial.js';
 import type { FeatureState } from './feature-cache.js';
 import { leaseId, leaseUnitsKey, type TakenLease } from './lease.js';
@@ -37,7 +37,7 @@ const LOOK_AGAIN_MAX_MS = 16;
 /** The longest a pause waits for take-backs as slow as the last round (see pauseBeforeLookingAgain). */
 const LOOK_AGAIN_SLOW_ROUND_MAX_MS = 64;
 
-/** A check of a counter answered by the call of an earlier check of the same counter. */
+/** A check of a counter answered by the call of an earlier check of the same counter, or by a list: nothing read. */
 const SHARED_CALL: HowDecided = { fromDeniedCache: false, keysRead: 0, settledMiss: false };
 
 /** What the step decided for a request. */
@@ -146,6 +146,11 @@ export function decideItems(context: CheckContext, items: readonly CheckItem[]):
  * client far over its limit costs.
  */
 export function decideItem(context: CheckContext, item: CheckItem): Promise<Decision> {
+  if (item.listed) {
+    const decision = listedDecision(item.listed);
+    tell(context, item, decision, SHARED_CALL);
+    return Promise.resolve(decision);
+  }
   const state = context.features.state(item.plan, item.feature);
   const nowMs = context.now(state.base);
   const repeated = remembered(state, item, nowMs);

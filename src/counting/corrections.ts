@@ -5,7 +5,6 @@ import type { CheckContext } from './check-context.js';
 import { eventPlan, validCost, validFeature, type CheckRequest } from './check-request.js';
 import { incrementsAt } from './counter-call.js';
 import { LimiterInputError } from './errors.js';
-import { forgetCounts } from './feature-cache.js';
 import { bucketKey, resetMarkerKey } from './keys.js';
 import { bucketStart } from './buckets.js';
 import type { EventPlan } from './plan.js';
@@ -26,7 +25,8 @@ export async function refund(
 ): Promise<boolean> {
   const plan = eventPlan(plans, request.event);
   const state = context.features.state(plan, validFeature(request.feature));
-  const cost = validCost(request.cost, plan);
+  // What was counted is taken back: the client's limits (its tier's, an override's) may be wider than the event's own.
+  const cost = validCost(request.cost, plan, { beyondLimit: true });
   const now = Math.floor(context.now(state.base) / 1000);
   if (
     typeof request.at !== 'number' ||
@@ -38,7 +38,9 @@ export async function refund(
       'at must be the milliseconds since the epoch the check was counted at, not in the future',
     );
   const second = Math.floor(request.at / 1000);
-  const longest = Math.max(...plan.limits.map((limit) => limit.policy.window));
+  const longest = Math.max(
+    ...[plan, ...(plan.clients?.plans ?? [])].flatMap((each) => each.limits.map((limit) => limit.policy.window)),
+  );
   if (second + longest <= now) return false;
   const skewSeconds = Math.ceil(context.maxClockSkewMs / 1000);
   // `at` is the caller's clock, taken before its check left: memgate may have counted it in a
@@ -53,7 +55,7 @@ export async function refund(
   if ((read[0] ?? 0) >= second - skewSeconds) return false;
   const holding = candidates.findIndex((_, i) => (read[i + 1] ?? 0) >= cost);
   await context.store.decrement(incrementsAt(plan, state.base, candidates[Math.max(0, holding)] ?? second, cost));
-  forgetCounts(state);
+  context.features.forget(plan, request.feature);
   return true;
 }
 
@@ -80,5 +82,5 @@ export async function reset(
   const ttlSeconds = Math.max(...plan.levels.map((level) => level.ttlSeconds));
   const straddling = plan.levels.map(({ size }) => bucketKey(state.base, size, bucketStart(second, size)));
   await context.store.reset({ key: resetMarkerKey(state.base), value: second, ttlSeconds }, straddling);
-  forgetCounts(state);
+  context.features.forget(plan, request.feature);
 }

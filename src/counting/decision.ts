@@ -15,6 +15,14 @@ export function degradedDecision(onStoreError: 'allow' | 'deny'): Decision {
     : { allowed: false, limits: [], retryAfter: DEGRADED_RETRY_AFTER, degraded: true };
 }
 
+const ALLOW_LISTED: Decision = Object.freeze({ allowed: true, limits: [], listed: 'allow' });
+const DENY_LISTED: Decision = Object.freeze({ allowed: false, limits: [], listed: 'deny' });
+
+/** The decision for a client an allow or deny list holds: no limits, nothing counted. */
+export function listedDecision(listed: 'allow' | 'deny'): Decision {
+  return listed === 'allow' ? ALLOW_LISTED : DENY_LISTED;
+}
+
 /** One limit's buckets, oldest first, not counting the request being decided. */
 export interface LimitCounts {
   readonly plan: LimitPlan;

@@ -88,6 +88,20 @@ export class FeatureCache {
     return window;
   }
 
+  /**
+   * Forgets what this instance remembers of a feature's counts for an event, under each of the
+   * event's plans (its own, tiers', overrides'): counts changed behind it (a refund, a returned
+   * lease, a reset).
+   */
+  forget(plan: EventPlan, feature: string): void {
+    const entry = this.entries?.get(feature);
+    if (!entry) return;
+    for (const [held, index] of this.eventIndex) {
+      const state = held.event === plan.event ? entry.states[index] : undefined;
+      if (state) forgetCounts(state);
+    }
+  }
+
   /** `features` counts each client once per event it holds states of. */
   get usage(): CacheUsage {
     let features = 0;

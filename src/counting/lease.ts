@@ -2,11 +2,17 @@
 // (check-step.ts), and a return, which moves counts rather than deciding.
 import { createHash, randomFillSync } from 'node:crypto';
 import type { CheckContext } from './check-context.js';
-import { eventPlan, validFeature, type CheckItem, type CheckRequest } from './check-request.js';
+import {
+  clientPlan,
+  eventPlan,
+  validFeature,
+  type CheckItem,
+  type CheckRequest,
+  type WallClock,
+} from './check-request.js';
 import { incrementsAt } from './counter-call.js';
 import { LimiterInputError } from './errors.js';
 import type { Decision } from './decision.js';
-import { forgetCounts } from './feature-cache.js';
 import { resetMarkerKey } from './keys.js';
 import type { EventPlan, LeasePlan } from './plan.js';
 
@@ -115,12 +121,24 @@ export function validUnits(units: unknown, name: 'units' | 'unused', min: 0 | 1)
 }
 
 /** A lease take as a check item: up to `units` (never more than maxUnits, nor the tightest limit), its record written with them. */
-export function leaseItem(plans: ReadonlyMap<string, EventPlan>, request: LeaseRequest): CheckItem {
-  const plan = eventPlan(plans, request.event);
-  const lease = leasePlanOf(plan);
+export function leaseItem(
+  plans: ReadonlyMap<string, EventPlan>,
+  request: LeaseRequest,
+  now: WallClock = Date.now,
+): CheckItem {
+  const base = eventPlan(plans, request.event);
+  const lease = leasePlanOf(base);
+  const feature = validFeature(request.feature);
+  // A deny list refuses a lease; an allow list does not apply to one (its units are counted, so
+  // that a return can take them back): the client's own limits do.
+  if (clientPlan(base, feature, request.tier, now) === 'deny') {
+    validUnits(request.units, 'units', 1);
+    return { plan: base, feature, cost: 0, counting: false, enforced: true, impossible: false, listed: 'deny' };
+  }
+  const plan = clientPlan(base, feature, request.tier, now, { lists: false }) as EventPlan;
   return {
     plan,
-    feature: validFeature(request.feature),
+    feature,
     cost: Math.min(validUnits(request.units, 'units', 1), lease.maxUnits, plan.maxCost),
     counting: true,
     enforced: true,
@@ -193,6 +211,6 @@ export async function returnLease(
   if (spent > 0) await context.store.incrementAndRead(incrementsAt(plan, state.base, now, spent), []);
   if (!forgotten) await context.store.decrement(incrementsAt(plan, state.base, second, granted));
   // Counts changed behind this instance's memory of the feature: read them again.
-  forgetCounts(state);
+  context.features.forget(plan, request.feature);
   return forgotten ? { returned: 0, spent } : { returned: unused, spent };
 }

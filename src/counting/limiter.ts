@@ -6,7 +6,7 @@ import { checkContext, type CheckContext, type CheckOptions } from './check-cont
 import { checkItem, togetherItem, type CheckRequest, type TogetherCheck } from './check-request.js';
 import { decideItem, decideItems } from './check-step.js';
 import { refund, reset, type RefundRequest } from './corrections.js';
-import type { Decision } from './decision.js';
+import { listedDecision, type Decision } from './decision.js';
 import type { CacheUsage } from './feature-cache.js';
 import {
   leaseDecision,
@@ -104,12 +104,13 @@ export function createLimiter(options: LimiterOptions): Limiter {
       if (checks.length === 0) throw new RangeError('checkTogether takes at least one check');
       const { allowed, decisions, retryAfter } = await decideItems(
         context,
-        checks.map((check) => togetherItem(plans, check)),
+        checks.map((check) => togetherItem(plans, check, context.wallNow)),
       );
       return retryAfter === undefined ? { allowed, checks: decisions } : { allowed, checks: decisions, retryAfter };
     },
     async lease(request) {
-      const item = leaseItem(plans, request);
+      const item = leaseItem(plans, request, context.wallNow);
+      if (item.listed) return listedDecision(item.listed);
       const outcome = await decideItems(context, [item]);
       return leaseDecision(outcome.decisions[0] as Decision, outcome.lease, leasePlanOf(item.plan));
     },
@@ -127,7 +128,7 @@ function decideOne(
   kind: 'check' | 'peek',
 ): Promise<Decision> {
   try {
-    return decideItem(context, checkItem(plans, request, kind));
+    return decideItem(context, checkItem(plans, request, kind, context.wallNow));
   } catch (error) {
     // A refused check (LimiterInputError) rejects, as from any async function.
     return Promise.reject(error instanceof Error ? error : new Error(String(error)));

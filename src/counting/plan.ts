@@ -9,6 +9,7 @@ import {
   type PolicySet,
 } from '../config/policies.js';
 import { bucketCount, bucketStart, type BucketRun } from './buckets.js';
+import { ClientPlans, type OverridePlan } from './client-plans.js';
 import { edgeWeight, fixedCover, slidingCover, slidingLevels } from './cover.js';
 
 /**
@@ -63,6 +64,11 @@ export interface EventPlan {
   readonly maxCost: number;
   /** Quota leases, when the event allows them. */
   readonly lease?: LeasePlan | undefined;
+  /**
+   * The event's tiers, overrides and allow and deny lists, when it has any: a client's plan
+   * is chosen there (client-plans.ts). Absent on the plans it chooses from.
+   */
+  readonly clients?: ClientPlans | undefined;
 }
 
 export interface LeasePlan {
@@ -110,38 +116,69 @@ export function planLimit(policy: LimitPolicy, algorithm: Algorithm, edge: Edge 
   };
 }
 
-/** Plans every event of a policy set; refuses limits that would read too many keys. */
+/**
+ * Plans every event of a policy set; refuses limits that would read too many keys. An event's
+ * tiers and overrides are plans of their own that count in the same buckets: every plan of an
+ * event counts in every bucket size any of them reads, so a client moved from one to another
+ * (an override added, a tier named) finds what it has counted already, mid-window.
+ */
 export function planEvents(policies: PolicySet): Map<string, EventPlan> {
   const plans = new Map<string, EventPlan>();
   const problems: string[] = [];
-  for (const { event, algorithm, edge, onStoreError, limits, lease } of policies.events.values()) {
-    const limitPlans = limits.map((policy) => planLimit(policy, algorithm, edge));
-    limitPlans.forEach((plan, index) => {
-      if (plan.keysPerCheck.max > MAX_KEYS_PER_CHECK) {
-        const { window, granularity } = plan.policy;
-        problems.push(
-          `event "${event}", field limits[${index}]: a ${formatDuration(window)} window in ${formatDuration(granularity)} buckets reads up to ${plan.keysPerCheck.max} keys per check (at most ${MAX_KEYS_PER_CHECK}); use a granularity that divides 60, or a coarser one`,
-        );
-      }
-    });
-    plans.set(event, {
+  for (const policy of policies.events.values()) {
+    const { event, algorithm, edge, onStoreError, lease } = policy;
+    const planSet = (limits: readonly LimitPolicy[], field: string): LimitPlan[] => {
+      const limitPlans = limits.map((limit) => planLimit(limit, algorithm, edge));
+      limitPlans.forEach((plan, index) => {
+        if (plan.keysPerCheck.max > MAX_KEYS_PER_CHECK) {
+          const { window, granularity } = plan.policy;
+          problems.push(
+            `event "${event}", field ${field}[${index}]: a ${formatDuration(window)} window in ${formatDuration(granularity)} buckets reads up to ${plan.keysPerCheck.max} keys per check (at most ${MAX_KEYS_PER_CHECK}); use a granularity that divides 60, or a coarser one`,
+          );
+        }
+      });
+      return limitPlans;
+    };
+    const own = planSet(policy.limits, 'limits');
+    const tierSets = [...(policy.tiers ?? [])].map(
+      ([tier, limits]) => [tier, planSet(limits, `tiers.${tier}.limits`)] as const,
+    );
+    const overrideSets = (policy.overrides ?? []).map((override, index) =>
+      override.limits ? planSet(override.limits, `overrides[${index}].limits`) : undefined,
+    );
+    const levels = sharedLevels(
+      [own, ...tierSets.map(([, set]) => set), ...overrideSets.flatMap((set) => (set ? [set] : []))].flat(),
+    );
+    const leasePlan = lease
+      ? {
+          maxUnits: lease.maxUnits,
+          lifeSeconds: lease.life,
+          holdSeconds: lease.life + DEFAULTS.leaseReturnGraceSeconds,
+        }
+      : undefined;
+    const planOf = (limits: readonly LimitPlan[], clients?: ClientPlans): EventPlan => ({
       event,
       algorithm,
       edge,
       onStoreError,
-      limits: limitPlans,
-      levels: sharedLevels(limitPlans),
-      maxCost: Math.min(...limits.map((limit) => limit.limit)),
-      ...(lease
-        ? {
-            lease: {
-              maxUnits: lease.maxUnits,
-              lifeSeconds: lease.life,
-              holdSeconds: lease.life + DEFAULTS.leaseReturnGraceSeconds,
-            },
-          }
-        : {}),
+      limits,
+      levels,
+      maxCost: Math.min(...limits.map((limit) => limit.policy.limit)),
+      ...(leasePlan ? { lease: leasePlan } : {}),
+      ...(clients ? { clients } : {}),
     });
+    if (tierSets.length === 0 && overrideSets.length === 0 && !policy.allow && !policy.deny) {
+      plans.set(event, planOf(own));
+      continue;
+    }
+    const tiers = new Map(tierSets.map(([tier, set]) => [tier, planOf(set)]));
+    const overrides = (policy.overrides ?? []).flatMap((override, index): OverridePlan[] => {
+      const set = overrideSets[index];
+      const plan = set ? planOf(set) : tiers.get(override.tier ?? '');
+      return plan ? [{ match: override.match, plan, until: override.until }] : [];
+    });
+    const lists = { allow: policy.allow ?? [], deny: policy.deny ?? [] };
+    plans.set(event, planOf(own, new ClientPlans({ tiers, overrides, lists })));
   }
   if (problems.length > 0) throw new PolicyError(policies.source, problems);
   return plans;

@@ -43,6 +43,13 @@ const feature = {
   examples: ['203.0.113.7'],
 } as const;
 
+const tier = {
+  type: 'string',
+  description:
+    "The client's tier (one of the event's tiers: free, pro, ...), as a caller memgate trusts knows it; an override naming the client wins over it. Unknown: 400 unknown_tier",
+  examples: ['pro'],
+} as const;
+
 export const checkQuerystring = {
   type: 'object',
   additionalProperties: false,
@@ -51,6 +58,7 @@ export const checkQuerystring = {
     event,
     feature,
     cost: { type: 'string', pattern: '^[0-9]{1,16}$', description: 'A positive integer, 1 by default' },
+    tier,
   },
 } as const;
 
@@ -58,7 +66,7 @@ export const checkBody = {
   type: 'object',
   additionalProperties: false,
   required: ['event', 'feature'],
-  properties: { event, feature, cost: { type: 'integer', description: 'A positive integer, 1 by default' } },
+  properties: { event, feature, cost: { type: 'integer', description: 'A positive integer, 1 by default' }, tier },
   examples: [{ event: 'login', feature: '203.0.113.7' }],
 } as const;
 
@@ -84,6 +92,7 @@ export const leaseBody = {
   properties: {
     event,
     feature,
+    tier,
     units: units(
       'How many units the client would like; memgate grants at most what remains and the policy’s maxUnits',
       1,
@@ -95,6 +104,7 @@ export const leaseBody = {
 export interface LeaseBody {
   event: string;
   feature: string;
+  tier?: string;
   units: number;
 }
 
@@ -162,12 +172,14 @@ export interface CheckQuerystring {
   event: string;
   feature: string;
   cost?: string;
+  tier?: string;
 }
 
 export interface CheckBody {
   event: string;
   feature: string;
   cost?: number;
+  tier?: string;
 }
 
 export const errorResponse = {
@@ -215,6 +227,12 @@ export const decisionResponse = {
     degraded: {
       type: 'boolean',
       description: "true when the store could not answer and the event's onStoreError rule decided",
+    },
+    listed: {
+      type: 'string',
+      enum: ['allow', 'deny'],
+      description:
+        "The policy's allow or deny list holds the client: allowed without counting, or refused for good (no retryAfter); limits is empty",
     },
   },
 } as const;

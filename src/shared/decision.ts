@@ -21,4 +21,9 @@ export interface Decision {
   readonly retryAfter?: number;
   /** The store could not answer: the event's `onStoreError` rule decided, not the counts. */
   readonly degraded?: true;
+  /**
+   * An allow or deny list of the policy holds the client: allowed without counting, or
+   * refused for good (no `retryAfter`: waiting does not help). `limits` is empty.
+   */
+  readonly listed?: 'allow' | 'deny';
 }

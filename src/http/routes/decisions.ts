@@ -20,6 +20,7 @@ import {
 const FIELD_CODES: ReadonlyMap<string, ErrorCode> = new Map([
   ['event', 'invalid_event'],
   ['feature', 'invalid_feature'],
+  ['tier', 'invalid_tier'],
 ]);
 
 /**
@@ -66,8 +67,12 @@ export function registerDecisionRoutes(app: FastifyInstance, limiter: Limiter): 
     app.get<{ Querystring: CheckQuerystring }>(url, { schema: schema.query }, async (request, reply) => {
       const problem = queryProblem(request.url);
       if (problem) return reply.code(400).send(problem);
-      const { event, feature, cost } = request.query;
-      return send(reply, event, await decide({ event, feature, cost: cost === undefined ? undefined : Number(cost) }));
+      const { event, feature, cost, tier } = request.query;
+      return send(
+        reply,
+        event,
+        await decide({ event, feature, cost: cost === undefined ? undefined : Number(cost), tier }),
+      );
     });
     app.post<{ Body: CheckBody }>(url, { schema: schema.body }, async (request, reply) => {
       return send(reply, request.body.event, await decide(request.body));

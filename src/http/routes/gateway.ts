@@ -5,6 +5,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import type { ErrorCode } from '../../config/error-codes.js';
 import type { GatewayPolicy, PathOutcome } from '../../config/gateway-policy.js';
 import { clientAddressFeature } from '../../shared/client-address.js';
+import { listedDecision, type Decision } from '../../counting/decision.js';
 import { LimiterInputError } from '../../counting/errors.js';
 import type { Limiter } from '../../counting/limiter.js';
 import { errorBody, sendError, type ErrorHandler } from '../errors.js';
@@ -53,9 +54,13 @@ export function registerGatewayRoutes(app: FastifyInstance, limiter: Limiter, ha
       const gateway = limiter.policies.gateway;
       if (!gateway) return sendError(reply, 'not_found', 'the policy file has no gateway section, so /gate is off');
       const outcome = outcomeOf(request, gateway);
-      if (outcome.action === 'allow') return { allowed: true, limits: [] };
       if (outcome.action === 'refuse') throw new GatewayInputError(outcome.code, outcome.message);
-      const decision = await limiter.check({ event: outcome.event, feature: featureOf(request, gateway) });
+      const listed = listedClient(request, gateway, outcome.action === 'allow');
+      if (listed !== undefined) return reply.code(listed.allowed ? 200 : gateway.denyStatus).send(listed);
+      if (outcome.action === 'allow') return { allowed: true, limits: [] };
+      const tier =
+        gateway.tierHeader === undefined ? undefined : textHeader(request, gateway.tierHeader, 'invalid_tier');
+      const decision = await limiter.check({ event: outcome.event, feature: featureOf(request, gateway), tier });
       setHeaders(reply.code(decision.allowed ? 200 : gateway.denyStatus), outcome.event, decision);
       return decision;
     };
@@ -90,6 +95,24 @@ function outcomeOf(request: FastifyRequest, gateway: GatewayPolicy): PathOutcome
   const uri = single(request, gateway.uri.header, 'invalid_uri');
   if (uri === undefined) throw new GatewayInputError('invalid_uri', `the gateway sent no ${gateway.uri.header} header`);
   return gateway.resolve(uri);
+}
+
+/**
+ * The decision of the gateway's allow or deny list for the request's client, whatever its
+ * path, or undefined when neither holds it (or the section has no lists). A path let through
+ * uncounted (`unmatched: allow`) needs no client: one that cannot be found is not refused.
+ */
+function listedClient(request: FastifyRequest, gateway: GatewayPolicy, pathAllowed: boolean): Decision | undefined {
+  if (gateway.allow.length === 0 && gateway.deny.length === 0) return undefined;
+  let feature: string;
+  try {
+    feature = featureOf(request, gateway);
+  } catch (error) {
+    if (pathAllowed && error instanceof GatewayInputError) return undefined;
+    throw error;
+  }
+  const listed = gateway.listed(feature);
+  return listed === undefined ? undefined : listedDecision(listed);
 }
 
 function featureOf(request: FastifyRequest, gateway: GatewayPolicy): string {
