@@ -57,14 +57,21 @@ function reachesLimit(level: DescriptorLevel, keys: readonly string[]): boolean 
 }
 
 describe('examples', () => {
-  it('nginx: the auth location sends memgate only the URI and the client address nginx itself sets', async () => {
+  it('nginx: the auth location sends memgate only the URI, the client address and the tier nginx itself sets', async () => {
     const config = await readFile('examples/nginx/nginx.conf', 'utf8');
     const auth = /location = \/_memgate \{([\s\S]*?)\n {4}\}/.exec(config)?.[1] ?? '';
     expect(auth).toMatch(/proxy_pass_request_headers off;/);
     expect(auth).toMatch(/proxy_method GET;/);
     expect(
       [...auth.matchAll(/proxy_set_header (\S+) (\S+);/g)].map(([, name, value]) => `${name ?? ''} ${value ?? ''}`),
-    ).toEqual(['Content-Length ""', 'X-Original-URI $request_uri', 'X-Forwarded-For $remote_addr']);
+    ).toEqual([
+      'Content-Length ""',
+      'X-Original-URI $request_uri',
+      'X-Forwarded-For $remote_addr',
+      'X-Memgate-Tier $memgate_tier',
+    ]);
+    // The tier comes from nginx's own map, empty (not sent) for a client it knows nothing of.
+    expect(config).toMatch(/map \$http_x_api_key \$memgate_tier \{\s+default "";/);
   });
 
   it('Traefik: a forwardAuth middleware asking /gate that passes only the headers memgate reads, set by Traefik', async () => {

@@ -20,15 +20,22 @@ import { spellingsOf } from './helpers/path-spellings.js';
 const NGINX = process.env.NGINX_PATH ?? '/usr/sbin/nginx';
 const LIMIT = 3;
 const API_LIMIT = 1000;
+const PRO_LIMIT = 6;
+/** The API key the test's copy of the example maps to the pro tier. */
+const PRO_KEY = 'key-of-a-pro-customer';
 
 const store = createEmbeddedStore();
 const policies = {
   events: {
-    login: { limits: [{ limit: LIMIT, window: '1m' }] },
+    login: {
+      limits: [{ limit: LIMIT, window: '1m' }],
+      tiers: { pro: { limits: [{ limit: PRO_LIMIT, window: '1m' }] } },
+    },
     api: { limits: [{ limit: API_LIMIT, window: '1m' }] },
   },
   gateway: {
     uri: 'header:x-original-uri',
+    tier: 'header:x-memgate-tier',
     trustedProxies: ['loopback'],
     denyStatus: 403,
     invalidStatus: 401,
@@ -58,7 +65,9 @@ beforeAll(async () => {
   const config = example
     .replaceAll('${LISTEN}', `127.0.0.1:${port}`)
     .replaceAll('${MEMGATE}', `127.0.0.1:${(memgate.server.address() as AddressInfo).port}`)
-    .replaceAll('${UPSTREAM}', `127.0.0.1:${(upstream.address() as AddressInfo).port}`);
+    .replaceAll('${UPSTREAM}', `127.0.0.1:${(upstream.address() as AddressInfo).port}`)
+    .replace(`# "<a pro customer's key>" pro;`, `"${PRO_KEY}" pro;`);
+  expect(config).toContain(`"${PRO_KEY}" pro;`);
   await writeFile(join(dir, 'nginx.conf'), config);
   nginx = spawn(NGINX, ['-p', dir, '-c', join(dir, 'nginx.conf'), '-g', `daemon off; pid ${join(dir, 'nginx.pid')};`], {
     stdio: ['ignore', 'ignore', 'inherit'],
@@ -244,6 +253,18 @@ describe('nginx auth_request in front of an upstream', () => {
       ).status,
     ).toBe(200);
     expect(await counts(client)).toEqual({ login: 0, api: 1 });
+  });
+
+  it('counts by the tier nginx sets from what it knows of the client, never by one the client writes', async () => {
+    const statuses = async (headers: string) => {
+      const client = freshClient();
+      const seen: number[] = [];
+      for (let i = 0; i <= PRO_LIMIT; i++) seen.push((await send(request('/login', { headers }), client)).status);
+      return seen.filter((status) => status === 200).length;
+    };
+    expect(await statuses(`X-Api-Key: ${PRO_KEY}\r\n`)).toBe(PRO_LIMIT);
+    expect(await statuses('X-Memgate-Tier: pro\r\n')).toBe(LIMIT);
+    expect(await statuses('X-Memgate-Tier: gold\r\nX-Api-Key: nobody\r\n')).toBe(LIMIT);
   });
 
   it('counts a guarded request whatever its method or version, since nginx asks memgate with its own GET', async () => {

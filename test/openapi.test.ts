@@ -301,6 +301,10 @@ function decisionReplays(method: 'GET' | 'POST', path: '/check' | '/peek'): Reco
     [`${op} 400 emptyFeature`]: { world: 'counting', ask: ask({ event: 'login', feature: '' }) },
     [`${op} 400 featureTooLong`]: { world: 'counting', ask: ask({ event: 'login', feature: 'a'.repeat(1100) }) },
     [`${op} 400 invalidCost`]: { world: 'counting', ask: ask({ ...login, cost: 0 }) },
+    [`${op} 400 unknownTier`]: {
+      world: 'counting',
+      ask: ask({ event: 'url_shorten', feature: FEATURE, tier: 'gold' }),
+    },
     [`${op} 400 costExceedsLimit`]: { world: 'counting', ask: ask({ ...login, cost: 6 }) },
     [`${op} 503 overloaded`]: {
       world: 'storeSilent',

@@ -81,6 +81,19 @@ function checkPolicyFile(text: string, path: string): void {
   for (const event of sizing.events) {
     for (const limit of event.limits)
       rows.push([event.event, `${limit.name} (${limit.limit})`, ...sizingCells(event, limit)]);
+    for (const [tier, limits] of Object.entries(event.tiers ?? {}))
+      for (const limit of limits)
+        rows.push([`${event.event} tier ${tier}`, `${limit.name} (${limit.limit})`, ...sizingCells(event, limit)]);
+    const clients = [
+      ...(event.overrides
+        ? [
+            `${event.overrides.count} override${event.overrides.count === 1 ? '' : 's'}${event.overrides.lapsed > 0 ? ` (${event.overrides.lapsed} past their until)` : ''}`,
+          ]
+        : []),
+      ...(event.allow !== undefined ? [`${event.allow} allowed`] : []),
+      ...(event.deny !== undefined ? [`${event.deny} denied`] : []),
+    ];
+    if (clients.length > 0) rows.push([`  ${event.event}: clients: ${clients.join(', ')}`]);
     const increments = `${event.incrementsPerCheck} increment${event.incrementsPerCheck === 1 ? '' : 's'}`;
     rows.push([
       `  ${event.event}: ${increments} and up to ${event.keysPerCheck.max} keys per check, ${event.itemsPerFeature} items per active feature`,

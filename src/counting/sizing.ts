@@ -1,15 +1,18 @@
-import type { PolicySet } from '../config/policies.js';
-import { TTL_MARGIN_SECONDS, type CounterLevel, type EventPlan } from './plan.js';
+import type { EventPolicy, PolicySet } from '../config/policies.js';
+import { TTL_MARGIN_SECONDS, type CounterLevel, type EventPlan, type LimitPlan } from './plan.js';
 
 /**
  * What each policy costs Memcached, to size a cluster: keys one check reads, and items
  * one active feature keeps alive. Served at /policies and printed by `npm run policies`.
  */
-export function policySizing(policies: PolicySet, plans: ReadonlyMap<string, EventPlan>) {
-  return { source: policies.source, events: [...plans.values()].map(eventSizing) };
+export function policySizing(policies: PolicySet, plans: ReadonlyMap<string, EventPlan>, now = Date.now()) {
+  return {
+    source: policies.source,
+    events: [...plans.values()].map((plan) => eventSizing(plan, policies.events.get(plan.event), now)),
+  };
 }
 
-function eventSizing(plan: EventPlan) {
+function eventSizing(plan: EventPlan, policy: EventPolicy | undefined, now: number) {
   return {
     event: plan.event,
     algorithm: plan.algorithm,
@@ -20,14 +23,35 @@ function eventSizing(plan: EventPlan) {
     // Limits may share buckets, so this is an upper bound on the keys one check touches.
     keysPerCheck: { max: plan.limits.reduce((sum, limit) => sum + limit.keysPerCheck.max, 0) },
     itemsPerFeature: itemsPerFeature(plan.levels),
-    limits: plan.limits.map((limit) => ({
-      ...limit.policy,
-      bucketSizes: limit.levels,
-      keysPerCheck: limit.keysPerCheck,
-      itemsPerFeature: itemsPerFeature(
-        limit.levels.map((size) => ({ size, ttlSeconds: limit.retention(size) + TTL_MARGIN_SECONDS })),
-      ),
-    })),
+    limits: plan.limits.map(limitSizing),
+    ...(plan.clients && plan.clients.tiers.size > 0
+      ? {
+          tiers: Object.fromEntries(
+            [...plan.clients.tiers].map(([tier, tierPlan]) => [tier, tierPlan.limits.map(limitSizing)]),
+          ),
+        }
+      : {}),
+    ...(policy?.overrides
+      ? {
+          overrides: {
+            count: policy.overrides.length,
+            lapsed: policy.overrides.filter((override) => override.until !== undefined && override.until <= now).length,
+          },
+        }
+      : {}),
+    ...(policy?.allow ? { allow: policy.allow.length } : {}),
+    ...(policy?.deny ? { deny: policy.deny.length } : {}),
+  };
+}
+
+function limitSizing(limit: LimitPlan) {
+  return {
+    ...limit.policy,
+    bucketSizes: limit.levels,
+    keysPerCheck: limit.keysPerCheck,
+    itemsPerFeature: itemsPerFeature(
+      limit.levels.map((size) => ({ size, ttlSeconds: limit.retention(size) + TTL_MARGIN_SECONDS })),
+    ),
   };
 }
 

@@ -199,6 +199,10 @@ export const inputErrorExamples = {
     summary: 'A cost that is not a positive integer',
     value: error('invalid_cost', 'cost must be a positive integer'),
   },
+  unknownTier: {
+    summary: 'A tier the event does not have',
+    value: error('unknown_tier', 'unknown tier "gold" for event url_shorten; its tiers are pro'),
+  },
   costExceedsLimit: {
     summary: 'A cost no limit of the event could ever admit',
     value: error('cost_exceeds_limit', 'cost 6 exceeds the limit 5 of login-1m; such a request could never be allowed'),
@@ -209,7 +213,7 @@ export const queryErrorExamples = {
   missingFeature: { summary: 'No feature', value: error('invalid_feature', 'feature is required in the query string') },
   unknownField: {
     summary: 'A field memgate does not know',
-    value: error('invalid_request', 'unknown field "user" in the query string; expected event, feature and cost'),
+    value: error('invalid_request', 'unknown field "user" in the query string; expected event, feature, cost and tier'),
   },
 } satisfies Record<string, Example>;
 
@@ -388,6 +392,19 @@ export const policiesExamples = {
               itemsPerFeature: 68,
             },
           ],
+          tiers: {
+            pro: [
+              {
+                name: 'url_shorten-1m',
+                limit: 1000,
+                window: 60,
+                granularity: 1,
+                bucketSizes: [60, 1],
+                keysPerCheck: { max: 60, mean: 30.5 },
+                itemsPerFeature: 68,
+              },
+            ],
+          },
         },
       ],
     },

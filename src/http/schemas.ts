@@ -363,6 +363,22 @@ const keysPerCheck = {
   properties: { max: { type: 'integer' }, mean: { type: 'number' } },
 } as const;
 
+const limitSizing = {
+  type: 'array',
+  items: {
+    type: 'object',
+    properties: {
+      name: { type: 'string' },
+      limit: { type: 'integer' },
+      window: { type: 'integer' },
+      granularity: { type: 'integer' },
+      bucketSizes: { type: 'array', items: { type: 'integer' } },
+      keysPerCheck,
+      itemsPerFeature: { type: 'integer' },
+    },
+  },
+} as const;
+
 export const policiesResponse = {
   type: 'object',
   properties: {
@@ -392,21 +408,19 @@ export const policiesResponse = {
           incrementsPerCheck: { type: 'integer' },
           keysPerCheck,
           itemsPerFeature: { type: 'integer', description: 'Memcached items one active feature keeps alive' },
-          limits: {
-            type: 'array',
-            items: {
-              type: 'object',
-              properties: {
-                name: { type: 'string' },
-                limit: { type: 'integer' },
-                window: { type: 'integer' },
-                granularity: { type: 'integer' },
-                bucketSizes: { type: 'array', items: { type: 'integer' } },
-                keysPerCheck,
-                itemsPerFeature: { type: 'integer' },
-              },
-            },
+          limits: limitSizing,
+          tiers: {
+            type: 'object',
+            description: "present when the event has tiers: each tier's limits",
+            additionalProperties: limitSizing,
           },
+          overrides: {
+            type: 'object',
+            description: 'present when the event has overrides: how many, and how many are past their until',
+            properties: { count: { type: 'integer' }, lapsed: { type: 'integer' } },
+          },
+          allow: { type: 'integer', description: 'entries of the allow list, when it has one' },
+          deny: { type: 'integer', description: 'entries of the deny list, when it has one' },
         },
       },
     },
