@@ -181,7 +181,7 @@ describe('parsePolicies', () => {
 
   it.each([
     ['an unknown top-level key', { events: { a: { limits: [{ limit: 1, window: 1 }] } }, extra: 1 }, 'top level: unknown key "extra"'],
-    ['an unknown event key', { events: { a: { limitz: 1, limits: [{ limit: 1, window: 1 }] } } }, 'event "a": unknown key "limitz"; the event takes algorithm, edge, onStoreError, lease, limits'],
+    ['an unknown event key', { events: { a: { limitz: 1, limits: [{ limit: 1, window: 1 }] } } }, 'event "a": unknown key "limitz"; the event takes algorithm, edge, onStoreError, mode, lease, limits, tiers, overrides, allow, deny'],
     ['a lease that outlives the shortest window', { events: { a: { limits: [{ limit: 9, window: '10s' }], lease: { life: '9s' } } } }, 'event "a", field lease.life: a lease of 9s (plus 2 s for its return) must end within the shortest window, 10s'],
     ['a lease life over a minute', { events: { a: { limits: [{ limit: 9, window: '1h' }], lease: { life: '2m' } } } }, 'event "a", field lease.life: 2m is longer than the 60 s a lease may live'],
     ['a lease life that is no duration', { events: { a: { limits: [{ limit: 9, window: '1h' }], lease: { life: 'soon' } } } }, 'event "a", field lease.life: must be a positive whole duration'],
@@ -444,5 +444,32 @@ events:
       'gateway, field tier: must be header:<name>, a header your gateway sets from an authenticated identity (got "query:plan")',
       'gateway, field deny[0].cidr: must be a network such as 203.0.113.0/24 or 2001:db8::/48 (got "10.0.0.0/99")',
     ]);
+  });
+});
+
+describe('limits in shadow', () => {
+  it('reads mode on an event (every limit) and on a limit (its own), and refuses a lease beside shadow limits', () => {
+    const policies = parsePolicyText(
+      `events:
+  tryout:
+    mode: shadow
+    limits: [{ limit: 5, window: 1m }, { limit: 50, window: 1h, mode: enforce }]
+  api:
+    limits: [{ limit: 5, window: 1m }, { name: tight, limit: 2, window: 10s, mode: shadow }]
+`,
+      'p.yaml',
+    );
+    expect(policies.events.get('tryout')?.limits.map((limit) => limit.shadow ?? false)).toEqual([true, false]);
+    expect(policies.events.get('api')?.limits.map((limit) => limit.shadow ?? false)).toEqual([false, true]);
+    expect(() =>
+      parsePolicyText(
+        `events:
+  api:
+    limits: [{ limit: 5, window: 1m, mode: shadow }]
+    lease: { maxUnits: 2 }
+`,
+        'p.yaml',
+      ),
+    ).toThrow('event "api", field lease: cannot be combined with shadow limits');
   });
 });

@@ -34,6 +34,11 @@ export interface LimitPolicy {
   readonly window: number;
   /** Size of the finest bucket; equals `window` for fixed windows. */
   readonly granularity: number;
+  /**
+   * `mode: shadow` (the limit's, or its event's): decided and counted as if enforced, but
+   * never refusing; the decision names it in `shadowDenied` when it would have.
+   */
+  readonly shadow?: true;
 }
 
 /** Quota leases of an event (see docs/client.md#leases): off unless the event has a `lease` section. */
@@ -168,19 +173,26 @@ function parseEvent(
   if (algorithm === 'fixed' && raw.edge !== undefined && sound(['edge'])) {
     report(['edge'], 'applies to sliding windows only; a fixed window has no partial bucket');
   }
-  const limits = parseLimitSet(event, raw.limits as unknown[], ['limits'], algorithm, sound, report);
+  const mode = sound(['mode']) ? (raw.mode as string | undefined) : undefined;
+  const limits = parseLimitSet(event, mode, raw.limits as unknown[], ['limits'], algorithm, sound, report);
   const tiers = new Map<string, readonly LimitPolicy[]>();
   for (const [tier, value] of Object.entries(asRecord(raw.tiers) ?? {})) {
     const tierLimits = asRecord(value)?.limits;
     if (!Array.isArray(tierLimits)) continue;
-    const parsed = parseLimitSet(event, tierLimits, ['tiers', tier, 'limits'], algorithm, sound, report);
+    const parsed = parseLimitSet(event, mode, tierLimits, ['tiers', tier, 'limits'], algorithm, sound, report);
     if (parsed) tiers.set(tier, parsed);
   }
-  const overrides = parseOverrides(event, raw.overrides, new Set(Object.keys(asRecord(raw.tiers) ?? {})), algorithm, sound, report);
+  const overrides = parseOverrides(event, mode, raw.overrides, new Set(Object.keys(asRecord(raw.tiers) ?? {})), algorithm, sound, report);
   const lists = parseClientLists({ allow: sound(['allow']) ? raw.allow : [], deny: sound(['deny']) ? raw.deny : [] }, report);
   // Only used when the file has no fault at all, so every field is sound by then.
   if (algorithm === undefined || !limits || !overrides || !lists) return undefined;
-  const lease = raw.lease !== undefined && sound(['lease']) ? parseLease(asRecord(raw.lease) ?? {}, [limits, ...tiers.values(), ...overrides.flatMap((o) => (o.limits ? [o.limits] : []))], report) : undefined;
+  const limitSets = [limits, ...tiers.values(), ...overrides.flatMap((o) => (o.limits ? [o.limits] : []))];
+  if (raw.lease !== undefined && limitSets.some((set) => set.some((limit) => limit.shadow))) {
+    // A lease counts its units before they are spent: a limit that never refuses has nothing to lease.
+    report(['lease'], 'cannot be combined with shadow limits; try the limits in shadow without the lease, then enforce them');
+    return undefined;
+  }
+  const lease = raw.lease !== undefined && sound(['lease']) ? parseLease(asRecord(raw.lease) ?? {}, limitSets, report) : undefined;
   if (lease === null) return undefined;
   const edge = (raw.edge as Edge | undefined) ?? 'whole';
   const onStoreError = (raw.onStoreError as OnStoreError | undefined) ?? 'allow';
@@ -204,6 +216,7 @@ function parseEvent(
  */
 function parseLimitSet(
   event: string,
+  eventMode: string | undefined,
   raw: readonly unknown[],
   at: readonly string[],
   algorithm: Algorithm | undefined,
@@ -218,7 +231,13 @@ function parseLimitSet(
     const limit = parseLimit(rawLimit, algorithm, (field) => sound(path(field)), (field, message) => {
       report(path(field), message);
     });
-    if (limit && sound(path('name'))) limits.push({ ...limit, name: (rawLimit.name as string | undefined) ?? `${event}-${formatDuration(limit.window)}` });
+    if (!limit || !sound(path('name'))) return;
+    const mode = (rawLimit.mode as string | undefined) ?? eventMode;
+    limits.push({
+      ...limit,
+      name: (rawLimit.name as string | undefined) ?? `${event}-${formatDuration(limit.window)}`,
+      ...(mode === 'shadow' ? { shadow: true as const } : {}),
+    });
   });
   const seen = new Set<string>();
   limits.forEach((limit, index) => {
@@ -236,6 +255,7 @@ const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+
 /** An event's overrides, or undefined when any is faulty. */
 function parseOverrides(
   event: string,
+  eventMode: string | undefined,
   raw: unknown,
   /** The tiers the event names, faulty or not. */
   tiers: ReadonlySet<string>,
@@ -262,7 +282,7 @@ function parseOverrides(
       report(at, 'give an override either limits of its own or a tier, not both or neither');
       faulty = true;
     } else if (Array.isArray(entry.limits)) {
-      limits = parseLimitSet(event, entry.limits, [...at, 'limits'], algorithm, sound, report);
+      limits = parseLimitSet(event, eventMode, entry.limits, [...at, 'limits'], algorithm, sound, report);
       if (!limits) faulty = true;
     } else if (typeof entry.tier === 'string' && !tiers.has(entry.tier)) {
       const known = [...tiers];

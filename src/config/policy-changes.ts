@@ -91,6 +91,6 @@ function overrideShapes(policy: EventPolicy): Map<string, string> {
 }
 
 /** `5/60s`, with the granularity when it is not the window's own. */
-function shape({ limit, window, granularity }: LimitPolicy): string {
-  return `${limit}/${window}s${granularity === window ? '' : ` by ${granularity}s`}`;
+function shape({ limit, window, granularity, shadow }: LimitPolicy): string {
+  return `${limit}/${window}s${granularity === window ? '' : ` by ${granularity}s`}${shadow ? ' (shadow)' : ''}`;
 }

@@ -31,6 +31,7 @@ const limits = {
       limit: { type: 'integer', minimum: 1, maximum: MAX_LIMIT },
       window: duration,
       granularity: duration,
+      mode: { enum: ['enforce', 'shadow'] },
     },
   },
 } as const;
@@ -105,6 +106,7 @@ export const policyFileSchema = {
           algorithm: { enum: ['sliding', 'fixed'] },
           edge: { enum: ['whole', 'drop', 'weighted'] },
           onStoreError: { enum: ['allow', 'deny'] },
+          mode: { enum: ['enforce', 'shadow'] },
           lease: {
             type: 'object',
             additionalProperties: false,

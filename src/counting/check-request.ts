@@ -1,7 +1,9 @@
 // The first stage of a check: what a caller asks, validated into plain items before anything
 // is counted (a refused request touches no counter). Every surface (check, peek, batch items,
 // checks together, lease takes) turns its request into CheckItems here.
+import type { HowDecided } from './check-context.js';
 import { tierPlan, type Listed } from './client-plans.js';
+import type { Decision } from './decision.js';
 import { LimiterInputError } from './errors.js';
 import type { EventPlan } from './plan.js';
 import { MAX_FEATURE_BYTES } from '../shared/feature-name.js';
@@ -62,6 +64,8 @@ export interface CheckItem {
   readonly record?: LeaseRecord;
   /** A list holds the client: decided without limits or counts (`plan` is the event's own). */
   readonly listed?: Listed;
+  /** Takes the check's decision instead of onDecision: a part of a request told as one (shadow.ts). */
+  readonly told?: (decision: Decision, how: HowDecided) => void;
 }
 
 /** Milliseconds since the epoch, read only when an override can lapse. */
@@ -114,7 +118,8 @@ export function checkItem(
   return {
     plan,
     feature,
-    cost: validCost(request.cost, plan),
+    // A limit in shadow refuses nothing, a cost beyond it included (its decision says so).
+    cost: validCost(request.cost, plan, { beyondLimit: plan.shadowOnly === true }),
     counting: kind === 'check',
     enforced: true,
     impossible: false,
@@ -136,14 +141,16 @@ export function togetherItem(
   const chosen = clientPlan(base, feature, check.tier, now);
   const plan = typeof chosen === 'string' ? base : chosen;
   const cost = validCost(check.cost, plan, { beyondLimit: true });
-  // Listed: allowed, read but never counted nor denying (allow); never allowed (deny).
+  // Listed: allowed, read but never counted nor denying (allow); never allowed (deny). A plan
+  // wholly in shadow never denies. (Envoy's events, the only ones decided together, have no
+  // memgate shadow limits: a plan's shadow limits beside enforced ones are left out here.)
   const impossible = chosen === 'deny' || cost > plan.maxCost;
   return {
     plan,
     feature,
     cost,
     counting: check.peek !== true && !impossible && chosen !== 'allow',
-    enforced: check.enforced !== false && chosen !== 'allow',
+    enforced: check.enforced !== false && chosen !== 'allow' && plan.shadowOnly !== true,
     impossible,
   };
 }

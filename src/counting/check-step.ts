@@ -18,7 +18,7 @@ import { repeatDenial, shortOfRoom } from './cached-denial.js';
 import { FROM_DENIED_CACHE, type CheckContext, type HowDecided } from './check-context.js';
 import type { CheckItem, LeaseRecord } from './check-request.js';
 import { counterCall, countsOf, type CounterCall, type RecordWrite, type RoundMode } from './counter-call.js';
-import { decide, degradedDecision, listedDecision, windowTotals, type Decision } from './decision.js';
+import { decide, degradedDecision, listedDecision, shadowDecision, windowTotals, type Decision } from './decision.js';
 import { exactDenial, takeBack, unconfirmedDenial, type DeniedCounts } from './denial.js';
 import type { FeatureState } from './feature-cache.js';
 import { leaseId, leaseUnitsKey, type TakenLease } from './lease.js';
@@ -582,12 +582,17 @@ function observe(context: CheckContext, request: StepRequest, decisions: readonl
 
 /** Tells onDecision of one check's decision, and how it was reached. */
 function tell(context: CheckContext, item: CheckItem, decision: Decision, how: HowDecided): void {
+  if (item.told) {
+    item.told(decision, how);
+    return;
+  }
   // Fields named, not spread: this runs for every decision, the repeated denials of an abusive client too.
   context.onDecision?.({
     event: item.plan.event,
     feature: item.feature,
     kind: item.counting ? 'check' : 'peek',
-    decision,
+    // A check not enforced (Envoy's shadow_mode) refused nothing: told as what it would have refused.
+    decision: item.enforced || decision.allowed ? decision : shadowDecision(decision, item.cost, item.impossible),
     fromDeniedCache: how.fromDeniedCache,
     keysRead: how.keysRead,
     settledMiss: how.settledMiss,

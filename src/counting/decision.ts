@@ -23,6 +23,24 @@ export function listedDecision(listed: 'allow' | 'deny'): Decision {
   return listed === 'allow' ? ALLOW_LISTED : DENY_LISTED;
 }
 
+/** The names of the limits a decision of `cost` found over (a denied decision's statuses hold no cost). */
+export function overLimits(decision: Decision, cost: number, impossible = false): string[] {
+  if (decision.allowed || decision.degraded) return [];
+  return decision.limits.filter((limit) => impossible || limit.remaining < cost).map((limit) => limit.name);
+}
+
+/** A shadow check's decision as a request sees it: allowed, saying what it would have refused. */
+export function shadowDecision(decision: Decision, cost: number, impossible = false): Decision {
+  const shadowDenied = overLimits(decision, cost, impossible);
+  return {
+    allowed: true,
+    limits: [],
+    shadowLimits: decision.limits,
+    ...(shadowDenied.length > 0 ? { shadowDenied } : {}),
+    ...(decision.degraded ? { degraded: true as const } : {}),
+  };
+}
+
 /** One limit's buckets, oldest first, not counting the request being decided. */
 export interface LimitCounts {
   readonly plan: LimitPlan;

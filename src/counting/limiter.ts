@@ -19,6 +19,7 @@ import {
   type LeaseReturned,
 } from './lease.js';
 import { planEvents, type EventPlan } from './plan.js';
+import { decideWithShadow } from './shadow.js';
 
 export type { HowDecided, ObservedDecision } from './check-context.js';
 export type { TogetherCheck } from './check-request.js';
@@ -128,7 +129,8 @@ function decideOne(
   kind: 'check' | 'peek',
 ): Promise<Decision> {
   try {
-    return decideItem(context, checkItem(plans, request, kind, context.wallNow));
+    const item = checkItem(plans, request, kind, context.wallNow);
+    return item.plan.shadow || item.plan.shadowOnly ? decideWithShadow(context, item) : decideItem(context, item);
   } catch (error) {
     // A refused check (LimiterInputError) rejects, as from any async function.
     return Promise.reject(error instanceof Error ? error : new Error(String(error)));

@@ -69,6 +69,13 @@ export interface EventPlan {
    * is chosen there (client-plans.ts). Absent on the plans it chooses from.
    */
   readonly clients?: ClientPlans | undefined;
+  /**
+   * This plan's limits in `mode: shadow`, beside enforced ones: a plan of their own, counting
+   * under `<event>~shadow` (shadowEvent), decided with the enforced limits as one request.
+   */
+  readonly shadow?: EventPlan | undefined;
+  /** Every limit of this plan is in shadow: a check of it never refuses. */
+  readonly shadowOnly?: true | undefined;
 }
 
 export interface LeasePlan {
@@ -146,9 +153,17 @@ export function planEvents(policies: PolicySet): Map<string, EventPlan> {
     const overrideSets = (policy.overrides ?? []).map((override, index) =>
       override.limits ? planSet(override.limits, `overrides[${index}].limits`) : undefined,
     );
-    const levels = sharedLevels(
-      [own, ...tierSets.map(([, set]) => set), ...overrideSets.flatMap((set) => (set ? [set] : []))].flat(),
-    );
+    const allLimits = [
+      own,
+      ...tierSets.map(([, set]) => set),
+      ...overrideSets.flatMap((set) => (set ? [set] : [])),
+    ].flat();
+    // An event wholly in shadow counts under its own key, so that enforcing it later keeps its
+    // counts. Beside enforced limits, shadow limits count apart: they count only what enforcing
+    // them would have admitted, while the enforced ones count every request served.
+    const wholeShadow = allLimits.every((limit) => limit.policy.shadow === true);
+    const levels = sharedLevels(wholeShadow ? allLimits : allLimits.filter((limit) => limit.policy.shadow !== true));
+    const shadowLevels = wholeShadow ? [] : sharedLevels(allLimits.filter((limit) => limit.policy.shadow === true));
     const leasePlan = lease
       ? {
           maxUnits: lease.maxUnits,
@@ -156,17 +171,32 @@ export function planEvents(policies: PolicySet): Map<string, EventPlan> {
           holdSeconds: lease.life + DEFAULTS.leaseReturnGraceSeconds,
         }
       : undefined;
-    const planOf = (limits: readonly LimitPlan[], clients?: ClientPlans): EventPlan => ({
-      event,
+    const planOver = (
+      limits: readonly LimitPlan[],
+      counters: { event: string; levels: readonly CounterLevel[] },
+      extra: Partial<Pick<EventPlan, 'clients' | 'shadow' | 'shadowOnly'>> = {},
+    ): EventPlan => ({
+      event: counters.event,
       algorithm,
       edge,
       onStoreError,
       limits,
-      levels,
+      levels: counters.levels,
       maxCost: Math.min(...limits.map((limit) => limit.policy.limit)),
       ...(leasePlan ? { lease: leasePlan } : {}),
-      ...(clients ? { clients } : {}),
+      ...extra,
     });
+    const main = { event, levels };
+    const apart = { event: shadowEvent(event), levels: shadowLevels };
+    const planOf = (limits: readonly LimitPlan[], clients?: ClientPlans): EventPlan => {
+      const enforced = limits.filter((limit) => limit.policy.shadow !== true);
+      const shadows = limits.filter((limit) => limit.policy.shadow === true);
+      const extra = clients ? { clients } : {};
+      if (wholeShadow) return planOver(limits, main, { ...extra, shadowOnly: true });
+      if (enforced.length === 0) return planOver(shadows, apart, { ...extra, shadowOnly: true });
+      if (shadows.length === 0) return planOver(enforced, main, extra);
+      return planOver(enforced, main, { ...extra, shadow: planOver(shadows, apart, { shadowOnly: true }) });
+    };
     if (tierSets.length === 0 && overrideSets.length === 0 && !policy.allow && !policy.deny) {
       plans.set(event, planOf(own));
       continue;
@@ -182,6 +212,11 @@ export function planEvents(policies: PolicySet): Map<string, EventPlan> {
   }
   if (problems.length > 0) throw new PolicyError(policies.source, problems);
   return plans;
+}
+
+/** The event shadow limits count under, beside enforced ones: a name no policy event can have. */
+export function shadowEvent(event: string): string {
+  return `${event}~shadow`;
 }
 
 function sharedLevels(limits: readonly LimitPlan[]): CounterLevel[] {

@@ -37,9 +37,9 @@ export interface Metrics {
 }
 
 const KINDS = ['check', 'peek'] as const;
-const OUTCOMES = ['allowed', 'denied', 'degraded_allowed', 'degraded_denied'] as const;
+const OUTCOMES = ['allowed', 'denied', 'shadow_denied', 'degraded_allowed', 'degraded_denied'] as const;
 type OutcomeCounts = Record<(typeof KINDS)[number], Record<(typeof OUTCOMES)[number], number>>;
-const noOutcomes = () => ({ allowed: 0, denied: 0, degraded_allowed: 0, degraded_denied: 0 });
+const noOutcomes = () => ({ allowed: 0, denied: 0, shadow_denied: 0, degraded_allowed: 0, degraded_denied: 0 });
 
 /** memgate's Prometheus metrics (prom-client), plus the process's own (CPU, memory, event loop). */
 export function createMetrics(): Metrics {
@@ -51,7 +51,7 @@ export function createMetrics(): Metrics {
   const cacheCounts = { denialHit: 0, settledHit: 0, settledMiss: 0 };
   new Counter({
     name: 'memgate_decisions_total',
-    help: 'Decisions by event, route kind (check or peek) and outcome (allowed, denied, degraded_allowed, degraded_denied)',
+    help: 'Decisions by event, route kind (check or peek) and outcome (allowed, denied, shadow_denied: allowed, but a limit in shadow would have refused, degraded_allowed, degraded_denied)',
     labelNames: ['event', 'kind', 'outcome'] as const,
     registers: [registry],
     collect() {
@@ -241,9 +241,11 @@ export function createMetrics(): Metrics {
         ? decision.allowed
           ? 'degraded_allowed'
           : 'degraded_denied'
-        : decision.allowed
-          ? 'allowed'
-          : 'denied';
+        : !decision.allowed
+          ? 'denied'
+          : decision.shadowDenied
+            ? 'shadow_denied'
+            : 'allowed';
       countsOf(event)[kind][outcome]++;
       if (fromDeniedCache) {
         cacheCounts.denialHit++;

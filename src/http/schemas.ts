@@ -228,6 +228,27 @@ export const decisionResponse = {
       type: 'boolean',
       description: "true when the store could not answer and the event's onStoreError rule decided",
     },
+    shadowLimits: {
+      type: 'array',
+      description:
+        "The event's limits in mode: shadow, decided and counted as if enforced but never refusing (never in the RateLimit headers); absent when it has none",
+      items: {
+        type: 'object',
+        required: ['name', 'limit', 'window', 'remaining', 'resetSeconds'],
+        properties: {
+          name: { type: 'string' },
+          limit: { type: 'integer' },
+          window: { type: 'integer' },
+          remaining: { type: 'integer' },
+          resetSeconds: { type: 'integer' },
+        },
+      },
+    },
+    shadowDenied: {
+      type: 'array',
+      items: { type: 'string' },
+      description: 'The shadow limits that would have refused this request, had they been enforced',
+    },
     listed: {
       type: 'string',
       enum: ['allow', 'deny'],

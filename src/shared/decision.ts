@@ -15,8 +15,15 @@ export interface LimitStatus {
 
 export interface Decision {
   readonly allowed: boolean;
-  /** In the order of the policy file; empty when `degraded`, as no count is known. */
+  /** The enforced limits, in the order of the policy file; empty when `degraded`, as no count is known. */
   readonly limits: readonly LimitStatus[];
+  /**
+   * The limits in `mode: shadow`, decided and counted as if enforced but never refusing: what
+   * enforcing them would show. Absent when the event has none; never in the RateLimit headers.
+   */
+  readonly shadowLimits?: readonly LimitStatus[];
+  /** Names of the shadow limits that would have refused this request. */
+  readonly shadowDenied?: readonly string[];
   /** On a deny: whole seconds until enough cost leaves every exceeded window for this request to pass. */
   readonly retryAfter?: number;
   /** The store could not answer: the event's `onStoreError` rule decided, not the counts. */
