@@ -170,6 +170,43 @@ describe('ShouldRateLimit against the service', () => {
     expect((await client.shouldRateLimit(peek)).statuses[0]).toMatchObject({ code: 'OVER_LIMIT', limit_remaining: 0 });
   });
 
+  it("applies a descriptor's per-request limit as envoyproxy/ratelimit does, on the descriptor's own counters", async () => {
+    const { client } = await start();
+    // Not within 2 s of a minute's end: the fixed window must hold every request below.
+    const intoMinute = Date.now() % 60_000;
+    if (intoMinute > 57_000) await new Promise((resolve) => setTimeout(resolve, 60_500 - intoMinute));
+    const plain = oneDescriptor('edge', ['remote_address', '198.51.100.1']);
+    const withLimit = (requests_per_unit: number, unit = 'MINUTE'): WireRequestIn => ({
+      domain: 'edge',
+      descriptors: [
+        { entries: [{ key: 'remote_address', value: '198.51.100.1' }], limit: { requests_per_unit, unit } },
+      ],
+    });
+    // 3 of the configured 3, then an override of 5 in the same minute counts on them: 2 more.
+    expect(await codes(client, plain, 3)).toEqual(['OK', 'OK', 'OK']);
+    const answers = [];
+    for (let i = 0; i < 3; i++) answers.push(await client.shouldRateLimit(withLimit(5)));
+    expect(answers.map((a) => a.overall_code)).toEqual(['OK', 'OK', 'OVER_LIMIT']);
+    expect(answers[0]?.statuses[0]).toMatchObject({
+      limit_remaining: 1,
+      current_limit: { name: '', requests_per_unit: 5, unit: 'MINUTE' },
+    });
+    // A descriptor no configured limit matches is limited by its override, per domain and entries.
+    const unknown = (value: string): WireRequestIn => ({
+      domain: 'edge',
+      descriptors: [{ entries: [{ key: 'plan_key', value }], limit: { requests_per_unit: 2, unit: 'HOUR' } }],
+    });
+    expect(await codes(client, unknown('k1'), 3)).toEqual(['OK', 'OK', 'OVER_LIMIT']);
+    expect(await codes(client, unknown('k2'), 1)).toEqual(['OK']);
+    // An override of 0 refuses; in a domain the configuration does not name, nothing is limited.
+    expect(await codes(client, withLimit(0), 1)).toEqual(['OVER_LIMIT']);
+    const elsewhere: WireRequestIn = {
+      domain: 'nowhere',
+      descriptors: [{ entries: [{ key: 'k', value: 'v' }], limit: { requests_per_unit: 1, unit: 'SECOND' } }],
+    };
+    expect(await codes(client, elsewhere, 3)).toEqual(['OK', 'OK', 'OK']);
+  });
+
   it('refuses every request of a limit of 0 and counts nothing of the request', async () => {
     const { client } = await start();
     const request: WireRequestIn = {

@@ -23,6 +23,11 @@ export const DEFAULTS = {
   ...CLIENT_DEFAULTS,
   /** PORT. */
   port: 8080,
+  /**
+   * Plans one limiter keeps for limits made while serving (Envoy's per-request `limit`), the
+   * least recently used dropped first: each is a few hundred bytes, and requests choose them.
+   */
+  runtimePlans: 1000,
   /** HOST. */
   host: '0.0.0.0',
   /** MEMGATE_KEY_PREFIX: the first part of every counter key. */

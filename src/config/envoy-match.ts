@@ -114,6 +114,21 @@ export const ENVOY_EVENT_PREFIX = 'envoy:';
 const MAX_EVENT_LENGTH = 64;
 
 /**
+ * memgate's event for a per-request limit (Envoy's `limit` override) on a descriptor no
+ * configured limit matches: one per domain, its descriptors told apart by their entries.
+ * `~` is in no event a file can name.
+ */
+export function envoyOverrideEvent(domain: string): string {
+  const event = envoyEventName(domain, []);
+  return `${event}~override`;
+}
+
+/** The counter of a descriptor no configured limit matches: every entry, key and value. */
+export function entriesFeature(entries: readonly { readonly key: string; readonly value: string }[]): string {
+  return JSON.stringify(entries.map(({ key, value }) => [key, value]));
+}
+
+/**
  * memgate's event name for a descriptor of a domain: `envoy:domain.key_value.key` (the
  * path envoyproxy/ratelimit's statistics use) when every part is made of letters, digits,
  * `_` and `-` and the path fits in 64 characters; otherwise a readable head and a hash of

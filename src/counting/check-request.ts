@@ -6,6 +6,7 @@ import { tierPlan, type Listed } from './client-plans.js';
 import type { Decision } from './decision.js';
 import { LimiterInputError } from './errors.js';
 import type { EventPlan } from './plan.js';
+import type { RuntimePlans, RuntimeLimit } from './runtime-plans.js';
 import { MAX_FEATURE_BYTES } from '../shared/feature-name.js';
 
 export { MAX_FEATURE_BYTES };
@@ -35,6 +36,11 @@ export interface TogetherCheck extends CheckRequest {
    * counters hold what enforcing it would; it never denies the others.
    */
   readonly enforced?: boolean;
+  /**
+   * A limit the request brings in place of the event's (Envoy's per-request `limit`), counted
+   * under `event` and `feature`; `event` need not be one of the policies'.
+   */
+  readonly limit?: RuntimeLimit;
 }
 
 /**
@@ -135,8 +141,10 @@ export function togetherItem(
   plans: ReadonlyMap<string, EventPlan>,
   check: TogetherCheck,
   now: WallClock = Date.now,
+  runtime?: RuntimePlans,
 ): CheckItem {
-  const base = eventPlan(plans, check.event);
+  const base =
+    check.limit && runtime ? runtime.planFor(validEvent(check.event), check.limit) : eventPlan(plans, check.event);
   const feature = validFeature(check.feature);
   const chosen = clientPlan(base, feature, check.tier, now);
   const plan = typeof chosen === 'string' ? base : chosen;
@@ -155,20 +163,25 @@ export function togetherItem(
   };
 }
 
-export function eventPlan(plans: ReadonlyMap<string, EventPlan>, event: unknown): EventPlan {
+function validEvent(event: unknown): string {
   if (typeof event !== 'string' || event.length === 0) {
     throw new LimiterInputError('invalid_event', 'event must be a non-empty string');
   }
   if (!event.isWellFormed()) {
     throw new LimiterInputError('invalid_event', NOT_WELL_FORMED('event'));
   }
-  const plan = plans.get(event);
+  return event;
+}
+
+export function eventPlan(plans: ReadonlyMap<string, EventPlan>, event: unknown): EventPlan {
+  const name = validEvent(event);
+  const plan = plans.get(name);
   if (!plan) {
     const known = [...plans.keys()];
     const shown = known.slice(0, 10).join(', ') + (known.length > 10 ? ', …' : '');
     throw new LimiterInputError(
       'unknown_event',
-      `unknown event ${JSON.stringify(event.slice(0, 64))}; known events: ${shown}`,
+      `unknown event ${JSON.stringify(name.slice(0, 64))}; known events: ${shown}`,
     );
   }
   return plan;

@@ -61,7 +61,7 @@ export class FeatureCache {
   }
 
   state(plan: EventPlan, feature: string): FeatureState {
-    if (!this.entries) return { base: counterKeyBase(this.keyPrefix, plan.event, feature) };
+    if (!this.entries || plan.uncached) return { base: counterKeyBase(this.keyPrefix, plan.event, feature) };
     let index = this.eventIndex.get(plan);
     if (index === undefined) this.eventIndex.set(plan, (index = this.eventIndex.size));
     const entry = this.entries.get(feature);

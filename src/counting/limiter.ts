@@ -19,6 +19,7 @@ import {
   type LeaseReturned,
 } from './lease.js';
 import { planEvents, type EventPlan } from './plan.js';
+import { RuntimePlans } from './runtime-plans.js';
 import { decideWithShadow } from './shadow.js';
 
 export type { HowDecided, ObservedDecision } from './check-context.js';
@@ -90,6 +91,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
       ? options.policies
       : parsePolicies(options.policies, 'createLimiter({ policies })');
   const plans = planEvents(policies);
+  const runtimePlans = new RuntimePlans();
   const context = checkContext(options);
   return {
     policies,
@@ -105,7 +107,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
       if (checks.length === 0) throw new RangeError('checkTogether takes at least one check');
       const { allowed, decisions, retryAfter } = await decideItems(
         context,
-        checks.map((check) => togetherItem(plans, check, context.wallNow)),
+        checks.map((check) => togetherItem(plans, check, context.wallNow, runtimePlans)),
       );
       return retryAfter === undefined ? { allowed, checks: decisions } : { allowed, checks: decisions, retryAfter };
     },

@@ -76,6 +76,11 @@ export interface EventPlan {
   readonly shadow?: EventPlan | undefined;
   /** Every limit of this plan is in shadow: a check of it never refuses. */
   readonly shadowOnly?: true | undefined;
+  /**
+   * Made while serving for a limit no policy file names (runtime-plans.ts): requests choose
+   * its values, so the feature cache keeps nothing of it (its states would be unbounded).
+   */
+  readonly uncached?: true | undefined;
 }
 
 export interface LeasePlan {
@@ -212,6 +217,26 @@ export function planEvents(policies: PolicySet): Map<string, EventPlan> {
   }
   if (problems.length > 0) throw new PolicyError(policies.source, problems);
   return plans;
+}
+
+/** A plan of one limit made while serving (Envoy's per-request `limit`): see runtime-plans.ts. */
+export function runtimePlan(
+  event: string,
+  policy: LimitPolicy,
+  algorithm: Algorithm,
+  onStoreError: OnStoreError,
+): EventPlan {
+  const limit = planLimit(policy, algorithm);
+  return {
+    event,
+    algorithm,
+    edge: 'whole',
+    onStoreError,
+    limits: [limit],
+    levels: sharedLevels([limit]),
+    maxCost: policy.limit,
+    uncached: true,
+  };
 }
 
 /** The event shadow limits count under, beside enforced ones: a name no policy event can have. */

@@ -2,17 +2,32 @@
 // configuration (config/envoy-match.ts), the matched limits decided and counted together by
 // the limiter, and the answer in Envoy's terms (docs/envoy.md says how it differs from
 // envoyproxy/ratelimit's).
-import { ENVOY_UNIT_SECONDS, type EnvoyConfig, type EnvoyRateLimit, type EnvoyUnit } from '../config/envoy-config.js';
-import { applyReplaces, matchEnvoyDescriptor, type EnvoyMatch } from '../config/envoy-match.js';
+import {
+  ENVOY_UNIT_SECONDS,
+  type EnvoyConfig,
+  type EnvoyDescriptor,
+  type EnvoyRateLimit,
+  type EnvoyUnit,
+} from '../config/envoy-config.js';
+import {
+  applyReplaces,
+  ENVOY_EVENT_PREFIX,
+  entriesFeature,
+  envoyOverrideEvent,
+  matchEnvoyDescriptor,
+  type EnvoyMatch,
+} from '../config/envoy-match.js';
 import type { Decision, LimitStatus } from '../counting/decision.js';
 import { featureName } from '../shared/feature-name.js';
 import type { Limiter, TogetherCheck } from '../counting/limiter.js';
+import type { RuntimeLimit } from '../counting/runtime-plans.js';
 import { rateLimitHeaders } from '../http/rate-limit-headers.js';
 import type {
   CurrentLimit,
   DescriptorStatus,
   HeaderValue,
   RateLimitRequest,
+  RateLimitDescriptor,
   RateLimitResponse,
   RateLimitUnit,
 } from './messages.js';
@@ -37,7 +52,7 @@ export interface EnvoyDeciderOptions {
   readonly config: () => EnvoyConfig | undefined;
   /** Told of each shadow_mode (or quota_mode) descriptor that would have been over its limit. */
   readonly onShadowOverLimit?: (event: string) => void;
-  /** Told when a request carries a per-descriptor limit override, which memgate does not apply. */
+  /** Told of each descriptor whose per-request `limit` was applied. */
   readonly onLimitOverride?: (domain: string) => void;
   /** Milliseconds since the epoch, for when fixed windows end. Default Date.now. */
   readonly now?: () => number;
@@ -51,20 +66,73 @@ interface Counted {
   readonly enforced: boolean;
 }
 
+/**
+ * A descriptor's per-request `limit`, as envoyproxy/ratelimit applies it (GetLimit): in place
+ * of whatever the configuration says of the descriptor, whenever its domain is configured,
+ * never in shadow, named by nothing `replaces` can name. It counts on the matched descriptor's
+ * own counters (its event and feature; the same buckets when the unit is the configured one),
+ * or, where no configured limit matches, per domain and entries.
+ */
+function overrideMatch(
+  config: EnvoyConfig,
+  domain: string,
+  descriptor: RateLimitDescriptor,
+  matched: EnvoyMatch,
+): Extract<EnvoyMatch, { kind: 'limit' }> | undefined {
+  const { limit } = descriptor;
+  if (!limit || !config.domains.has(domain)) return undefined;
+  const unit = limit.unit.toLowerCase() as EnvoyUnit;
+  const window = ENVOY_UNIT_SECONDS[unit];
+  const configured = matched.kind === 'limit' ? matched.rateLimit : undefined;
+  // The configured limit's algorithm where its buckets divide the new window; Envoy's fixed windows otherwise.
+  const sliding = configured?.algorithm === 'sliding' && window % configured.granularity === 0;
+  const rateLimit: EnvoyRateLimit = {
+    replaces: [],
+    unlimited: false,
+    unit,
+    requestsPerUnit: limit.requestsPerUnit,
+    window,
+    algorithm: sliding ? 'sliding' : 'fixed',
+    granularity: sliding ? configured.granularity : window,
+    onStoreError: configured?.onStoreError ?? 'allow',
+  };
+  const counter =
+    matched.kind === 'limit'
+      ? { event: matched.event, feature: matched.feature }
+      : { event: envoyOverrideEvent(domain), feature: entriesFeature(descriptor.entries) };
+  return { kind: 'limit', descriptor: OVERRIDDEN, rateLimit, shadowMode: false, ...counter };
+}
+
+/** The configured descriptor an override stands in for: enforced, never in quota mode. */
+const OVERRIDDEN = {
+  key: '',
+  name: '',
+  path: [],
+  quotaMode: false,
+  shadowMode: false,
+  children: { byKey: new Map(), wildcards: [] },
+} as unknown as EnvoyDescriptor;
+
 export function createEnvoyDecider(
   options: EnvoyDeciderOptions,
 ): (request: RateLimitRequest) => Promise<RateLimitResponse> {
   const now = options.now ?? Date.now;
   return async (request) => {
     const config = options.config();
-    const matches = applyReplaces(
-      request.descriptors.map((descriptor): EnvoyMatch => {
-        if (descriptor.limit) options.onLimitOverride?.(request.domain);
-        return config
-          ? matchEnvoyDescriptor(config, request.domain, descriptor.entries)
-          : { kind: 'none', reason: 'unknown-domain' };
-      }),
+    const found = request.descriptors.map((descriptor): EnvoyMatch =>
+      config
+        ? matchEnvoyDescriptor(config, request.domain, descriptor.entries)
+        : { kind: 'none', reason: 'unknown-domain' },
     );
+    const overrides = request.descriptors.map((descriptor, index) =>
+      config ? overrideMatch(config, request.domain, descriptor, found[index] as EnvoyMatch) : undefined,
+    );
+    // An overridden descriptor neither replaces nor is replaced: its limit has no name.
+    const replaced = applyReplaces(
+      found.map((match, index): EnvoyMatch => (overrides[index] ? { kind: 'none', reason: 'no-limit' } : match)),
+    );
+    const matches = replaced.map((match, index): EnvoyMatch => overrides[index] ?? match);
+    for (const override of overrides) if (override) options.onLimitOverride?.(request.domain);
     const statuses: (DescriptorStatus | undefined)[] = [];
     const counted: Counted[] = [];
     const checks: TogetherCheck[] = [];
@@ -90,6 +158,7 @@ export function createEnvoyDecider(
         const descriptor = request.descriptors[index];
         const hits = descriptor?.hitsAddend ?? Math.max(1, request.hitsAddend);
         counted.push({ index, event: match.event, rateLimit: match.rateLimit, enforced });
+        const override = overrides[index];
         // A descriptor's own hits_addend of 0 asks without counting (Envoy's API: "check only").
         checks.push({
           event: match.event,
@@ -97,6 +166,7 @@ export function createEnvoyDecider(
           cost: Math.max(1, hits),
           peek: hits === 0,
           enforced,
+          ...(override ? { limit: runtimeLimitOf(override) } : {}),
         });
       }
     });
@@ -126,6 +196,22 @@ export function createEnvoyDecider(
       statuses: statuses as DescriptorStatus[],
       responseHeadersToAdd: Object.entries(headers).map(([key, value]): HeaderValue => ({ key, value })),
     };
+  };
+}
+
+/** An override's limit as the limiter takes it, named as its descriptor's limit would be. */
+function runtimeLimitOf(match: Extract<EnvoyMatch, { kind: 'limit' }>): RuntimeLimit {
+  const { rateLimit } = match;
+  return {
+    name: `${match.event
+      .slice(ENVOY_EVENT_PREFIX.length)
+      .replaceAll(/[^A-Za-z0-9_.-]/g, '_')
+      .slice(0, 55)}-${rateLimit.unit ?? rateLimit.window}`,
+    limit: rateLimit.requestsPerUnit,
+    window: rateLimit.window,
+    algorithm: rateLimit.algorithm,
+    granularity: rateLimit.granularity,
+    onStoreError: rateLimit.onStoreError,
   };
 }
 

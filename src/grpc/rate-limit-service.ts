@@ -36,9 +36,9 @@ export async function startRateLimitService(options: RateLimitServiceOptions): P
         // Once per domain: every request of a route with the override carries it.
         if (overridden.has(domain)) return;
         overridden.add(domain);
-        logger.warn(
+        logger.info(
           { domain },
-          `Envoy sends a per-request limit override for domain "${domain}": memgate does not apply overrides and decides by the configured limits (see docs/envoy.md)`,
+          `Envoy sends per-request limit overrides for domain "${domain}": each is applied in place of its descriptor's configured limit (see docs/envoy.md)`,
         );
       },
     }),
