@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 // The `memgate` command. `memgate` (or `memgate serve`, `npm start`) is the service,
 // configured by environment (see USAGE); exits 0 once stopped cleanly, 1 when it failed, 2
-// for bad usage or configuration (a setting, the policy file). `memgate policies FILE` and
-// `memgate usage …` are the operator's tools (src/commands/).
+// for bad usage or configuration (a setting, the policy file). `memgate policies FILE`,
+// `memgate usage …` and `memgate what-if …` are the operator's tools (src/commands/).
 //
 // Memory (docs/operations.md, "Memory"): left alone, V8 lets the heap grow to a quarter of
 // the machine's memory before it must collect, whatever MEMGATE_CACHE_MB says. A heap limit
@@ -92,6 +92,12 @@ function start(): void {
   if (first === 'usage') {
     void import('./commands/usage.js').then(({ runUsage }) => {
       runUsage(rest);
+    });
+    return;
+  }
+  if (first === 'what-if') {
+    void import('./commands/what-if.js').then(({ runWhatIf }) => {
+      runWhatIf(rest);
     });
     return;
   }

@@ -373,6 +373,7 @@ export const USAGE = [
   'usage: memgate [serve] [--config FILE] [--help] [--version]',
   '       memgate policies FILE                   check a policy file or an Envoy configuration, and print what it costs Memcached',
   "       memgate usage --event EVENT [options]   a running memgate's usage history in the terminal",
+  '       memgate what-if --policies NEW --trace LOG   who a change of policies would refuse, replayed on an access log',
   '',
   'Serves rate-limit decisions over HTTP, counting in Memcached. Settings come from the environment:',
   '',

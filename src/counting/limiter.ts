@@ -132,7 +132,10 @@ function decideOne(
 ): Promise<Decision> {
   try {
     const item = checkItem(plans, request, kind, context.wallNow);
-    return item.plan.shadow || item.plan.shadowOnly ? decideWithShadow(context, item) : decideItem(context, item);
+    // A listed client is decided by its list, whatever limits (shadow ones too) its event has.
+    return (item.plan.shadow || item.plan.shadowOnly) && !item.listed
+      ? decideWithShadow(context, item)
+      : decideItem(context, item);
   } catch (error) {
     // A refused check (LimiterInputError) rejects, as from any async function.
     return Promise.reject(error instanceof Error ? error : new Error(String(error)));
