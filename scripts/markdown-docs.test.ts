@@ -15,7 +15,7 @@ const PAGES = [
 ];
 const SCRIPTS = Object.keys((JSON.parse(readFileSync('package.json', 'utf8')) as { scripts: object }).scripts);
 /** What `memgate NAME` runs (src/main.ts), besides the service's own flags. */
-const MEMGATE_COMMANDS = ['serve', 'policies', 'usage'];
+const MEMGATE_COMMANDS = ['serve', 'policies', 'usage', 'what-if'];
 
 /** GitHub's anchor of a heading: lower case, punctuation dropped, spaces as hyphens; repeats numbered. */
 function anchors(text: string): Set<string> {
