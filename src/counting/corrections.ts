@@ -77,10 +77,17 @@ export async function reset(
   request: Omit<CheckRequest, 'cost'>,
 ): Promise<void> {
   const plan = eventPlan(plans, request.event);
-  const state = context.features.state(plan, validFeature(request.feature));
-  const second = Math.floor(context.now(state.base) / 1000);
-  const ttlSeconds = Math.max(...plan.levels.map((level) => level.ttlSeconds));
-  const straddling = plan.levels.map(({ size }) => bucketKey(state.base, size, bucketStart(second, size)));
-  await context.store.reset({ key: resetMarkerKey(state.base), value: second, ttlSeconds }, straddling);
-  context.features.forget(plan, request.feature);
+  const feature = validFeature(request.feature);
+  // Shadow limits beside enforced ones count apart (plan.ts): their counters are the feature's too.
+  const apart = [plan, ...(plan.clients?.plans ?? [])]
+    .map((each) => each.shadow ?? (each.shadowOnly && each.event !== plan.event ? each : undefined))
+    .find((each) => each !== undefined);
+  for (const counted of apart ? [plan, apart] : [plan]) {
+    const state = context.features.state(counted, feature);
+    const second = Math.floor(context.now(state.base) / 1000);
+    const ttlSeconds = Math.max(...counted.levels.map((level) => level.ttlSeconds));
+    const straddling = counted.levels.map(({ size }) => bucketKey(state.base, size, bucketStart(second, size)));
+    await context.store.reset({ key: resetMarkerKey(state.base), value: second, ttlSeconds }, straddling);
+    context.features.forget(counted, feature);
+  }
 }

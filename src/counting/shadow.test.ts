@@ -166,3 +166,21 @@ describe("Envoy's shadow_mode", () => {
     ]);
   });
 });
+
+describe('a reset', () => {
+  it('forgets what shadow limits beside enforced ones counted, as well as the enforced ones', async () => {
+    const { limiter } = setup({
+      api: {
+        limits: [
+          { limit: 10, window: '1m' },
+          { name: 'tight', limit: 2, window: '1m', mode: 'shadow' },
+        ],
+      },
+    });
+    for (let i = 0; i < 3; i++) await limiter.check({ event: 'api', feature: 'u' });
+    expect((await limiter.peek({ event: 'api', feature: 'u' })).shadowLimits?.[0]?.remaining).toBe(0);
+    await limiter.reset({ event: 'api', feature: 'u' });
+    const after = await limiter.peek({ event: 'api', feature: 'u' });
+    expect([after.limits[0]?.remaining, after.shadowLimits?.[0]?.remaining]).toEqual([10, 2]);
+  });
+});
