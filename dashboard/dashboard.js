@@ -1,9 +1,9 @@
 // memgate's usage dashboard: draws GET /usage, /usage/top and /policies with uPlot (the
 // global its script defines, served by memgate). A plain browser module: no build step.
 
-/* global window, document, location, history, fetch, URL, URLSearchParams, AbortController, setTimeout, clearTimeout, getComputedStyle, matchMedia, ResizeObserver -- the browser's: eslint.config.js names no browser globals */
+/* global window, document, location, history, fetch, URL, URLSearchParams, AbortController, setTimeout, clearTimeout, getComputedStyle, matchMedia, ResizeObserver, Path2D -- the browser's: eslint.config.js names no browser globals */
 
-/** @typedef {{ t: number, allowed: number, denied: number, degraded: number, tracked?: { allowed: boolean, denied: boolean } }} Point */
+/** @typedef {{ t: number, allowed: number, denied: number, degraded: number, shadow_denied: number, tracked?: { allowed: boolean, denied: boolean } }} Point */
 /** @typedef {{ event: string, feature: string | null, from: number, until: number, step: number, points: Point[] }} Series */
 /** @typedef {{ feature: string, count: number }} ClientCount */
 /** @typedef {{ event: string, from: number, until: number, allowed: ClientCount[], denied: ClientCount[] }} Top */
@@ -25,6 +25,8 @@ const DASHES = [
   [2, 3],
   [10, 3, 2, 3],
 ];
+/** The dash of the shadow line: none of the limits'. */
+const SHADOW_DASH = [6, 2];
 
 /** @type {any} uPlot's global, from dashboard/uplot.min.js, loaded before this module. */
 const uPlot = Reflect.get(window, 'uPlot');
@@ -43,6 +45,7 @@ const $ = {
   message: byId('message'),
   chart: byId('chart'),
   limits: byId('limits'),
+  shadowNote: byId('shadow-note'),
   top: /** @type {HTMLTableElement} */ (byId('top')),
   topMessage: byId('top-message'),
 };
@@ -71,6 +74,8 @@ const view = {
   series: undefined,
   /** @type {LimitLine[]} */
   lines: [],
+  /** Whether the range has any shadow_denied: its line and legend entry are drawn only then. */
+  shadow: false,
   yMax: 1,
   /** The time axis's last ticks and their labels, as timeTicks wrote them. @type {[number, string][]} */
   timeLabels: [],
@@ -238,6 +243,7 @@ function colours() {
     deniedFill: read('denied-fill'),
     degraded: read('degraded'),
     degradedFill: read('degraded-fill'),
+    shadow: read('shadow'),
     limit: read('limit'),
     untracked: read('untracked'),
   };
@@ -248,10 +254,10 @@ function colours() {
  * below the heaviest in some of that step while others went unnamed, so the point holds
  * only what the rest of the step counted (0 when it was below them all along).
  * @param {Point | undefined} point
- * @param {'allowed' | 'denied' | 'degraded'} outcome
+ * @param {string} outcome
  */
 function untracked(point, outcome) {
-  return outcome !== 'degraded' && point?.tracked?.[outcome] === false;
+  return (outcome === 'allowed' || outcome === 'denied') && point?.tracked?.[outcome] === false;
 }
 
 /** @param {Point} point */
@@ -279,7 +285,10 @@ function shadeUntracked(u) {
   ctx.restore();
 }
 
-/** uPlot's data: the points stacked (allowed, + denied, + degraded), then one constant line a limit. */
+/**
+ * uPlot's data: the points stacked (allowed, + denied, + degraded); shadow_denied on its own,
+ * not stacked, as it is a part of allowed (when the range has any); then one constant line a limit.
+ */
 function chartData() {
   const { series, lines } = view;
   if (!series) return [[]];
@@ -291,7 +300,41 @@ function chartData() {
   const allowed = xs.map((_, i) => at(i)?.allowed ?? 0);
   const denied = xs.map((_, i) => allowed[i] + (at(i)?.denied ?? 0));
   const degraded = xs.map((_, i) => denied[i] + (at(i)?.degraded ?? 0));
-  return [xs, allowed, denied, degraded, ...lines.map((line) => xs.map(() => line.value))];
+  const shadow = view.shadow ? [xs.map((_, i) => at(i)?.shadow_denied ?? 0)] : [];
+  return [xs, allowed, denied, degraded, ...shadow, ...lines.map((line) => xs.map(() => line.value))];
+}
+
+/**
+ * The shadow line (a uPlot path builder): stepped like the curves, but only where there is
+ * some. A run of steps with some rises from the axis, follows their counts and falls back to
+ * it; nothing is drawn along the axis between runs, where it would hide the allowed curve's
+ * zero.
+ * @param {any} u the plot
+ * @param {number} seriesIdx
+ * @param {number} idx0
+ * @param {number} idx1
+ */
+function shadowPath(u, seriesIdx, idx0, idx1) {
+  const xs = u.data[0];
+  const counts = u.data[seriesIdx];
+  const axis = u.valToPos(0, 'y', true);
+  const x = (/** @type {number} */ i) => u.valToPos(xs[i], 'x', true);
+  const stroke = new Path2D();
+  let inRun = false;
+  // The last x only closes the last step (chartData): no step of its own.
+  const last = Math.min(idx1, xs.length - 1);
+  for (let i = idx0; i < last; i++) {
+    const count = counts[i];
+    if (count) {
+      const y = u.valToPos(count, 'y', true);
+      if (!inRun) stroke.moveTo(x(i), axis);
+      stroke.lineTo(x(i), y);
+      stroke.lineTo(x(i + 1), y);
+    } else if (inRun) stroke.lineTo(x(i), axis);
+    inRun = Boolean(count);
+  }
+  if (inRun) stroke.lineTo(x(last), axis);
+  return { stroke, fill: null, clip: null, band: null, flags: 0 };
 }
 
 /** What the legend says of an outcome at the cursor: the point's own count, not the stack's. */
@@ -410,6 +453,20 @@ function chartOptions() {
       outcome('Allowed', c.allowed, c.allowedFill, 'allowed', 1.5),
       outcome('Denied', c.denied, c.deniedFill, 'denied', 0),
       outcome('Degraded', c.degraded, c.degradedFill, 'degraded', 0),
+      // A line over the allowed area, not a layer of the stack: these were allowed too.
+      ...(view.shadow
+        ? [
+            {
+              label: 'would be denied (shadow)',
+              stroke: c.shadow,
+              width: 2,
+              dash: SHADOW_DASH,
+              paths: shadowPath,
+              points: { show: false },
+              value: countAt('shadow_denied'),
+            },
+          ]
+        : []),
       ...view.lines.map((line, i) => ({
         label: `${line.name} limit`,
         stroke: c.limit,
@@ -446,7 +503,7 @@ function plot() {
   const tightest = Math.min(...view.lines.map((line) => line.value));
   const highest = Math.max(1, stackTop, Number.isFinite(tightest) ? tightest : 0);
   view.yMax = uPlot.rangeNum(0, highest, 0.1, true)[1];
-  const shape = view.lines.map((line) => line.name).join(',');
+  const shape = `${view.shadow ? 'shadow;' : ''}${view.lines.map((line) => line.name).join(',')}`;
   if (view.plot && view.shape === shape) {
     view.plot.setData(data);
     return;
@@ -477,6 +534,9 @@ function showSeries(series) {
   const lines = series.feature === null ? [] : (state.limits.get(series.event) ?? []);
   view.series = series;
   view.lines = lines.map((limit) => limitLine(limit, series.step));
+  const shadowDenied = series.points.reduce((sum, point) => sum + (point.shadow_denied ?? 0), 0);
+  view.shadow = shadowDenied > 0;
+  $.shadowNote.hidden = !view.shadow;
   $.message.hidden = true;
   Object.assign($.chart.dataset, {
     state: 'ready',
@@ -486,6 +546,7 @@ function showSeries(series) {
     until: String(series.until),
     feature: series.feature ?? '',
     limits: String(view.lines.length),
+    shadowDenied: String(shadowDenied),
     untracked: String(series.points.filter(untrackedStep).length),
   });
   $.title.textContent = `${series.event} · ${series.feature ?? 'all clients'}`;
@@ -601,6 +662,7 @@ function showError(text) {
   $.message.hidden = false;
   $.chart.dataset.state = 'error';
   $.limits.hidden = true;
+  $.shadowNote.hidden = true;
 }
 
 /** Usage history is off: the page says so, and asks nothing more. @param {string} text */
@@ -612,6 +674,7 @@ function showOff(text) {
   );
   $.message.hidden = false;
   $.chart.dataset.state = 'off';
+  $.shadowNote.hidden = true;
   $.title.textContent = 'Decisions';
   $.range.textContent = '';
   $.live.textContent = '';

@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import Fastify from 'fastify';
 import { chromium, type Browser, type Page, type Response } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it, type TestContext } from 'vitest';
-import { loadPolicyFile } from '../src/config/policies.js';
+import { loadPolicyFile, parsePolicyText, type PolicySet } from '../src/config/policies.js';
 import { createLimiter } from '../src/counting/limiter.js';
 import { buildApp } from '../src/http/app.js';
 import { registerDashboardRoutes } from '../src/http/routes/dashboard.js';
@@ -22,6 +22,31 @@ const MINUTES = 10;
 /** Over its login limit: 8 a minute, of which 5 are allowed. */
 const HEAVY = '203.0.113.7';
 const LIGHT = '198.51.100.23';
+/** signup: a shadow limit of 5 a minute that HEAVY's 8 a minute go over, never refused; search: no shadow limit. */
+const SHADOW_POLICIES = `events:
+  signup:
+    limits:
+      - { limit: 1000, window: 1h }
+      - { limit: 5, window: 1m, mode: shadow }
+  search:
+    limits:
+      - { limit: 100, window: 1m }
+`;
+
+type Check = (event: string, feature: string) => Promise<unknown>;
+
+/** The i-th of a minute's 8 rounds of /check against POLICY_FILE: HEAVY over its login limit. */
+async function apiTraffic(check: Check, i: number): Promise<void> {
+  await check('login', HEAVY);
+  if (i % 4 === 0) await check('login', LIGHT);
+  await check('url_shorten', LIGHT);
+}
+
+/** The same against SHADOW_POLICIES: HEAVY over signup's shadow limit, LIGHT searching. */
+async function shadowTraffic(check: Check, i: number): Promise<void> {
+  await check('signup', HEAVY);
+  if (i % 4 === 0) await check('search', LIGHT);
+}
 
 interface Memgate {
   readonly url: string;
@@ -30,12 +55,24 @@ interface Memgate {
 
 /**
  * memgate with usage history in memory (or none), after MINUTES of /check on a driven clock;
- * `top` heaviest clients kept per minute (20 by default).
+ * `top` heaviest clients kept per minute (20 by default). POLICY_FILE and apiTraffic unless told.
  */
-async function startMemgate({ usage, top }: { usage: boolean; top?: number }): Promise<Memgate> {
+async function startMemgate({
+  usage,
+  top,
+  shadow = false,
+}: {
+  usage: boolean;
+  top?: number;
+  /** SHADOW_POLICIES and shadowTraffic instead. */
+  shadow?: boolean;
+}): Promise<Memgate> {
   let now = NOW - MINUTES * 60_000;
   const clock = () => now;
-  const policies = await loadPolicyFile(POLICY_FILE);
+  const policies: PolicySet = shadow
+    ? parsePolicyText(SHADOW_POLICIES, 'shadow policies')
+    : await loadPolicyFile(POLICY_FILE);
+  const traffic = shadow ? shadowTraffic : apiTraffic;
   const { recorder, history, close } = inMemoryUsage({
     policyEvents: () => policies.events.keys(),
     now: clock,
@@ -55,9 +92,7 @@ async function startMemgate({ usage, top }: { usage: boolean; top?: number }): P
   for (let minute = 0; minute < MINUTES; minute++) {
     for (let i = 0; i < 8; i++) {
       now = NOW - (MINUTES - minute) * 60_000 + i * 7000;
-      await check('login', HEAVY);
-      if (i % 4 === 0) await check('login', LIGHT);
-      await check('url_shorten', LIGHT);
+      await traffic(check, i);
     }
     // Some of it written, the newest still in memory: /usage answers from both.
     if (minute === MINUTES - 3) await recorder.flush();
@@ -109,6 +144,11 @@ interface SeriesAnswer {
   points: unknown[];
 }
 
+/** An event's curve. */
+interface EventSeries extends Omit<SeriesAnswer, 'points'> {
+  points: { t: number; allowed: number; denied: number; shadow_denied: number }[];
+}
+
 /** A client's curve: each point says which of its counts are known. */
 interface ClientSeries extends Omit<SeriesAnswer, 'points'> {
   points: { t: number; allowed: number; tracked: { allowed: boolean; denied: boolean } }[];
@@ -127,9 +167,10 @@ function pixelsLike(page: Page, [r, g, b]: readonly [number, number, number]): P
   })()`);
 }
 
-/** --allowed and --limit of dashboard.css's light theme. */
+/** --allowed, --limit and --shadow of dashboard.css's light theme. */
 const ALLOWED = [21, 135, 90] as const;
 const LIMIT = [106, 63, 200] as const;
+const SHADOW = [29, 78, 216] as const;
 
 describe('the dashboard’s files', () => {
   let app: ReturnType<typeof buildApp>;
@@ -202,12 +243,15 @@ describe('the dashboard in chromium', () => {
   let off: Memgate;
   /** Keeps one client a minute per outcome: LIGHT's allowed checks go unnamed under HEAVY's. */
   let narrow: Memgate;
+  /** SHADOW_POLICIES: signup's allowed checks over a shadow limit. */
+  let shadowed: Memgate;
 
   beforeAll(async () => {
-    [memgate, off, narrow] = await Promise.all([
+    [memgate, off, narrow, shadowed] = await Promise.all([
       startMemgate({ usage: true }),
       startMemgate({ usage: false }),
       startMemgate({ usage: true, top: 1 }),
+      startMemgate({ usage: true, shadow: true }),
     ]);
     const found = await access(CHROMIUM).then(
       () => true,
@@ -217,7 +261,7 @@ describe('the dashboard in chromium', () => {
   });
   afterAll(async () => {
     await browser?.close();
-    await Promise.all([memgate.close(), off.close(), narrow.close()]);
+    await Promise.all([memgate.close(), off.close(), narrow.close(), shadowed.close()]);
   });
 
   /** A page in a fresh context, or the test skipped (failed under CI) when chromium is missing. */
@@ -337,6 +381,60 @@ describe('the dashboard in chromium', () => {
     const heavyUnknown = heavy.points.filter((point) => !point.tracked.allowed || !point.tracked.denied).length;
     expect(heavyUnknown).toBeLessThan(unknown.length / 2);
     expect(await chart.getAttribute('data-untracked')).toBe(String(heavyUnknown));
+    expect(seen).toEqual({ consoleErrors: [], failed: [], elsewhere: [] });
+    await page.close();
+  });
+
+  it('draws what a shadow limit would have denied as a dashed line with a legend entry, only where there is some', async (test) => {
+    const page = await newPage(test);
+    const seen = watch(page, shadowed.url);
+    const chart = page.locator('#chart');
+    const legend = page.locator('.u-legend .u-series');
+    const label = 'would be denied (shadow)';
+    const answer = usageAnswer(page, (query) => query.get('event') === 'signup');
+    await page.goto(`${shadowed.url}/dashboard#event=signup&range=1h`);
+    const signup = (await (await answer).json()) as EventSeries;
+    await page.locator('#chart[data-state="ready"]').waitFor();
+    // Every signup served, and some a minute over the shadow limit: a part of allowed.
+    const shadowDenied = signup.points.reduce((sum, point) => sum + point.shadow_denied, 0);
+    expect(shadowDenied).toBeGreaterThanOrEqual(MINUTES);
+    expect(signup.points.every((point) => point.denied === 0 && point.shadow_denied <= point.allowed)).toBe(true);
+    expect(await chart.getAttribute('data-shadow-denied')).toBe(String(shadowDenied));
+    expect(await legend.allInnerTexts()).toContainEqual(expect.stringContaining(label));
+    expect(await pixelsLike(page, SHADOW)).toBeGreaterThan(100);
+    expect(await page.locator('#shadow-note').isVisible()).toBe(true);
+
+    // At a step with some, the legend gives that step's own count, not a stack's; 700 px
+    // wide too, as a phone or a split screen shows it (the screenshot is for a person to look at).
+    const busy = signup.points.findLast((point) => point.shadow_denied > 0);
+    if (!busy) throw new Error('no step with shadow_denied');
+    const entry = legend.filter({ hasText: label });
+    for (const width of [1280, 700]) {
+      await page.setViewportSize({ width, height: 800 });
+      await expect
+        .poll(async () => (await page.locator('#chart canvas').boundingBox())?.width ?? 0)
+        .toBeLessThan(width);
+      const box = await page.locator('#chart .u-over').boundingBox();
+      if (!box) throw new Error('no plot area');
+      const x = box.x + ((busy.t + signup.step / 2 - signup.from) / (signup.until - signup.from)) * box.width;
+      await page.mouse.move(x, box.y + box.height / 2);
+      await expect.poll(() => entry.innerText()).toMatch(new RegExp(`\\D${busy.shadow_denied}$`));
+    }
+    await page.screenshot({
+      path: `${process.env.DASHBOARD_SHOTS ?? '/tmp'}/dashboard-shadow-700.png`,
+      fullPage: true,
+    });
+
+    // An event without shadow limits looks as it always did: no line, no entry, no note.
+    const searchAnswer = usageAnswer(page, (query) => query.get('event') === 'search');
+    await page.selectOption('#event', 'search');
+    const search = (await (await searchAnswer).json()) as EventSeries;
+    expect(search.points.some((point) => point.allowed > 0)).toBe(true);
+    expect(search.points.every((point) => point.shadow_denied === 0)).toBe(true);
+    await expect.poll(() => chart.getAttribute('data-shadow-denied')).toBe('0');
+    expect(await legend.allInnerTexts()).not.toContainEqual(expect.stringContaining('shadow'));
+    expect(await pixelsLike(page, SHADOW)).toBe(0);
+    expect(await page.locator('#shadow-note').isVisible()).toBe(false);
     expect(seen).toEqual({ consoleErrors: [], failed: [], elsewhere: [] });
     await page.close();
   });

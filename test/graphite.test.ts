@@ -18,7 +18,7 @@ const now = Math.floor(Date.now() / 1000);
 /** The last whole hour but one: within the 1 s archive's 6 hours, ended, and not now. */
 const H = now - (now % 3600) - 3600;
 
-const zero = (t: number): SeriesPoint => ({ t, allowed: 0, denied: 0, degraded: 0 });
+const zero = (t: number): SeriesPoint => ({ t, allowed: 0, denied: 0, degraded: 0, shadow_denied: 0 });
 /** `count` zero points `step` apart from `from`, with `points` laid over them. */
 function expected(from: number, step: number, count: number, points: SeriesPoint[]): SeriesPoint[] {
   const all = Array.from({ length: count }, (_, index) => zero(from + index * step));
@@ -30,9 +30,10 @@ const login: UsageBatch = {
   instance: 'process-1',
   sequence: 0,
   seconds: [
-    { event: 'login', t: H + 5, allowed: 3, denied: 1, degraded: 0 },
+    // Of the allowed, some a shadow limit would have refused; left out, none.
+    { event: 'login', t: H + 5, allowed: 3, denied: 1, degraded: 0, shadow_denied: 2 },
     { event: 'login', t: H + 6, allowed: 2, denied: 0, degraded: 0 },
-    { event: 'login', t: H + 65, allowed: 7, denied: 0, degraded: 2 },
+    { event: 'login', t: H + 65, allowed: 7, denied: 0, degraded: 2, shadow_denied: 3 },
     { event: 'login', t: H + 1800, allowed: 0, denied: 4, degraded: 0 },
   ],
   minutes: [
@@ -62,9 +63,9 @@ describe.skipIf(missingGraphite() !== undefined)('Graphite', () => {
         .poll(() => store.series({ event: 'login', from: H, until: H + 70, step: 1, resolution: 1 }), VISIBLE)
         .toEqual(
           expected(H, 1, 70, [
-            { t: H + 5, allowed: 3, denied: 1, degraded: 0 },
-            { t: H + 6, allowed: 2, denied: 0, degraded: 0 },
-            { t: H + 65, allowed: 7, denied: 0, degraded: 2 },
+            { t: H + 5, allowed: 3, denied: 1, degraded: 0, shadow_denied: 2 },
+            { t: H + 6, allowed: 2, denied: 0, degraded: 0, shadow_denied: 0 },
+            { t: H + 65, allowed: 7, denied: 0, degraded: 2, shadow_denied: 3 },
           ]),
         );
       await store.close();
@@ -76,14 +77,14 @@ describe.skipIf(missingGraphite() !== undefined)('Graphite', () => {
         .poll(() => store.series({ event: 'login', from: H, until: H + 3600, step: 60, resolution: 1 }), VISIBLE)
         .toEqual(
           expected(H, 60, 60, [
-            { t: H, allowed: 5, denied: 1, degraded: 0 },
-            { t: H + 60, allowed: 7, denied: 0, degraded: 2 },
-            { t: H + 1800, allowed: 0, denied: 4, degraded: 0 },
+            { t: H, allowed: 5, denied: 1, degraded: 0, shadow_denied: 2 },
+            { t: H + 60, allowed: 7, denied: 0, degraded: 2, shadow_denied: 3 },
+            { t: H + 1800, allowed: 0, denied: 4, degraded: 0, shadow_denied: 0 },
           ]),
         );
       expect(
         await store.series({ event: 'login', from: H - 3600, until: H + 7200, step: 3600, resolution: 1 }),
-      ).toEqual(expected(H - 3600, 3600, 3, [{ t: H, allowed: 12, denied: 5, degraded: 2 }]));
+      ).toEqual(expected(H - 3600, 3600, 3, [{ t: H, allowed: 12, denied: 5, degraded: 2, shadow_denied: 5 }]));
       await store.close();
     });
 
@@ -102,9 +103,9 @@ describe.skipIf(missingGraphite() !== undefined)('Graphite', () => {
           VISIBLE,
         )
         .toEqual([
-          { t: H, allowed: 5, denied: 1, degraded: 0 },
-          { t: H + 60, allowed: 7, denied: 0, degraded: 2 },
-          { t: H + 1800, allowed: 0, denied: 4, degraded: 0 },
+          { t: H, allowed: 5, denied: 1, degraded: 0, shadow_denied: 2 },
+          { t: H + 60, allowed: 7, denied: 0, degraded: 2, shadow_denied: 3 },
+          { t: H + 1800, allowed: 0, denied: 4, degraded: 0, shadow_denied: 0 },
         ]);
       const hoursFrom = H - 31 * 86_400;
       const hours = await store.series({
@@ -116,7 +117,7 @@ describe.skipIf(missingGraphite() !== undefined)('Graphite', () => {
       });
       expect(hours).toHaveLength(31 * 24 + 1);
       expect(hours.filter((point) => point.allowed + point.denied + point.degraded > 0)).toEqual([
-        { t: H, allowed: 12, denied: 5, degraded: 2 },
+        { t: H, allowed: 12, denied: 5, degraded: 2, shadow_denied: 5 },
       ]);
       await store.close();
     });
@@ -136,9 +137,9 @@ describe.skipIf(missingGraphite() !== undefined)('Graphite', () => {
         // With what the event counted for clients it does not name: in the second minute, 7
         // allowed and only alice's 2 named.
         [
-          { t: H, allowed: 4, denied: 1, degraded: 0, unnamed: { allowed: 0, denied: 0 } },
-          { t: H + 60, allowed: 2, denied: 0, degraded: 0, unnamed: { allowed: 5, denied: 0 } },
-          { t: H + 120, allowed: 0, denied: 0, degraded: 0, unnamed: { allowed: 0, denied: 0 } },
+          { t: H, allowed: 4, denied: 1, degraded: 0, shadow_denied: 0, unnamed: { allowed: 0, denied: 0 } },
+          { t: H + 60, allowed: 2, denied: 0, degraded: 0, shadow_denied: 0, unnamed: { allowed: 5, denied: 0 } },
+          { t: H + 120, allowed: 0, denied: 0, degraded: 0, shadow_denied: 0, unnamed: { allowed: 0, denied: 0 } },
         ],
       );
       expect(await store.top({ event: 'login', from: H, until: H + 3600, resolution: 60, limit: 10 })).toEqual({
@@ -161,7 +162,7 @@ describe.skipIf(missingGraphite() !== undefined)('Graphite', () => {
       const batch: UsageBatch = {
         instance: 'process-1',
         sequence: 1,
-        seconds: [{ event: 'twice', t: H + 10, allowed: 3, denied: 0, degraded: 0 }],
+        seconds: [{ event: 'twice', t: H + 10, allowed: 3, denied: 0, degraded: 0, shadow_denied: 1 }],
         minutes: [{ event: 'twice', t: H, allowed: [{ feature: 'carol', count: 3 }], denied: [] }],
       };
       // A retry after an answer was lost: both reached carbon before anything is read.
@@ -169,7 +170,7 @@ describe.skipIf(missingGraphite() !== undefined)('Graphite', () => {
       await store.write(batch);
       await expect
         .poll(() => store.series({ event: 'twice', from: H, until: H + 60, step: 60, resolution: 1 }), VISIBLE)
-        .toEqual([{ t: H, allowed: 3, denied: 0, degraded: 0 }]);
+        .toEqual([{ t: H, allowed: 3, denied: 0, degraded: 0, shadow_denied: 1 }]);
       expect((await store.top({ event: 'twice', from: H, until: H + 60, resolution: 60, limit: 5 })).allowed).toEqual([
         { feature: 'carol', count: 3 },
       ]);
@@ -224,15 +225,15 @@ describe.skipIf(missingGraphite() !== undefined)('Graphite', () => {
         top: 5,
         now: () => clock,
       });
-      for (const [at, feature, allowed] of [
-        [0, 'dave', true],
-        [0, 'dave', false],
-        [1000, 'erin', true],
-        [2000, 'dave', true],
-        [2500, 'dave', true],
+      for (const [at, feature, allowed, shadowDenied] of [
+        [0, 'dave', true, []],
+        [0, 'dave', false, []],
+        [1000, 'erin', true, []],
+        [2000, 'dave', true, []],
+        [2500, 'dave', true, ['recorded-1m']],
       ] as const) {
         clock = (H + 2 * 60 + 58) * 1000 + at;
-        recorder.record('recorded', feature, { allowed, degraded: false });
+        recorder.record('recorded', feature, { allowed, degraded: false, shadowDenied });
       }
       await recorder.flush(); // the seconds and the minute that ended
       await recorder.close(); // the open second and minute
@@ -244,8 +245,8 @@ describe.skipIf(missingGraphite() !== undefined)('Graphite', () => {
           VISIBLE,
         )
         .toEqual([
-          { t: minute, allowed: 2, denied: 1, degraded: 0 },
-          { t: minute + 60, allowed: 2, denied: 0, degraded: 0 },
+          { t: minute, allowed: 2, denied: 1, degraded: 0, shadow_denied: 0 },
+          { t: minute + 60, allowed: 2, denied: 0, degraded: 0, shadow_denied: 1 },
         ]);
       expect(
         await store.top({ event: 'recorded', from: minute, until: minute + 120, resolution: 60, limit: 5 }),
@@ -268,7 +269,7 @@ describe.skipIf(missingGraphite() !== undefined)('Graphite', () => {
       const batch = (instance: string, allowed: number, frank: number): UsageBatch => ({
         instance,
         sequence: 0,
-        seconds: [{ event: 'shared', t: H + 30, allowed, denied: 1, degraded: 0 }],
+        seconds: [{ event: 'shared', t: H + 30, allowed, denied: 1, degraded: 0, shadow_denied: 1 }],
         minutes: [
           {
             event: 'shared',
@@ -285,9 +286,9 @@ describe.skipIf(missingGraphite() !== undefined)('Graphite', () => {
       await b.write(batch('b', 6, 3));
       await expect
         .poll(() => a.series({ event: 'shared', from: H, until: H + 60, step: 60, resolution: 1 }), VISIBLE)
-        .toEqual([{ t: H, allowed: 11, denied: 2, degraded: 0 }]);
+        .toEqual([{ t: H, allowed: 11, denied: 2, degraded: 0, shadow_denied: 2 }]);
       expect(await b.series({ event: 'shared', from: H + 30, until: H + 31, step: 1, resolution: 1 })).toEqual([
-        { t: H + 30, allowed: 11, denied: 2, degraded: 0 },
+        { t: H + 30, allowed: 11, denied: 2, degraded: 0, shadow_denied: 2 },
       ]);
       await expect
         .poll(() => b.top({ event: 'shared', from: H, until: H + 60, resolution: 60, limit: 3 }), VISIBLE)
@@ -301,7 +302,7 @@ describe.skipIf(missingGraphite() !== undefined)('Graphite', () => {
         });
       expect(
         (await a.series({ event: 'shared', feature: 'frank', from: H, until: H + 60, step: 60, resolution: 60 }))[0],
-      ).toEqual({ t: H, allowed: 5, denied: 0, degraded: 0, unnamed: { allowed: 4, denied: 2 } });
+      ).toEqual({ t: H, allowed: 5, denied: 0, degraded: 0, shadow_denied: 0, unnamed: { allowed: 4, denied: 2 } });
       expect((await a.events()).map((range) => range.event)).toContain('shared');
       await Promise.all([a.close(), b.close()]);
     });

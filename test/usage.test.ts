@@ -22,7 +22,21 @@ afterAll(() => {
 const POLICIES = join(folder, 'policies.yaml');
 writeFileSync(
   POLICIES,
-  'events:\n  login:\n    limits:\n      - { limit: 5, window: 1m }\n  search:\n    limits:\n      - { limit: 1000, window: 1m }\n',
+  [
+    'events:',
+    '  login:',
+    '    limits:',
+    '      - { limit: 5, window: 1m }',
+    '  search:',
+    '    limits:',
+    '      - { limit: 1000, window: 1m }',
+    // Never refuses beyond 2 an hour, but says which it would have.
+    '  signup:',
+    '    limits:',
+    '      - { limit: 1000, window: 1m }',
+    '      - { limit: 2, window: 1h, mode: shadow }',
+    '',
+  ].join('\n'),
 );
 
 interface Totals {
@@ -145,6 +159,49 @@ describe('usage history in the service', () => {
     ).toBe(true);
     expect(await service.stop()).toBe(0);
     expect(fileTotals(db, 'search')).toEqual({ allowed: 4, denied: 0, degraded: 0 });
+  });
+
+  it('counts the allowed checks a shadow limit would have refused as shadow_denied, in /usage and the file', async () => {
+    const db = join(folder, 'shadow.db');
+    const service = await start({ MEMGATE_USAGE_DB: db, MEMGATE_USAGE_FLUSH_S: '3600' });
+    const statuses: number[] = [];
+    for (let i = 0; i < 5; i++) statuses.push(await check(service, 'signup', 'mallory'));
+    for (let i = 0; i < 2; i++) statuses.push(await check(service, 'search', 'mallory'));
+    expect(statuses).toEqual([200, 200, 200, 200, 200, 200, 200]);
+    type Point = Totals & { shadow_denied: number };
+    const points = async (query: string) => {
+      const answer = await fetch(`${service.url}/usage?from=-1h&${query}`);
+      expect(answer.status).toBe(200);
+      return ((await answer.json()) as { points: Point[] }).points;
+    };
+    const sum = (all: Point[]) =>
+      all.reduce(
+        (total, point) => ({
+          allowed: total.allowed + point.allowed,
+          denied: total.denied + point.denied,
+          degraded: total.degraded + point.degraded,
+          shadow_denied: total.shadow_denied + point.shadow_denied,
+        }),
+        { allowed: 0, denied: 0, degraded: 0, shadow_denied: 0 },
+      );
+    // The 3 past the shadow limit's 2 were served: in allowed too.
+    expect(sum(await points('event=signup'))).toEqual({ allowed: 5, denied: 0, degraded: 0, shadow_denied: 3 });
+    // Every point says it, 0 where there are none: the answer's schema keeps the field.
+    const search = await points('event=search');
+    expect(search.every((point) => point.shadow_denied === 0)).toBe(true);
+    expect(sum(search)).toEqual({ allowed: 2, denied: 0, degraded: 0, shadow_denied: 0 });
+    // Counted per event only: a client's curve has none.
+    const mallory = await points('event=signup&feature=mallory');
+    expect(sum(mallory)).toEqual({ allowed: 5, denied: 0, degraded: 0, shadow_denied: 0 });
+    expect(await service.stop()).toBe(0);
+    const file = new Database(db, { readonly: true });
+    const archives = file
+      .prepare(
+        "SELECT resolution, sum(allowed) AS allowed, sum(shadow_denied) AS shadow_denied FROM usage_points WHERE event = 'signup' GROUP BY resolution",
+      )
+      .all();
+    file.close();
+    expect(archives).toEqual([1, 60, 3600].map((resolution) => ({ resolution, allowed: 5, shadow_denied: 3 })));
   });
 
   it('refuses hostile /usage questions with a 4xx JSON error, never a 5xx, and counts nothing', async () => {

@@ -16,14 +16,21 @@ import {
 /** 2026-11-23T10:00:00Z */
 const T0 = 1_795_428_000;
 
-function answer(counts: readonly [number, number, number][], step = 60): SeriesAnswer {
+/** The event's curve: allowed, denied, degraded and, optionally, shadow_denied a point. */
+function answer(counts: readonly (readonly [number, number, number, number?])[], step = 60): SeriesAnswer {
   return {
     event: 'login',
     feature: null,
     from: T0 + 1,
     until: T0 + counts.length * step,
     step,
-    points: counts.map(([allowed, denied, degraded], i) => ({ t: T0 + i * step, allowed, denied, degraded })),
+    points: counts.map(([allowed, denied, degraded, shadowDenied = 0], i) => ({
+      t: T0 + i * step,
+      allowed,
+      denied,
+      degraded,
+      shadow_denied: shadowDenied,
+    })),
   };
 }
 
@@ -37,6 +44,7 @@ function clientAnswer(points: readonly [number, number, boolean][]): SeriesAnswe
       allowed,
       denied,
       degraded: 0,
+      shadow_denied: 0,
       tracked: { allowed: known, denied: true },
     })),
   };
@@ -215,6 +223,57 @@ describe('renderTable', () => {
       '| 2026-11-23 10:00:00 |       5 |      2 |        0 |',
       '| 2026-11-23 10:01:00 |       3 |      1 |        1 |',
       '| total               |       8 |      3 |        1 |',
+    ]);
+  });
+});
+
+describe('allowed decisions a shadow limit would have denied', () => {
+  const shadow = answer([
+    [0, 0, 0, 0],
+    [4, 1, 0, 3],
+    [8, 0, 0, 0],
+    [2, 3, 0, 1],
+  ]);
+
+  it('show in the totals as a part of allowed, and not at all when there are none', () => {
+    expect(headerLine(shadow)).toBe(
+      'login: 2026-11-23 10:00:01 to 10:04:00 UTC, 4 points of 1min; allowed 14 (4 shadow_denied), denied 4, degraded 0',
+    );
+    expect(headerLine(answer([[3, 1, 0, 0]]))).toMatch(/; allowed 3, denied 1, degraded 0$/);
+  });
+
+  it('get a sparkline row and a line saying what it counts, only when there are some', () => {
+    const lines = renderSpark(shadow, 80).split('\n');
+    expect(lines.slice(1, 5)).toEqual([
+      'allowed    ▄█▂  min 0  max 8',
+      'denied     ▃ █  min 0  max 3',
+      'degraded        min 0  max 0',
+      'shadow     █ ▃  min 0  max 3',
+    ]);
+    expect(lines.at(-1)).toBe(
+      `${' '.repeat(LABEL_WIDTH)}shadow: allowed, but a limit in shadow mode would have denied them (part of allowed)`,
+    );
+    expect(renderSpark(answer([[3, 1, 0, 0]]), 80)).not.toContain('shadow');
+  });
+
+  it('get a column in the table, only when there are some', () => {
+    expect(renderTable(shadow).split('\n').slice(2)).toEqual([
+      '| time (UTC)          | allowed | denied | degraded | shadow_denied |',
+      '| :------------------ | ------: | -----: | -------: | ------------: |',
+      '| 2026-11-23 10:00:00 |       0 |      0 |        0 |             0 |',
+      '| 2026-11-23 10:01:00 |       4 |      1 |        0 |             3 |',
+      '| 2026-11-23 10:02:00 |       8 |      0 |        0 |             0 |',
+      '| 2026-11-23 10:03:00 |       2 |      3 |        0 |             1 |',
+      '| total               |      14 |      4 |        0 |             4 |',
+    ]);
+    expect(renderTable(answer([[3, 1, 0, 0]]))).not.toContain('shadow');
+  });
+
+  it('are summed when folded into columns', () => {
+    const { points } = fold(shadow.points, 2);
+    expect(points.map((point) => [point.allowed, point.shadow_denied])).toEqual([
+      [4, 3],
+      [10, 1],
     ]);
   });
 });

@@ -50,8 +50,22 @@ export type Point = AnsweredPoint;
  * unnamed in some part, so the count is a lower bound (unknown when it is 0).
  */
 export function untracked(point: Point, outcome: Outcome): boolean {
-  return outcome !== 'degraded' && point.tracked?.[outcome] === false;
+  return (outcome === 'allowed' || outcome === 'denied') && point.tracked?.[outcome] === false;
 }
+
+/**
+ * The outcomes shown for `sum`: shadow_denied only when some decision was, so an event
+ * without shadow limits prints as it always did.
+ */
+export function shownOutcomes(sum: Required<Counts>): Outcome[] {
+  return OUTCOMES.filter((outcome) => outcome !== 'shadow_denied' || sum.shadow_denied > 0);
+}
+
+/** What a row or column of shadow_denied is called: allowed, and would be denied in shadow. */
+export const SHADOW_LABEL = 'shadow';
+
+/** Says what the shadow row counts, under the sparklines. */
+export const SHADOW_LEGEND = `${SHADOW_LABEL}: allowed, but a limit in shadow mode would have denied them (part of allowed)`;
 
 /** A count as a table cell: `not tracked` when unknown, `≥ 4` when only a lower bound. */
 function cell(point: Point, outcome: Outcome): string {
@@ -82,9 +96,9 @@ export function fold(points: readonly Point[], width: number): { points: Point[]
   return { points: folded, per };
 }
 
-export function totals(points: readonly Counts[]): Counts {
-  const sum: Counts = { allowed: 0, denied: 0, degraded: 0 };
-  for (const point of points) for (const outcome of OUTCOMES) sum[outcome] += point[outcome];
+export function totals(points: readonly Counts[]): Required<Counts> {
+  const sum: Required<Counts> = { allowed: 0, denied: 0, degraded: 0, shadow_denied: 0 };
+  for (const point of points) for (const outcome of OUTCOMES) sum[outcome] += point[outcome] ?? 0;
   return sum;
 }
 
@@ -100,13 +114,22 @@ export function formatTime(t: number, { step, span }: { step: number; span: numb
   return span <= 366 * 86_400 ? `${date.slice(5)} ${time}` : `${date} ${time}`;
 }
 
-/** `api, client 203.0.113.7: 2026-11-23 09:00:01 to 10:00:01 UTC, 60 points of 1min; allowed 8, denied 3, degraded 0` */
+/**
+ * `api, client 203.0.113.7: 2026-11-23 09:00:01 to 10:00:01 UTC, 60 points of 1min; allowed 8, denied 3, degraded 0`,
+ * and `allowed 8 (2 shadow_denied)` where a shadow limit would have denied some of them.
+ */
 export function headerLine(answer: SeriesAnswer): string {
   const sum = totals(answer.points);
   const from = new Date(answer.from * 1000).toISOString().replace('T', ' ').slice(0, 19);
   const until = new Date(answer.until * 1000).toISOString().replace('T', ' ').slice(0, 19);
   const sameDay = from.slice(0, 10) === until.slice(0, 10);
-  return `${answer.event}${answer.feature === null ? '' : `, client ${answer.feature}`}: ${from} to ${sameDay ? until.slice(11) : until} UTC, ${count(answer.points.length)} points of ${formatSpan(answer.step)}; ${OUTCOMES.map((outcome) => `${outcome} ${count(sum[outcome])}`).join(', ')}`;
+  return `${answer.event}${answer.feature === null ? '' : `, client ${answer.feature}`}: ${from} to ${sameDay ? until.slice(11) : until} UTC, ${count(answer.points.length)} points of ${formatSpan(answer.step)}; ${totalsText(sum)}`;
+}
+
+/** `allowed 8, denied 3, degraded 0`; shadow_denied in the allowed's brackets, as a part of them. */
+function totalsText(sum: Required<Counts>): string {
+  const shadow = sum.shadow_denied > 0 ? ` (${count(sum.shadow_denied)} shadow_denied)` : '';
+  return `allowed ${count(sum.allowed)}${shadow}, denied ${count(sum.denied)}, degraded ${count(sum.degraded)}`;
 }
 
 /**
@@ -146,12 +169,14 @@ export function renderSpark(answer: SeriesAnswer, columns: number): string {
   const { points, per } = fold(answer.points, sparkWidth(columns));
   const step = answer.step * per;
   const format = (t: number) => formatTime(t, { step, span: answer.until - answer.from });
-  const rows = OUTCOMES.map((outcome: Outcome) => {
+  const outcomes = shownOutcomes(totals(points));
+  const rows = outcomes.map((outcome: Outcome) => {
     const values = points.map((point) => point[outcome]);
     const unknown = points.map((point) => untracked(point, outcome) && point[outcome] === 0);
     const min = values.reduce((a, b) => Math.min(a, b), Infinity);
     const max = values.reduce((a, b) => Math.max(a, b), 0);
-    return `${outcome.padEnd(LABEL_WIDTH)}${sparkline(values, { unknown })}  min ${count(Number.isFinite(min) ? min : 0)}  max ${count(max)}`;
+    const label = outcome === 'shadow_denied' ? SHADOW_LABEL : outcome;
+    return `${label.padEnd(LABEL_WIDTH)}${sparkline(values, { unknown })}  min ${count(Number.isFinite(min) ? min : 0)}  max ${count(max)}`;
   });
   const folded = per === 1 ? '' : ` (${count(per)} points a column: min and max per ${formatSpan(step)})`;
   const someUnknown = points.some((point) =>
@@ -167,20 +192,22 @@ export function renderSpark(answer: SeriesAnswer, columns: number): string {
     ...(someUnknown
       ? [`${' '.repeat(LABEL_WIDTH)}${NOT_TRACKED} not tracked: below the heaviest clients of that step`]
       : []),
+    ...(outcomes.includes('shadow_denied') ? [`${' '.repeat(LABEL_WIDTH)}${SHADOW_LEGEND}`] : []),
   ].join('\n');
 }
 
 /** The header line, then one row per point and a total row. */
 export function renderTable(answer: SeriesAnswer): string {
   const sum = totals(answer.points);
+  const outcomes = shownOutcomes(sum);
   const time = (t: number) => new Date(t * 1000).toISOString().replace('T', ' ').slice(0, 19);
   const table = markdownTable(
     [
-      ['time (UTC)', ...OUTCOMES],
-      ...answer.points.map((point) => [time(point.t), ...OUTCOMES.map((outcome) => cell(point, outcome))]),
-      ['total', ...OUTCOMES.map((outcome) => String(sum[outcome]))],
+      ['time (UTC)', ...outcomes],
+      ...answer.points.map((point) => [time(point.t), ...outcomes.map((outcome) => cell(point, outcome))]),
+      ['total', ...outcomes.map((outcome) => String(sum[outcome]))],
     ],
-    { align: ['l', 'r', 'r', 'r'] },
+    { align: ['l', ...outcomes.map(() => 'r')] },
   );
   return `${headerLine(answer)}\n\n${table}`;
 }

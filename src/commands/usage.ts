@@ -25,8 +25,11 @@ const USAGE = `usage: memgate usage --event EVENT [options]
                       the terminal's width, ${sparkWidth(DEFAULT_COLUMNS)} when it is not one)
   --top N             also list the N heaviest clients, allowed and denied, of the range
   --format F          spark: a line of totals, a sparkline per outcome (allowed, denied,
-                      degraded) with its min and max, and a time axis, in UTC;
-                      table: a row per point and their total;
+                      degraded; and shadow, the allowed a limit in shadow mode would
+                      have denied, when there are any) with its min and max, and a
+                      time axis, in UTC;
+                      table: a row per point and their total (a shadow_denied column
+                      when there are any);
                       json: memgate's answer as it sent it ({"usage": …, "top": …} with --top)
                       (default spark on a terminal, table otherwise)
   --out FILE          write there instead of standard output (- for standard output)

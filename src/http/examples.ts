@@ -413,7 +413,7 @@ export const policiesExamples = {
 
 /** A few lines of a scrape: memgate's own families, then the process's. */
 export const metricsExample = [
-  '# HELP memgate_decisions_total Decisions by event, route kind (check or peek) and outcome (allowed, denied, degraded_allowed, degraded_denied)',
+  '# HELP memgate_decisions_total Decisions by event, route kind (check or peek) and outcome (allowed, denied, shadow_denied: allowed, but a limit in shadow would have refused, degraded_allowed, degraded_denied)',
   '# TYPE memgate_decisions_total counter',
   'memgate_decisions_total{event="login",kind="check",outcome="allowed"} 5',
   'memgate_decisions_total{event="login",kind="check",outcome="denied"} 1',
@@ -464,6 +464,7 @@ const USAGE_POINTS = [1795427700, 1795427760, 1795427820, 1795427880, 1795427940
   allowed: 0,
   denied: 0,
   degraded: 0,
+  shadow_denied: 0,
 }));
 
 export const usageExamples = {
@@ -476,7 +477,7 @@ export const usageExamples = {
         from: 1795427731,
         until: 1795428031,
         step: 60,
-        points: [...USAGE_POINTS, { t: 1795428000, allowed: 7, denied: 2, degraded: 0 }],
+        points: [...USAGE_POINTS, { t: 1795428000, allowed: 7, denied: 2, degraded: 0, shadow_denied: 0 }],
       },
     },
     client: {
@@ -490,7 +491,14 @@ export const usageExamples = {
         // Every count known: no minute had more clients than the heaviest kept.
         points: [
           ...USAGE_POINTS.map((point) => ({ ...point, tracked: { allowed: true, denied: true } })),
-          { t: 1795428000, allowed: 5, denied: 2, degraded: 0, tracked: { allowed: true, denied: true } },
+          {
+            t: 1795428000,
+            allowed: 5,
+            denied: 2,
+            degraded: 0,
+            shadow_denied: 0,
+            tracked: { allowed: true, denied: true },
+          },
         ],
       },
     },

@@ -4,6 +4,9 @@
  *
  *   memgate[.<instance>].<event>.<outcome>
  *   memgate[.<instance>].<event>.clients.<client>.<outcome>
+ *
+ * An event's outcomes are allowed, denied, degraded and shadow_denied (usage-store.ts's
+ * OUTCOMES); a client's, allowed and denied.
  */
 import type { Outcome } from './usage-store.js';
 

@@ -26,7 +26,9 @@ const batch: UsageBatch = {
   instance: 'process-uuid',
   sequence: 3,
   seconds: [
-    { event: 'login', t: T, allowed: 5, denied: 2, degraded: 0 },
+    // 3 of the 5 allowed over a shadow limit.
+    { event: 'login', t: T, allowed: 5, denied: 2, degraded: 0, shadow_denied: 3 },
+    // Left out, shadow_denied is 0: a writer whose events have no shadow limits.
     { event: 'login', t: T + 1, allowed: 0, denied: 0, degraded: 4 },
     { event: 'url.shorten', t: T, allowed: 1, denied: 0, degraded: 0 },
   ],
@@ -48,6 +50,7 @@ describe('plaintextLines', () => {
     expect(plaintextLines(batch, new GraphiteLayout(undefined))).toEqual([
       `memgate.login.allowed 5 ${T}\n`,
       `memgate.login.denied 2 ${T}\n`,
+      `memgate.login.shadow_denied 3 ${T}\n`,
       `memgate.login.degraded 4 ${T + 1}\n`,
       `memgate.url_2eshorten.allowed 1 ${T}\n`,
       `memgate.login.clients.alice_40example_2ecom.allowed 4 ${T}\n`,
@@ -58,7 +61,7 @@ describe('plaintextLines', () => {
 
   it('puts the instance node after memgate when MEMGATE_GRAPHITE_INSTANCE is set', () => {
     const lines = plaintextLines(batch, new GraphiteLayout('web-1'));
-    expect(lines).toHaveLength(7);
+    expect(lines).toHaveLength(8);
     for (const line of lines) expect(line).toMatch(/^memgate\.web-1\.(login|url_2eshorten)\./);
   });
 
@@ -88,6 +91,12 @@ describe('render targets', () => {
     );
     expect(seriesTarget(new GraphiteLayout(undefined), { ...query, feature: 'a b' }, 'allowed')).toBe(
       'alias(summarize(memgate.url_2eshorten.clients.a_20b.allowed,"60s","sum",false),"allowed")',
+    );
+  });
+
+  it("reads an event's shadow_denied as a series of its own, like degraded", () => {
+    expect(seriesTarget(new GraphiteLayout(undefined), query, 'shadow_denied')).toBe(
+      'alias(summarize(memgate.url_2eshorten.shadow_denied,"60s","sum",false),"shadow_denied")',
     );
   });
 
@@ -122,13 +131,14 @@ describe('pointsOf', () => {
           ],
         },
         { target: 'denied', datapoints: [[1, T + 60]] },
+        { target: 'shadow_denied', datapoints: [[2, T + 120]] },
       ],
       query,
     );
     expect(points).toEqual([
-      { t: T, allowed: 3, denied: 0, degraded: 0 },
-      { t: T + 60, allowed: 0, denied: 1, degraded: 0 },
-      { t: T + 120, allowed: 4, denied: 0, degraded: 0 },
+      { t: T, allowed: 3, denied: 0, degraded: 0, shadow_denied: 0 },
+      { t: T + 60, allowed: 0, denied: 1, degraded: 0, shadow_denied: 0 },
+      { t: T + 120, allowed: 4, denied: 0, degraded: 0, shadow_denied: 2 },
     ]);
   });
 
@@ -155,9 +165,9 @@ describe('pointsOf', () => {
       { ...query, feature: 'alice' },
     );
     expect(points).toEqual([
-      { t: T, allowed: 2, denied: 0, degraded: 0, unnamed: { allowed: 4, denied: 0 } },
-      { t: T + 60, allowed: 0, denied: 0, degraded: 0, unnamed: { allowed: 0, denied: 0 } },
-      { t: T + 120, allowed: 0, denied: 0, degraded: 0, unnamed: { allowed: 0, denied: 4 } },
+      { t: T, allowed: 2, denied: 0, degraded: 0, shadow_denied: 0, unnamed: { allowed: 4, denied: 0 } },
+      { t: T + 60, allowed: 0, denied: 0, degraded: 0, shadow_denied: 0, unnamed: { allowed: 0, denied: 0 } },
+      { t: T + 120, allowed: 0, denied: 0, degraded: 0, shadow_denied: 0, unnamed: { allowed: 0, denied: 4 } },
     ]);
     // The event's own curve has no such field, and ignores those series.
     expect(pointsOf([{ target: 'event.allowed', datapoints: [[10, T]] }], query)[0]).toEqual({
@@ -165,6 +175,7 @@ describe('pointsOf', () => {
       allowed: 0,
       denied: 0,
       degraded: 0,
+      shadow_denied: 0,
     });
   });
 
@@ -348,7 +359,12 @@ describe('graphiteReader, against a stand-in HTTP server', () => {
     });
     const reader = graphiteReader({ web: url, archives: ARCHIVES });
     await reader.series(query);
+    // A client's curve: no shadow_denied, which is counted per event only.
+    await reader.series({ ...query, feature: 'alice' });
     await reader.close();
+    const clientTargets = new URL(asked[1] ?? '', 'http://x').searchParams.getAll('target');
+    expect(clientTargets).toHaveLength(6);
+    expect(clientTargets.join()).not.toContain('shadow_denied');
     const params = new URL(asked[0] ?? '', 'http://x').searchParams;
     expect(new URL(asked[0] ?? '', 'http://x').pathname).toBe('/graphite/render');
     expect([params.get('from'), params.get('until'), params.get('xFilesFactor')]).toEqual([
@@ -356,7 +372,13 @@ describe('graphiteReader, against a stand-in HTTP server', () => {
       String(T + 59),
       '0',
     ]);
-    expect(params.getAll('target')).toHaveLength(3);
+    // One per outcome: allowed, denied, degraded and shadow_denied.
+    expect(params.getAll('target').map((target) => /"(\w+)"\)$/.exec(target)?.[1])).toEqual([
+      'allowed',
+      'denied',
+      'degraded',
+      'shadow_denied',
+    ]);
   });
 
   it.each([

@@ -44,7 +44,10 @@ export interface GraphiteReaderOptions {
 
 export type GraphiteUsageOptions = CarbonWriterOptions & GraphiteReaderOptions;
 
-/** Outcomes kept per client: a degraded decision ranks no client (see recorder.ts). */
+/**
+ * Outcomes kept per client: a degraded decision ranks no client (see recorder.ts), and
+ * shadow_denied is counted per event only.
+ */
 const CLIENT_OUTCOMES = ['allowed', 'denied'] as const satisfies readonly Outcome[];
 
 /** How much of an error page a message quotes. */
@@ -100,7 +103,7 @@ export function plaintextLines(
       continue;
     }
     for (const outcome of OUTCOMES) {
-      const count = row[outcome];
+      const count = row[outcome] ?? 0;
       if (count > 0) lines.push(`${layout.eventPath(row.event, outcome)} ${count} ${row.t}\n`);
     }
   }
@@ -290,7 +293,7 @@ export function unnamedTargets(layout: GraphiteLayout, query: SeriesQuery): stri
 
 export function pointsOf(found: readonly RenderSeries[], { from, until, step, feature }: SeriesQuery): SeriesPoint[] {
   const points: Mutable<SeriesPoint>[] = [];
-  for (let t = from; t < until; t += step) points.push({ t, allowed: 0, denied: 0, degraded: 0 });
+  for (let t = from; t < until; t += step) points.push({ t, allowed: 0, denied: 0, degraded: 0, shadow_denied: 0 });
   const unnamed = points.map(() => ({ allowed: 0, denied: 0 }));
   for (const { target, datapoints } of found) {
     const [kind, outcome = ''] = target.includes('.') ? target.split('.') : ['own', target];
@@ -303,7 +306,7 @@ export function pointsOf(found: readonly RenderSeries[], { from, until, step, fe
       const counts = unnamed[index];
       if (!point || !counts) continue;
       if (kind === 'own') point[outcome] += value;
-      else if (outcome !== 'degraded') counts[outcome] += kind === 'event' ? value : -value;
+      else if (outcome === 'allowed' || outcome === 'denied') counts[outcome] += kind === 'event' ? value : -value;
     }
   }
   if (feature !== undefined) {

@@ -7,6 +7,8 @@ import type { ClientCount, Counts, MinuteTop, SecondCounts, UsageBatch, UsageSto
 export interface RecordedDecision {
   readonly allowed: boolean;
   readonly degraded?: boolean | undefined;
+  /** The shadow limits that would have refused it (Decision.shadowDenied). */
+  readonly shadowDenied?: readonly string[] | undefined;
 }
 
 export interface RecorderOptions {
@@ -65,7 +67,7 @@ export class UsageRecorder {
   readonly #maxPendingRows: number;
   /** The second being counted, and its counts per event. */
   #second = -1;
-  #open = new Map<string, Counts>();
+  #open = new Map<string, Required<Counts>>();
   /** Ended seconds not yet in a batch. */
   #ended: SecondCounts[] = [];
   /** The minute whose clients are being summarised, and its summaries per event. */
@@ -99,7 +101,7 @@ export class UsageRecorder {
     if (second > this.#second) this.#endSecond(second);
     let counts = this.#open.get(event);
     if (!counts) {
-      counts = { allowed: 0, denied: 0, degraded: 0 };
+      counts = { allowed: 0, denied: 0, degraded: 0, shadow_denied: 0 };
       this.#open.set(event, counts);
     }
     if (decision.degraded) {
@@ -107,13 +109,19 @@ export class UsageRecorder {
       counts.degraded++;
       return;
     }
-    if (decision.allowed) counts.allowed++;
-    else counts.denied++;
+    if (decision.allowed) {
+      counts.allowed++;
+      // Served, so counted in allowed too: allowed + denied + degraded stays every decision,
+      // and shadow_denied is the part of allowed that enforcing the shadow limits would refuse.
+      if (decision.shadowDenied !== undefined && decision.shadowDenied.length > 0) counts.shadow_denied++;
+    } else counts.denied++;
     let summary = this.#openMinute.get(event);
     if (!summary) {
       summary = { allowed: new SpaceSaving(this.#capacity), denied: new SpaceSaving(this.#capacity) };
       this.#openMinute.set(event, summary);
     }
+    // A shadow-denied client ranks as allowed, which it was: the heaviest clients are per
+    // allowed and denied only.
     (decision.allowed ? summary.allowed : summary.denied).add(feature);
   }
 

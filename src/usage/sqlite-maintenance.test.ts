@@ -44,6 +44,8 @@ interface Minute {
   readonly feature: string;
   readonly allowed: number;
   readonly denied: number;
+  /** Of allowed, those a shadow limit would have refused: compaction leaves a point's as it is. */
+  readonly shadowDenied?: number;
 }
 
 const minuteArbitrary = fc.record({
@@ -52,6 +54,7 @@ const minuteArbitrary = fc.record({
   feature: fc.constantFrom(...NAMES),
   allowed: fc.integer({ min: 0, max: 3 }),
   denied: fc.integer({ min: 0, max: 2 }),
+  shadowDenied: fc.integer({ min: 0, max: 3 }),
 });
 
 /** A file holding these minutes as the store writes them: each in every client archive, and a point a second. */
@@ -59,18 +62,22 @@ function fileOf(minutes: readonly Minute[], marks: readonly [number, number][]):
   const db = openUsageDatabase(':memory:');
   // Each point with the sums of its client rows, where the resolution keeps clients.
   const point = db.prepare(`
-    INSERT INTO usage_points VALUES (?, ?, ?, ?, ?, 0, ?, ?)
+    INSERT INTO usage_points (resolution, event, t, allowed, denied, degraded, shadow_denied, named_allowed, named_denied)
+    VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?)
     ON CONFLICT DO UPDATE SET allowed = allowed + excluded.allowed, denied = denied + excluded.denied,
+      shadow_denied = shadow_denied + excluded.shadow_denied,
       named_allowed = named_allowed + excluded.named_allowed, named_denied = named_denied + excluded.named_denied`);
   const clientResolutions = new Set(PLAN.clientArchives.map(({ resolution }) => resolution));
   const client = db.prepare(`
     INSERT INTO usage_clients VALUES (?, ?, ?, ?, ?, ?)
     ON CONFLICT DO UPDATE SET allowed = allowed + excluded.allowed, denied = denied + excluded.denied`);
   db.transaction(() => {
-    for (const { event, t, feature, allowed, denied } of minutes) {
+    for (const { event, t, feature, allowed, denied, shadowDenied = 0 } of minutes) {
+      const shadow = Math.min(shadowDenied, allowed);
       for (const { resolution } of PLAN.archives) {
         const named = clientResolutions.has(resolution);
-        point.run(resolution, event, t - (t % resolution), allowed, denied, named ? allowed : 0, named ? denied : 0);
+        const start = t - (t % resolution);
+        point.run(resolution, event, start, allowed, denied, shadow, named ? allowed : 0, named ? denied : 0);
       }
       for (const { resolution } of PLAN.clientArchives) {
         client.run(resolution, event, t - (t % resolution), feature, allowed, denied);

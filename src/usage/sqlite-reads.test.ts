@@ -18,6 +18,8 @@ const rowArbitrary = fc.record({
   feature: fc.constantFrom(...NAMES),
   allowed: fc.integer({ min: 0, max: 3 }),
   denied: fc.integer({ min: 0, max: 2 }),
+  // Of allowed, those a shadow limit would have refused: an event's count only.
+  shadowDenied: fc.integer({ min: 0, max: 3 }),
   // False: counted for the event, by a client the history does not name.
   named: fc.boolean(),
 });
@@ -26,16 +28,19 @@ type Row = typeof rowArbitrary extends fc.Arbitrary<infer T> ? T : never;
 function fileOf(rows: readonly Row[]): Database.Database {
   const db = openUsageDatabase(':memory:');
   const point = db.prepare(`
-    INSERT INTO usage_points VALUES (?, 'login', ?, ?, ?, 1, ?, ?)
+    INSERT INTO usage_points (resolution, event, t, allowed, denied, degraded, shadow_denied, named_allowed, named_denied)
+    VALUES (?, 'login', ?, ?, ?, 1, ?, ?, ?)
     ON CONFLICT DO UPDATE SET allowed = allowed + excluded.allowed, denied = denied + excluded.denied,
+      shadow_denied = shadow_denied + excluded.shadow_denied,
       named_allowed = named_allowed + excluded.named_allowed, named_denied = named_denied + excluded.named_denied`);
   const client = db.prepare(`
     INSERT INTO usage_clients VALUES (?, 'login', ?, ?, ?, ?)
     ON CONFLICT DO UPDATE SET allowed = allowed + excluded.allowed, denied = denied + excluded.denied`);
   db.transaction(() => {
-    for (const { resolution, t, feature, allowed, denied, named } of rows) {
+    for (const { resolution, t, feature, allowed, denied, shadowDenied, named } of rows) {
       const start = t - (t % resolution);
-      point.run(resolution, start, allowed, denied, named ? allowed : 0, named ? denied : 0);
+      const shadow = Math.min(shadowDenied, allowed);
+      point.run(resolution, start, allowed, denied, shadow, named ? allowed : 0, named ? denied : 0);
       if (named) client.run(resolution, start, feature, allowed, denied);
     }
   })();
@@ -104,6 +109,7 @@ describe('reads in steps', () => {
       feature: `client-${i}`,
       allowed: 1,
       denied: 0,
+      shadowDenied: 0,
       named: true,
     }));
     const db = fileOf(rows);
@@ -129,7 +135,9 @@ describe('reads in steps', () => {
   });
 
   it('asks for the clients memory adds once, before reading', () => {
-    const db = fileOf([{ resolution: 60, t: START, feature: 'a', allowed: 1, denied: 0, named: true }]);
+    const db = fileOf([
+      { resolution: 60, t: START, feature: 'a', allowed: 1, denied: 0, shadowDenied: 0, named: true },
+    ]);
     const asked: number[] = [];
     const job = sqliteReads(db, { chunkRows: 1, rowBudget: 10 }).top({
       event: 'login',
@@ -149,13 +157,18 @@ describe('reads in steps', () => {
   });
 });
 
-/** /usage and /usage/top of memgate up to 4cda801: one statement each, over every row of the range. */
+/**
+ * /usage and /usage/top of memgate up to 4cda801: one statement each, over every row of the
+ * range (shadow_denied, which came later, summed as degraded is).
+ */
 function readAsBefore(db: Database.Database) {
   const points = db.prepare(`
-    SELECT t - t % ? AS t, sum(allowed) AS allowed, sum(denied) AS denied, sum(degraded) AS degraded FROM usage_points
+    SELECT t - t % ? AS t, sum(allowed) AS allowed, sum(denied) AS denied, sum(degraded) AS degraded,
+      sum(shadow_denied) AS shadow_denied FROM usage_points
     WHERE resolution = ? AND event = ? AND t >= ? AND t < ? GROUP BY 1`);
   const clientPoints = db.prepare(`
-    SELECT t - t % ? AS t, sum(allowed) AS allowed, sum(denied) AS denied, 0 AS degraded FROM usage_clients
+    SELECT t - t % ? AS t, sum(allowed) AS allowed, sum(denied) AS denied, 0 AS degraded, 0 AS shadow_denied
+    FROM usage_clients
     WHERE resolution = ? AND event = ? AND feature = ? AND t >= ? AND t < ? GROUP BY 1`);
   const named = db.prepare(`
     SELECT t - t % ? AS t, sum(allowed) AS allowed, sum(denied) AS denied FROM usage_clients
@@ -173,13 +186,13 @@ function readAsBefore(db: Database.Database) {
       GROUP BY feature HAVING count > 0`);
   return {
     series(feature: string | undefined, from: number, until: number, step: number, resolution: number) {
-      const found = new Map<number, { allowed: number; denied: number; degraded: number }>();
+      type Counts = { allowed: number; denied: number; degraded: number; shadow_denied: number };
+      const found = new Map<number, Counts>();
       const rows =
         feature === undefined
           ? points.all(step, resolution, 'login', from, until)
           : clientPoints.all(step, resolution, 'login', feature, from, until);
-      for (const row of rows as { t: number; allowed: number; denied: number; degraded: number }[])
-        found.set(row.t, row);
+      for (const row of rows as (Counts & { t: number })[]) found.set(row.t, row);
       type Sums = { t: number; allowed: number; denied: number };
       const sums = (statement: Database.Statement, ...args: unknown[]) =>
         new Map((statement.all(step, resolution, 'login', ...args) as Sums[]).map((row) => [row.t, row]));
@@ -188,7 +201,13 @@ function readAsBefore(db: Database.Database) {
       const answer = [];
       for (let t = from; t < until; t += step) {
         const point = found.get(t);
-        const counts = { t, allowed: point?.allowed ?? 0, denied: point?.denied ?? 0, degraded: point?.degraded ?? 0 };
+        const counts = {
+          t,
+          allowed: point?.allowed ?? 0,
+          denied: point?.denied ?? 0,
+          degraded: point?.degraded ?? 0,
+          shadow_denied: point?.shadow_denied ?? 0,
+        };
         const unnamed = (outcome: 'allowed' | 'denied') =>
           (totals.get(t)?.[outcome] ?? 0) - (namedSums.get(t)?.[outcome] ?? 0);
         answer.push(

@@ -27,6 +27,7 @@ interface PointRow {
   readonly allowed: number;
   readonly denied: number;
   readonly degraded?: number;
+  readonly shadow_denied?: number;
   /** An event's point: what the clients the history names at it did. */
   readonly named_allowed?: number;
   readonly named_denied?: number;
@@ -45,7 +46,7 @@ const RANK_CHUNK = 5000;
 export function sqliteReads(db: Database.Database, { chunkRows, rowBudget }: SqliteReadOptions): SqliteReads {
   // Each from just after the last row read: `t` is unique within an event's points, and within a client's.
   const points = db.prepare(`
-    SELECT t, allowed, denied, degraded, named_allowed, named_denied FROM usage_points
+    SELECT t, allowed, denied, degraded, shadow_denied, named_allowed, named_denied FROM usage_points
     WHERE resolution = ? AND event = ? AND t > ? AND t < ? ORDER BY t LIMIT ?`);
   const clientPoints = db.prepare(`
     SELECT t, allowed, denied FROM usage_clients
@@ -100,7 +101,7 @@ export function sqliteReads(db: Database.Database, { chunkRows, rowBudget }: Sql
   return {
     *series({ event, feature, from, until, step, resolution }) {
       const answer: Mutable<SeriesPoint>[] = [];
-      for (let t = from; t < until; t += step) answer.push({ t, allowed: 0, denied: 0, degraded: 0 });
+      for (let t = from; t < until; t += step) answer.push({ t, allowed: 0, denied: 0, degraded: 0, shadow_denied: 0 });
       /** The point whose step holds second `t`, as `t - t % step` groups them. */
       const pointAt = (t: number) => {
         const start = t - (t % step);
@@ -153,6 +154,8 @@ export function sqliteReads(db: Database.Database, { chunkRows, rowBudget }: Sql
         point.allowed += row.allowed;
         point.denied += row.denied;
         point.degraded += row.degraded ?? 0;
+        // An event's only: a client's rows have no degraded or shadow_denied.
+        point.shadow_denied += row.shadow_denied ?? 0;
       }
     },
 

@@ -8,9 +8,9 @@ import Database from 'libsql';
 
 /**
  * The layout's version, kept in PRAGMA user_version: 0 is the first, 1 added
- * usage_batches_by_written, 2 the named clients' sums of each point.
+ * usage_batches_by_written, 2 the named clients' sums of each point, 3 shadow_denied.
  */
-export const SCHEMA_VERSION = 2;
+export const SCHEMA_VERSION = 3;
 
 /** Opens (or creates) the file at `path`, `:memory:` for one that lives with the process, in the current layout. */
 export function openUsageDatabase(path: string): Database.Database {
@@ -37,6 +37,8 @@ export function createSchema(db: Database.Database): void {
       -- allowed and denied went to clients the history does not name.
       named_allowed INTEGER NOT NULL DEFAULT 0,
       named_denied INTEGER NOT NULL DEFAULT 0,
+      -- Of allowed, those a shadow limit would have refused.
+      shadow_denied INTEGER NOT NULL DEFAULT 0,
       PRIMARY KEY (resolution, event, t)
     ) WITHOUT ROWID;
     -- In time order, so a range (top, compaction) reads only its own rows; a client's curve by the index.
@@ -77,6 +79,9 @@ export function createSchema(db: Database.Database): void {
  * 1 → 2: each point holds what its named clients did. Points written before hold 0: their
  * clients' curves then say a client absent from a busy step is not tracked, never that it
  * had none (summing the clients of a file of years would stall the start).
+ * 2 → 3: each point counts its allowed decisions a shadow limit would have refused. Points
+ * written before hold 0, which they were: no limit was in shadow then. A column added with a
+ * constant default is a change of the table's definition only: no row is rewritten.
  */
 function migrate(db: Database.Database): void {
   const { user_version: version } = db.prepare('PRAGMA user_version').get() as { user_version: number };
@@ -85,7 +90,7 @@ function migrate(db: Database.Database): void {
   const columns = new Set(
     (db.prepare('PRAGMA table_info(usage_points)').all() as { name: string }[]).map((c) => c.name),
   );
-  for (const column of ['named_allowed', 'named_denied']) {
+  for (const column of ['named_allowed', 'named_denied', 'shadow_denied']) {
     if (!columns.has(column)) db.exec(`ALTER TABLE usage_points ADD COLUMN ${column} INTEGER NOT NULL DEFAULT 0`);
   }
   db.exec(`PRAGMA user_version = ${SCHEMA_VERSION}`);

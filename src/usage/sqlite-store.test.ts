@@ -183,11 +183,13 @@ describe('a file of the first layout', () => {
     const now = HOUR + 120;
     const store = openSqliteUsage({ path, archives: ARCHIVES, nowSeconds: () => now });
     const range = { event: 'login', from: HOUR, until: HOUR + 60, resolution: 60 };
-    expect(await store.series({ ...range, step: 60 })).toEqual([{ t: HOUR, allowed: 7, denied: 2, degraded: 1 }]);
+    expect(await store.series({ ...range, step: 60 })).toEqual([
+      { t: HOUR, allowed: 7, denied: 2, degraded: 1, shadow_denied: 0 },
+    ]);
     // Points written before memgate kept their clients' sums: a client absent from one is not
     // known to have had none.
     expect(await store.series({ ...range, step: 60, feature: 'bob' })).toEqual([
-      { t: HOUR, allowed: 0, denied: 0, degraded: 0, unnamed: { allowed: 7, denied: 2 } },
+      { t: HOUR, allowed: 0, denied: 0, degraded: 0, shadow_denied: 0, unnamed: { allowed: 7, denied: 2 } },
     ]);
     expect(await store.top({ ...range, limit: 5 })).toEqual({
       allowed: [{ feature: 'alice', count: 7 }],
@@ -210,6 +212,102 @@ describe('a file of the first layout', () => {
     }[];
     expect(plan.map(({ detail }) => detail).join()).toContain('usage_batches_by_written');
     after.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+});
+
+describe('a file of schema 2, before shadow_denied', () => {
+  it('opens with every row it held, reads 0 shadow_denied for them, and sums the new ones into every archive', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'memgate-usage-schema2-'));
+    const path = join(dir, 'usage.db');
+    // The tables as memgate up to c92cae5 created them, with a second's point in every
+    // archive (7 allowed, 2 denied, 1 degraded; alice named in the minute and the hour).
+    const previous = new Database(path);
+    const points = [1, 60, 3600]
+      .map((resolution) => {
+        const named = resolution === 1 ? '0, 0' : '7, 2';
+        return `(${resolution}, 'login', ${HOUR + (resolution === 1 ? 5 : 0)}, 7, 2, 1, ${named})`;
+      })
+      .join(', ');
+    previous.exec(`
+      PRAGMA journal_mode = WAL;
+      CREATE TABLE usage_points (resolution INTEGER NOT NULL, event TEXT NOT NULL, t INTEGER NOT NULL,
+        allowed INTEGER NOT NULL, denied INTEGER NOT NULL, degraded INTEGER NOT NULL,
+        named_allowed INTEGER NOT NULL DEFAULT 0, named_denied INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (resolution, event, t)) WITHOUT ROWID;
+      CREATE TABLE usage_clients (resolution INTEGER NOT NULL, event TEXT NOT NULL, t INTEGER NOT NULL,
+        feature TEXT NOT NULL, allowed INTEGER NOT NULL, denied INTEGER NOT NULL,
+        PRIMARY KEY (resolution, event, t, feature)) WITHOUT ROWID;
+      CREATE INDEX usage_clients_by_feature ON usage_clients (resolution, event, feature, t, allowed, denied);
+      CREATE TABLE usage_batches (instance TEXT NOT NULL, sequence INTEGER NOT NULL, written INTEGER NOT NULL,
+        PRIMARY KEY (instance, sequence)) WITHOUT ROWID;
+      CREATE TABLE usage_events (event TEXT PRIMARY KEY, first INTEGER NOT NULL, last INTEGER NOT NULL) WITHOUT ROWID;
+      CREATE TABLE usage_compacted (resolution INTEGER PRIMARY KEY, until INTEGER NOT NULL) WITHOUT ROWID;
+      CREATE INDEX usage_batches_by_written ON usage_batches (written);
+      INSERT INTO usage_points VALUES ${points};
+      INSERT INTO usage_clients VALUES (60, 'login', ${HOUR}, 'alice', 7, 2), (3600, 'login', ${HOUR}, 'alice', 7, 2);
+      INSERT INTO usage_batches VALUES ('old', 1, ${HOUR});
+      INSERT INTO usage_events VALUES ('login', ${HOUR + 5}, ${HOUR + 5});
+      PRAGMA user_version = 2;
+    `);
+    previous.close();
+
+    const store = openSqliteUsage({ path, archives: ARCHIVES, nowSeconds: () => HOUR + 120 });
+    const series = (resolution: number, feature?: string) =>
+      store.series({
+        event: 'login',
+        ...(feature === undefined ? {} : { feature }),
+        from: HOUR,
+        until: HOUR + 60,
+        step: 60,
+        resolution,
+      });
+    // What the file held, as it held it: no decision of then was over a shadow limit.
+    for (const resolution of [1, 60, 3600]) {
+      expect(await series(resolution), `${resolution} s`).toEqual([
+        { t: HOUR, allowed: 7, denied: 2, degraded: 1, shadow_denied: 0 },
+      ]);
+    }
+    // A second of the new layout, 3 of its 4 allowed over a shadow limit: in every archive.
+    await store.write({
+      instance: 'new',
+      sequence: 0,
+      seconds: [{ event: 'login', t: HOUR + 6, allowed: 4, denied: 0, degraded: 0, shadow_denied: 3 }],
+      minutes: [],
+    });
+    for (const resolution of [1, 60, 3600]) {
+      expect(await series(resolution), `${resolution} s`).toEqual([
+        { t: HOUR, allowed: 11, denied: 2, degraded: 1, shadow_denied: 3 },
+      ]);
+    }
+    // The named sums kept theirs: alice's 7 and 2, and the new second's 4 unnamed.
+    expect(await series(60, 'alice')).toEqual([
+      { t: HOUR, allowed: 7, denied: 2, degraded: 0, shadow_denied: 0, unnamed: { allowed: 4, denied: 0 } },
+    ]);
+    // The old batch is still known: written again, it adds nothing.
+    await store.write({
+      instance: 'old',
+      sequence: 1,
+      seconds: [{ event: 'login', t: HOUR + 5, allowed: 1, denied: 0, degraded: 0, shadow_denied: 1 }],
+      minutes: [],
+    });
+    expect((await series(60))[0]).toMatchObject({ allowed: 11, shadow_denied: 3 });
+    expect(await store.events()).toEqual([{ event: 'login', from: HOUR + 5, until: HOUR + 7 }]);
+    await store.close();
+
+    const after = new Database(path);
+    expect(after.prepare('PRAGMA user_version').get()).toMatchObject({ user_version: SCHEMA_VERSION });
+    expect(SCHEMA_VERSION).toBe(3);
+    expect(
+      after.prepare('SELECT name, "notnull", dflt_value FROM pragma_table_info(\'usage_points\')').all(),
+    ).toContainEqual({ name: 'shadow_denied', notnull: 1, dflt_value: '0' });
+    after.close();
+    // Opened again, nothing to migrate: the same answer.
+    const again = openSqliteUsage({ path, archives: ARCHIVES, nowSeconds: () => HOUR + 120 });
+    expect(await again.series({ event: 'login', from: HOUR, until: HOUR + 60, step: 60, resolution: 3600 })).toEqual([
+      { t: HOUR, allowed: 11, denied: 2, degraded: 1, shadow_denied: 3 },
+    ]);
+    await again.close();
     rmSync(dir, { recursive: true, force: true });
   });
 });

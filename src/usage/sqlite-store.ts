@@ -78,9 +78,10 @@ export function openSqliteUsage({
 }: SqliteUsageOptions): SqliteUsageStore {
   const db = openUsageDatabase(path);
   const add = db.prepare(`
-    INSERT INTO usage_points (resolution, event, t, allowed, denied, degraded) VALUES (?, ?, ?, ?, ?, ?)
+    INSERT INTO usage_points (resolution, event, t, allowed, denied, degraded, shadow_denied) VALUES (?, ?, ?, ?, ?, ?, ?)
     ON CONFLICT (resolution, event, t) DO UPDATE SET
-      allowed = allowed + excluded.allowed, denied = denied + excluded.denied, degraded = degraded + excluded.degraded`);
+      allowed = allowed + excluded.allowed, denied = denied + excluded.denied, degraded = degraded + excluded.degraded,
+      shadow_denied = shadow_denied + excluded.shadow_denied`);
   const addClient = db.prepare(`
     INSERT INTO usage_clients (resolution, event, t, feature, allowed, denied) VALUES (?, ?, ?, ?, ?, ?)
     ON CONFLICT (resolution, event, t, feature) DO UPDATE SET
@@ -144,7 +145,8 @@ export function openSqliteUsage({
     const spans = new Map<string, { first: number; last: number }>();
     for (const row of batch.seconds) {
       for (const { resolution } of archives) {
-        add.run(resolution, row.event, row.t - (row.t % resolution), row.allowed, row.denied, row.degraded);
+        const t = row.t - (row.t % resolution);
+        add.run(resolution, row.event, t, row.allowed, row.denied, row.degraded, row.shadow_denied ?? 0);
       }
       const span = spans.get(row.event);
       spans.set(row.event, {

@@ -50,6 +50,8 @@ interface Decision {
   readonly event: string;
   readonly feature: string;
   readonly outcome: Outcome;
+  /** Allowed, and a shadow limit would have refused it. */
+  readonly shadowDenied: boolean;
 }
 
 /** What happened, to compare the curves with. */
@@ -60,8 +62,9 @@ function expected(
   until: number,
   step: number,
 ) {
-  const points = new Map<number, Record<Outcome, number>>();
-  for (let t = from - (from % step); t < until; t += step) points.set(t, { allowed: 0, denied: 0, degraded: 0 });
+  const points = new Map<number, Record<Outcome | 'shadow_denied', number>>();
+  for (let t = from - (from % step); t < until; t += step)
+    points.set(t, { allowed: 0, denied: 0, degraded: 0, shadow_denied: 0 });
   for (const decision of log) {
     if (decision.event !== filter.event || (filter.feature !== undefined && decision.feature !== filter.feature))
       continue;
@@ -69,6 +72,8 @@ function expected(
     if (filter.feature !== undefined && decision.outcome === 'degraded') continue;
     const point = points.get(decision.second - (decision.second % step));
     if (point) point[decision.outcome]++;
+    // In allowed too, and the event's only: a client's curve has none.
+    if (point && decision.shadowDenied && filter.feature === undefined) point.shadow_denied++;
   }
   // Fewer clients than the heaviest kept: every one is named, so each count is known.
   const tracked = { allowed: true, denied: true };
@@ -122,8 +127,14 @@ describe('usage history, on a driven clock', () => {
         const feature = CLIENTS[Math.floor(roll() * CLIENTS.length)] ?? 'bob';
         const r = roll();
         const outcome: Outcome = r < 0.6 ? 'allowed' : r < 0.95 ? 'denied' : 'degraded';
-        recorder.record(event, feature, { allowed: outcome === 'allowed', degraded: outcome === 'degraded' });
-        log.push({ second, event, feature, outcome });
+        // Some allowed ones over a shadow limit; an empty list names none, so it counts none.
+        const shadow = r < 0.15 ? ['login-1m'] : r < 0.2 ? [] : undefined;
+        recorder.record(event, feature, {
+          allowed: outcome === 'allowed',
+          degraded: outcome === 'degraded',
+          shadowDenied: shadow,
+        });
+        log.push({ second, event, feature, outcome, shadowDenied: shadow !== undefined && shadow.length > 0 });
       }
       if (s % 15 === 14) await recorder.flush();
       if (s === 40 * 60) {

@@ -124,6 +124,7 @@ export function createUsageHistory({
           point.allowed += second.allowed;
           point.denied += second.denied;
           point.degraded += second.degraded;
+          point.shadow_denied += second.shadow_denied ?? 0;
         }
         return { event, feature: null, from: plan.from, until: plan.until, step, points: stored };
       }
@@ -155,7 +156,15 @@ export function createUsageHistory({
       // there, or nothing went unnamed.
       const points: AnsweredPoint[] = [];
       for (let t = firstPoint, index = 0; t < until; t += step) {
-        const sum = { t, allowed: 0, denied: 0, degraded: 0, tracked: { allowed: true, denied: true } };
+        // degraded and shadow_denied are counted per event only: 0 on a client's curve.
+        const sum = {
+          t,
+          allowed: 0,
+          denied: 0,
+          degraded: 0,
+          shadow_denied: 0,
+          tracked: { allowed: true, denied: true },
+        };
         // A year of minutes is half a million points: no allocation per point.
         for (; index < stored.length && (stored[index]?.t ?? until) < t + step; index++) {
           const point = stored[index] as Mutable<SeriesPoint>;

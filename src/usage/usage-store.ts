@@ -4,8 +4,13 @@
  * and minutes; queries ask it for points at one archive's resolution.
  */
 
-/** What a decision was: admitted, refused, or decided by `onStoreError` without counts. */
-export const OUTCOMES = ['allowed', 'denied', 'degraded'] as const;
+/**
+ * What usage history counts of decisions: the first three are what a decision was (admitted,
+ * refused, or decided by `onStoreError` without counts), one each, so that they sum to every
+ * decision; `shadow_denied` counts the allowed ones a limit in `mode: shadow` would have
+ * refused, a part of `allowed` and not a fourth kind of decision.
+ */
+export const OUTCOMES = ['allowed', 'denied', 'degraded', 'shadow_denied'] as const;
 export type Outcome = (typeof OUTCOMES)[number];
 
 /**
@@ -19,6 +24,11 @@ export interface Counts {
   allowed: number;
   denied: number;
   degraded: number;
+  /**
+   * Of `allowed`, those a shadow limit would have refused. Left out, 0: a writer whose events
+   * have no shadow limits may leave it out (the benchmarks' do); what a store answers has it.
+   */
+  shadow_denied?: number;
 }
 
 /** One finished second of one event, as one instance decided it. */
@@ -79,6 +89,8 @@ export interface SeriesQuery {
 export interface SeriesPoint extends Counts {
   /** The step's first second, in epoch seconds. */
   readonly t: number;
+  /** Always there in an answer; 0 on a client's curve, as it is counted per event only. */
+  shadow_denied: number;
   /**
    * A client's curve only: the event's allowed and denied decisions in this step less what the
    * clients the history names did, i.e. what went to clients outside the heaviest of their
