@@ -103,6 +103,13 @@ describe('per-client limits through the service', () => {
     expect(post.status).toBe(200);
     expect(post.headers.get('ratelimit-policy')).toContain('pro-1m');
 
+    // Each client's own limits in its RateLimit-Policy, whichever came first.
+    expect((await get(service, '/check?event=api&feature=u5')).headers.get('ratelimit-policy')).toBe(
+      '"api-1m";q=3;w=60',
+    );
+    expect((await get(service, '/check?event=api&feature=u6&tier=pro')).headers.get('ratelimit-policy')).toBe(
+      '"pro-1m";q=6;w=60',
+    );
     const unknown = await get(service, '/check?event=api&feature=u3&tier=gold');
     expect(unknown.status).toBe(400);
     expect(unknown.body).toEqual({
@@ -164,10 +171,12 @@ describe('/gate with tiers and lists', () => {
   const GATE = `gateway:
   feature: header:x-user
   tier: header:x-memgate-tier
-  routes: [{ prefix: /, event: api }]
+  routes: [{ prefix: /login, event: login }, { prefix: /, event: api }]
   allow: [{ feature: ops }]
   deny: [{ prefix: banned- }]
-${API.replace('events:\n', 'events:\n')}`;
+${API}  login:
+    limits: [{ limit: 2, window: 1m }]
+`;
 
   it('takes the tier from the header the gateway section names, and applies its lists to every path', async () => {
     const path = join(folder, 'gate.yaml');
@@ -185,6 +194,11 @@ ${API.replace('events:\n', 'events:\n')}`;
     expect(unknown.status).toBe(400);
     expect(unknown.headers.get('memgate-error')).toBe('unknown_tier');
     for (let i = 0; i < 5; i++) expect((await gate('ops')).status).toBe(200);
+    // An event without tiers takes the gateway's tier header as no tier at all.
+    const login: number[] = [];
+    for (let i = 0; i < 3; i++)
+      login.push((await get(service, '/gate/login', { 'x-user': 'p1', 'x-memgate-tier': 'pro' })).status);
+    expect(login).toEqual([200, 200, 429]);
     const banned = await gate('banned-1');
     expect([banned.status, banned.body.listed, banned.headers.get('retry-after')]).toEqual([429, 'deny', null]);
   });

@@ -5,6 +5,7 @@
 import { readFile } from 'node:fs/promises';
 import { parsePolicyText, PolicyError, type PolicySet } from '../config/policies.js';
 import { BUNDLED_POLICIES } from '../config/settings.js';
+import { planEvents } from '../counting/plan.js';
 import { parseAccessLog } from '../what-if/access-log.js';
 import { compareReplays, type ClientChange, type EventChange, type WhatIfReport } from '../what-if/compare.js';
 import { ExactReplay } from '../what-if/exact-replay.js';
@@ -65,6 +66,8 @@ export function runWhatIf(args: readonly string[]): void {
       let policies: [PolicySet, PolicySet];
       try {
         policies = [parsePolicyText(currentText, currentPath), parsePolicyText(newText, newPath)];
+        // What memgate would refuse to load (a window that reads too many keys) is refused here too.
+        for (const set of policies) planEvents(set);
       } catch (error) {
         if (!(error instanceof PolicyError)) throw error;
         console.error(error.message);

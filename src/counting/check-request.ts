@@ -144,7 +144,9 @@ export function togetherItem(
   runtime?: RuntimePlans,
 ): CheckItem {
   const base =
-    check.limit && runtime ? runtime.planFor(validEvent(check.event), check.limit) : eventPlan(plans, check.event);
+    check.limit && runtime
+      ? runtime.planFor(validEvent(check.event), check.limit, plans.get(check.event))
+      : eventPlan(plans, check.event);
   const feature = validFeature(check.feature);
   const chosen = clientPlan(base, feature, check.tier, now);
   const plan = typeof chosen === 'string' ? base : chosen;

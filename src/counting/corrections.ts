@@ -79,9 +79,7 @@ export async function reset(
   const plan = eventPlan(plans, request.event);
   const feature = validFeature(request.feature);
   // Shadow limits beside enforced ones count apart (plan.ts): their counters are the feature's too.
-  const apart = [plan, ...(plan.clients?.plans ?? [])]
-    .map((each) => each.shadow ?? (each.shadowOnly && each.event !== plan.event ? each : undefined))
-    .find((each) => each !== undefined);
+  const apart = [plan, ...(plan.clients?.plans ?? [])].map((each) => each.shadow).find((each) => each !== undefined);
   for (const counted of apart ? [plan, apart] : [plan]) {
     const state = context.features.state(counted, feature);
     const second = Math.floor(context.now(state.base) / 1000);

@@ -163,12 +163,14 @@ export function planEvents(policies: PolicySet): Map<string, EventPlan> {
       ...tierSets.map(([, set]) => set),
       ...overrideSets.flatMap((set) => (set ? [set] : [])),
     ].flat();
-    // An event wholly in shadow counts under its own key, so that enforcing it later keeps its
-    // counts. Beside enforced limits, shadow limits count apart: they count only what enforcing
-    // them would have admitted, while the enforced ones count every request served.
-    const wholeShadow = allLimits.every((limit) => limit.policy.shadow === true);
-    const levels = sharedLevels(wholeShadow ? allLimits : allLimits.filter((limit) => limit.policy.shadow !== true));
-    const shadowLevels = wholeShadow ? [] : sharedLevels(allLimits.filter((limit) => limit.policy.shadow === true));
+    // Every limit set counts in every bucket size any limit of the event reads, shadow ones
+    // included: a client moved between sets, or a limit switched from shadow to enforce, is
+    // judged on what its requests counted there. Shadow limits beside enforced ones also count
+    // apart (<event>~shadow), only what enforcing them would have admitted; a set with no
+    // enforced limit counts under the event's own key, as if its limits were enforced, so that
+    // enforcing them later keeps those counts.
+    const levels = sharedLevels(allLimits);
+    const shadowLevels = sharedLevels(allLimits.filter((limit) => limit.policy.shadow === true));
     const leasePlan = lease
       ? {
           maxUnits: lease.maxUnits,
@@ -197,8 +199,7 @@ export function planEvents(policies: PolicySet): Map<string, EventPlan> {
       const enforced = limits.filter((limit) => limit.policy.shadow !== true);
       const shadows = limits.filter((limit) => limit.policy.shadow === true);
       const extra = clients ? { clients } : {};
-      if (wholeShadow) return planOver(limits, main, { ...extra, shadowOnly: true });
-      if (enforced.length === 0) return planOver(shadows, apart, { ...extra, shadowOnly: true });
+      if (enforced.length === 0) return planOver(limits, main, { ...extra, shadowOnly: true });
       if (shadows.length === 0) return planOver(enforced, main, extra);
       return planOver(enforced, main, { ...extra, shadow: planOver(shadows, apart, { shadowOnly: true }) });
     };
@@ -219,21 +220,33 @@ export function planEvents(policies: PolicySet): Map<string, EventPlan> {
   return plans;
 }
 
-/** A plan of one limit made while serving (Envoy's per-request `limit`): see runtime-plans.ts. */
+/**
+ * A plan of one limit made while serving (Envoy's per-request `limit`): see runtime-plans.ts.
+ * Counting on a configured event's counters (`counters`), it counts in every bucket size the
+ * event does, for as long: a key's life is set by whichever check makes it, so a shorter one
+ * would drop what the event's own windows still read. A sliding window that would read more
+ * than MAX_KEYS_PER_CHECK keys is counted as fixed windows, as Envoy's own are.
+ */
 export function runtimePlan(
   event: string,
   policy: LimitPolicy,
   algorithm: Algorithm,
   onStoreError: OnStoreError,
+  counters?: EventPlan,
 ): EventPlan {
-  const limit = planLimit(policy, algorithm);
+  let limit = planLimit(policy, algorithm);
+  if (limit.keysPerCheck.max > MAX_KEYS_PER_CHECK)
+    limit = planLimit({ ...policy, granularity: policy.window }, (algorithm = 'fixed'));
+  const ttlBySize = new Map((counters?.levels ?? []).map(({ size, ttlSeconds }) => [size, ttlSeconds]));
+  for (const { size, ttlSeconds } of sharedLevels([limit]))
+    ttlBySize.set(size, Math.max(ttlBySize.get(size) ?? 0, ttlSeconds));
   return {
     event,
     algorithm,
     edge: 'whole',
     onStoreError,
     limits: [limit],
-    levels: sharedLevels([limit]),
+    levels: [...ttlBySize].sort(([a], [b]) => b - a).map(([size, ttlSeconds]) => ({ size, ttlSeconds })),
     maxCost: policy.limit,
     uncached: true,
   };

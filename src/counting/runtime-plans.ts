@@ -25,8 +25,11 @@ export interface RuntimeLimit {
 export class RuntimePlans {
   readonly #plans = new LRUCache<string, EventPlan>({ max: DEFAULTS.runtimePlans });
 
-  /** The plan of `limit` counted under `event`, made once and kept while it is used. */
-  planFor(event: string, limit: RuntimeLimit): EventPlan {
+  /**
+   * The plan of `limit` counted under `event`, made once and kept while it is used;
+   * `counters`: the configured plan of that event, whose bucket sizes and lives it keeps.
+   */
+  planFor(event: string, limit: RuntimeLimit, counters?: EventPlan): EventPlan {
     const { name, window, algorithm, granularity, onStoreError } = limit;
     // The caller checked what the request sent (Envoy's uint32, 0 answered without counting).
     if (!Number.isSafeInteger(limit.limit) || limit.limit < 1 || limit.limit > MAX_LIMIT)
@@ -34,7 +37,7 @@ export class RuntimePlans {
     const key = `${event}\u0000${name}\u0000${algorithm}\u0000${limit.limit}\u0000${window}\u0000${granularity}\u0000${onStoreError}`;
     let plan = this.#plans.get(key);
     if (!plan) {
-      plan = runtimePlan(event, { name, limit: limit.limit, window, granularity }, algorithm, onStoreError);
+      plan = runtimePlan(event, { name, limit: limit.limit, window, granularity }, algorithm, onStoreError, counters);
       this.#plans.set(key, plan);
     }
     return plan;

@@ -184,3 +184,63 @@ describe('a reset', () => {
     expect([after.limits[0]?.remaining, after.shadowLimits?.[0]?.remaining]).toEqual([10, 2]);
   });
 });
+
+describe('moving a limit out of shadow', () => {
+  it('judges a limit switched from shadow to enforce on every request served meanwhile', async () => {
+    const store = createEmbeddedStore({ now: () => T0 });
+    const clock = { ms: T0 };
+    const during = createLimiter({
+      policies: {
+        events: {
+          api: {
+            limits: [
+              { limit: 10, window: '1m' },
+              { name: 'hour', limit: 15, window: '1h', mode: 'shadow' },
+            ],
+          },
+        },
+      },
+      store,
+      now: () => clock.ms,
+    });
+    let served = 0;
+    for (let minute = 0; minute < 3; minute++) {
+      clock.ms = T0 + minute * 60_000;
+      for (let i = 0; i < 10; i++) if ((await during.check({ event: 'api', feature: 'u' })).allowed) served++;
+    }
+    expect(served).toBe(30);
+    const after = createLimiter({
+      policies: {
+        events: {
+          api: {
+            limits: [
+              { limit: 10, window: '1m' },
+              { name: 'hour', limit: 15, window: '1h' },
+            ],
+          },
+        },
+      },
+      store,
+      now: () => clock.ms + 60_000,
+    });
+    expect((await after.check({ event: 'api', feature: 'u' })).allowed).toBe(false);
+  });
+
+  it('counts a limit set wholly in shadow under its event, beside an enforced tier', async () => {
+    const { limiter, observed } = setup({
+      api: {
+        mode: 'shadow',
+        limits: [{ limit: 2, window: '1m' }],
+        tiers: { pro: { limits: [{ limit: 3, window: '1m', mode: 'enforce' }] } },
+      },
+    });
+    for (let i = 0; i < 3; i++) await limiter.check({ event: 'api', feature: 'u' });
+    expect(observed.map((o) => o.event)).toEqual(['api', 'api', 'api']);
+    // Counted as if enforced (2), on the event's own counters: the pro tier sees them.
+    const pro = [];
+    for (let i = 0; i < 2; i++) pro.push((await limiter.check({ event: 'api', feature: 'u', tier: 'pro' })).allowed);
+    expect(pro).toEqual([true, false]);
+    await limiter.reset({ event: 'api', feature: 'u' });
+    expect((await limiter.check({ event: 'api', feature: 'u', tier: 'pro' })).allowed).toBe(true);
+  });
+});

@@ -13,7 +13,7 @@ export type DecisionSender = <D extends Decision>(reply: FastifyReply, event: st
  * repeated from memory is one object for as long as its answer reads the same (a second at
  * most): the traffic of a client far over its limit, on any route, is serialized once.
  */
-export function decisionSender(limiter: Pick<Limiter, 'policies'>): DecisionSender {
+export function decisionSender(limiter: Pick<Limiter, 'policies' | 'plans'>): DecisionSender {
   const setHeaders = rateLimitHeaderWriter(limiter);
   const denialBodies = new WeakMap<Decision, string>();
   return (reply, event, decision) => {

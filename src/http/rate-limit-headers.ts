@@ -8,23 +8,26 @@ export { closestToExhaustion, rateLimitHeaders } from '../shared/rate-limit-head
 /**
  * Sets decisions' headers on replies. An event's RateLimit-Policy never changes while its
  * policies are loaded, so it is built once per event and loaded policy set (an admin may
- * reload them).
+ * reload them); not for an event with tiers or overrides, whose clients have limits of their own.
  */
 export function rateLimitHeaderWriter(
-  limiter: Pick<Limiter, 'policies'>,
+  limiter: Pick<Limiter, 'policies' | 'plans'>,
 ): (reply: FastifyReply, event: string, decision: Decision) => void {
-  const byPolicies = new WeakMap<object, Map<string, string>>();
+  /** Per event, its policy header, or null when it depends on the client. */
+  const byPolicies = new WeakMap<object, Map<string, string | null>>();
   // A decision repeated as the same object (a denial from memory) has the same headers.
   const byDecision = new WeakMap<Decision, Record<string, string>>();
   return (reply, event, decision) => {
     let headers = byDecision.get(decision);
     if (!headers) {
       let policies = byPolicies.get(limiter.policies);
-      if (!policies) byPolicies.set(limiter.policies, (policies = new Map<string, string>()));
+      if (!policies) byPolicies.set(limiter.policies, (policies = new Map<string, string | null>()));
       let policy = policies.get(event);
-      if (policy === undefined && decision.limits.length > 0)
-        policies.set(event, (policy = policyHeader(decision.limits)));
-      headers = rateLimitHeaders(decision, policy);
+      if (policy === undefined && decision.limits.length > 0) {
+        policy = limiter.plans.get(event)?.clients ? null : policyHeader(decision.limits);
+        policies.set(event, policy);
+      }
+      headers = rateLimitHeaders(decision, policy ?? undefined);
       if (!decision.allowed) byDecision.set(decision, headers);
     }
     void reply.headers(headers);

@@ -98,7 +98,6 @@ function fits(limit: LimitPolicy, algorithm: EventPolicy['algorithm'], log: Seco
 class EventReplay {
   readonly #overrides: FeatureMatcher<OverridePolicy> | undefined;
   readonly #lists: FeatureMatcher<'allow' | 'deny'> | undefined;
-  readonly #wholeShadow: boolean;
   readonly #longest: number;
   /** What the enforced limits (or an event wholly in shadow) count, and what shadow limits beside them count. */
   readonly #logs = new Map<string, { main: SecondsLog; shadow: SecondsLog }>();
@@ -115,7 +114,6 @@ class EventReplay {
       ...(policy.tiers?.values() ?? []),
       ...overrides.flatMap((override) => (override.limits ? [override.limits] : [])),
     ];
-    this.#wholeShadow = sets.every((set) => set.every((limit) => limit.shadow === true));
     this.#longest = Math.max(...sets.flat().map((limit) => limit.window));
   }
 
@@ -128,17 +126,18 @@ class EventReplay {
       this.#logs.set(feature, (logs = { main: new SecondsLog(this.#longest), shadow: new SecondsLog(this.#longest) }));
     const second = Math.floor(ms / 1000);
     const { algorithm } = this.policy;
-    if (this.#wholeShadow) {
+    const enforced = limits.filter((limit) => limit.shadow !== true);
+    const shadows = limits.filter((limit) => limit.shadow === true);
+    if (enforced.length === 0) {
+      // Limits all in shadow count on the event's own counters, as if enforced (plan.ts).
       const admitted = limits.every((limit) => fits(limit, algorithm, logs.main, second));
       if (admitted) logs.main.add(second);
       return { allowed: true, shadowDenied: !admitted };
     }
-    const enforced = limits.filter((limit) => limit.shadow !== true);
-    const shadows = limits.filter((limit) => limit.shadow === true);
     const allowed = enforced.every((limit) => fits(limit, algorithm, logs.main, second));
     const shadowFits = shadows.every((limit) => fits(limit, algorithm, logs.shadow, second));
     // Enforced limits count every request served; shadow ones only those they would admit.
-    if (allowed && enforced.length > 0) logs.main.add(second);
+    if (allowed) logs.main.add(second);
     if (allowed && shadows.length > 0 && shadowFits) logs.shadow.add(second);
     return { allowed, shadowDenied: !shadowFits };
   }

@@ -58,8 +58,10 @@ export function registerGatewayRoutes(app: FastifyInstance, limiter: Limiter, ha
       const listed = listedClient(request, gateway, outcome.action === 'allow');
       if (listed !== undefined) return reply.code(listed.allowed ? 200 : gateway.denyStatus).send(listed);
       if (outcome.action === 'allow') return { allowed: true, limits: [] };
-      const tier =
-        gateway.tierHeader === undefined ? undefined : textHeader(request, gateway.tierHeader, 'invalid_tier');
+      // The gateway sends the tier with every request; an event without tiers has one limit set for all.
+      const tiered =
+        gateway.tierHeader !== undefined && (limiter.plans.get(outcome.event)?.clients?.tiers.size ?? 0) > 0;
+      const tier = tiered ? textHeader(request, gateway.tierHeader, 'invalid_tier') : undefined;
       const decision = await limiter.check({ event: outcome.event, feature: featureOf(request, gateway), tier });
       setHeaders(reply.code(decision.allowed ? 200 : gateway.denyStatus), outcome.event, decision);
       return decision;
