@@ -45,7 +45,7 @@ let clockSeconds = NOW;
 let store: SqliteUsageStore;
 let recorder: UsageRecorder;
 let url: string;
-let closeAll: () => Promise<void>;
+let closeAll: (() => Promise<void>) | undefined;
 
 let filledInSeconds = 0;
 
@@ -92,7 +92,8 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  await closeAll();
+  // Absent when the set-up failed: its own error is the one to read.
+  await closeAll?.();
   rmSync(dir, { recursive: true, force: true });
 });
 

@@ -39,7 +39,9 @@ export function fillStallYear(file: string): void {
   // The index is built once at the end, in order, instead of row by row.
   db.exec('DROP INDEX usage_clients_by_feature');
   // With the sums of the point's client rows, as the store keeps them (sqlite-schema.ts).
-  const point = db.prepare('INSERT INTO usage_points VALUES (?, ?, ?, ?, ?, 0, ?, ?)');
+  const point = db.prepare(
+    'INSERT INTO usage_points (resolution, event, t, allowed, denied, degraded, named_allowed, named_denied) VALUES (?, ?, ?, ?, ?, 0, ?, ?)',
+  );
   const row = db.prepare('INSERT INTO usage_clients VALUES (?, ?, ?, ?, ?, ?)');
   db.transaction(() => {
     for (let day = 0; day < 365; day++) {
