@@ -9,6 +9,7 @@ import { promisify } from 'node:util';
 import { client } from './bench/client.js';
 import { COMPILED_ENV } from './bench/compiled.js';
 import { denyPath } from './bench/deny.js';
+import { clientRules } from './bench/clients.js';
 import { embedded } from './bench/embedded.js';
 import { exactness } from './bench/exactness.js';
 import { oversized } from './bench/oversized.js';
@@ -24,6 +25,7 @@ import { formatSeconds, progressIntervalMs, startProgress } from './lib/progress
 
 const SUITES: readonly Suite[] = [
   embedded,
+  clientRules,
   throughput,
   denyPath,
   exactness,
