@@ -2,12 +2,13 @@
 // memcached apply an override written to the policy file within 2 s, exactly, mid-window;
 // tiers come from /check's caller or from the header the gateway section trusts; allow and
 // deny lists answer without counting; bad tiers are 400s that count nothing.
-import { mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { loadPolicies } from '../src/policy-reload.js';
 import { uniquePrefix } from './helpers/memcached.js';
+import { saveAsEditor as save } from './helpers/policy-files.js';
 import { startServiceProcess, type ServiceProcess } from './helpers/service-process.js';
 
 const folder = mkdtempSync(join(tmpdir(), 'memgate-client-rules-'));
@@ -16,12 +17,6 @@ afterAll(async () => {
   await Promise.all(services.map((service) => service.stop()));
   rmSync(folder, { recursive: true, force: true });
 });
-
-/** Writes as an editor saves: a new file renamed over the old one. */
-function save(path: string, text: string): void {
-  writeFileSync(`${path}.tmp`, text);
-  renameSync(`${path}.tmp`, path);
-}
 
 async function start(env: Record<string, string>): Promise<ServiceProcess> {
   const service = await startServiceProcess({ MEMCACHED_SERVERS: inject('sharedMemcached'), ...env });

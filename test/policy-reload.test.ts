@@ -9,6 +9,7 @@ import { afterAll, describe, expect, inject, it } from 'vitest';
 import { DEFAULTS } from '../src/config/defaults.js';
 import { loadPolicies } from '../src/policy-reload.js';
 import { uniquePrefix } from './helpers/memcached.js';
+import { saveAsEditor as save } from './helpers/policy-files.js';
 import { startServiceProcess, type ServiceProcess } from './helpers/service-process.js';
 
 const folders: string[] = [];
@@ -19,12 +20,6 @@ afterAll(async () => {
 });
 
 const policy = (limit: number) => `events:\n  login:\n    limits:\n      - { limit: ${limit}, window: 1m }\n`;
-
-/** Writes as an editor saves: a new file renamed over the old one. */
-function save(path: string, text: string): void {
-  writeFileSync(`${path}.tmp`, text);
-  renameSync(`${path}.tmp`, path);
-}
 
 async function start(env: Record<string, string>): Promise<ServiceProcess> {
   const service = await startServiceProcess({ MEMCACHED_SERVERS: inject('sharedMemcached'), ...env });

@@ -197,6 +197,22 @@ export const errorResponse = {
   },
 } as const;
 
+/** How one limit stands after a decision. */
+const limitStatus = {
+  type: 'object',
+  required: ['name', 'limit', 'window', 'remaining', 'resetSeconds'],
+  properties: {
+    name: { type: 'string' },
+    limit: { type: 'integer', description: 'most cost admitted per window' },
+    window: { type: 'integer', description: 'seconds' },
+    remaining: {
+      type: 'integer',
+      description: 'cost still admissible now (after this check counted, if it did)',
+    },
+    resetSeconds: { type: 'integer', description: 'seconds until some counted cost leaves the window' },
+  },
+} as const;
+
 export const decisionResponse = {
   type: 'object',
   required: ['allowed', 'limits'],
@@ -204,21 +220,9 @@ export const decisionResponse = {
     allowed: { type: 'boolean' },
     limits: {
       type: 'array',
-      description: 'Every limit of the event, in policy-file order; empty when the decision is degraded',
-      items: {
-        type: 'object',
-        required: ['name', 'limit', 'window', 'remaining', 'resetSeconds'],
-        properties: {
-          name: { type: 'string' },
-          limit: { type: 'integer', description: 'most cost admitted per window' },
-          window: { type: 'integer', description: 'seconds' },
-          remaining: {
-            type: 'integer',
-            description: 'cost still admissible now (after this check counted, if it did)',
-          },
-          resetSeconds: { type: 'integer', description: 'seconds until some counted cost leaves the window' },
-        },
-      },
+      description:
+        'Every enforced limit of the event, in policy-file order; empty when the decision is degraded or listed',
+      items: limitStatus,
     },
     retryAfter: {
       type: 'integer',
@@ -232,17 +236,7 @@ export const decisionResponse = {
       type: 'array',
       description:
         "The event's limits in mode: shadow, decided and counted as if enforced but never refusing (never in the RateLimit headers); absent when it has none",
-      items: {
-        type: 'object',
-        required: ['name', 'limit', 'window', 'remaining', 'resetSeconds'],
-        properties: {
-          name: { type: 'string' },
-          limit: { type: 'integer' },
-          window: { type: 'integer' },
-          remaining: { type: 'integer' },
-          resetSeconds: { type: 'integer' },
-        },
-      },
+      items: limitStatus,
     },
     shadowDenied: {
       type: 'array',
