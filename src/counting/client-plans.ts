@@ -3,10 +3,9 @@
 // check of an event without tiers, overrides or lists never comes here.
 import { FeatureMatcher, listMatcher, type ClientLists, type ClientMatch } from '../config/feature-match.js';
 import { LimiterInputError } from './errors.js';
-import type { EventPlan } from './plan.js';
+import type { ClientChoice, EventPlan, Listed } from './plan-types.js';
 
-/** A client an allow list holds (allowed, never counted) or a deny list holds (always refused). */
-export type Listed = 'allow' | 'deny';
+export type { Listed };
 
 /** An override as the limiter uses it: the plan of its limits (its own or its tier's). */
 export interface OverridePlan {
@@ -16,7 +15,7 @@ export interface OverridePlan {
   readonly until: number | undefined;
 }
 
-export class ClientPlans {
+export class ClientPlans implements ClientChoice {
   readonly #tiers: ReadonlyMap<string, EventPlan>;
   readonly #overrides: FeatureMatcher<OverridePlan> | undefined;
   readonly #lists: FeatureMatcher<Listed> | undefined;

@@ -10,6 +10,9 @@ import {
 } from '../config/policies.js';
 import { bucketCount, bucketStart, type BucketRun } from './buckets.js';
 import { ClientPlans, type OverridePlan } from './client-plans.js';
+import type { CounterLevel, EventPlan, LimitPlan } from './plan-types.js';
+
+export type { CounterLevel, EventPlan, LeasePlan, LimitPlan } from './plan-types.js';
 import { edgeWeight, fixedCover, slidingCover, slidingLevels } from './cover.js';
 
 /**
@@ -20,78 +23,6 @@ export const TTL_MARGIN_SECONDS = 2;
 
 /** A limit may read at most this many buckets per check; more would make every check slow. */
 export const MAX_KEYS_PER_CHECK = 1000;
-
-/** How one limit of an event counts. */
-export interface LimitPlan {
-  readonly policy: LimitPolicy;
-  readonly algorithm: Algorithm;
-  /** Bucket sizes (seconds) this limit counts in, coarsest first. */
-  readonly levels: readonly number[];
-  /** The buckets holding this limit's window at second `now`, coarsest (newest) run first. */
-  cover(now: number): BucketRun[];
-  /** How much of the cover's oldest bucket counts at second `now`: below 1 only for a `weighted` edge. */
-  oldestWeight(now: number): number;
-  /**
-   * The first second at which the bucket [start, start + size) no longer counts, read at
-   * second `now`. Exact for buckets of the policy's granularity; for a coarser bucket it is
-   * when its last possible second leaves, so never too early. A `weighted` edge fades a
-   * bucket out gradually; this is when it is gone entirely.
-   */
-  releaseAt(start: number, size: number, now: number): number;
-  /** How long a bucket of `size` must live so every read of it finds it. */
-  retention(size: number): number;
-  /** Keys one check reads for this limit, over every second of the cover's period. */
-  readonly keysPerCheck: { readonly max: number; readonly mean: number };
-}
-
-/** One bucket size of an event: each check increments its current bucket. */
-export interface CounterLevel {
-  readonly size: number;
-  readonly ttlSeconds: number;
-}
-
-/** How an event counts: its limits in policy order and the bucket levels they share. */
-export interface EventPlan {
-  readonly event: string;
-  readonly algorithm: Algorithm;
-  readonly edge: Edge;
-  /** What a check decides when the store cannot answer. */
-  readonly onStoreError: OnStoreError;
-  readonly limits: readonly LimitPlan[];
-  /** All limits of an event count the same admitted requests, so they share buckets per size. */
-  readonly levels: readonly CounterLevel[];
-  /** The largest cost a request may carry; beyond it no limit could ever allow it. */
-  readonly maxCost: number;
-  /** Quota leases, when the event allows them. */
-  readonly lease?: LeasePlan | undefined;
-  /**
-   * The event's tiers, overrides and allow and deny lists, when it has any: a client's plan
-   * is chosen there (client-plans.ts). Absent on the plans it chooses from.
-   */
-  readonly clients?: ClientPlans | undefined;
-  /**
-   * This plan's limits in `mode: shadow`, beside enforced ones: a plan of their own, counting
-   * under `<event>~shadow` (shadowEvent), decided with the enforced limits as one request.
-   */
-  readonly shadow?: EventPlan | undefined;
-  /** Every limit of this plan is in shadow: a check of it never refuses. */
-  readonly shadowOnly?: true | undefined;
-  /**
-   * Made while serving for a limit no policy file names (runtime-plans.ts): requests choose
-   * its values, so the feature cache keeps nothing of it (its states would be unbounded).
-   */
-  readonly uncached?: true | undefined;
-}
-
-export interface LeasePlan {
-  readonly maxUnits: number;
-  readonly lifeSeconds: number;
-  /**
-   * Seconds after a lease's second until its return can no longer come: its life and the
-   * grace for a late return. A lease's buckets can shrink until then, so they stay live.
-   */
-  readonly holdSeconds: number;
-}
 
 export function planLimit(policy: LimitPolicy, algorithm: Algorithm, edge: Edge = 'whole'): LimitPlan {
   const { window, granularity } = policy;
