@@ -27,6 +27,11 @@ const POLICIES = `events:
     limits:
       - { limit: 100, window: 1m }
     lease: { maxUnits: 20, life: 2s }
+  tiered:
+    limits:
+      - { limit: 2, window: 1h }
+    tiers:
+      pro: { limits: [{ limit: 4, window: 1h }] }
 `;
 const memcached = useMemcached();
 
@@ -170,6 +175,27 @@ describe.each(['memcached', 'embedded'] as const)('memgate/client against memgat
     }
     const cost = await memgateClient.check('hourly', unique('c'), { cost: 4 });
     expect(cost.limits[0]?.remaining).toBe(1);
+  });
+
+  it("sends the tier a check names, and never answers one tier's check with another's denial", async () => {
+    const memgateClient = client({ leaseUnits: 5 });
+    const feature = unique('t');
+    const plain = [];
+    for (let i = 0; i < 3; i++) plain.push((await memgateClient.check('tiered', feature)).allowed);
+    expect(plain).toEqual([true, true, false]);
+    // Denied without a tier (and repeated locally); the same client as pro has 4, 2 counted.
+    expect((await memgateClient.check('tiered', feature)).source).toBe('local');
+    const pro = [];
+    for (let i = 0; i < 3; i++) pro.push(await memgateClient.check('tiered', feature, { tier: 'pro' }));
+    expect(pro.map((decision) => [decision.allowed, decision.source])).toEqual([
+      [true, 'server'],
+      [true, 'server'],
+      [false, 'server'],
+    ]);
+    await expect(memgateClient.check('tiered', feature, { tier: 'gold' })).rejects.toMatchObject({
+      code: 'unknown_tier',
+    });
+    await expect(memgateClient.check('tiered', feature, { tier: '' })).rejects.toMatchObject({ code: 'invalid_tier' });
   });
 
   it('coalesces concurrent checks into /check/batch requests of at most maxBatchSize', async () => {

@@ -37,6 +37,11 @@ export interface ClientStats {
 export interface CheckOptions {
   /** How much of the limit this check uses; a positive integer, 1 by default. */
   readonly cost?: number | undefined;
+  /**
+   * The client's tier (one of the event's `tiers`), as your server knows it: never one the end
+   * user chose. A check with a tier is decided by memgate, never from a lease.
+   */
+  readonly tier?: string | undefined;
 }
 
 export interface RefundOptions {
@@ -64,6 +69,7 @@ interface CheckBody {
   readonly event: string;
   readonly feature: string;
   readonly cost?: number;
+  readonly tier?: string;
 }
 
 /** One check's fate at memgate. */
@@ -249,7 +255,8 @@ export function createClient(options: ClientOptions): MemgateClient {
 
   /** A check memgate decides: from a lease's units when the client holds leases, else by /check. */
   const ask = async (body: CheckBody): Promise<Asked> => {
-    if (!leases) return askCheck(body);
+    // A lease is taken per event and feature, under the client's limits without a tier.
+    if (!leases || body.tier !== undefined) return askCheck(body);
     const sentAt = now();
     const decision = await leases.decide(
       body.event,
@@ -302,7 +309,7 @@ export function createClient(options: ClientOptions): MemgateClient {
         (async () => {
           openOrThrow();
           const body = checkBody(event, feature, checkOptions);
-          return count(await denials.decide(body.event, body.feature, body.cost ?? 1, () => ask(body)));
+          return count(await denials.decide(body.event, body.feature, body.cost ?? 1, () => ask(body), body.tier));
         })(),
       );
     },
@@ -399,15 +406,22 @@ function checkBody(event: unknown, feature: unknown, options: unknown): CheckBod
       'memgate client: the options of a check must be an object such as { cost: 2 }',
     );
   }
-  const cost = (options as CheckOptions | undefined)?.cost;
-  if (cost === undefined) return { event, feature };
+  const { cost, tier } = (options as CheckOptions | undefined) ?? {};
+  if (tier !== undefined && (typeof tier !== 'string' || tier.length === 0 || !tier.isWellFormed())) {
+    throw new MemgateClientError(
+      'invalid_tier',
+      `memgate client: tier must be a non-empty string of well-formed Unicode (got ${typeof tier})`,
+    );
+  }
+  const named = tier === undefined ? {} : { tier };
+  if (cost === undefined) return { event, feature, ...named };
   if (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 1) {
     throw new MemgateClientError(
       'invalid_cost',
       `memgate client: cost must be a positive integer (got ${String(cost)})`,
     );
   }
-  return { event, feature, cost };
+  return { event, feature, cost, ...named };
 }
 
 function isDecision(body: unknown): body is Decision {

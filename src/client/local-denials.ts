@@ -42,7 +42,14 @@ export interface LocalDenials {
    * Decides a check of `event`, `feature`, `cost`: locally while a denial of it holds, else
    * by `ask` (memgate), waiting first for a check of the same key already there.
    */
-  decide(event: string, feature: string, cost: number, ask: () => Promise<Asked>): Promise<ClientDecision>;
+  /** `tier`: the one the check names, when it names one; a denial under one tier says nothing of another. */
+  decide(
+    event: string,
+    feature: string,
+    cost: number,
+    ask: () => Promise<Asked>,
+    tier?: string,
+  ): Promise<ClientDecision>;
   /** Forgets every denial of `event` and `feature` (after a reset or a refund). */
   forget(event: string, feature: string): void;
   /** Keys remembered now. */
@@ -72,8 +79,8 @@ export function createLocalDenials({ maxEntries, now }: LocalDenialsOptions): Lo
   };
 
   return {
-    async decide(event, feature, cost, ask) {
-      const key = JSON.stringify([event, feature, cost]);
+    async decide(event, feature, cost, ask, tier) {
+      const key = JSON.stringify(tier === undefined ? [event, feature, cost] : [event, feature, cost, tier]);
       for (;;) {
         const denial = denials.get(key);
         if (!denial) {
