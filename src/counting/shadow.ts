@@ -1,7 +1,7 @@
-// Limits in `mode: shadow`: decided and counted as if enforced, never refusing. An event wholly
-// in shadow is one check that does not enforce; shadow limits beside enforced ones count apart
-// (plan.ts, shadowEvent) and are decided with them as one request, so that they count only what
-// enforcing them would have admitted. The answer is one decision: the enforced limits decide,
+// Limits in `mode: shadow`: decided and counted as if enforced, never refusing. A limit set all in
+// shadow (an event's, a tier's) is one check that does not enforce, on the event's own counters;
+// shadow limits beside enforced ones count apart (plan.ts, shadowEvent) and are decided with them
+// as one request, so that they count only what enforcing them would have admitted. The answer is one decision: the enforced limits decide,
 // the shadow limits say what they would have done (`shadowLimits`, `shadowDenied`).
 import type { CheckContext, HowDecided } from './check-context.js';
 import type { CheckItem } from './check-request.js';
