@@ -2,13 +2,7 @@
 // configuration (config/envoy-match.ts), the matched limits decided and counted together by
 // the limiter, and the answer in Envoy's terms (docs/envoy.md says how it differs from
 // envoyproxy/ratelimit's).
-import {
-  ENVOY_UNIT_SECONDS,
-  type EnvoyConfig,
-  type EnvoyDescriptor,
-  type EnvoyRateLimit,
-  type EnvoyUnit,
-} from '../config/envoy-config.js';
+import { ENVOY_UNIT_SECONDS, type EnvoyConfig, type EnvoyRateLimit, type EnvoyUnit } from '../config/envoy-config.js';
 import {
   applyReplaces,
   ENVOY_EVENT_PREFIX,
@@ -66,6 +60,20 @@ interface Counted {
   readonly enforced: boolean;
 }
 
+/** A descriptor whose limit counts, from the file or from the request's own `limit`. */
+interface LimitedDescriptor {
+  readonly kind: 'limit';
+  readonly event: string;
+  /** The counter within the event. */
+  readonly feature: string;
+  readonly rateLimit: EnvoyRateLimit;
+  /** Its denial refuses the request (not shadow_mode nor quota_mode). */
+  readonly enforced: boolean;
+}
+
+/** What one descriptor of a request comes to. */
+type Decided = Exclude<EnvoyMatch, { kind: 'limit' }> | LimitedDescriptor;
+
 /**
  * A descriptor's per-request `limit`, as envoyproxy/ratelimit applies it (GetLimit): in place
  * of whatever the configuration says of the descriptor, whenever its domain is configured,
@@ -78,7 +86,7 @@ function overrideMatch(
   domain: string,
   descriptor: RateLimitDescriptor,
   matched: EnvoyMatch,
-): Extract<EnvoyMatch, { kind: 'limit' }> | undefined {
+): LimitedDescriptor | undefined {
   const { limit } = descriptor;
   if (!limit || !config.domains.has(domain)) return undefined;
   const unit = limit.unit.toLowerCase() as EnvoyUnit;
@@ -100,18 +108,8 @@ function overrideMatch(
     matched.kind === 'limit'
       ? { event: matched.event, feature: matched.feature }
       : { event: envoyOverrideEvent(domain), feature: entriesFeature(descriptor.entries) };
-  return { kind: 'limit', descriptor: OVERRIDDEN, rateLimit, shadowMode: false, ...counter };
+  return { kind: 'limit', rateLimit, enforced: true, ...counter };
 }
-
-/** The configured descriptor an override stands in for: enforced, never in quota mode. */
-const OVERRIDDEN = {
-  key: '',
-  name: '',
-  path: [],
-  quotaMode: false,
-  shadowMode: false,
-  children: { byKey: new Map(), wildcards: [] },
-} as unknown as EnvoyDescriptor;
 
 export function createEnvoyDecider(
   options: EnvoyDeciderOptions,
@@ -131,14 +129,26 @@ export function createEnvoyDecider(
     const replaced = applyReplaces(
       found.map((match, index): EnvoyMatch => (overrides[index] ? { kind: 'none', reason: 'no-limit' } : match)),
     );
-    const matches = replaced.map((match, index): EnvoyMatch => overrides[index] ?? match);
+    const matches = replaced.map(
+      (match, index): Decided =>
+        overrides[index] ??
+        (match.kind === 'limit'
+          ? {
+              kind: 'limit',
+              event: match.event,
+              feature: match.feature,
+              rateLimit: match.rateLimit,
+              enforced: enforcedOf(match),
+            }
+          : match),
+    );
     for (const override of overrides) if (override) options.onLimitOverride?.(request.domain);
     const statuses: (DescriptorStatus | undefined)[] = [];
     const counted: Counted[] = [];
     const checks: TogetherCheck[] = [];
     // A limit of 0 requests denies without counting; enforced, it denies the whole request.
     const deniedOutright = matches.some(
-      (match) => match.kind === 'limit' && match.rateLimit.requestsPerUnit === 0 && enforcedOf(match),
+      (match) => match.kind === 'limit' && match.rateLimit.requestsPerUnit === 0 && match.enforced,
     );
     const nowMs = now();
     /** When the enforced limits of 0 requests would reset: they are over until then. */
@@ -147,7 +157,7 @@ export function createEnvoyDecider(
       if (match.kind === 'none') statuses[index] = { code: 'OK', limitRemaining: 0 };
       else if (match.kind === 'unlimited') statuses[index] = { code: 'OK', limitRemaining: UNLIMITED_REMAINING };
       else {
-        const enforced = enforcedOf(match);
+        const { enforced } = match;
         if (match.rateLimit.requestsPerUnit === 0) {
           if (!enforced) options.onShadowOverLimit?.(match.event);
           const status = zeroLimitStatus(match.rateLimit, enforced, nowMs);
@@ -200,7 +210,7 @@ export function createEnvoyDecider(
 }
 
 /** An override's limit as the limiter takes it, named as its descriptor's limit would be. */
-function runtimeLimitOf(match: Extract<EnvoyMatch, { kind: 'limit' }>): RuntimeLimit {
+function runtimeLimitOf(match: LimitedDescriptor): RuntimeLimit {
   const { rateLimit } = match;
   return {
     name: `${match.event

@@ -9,6 +9,7 @@ import { isIP } from 'node:net';
 import { FeatureMatcher, listMatcher } from '../config/feature-match.js';
 import type { EventPolicy, LimitPolicy, OverridePolicy, PolicySet } from '../config/policies.js';
 import { clientAddressFeature } from '../shared/client-address.js';
+import { CLIENT_DEFAULTS } from '../shared/defaults.js';
 import type { LoggedRequest } from './access-log.js';
 
 /** Where /gate would put a logged request. */
@@ -45,7 +46,7 @@ function hostFeature(host: string, ipv6Subnet: number | false): string {
 /** Where /gate would place `request` under `policies`. */
 export function placeRequest(policies: PolicySet, request: LoggedRequest, options: ReplayOptions = {}): Placement {
   const gateway = policies.gateway;
-  const feature = hostFeature(request.host, gateway?.ipv6Subnet ?? 56);
+  const feature = hostFeature(request.host, gateway?.ipv6Subnet ?? CLIENT_DEFAULTS.ipv6Subnet);
   if (options.event !== undefined) return { kind: 'count', event: options.event, feature };
   if (!gateway) throw new Error(`${policies.source} has no gateway section to place requests by; give --event`);
   if (request.target === undefined) return { kind: 'uncounted', reason: 'no request line', feature };

@@ -5,7 +5,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import type { ErrorCode } from '../../config/error-codes.js';
 import type { GatewayPolicy, PathOutcome } from '../../config/gateway-policy.js';
 import { clientAddressFeature } from '../../shared/client-address.js';
-import { listedDecision, type Decision } from '../../counting/decision.js';
+import { listedDecision } from '../../counting/decision.js';
 import { LimiterInputError } from '../../counting/errors.js';
 import type { Limiter } from '../../counting/limiter.js';
 import { errorBody, sendError, type ErrorHandler } from '../errors.js';
@@ -55,14 +55,17 @@ export function registerGatewayRoutes(app: FastifyInstance, limiter: Limiter, ha
       if (!gateway) return sendError(reply, 'not_found', 'the policy file has no gateway section, so /gate is off');
       const outcome = outcomeOf(request, gateway);
       if (outcome.action === 'refuse') throw new GatewayInputError(outcome.code, outcome.message);
-      const listed = listedClient(request, gateway, outcome.action === 'allow');
-      if (listed !== undefined) return reply.code(listed.allowed ? 200 : gateway.denyStatus).send(listed);
-      if (outcome.action === 'allow') return { allowed: true, limits: [] };
+      const feature = outcome.action === 'allow' ? listedOnly(request, gateway) : featureOf(request, gateway);
+      // The gateway's lists hold for every path, before any event's limits.
+      const listed = feature === undefined ? undefined : gateway.listed(feature);
+      if (listed !== undefined)
+        return reply.code(listed === 'allow' ? 200 : gateway.denyStatus).send(listedDecision(listed));
+      if (outcome.action === 'allow' || feature === undefined) return { allowed: true, limits: [] };
       // The gateway sends the tier with every request; an event without tiers has one limit set for all.
       const tiered =
         gateway.tierHeader !== undefined && (limiter.plans.get(outcome.event)?.clients?.tiers.size ?? 0) > 0;
       const tier = tiered ? textHeader(request, gateway.tierHeader, 'invalid_tier') : undefined;
-      const decision = await limiter.check({ event: outcome.event, feature: featureOf(request, gateway), tier });
+      const decision = await limiter.check({ event: outcome.event, feature, tier });
       setHeaders(reply.code(decision.allowed ? 200 : gateway.denyStatus), outcome.event, decision);
       return decision;
     };
@@ -100,21 +103,18 @@ function outcomeOf(request: FastifyRequest, gateway: GatewayPolicy): PathOutcome
 }
 
 /**
- * The decision of the gateway's allow or deny list for the request's client, whatever its
- * path, or undefined when neither holds it (or the section has no lists). A path let through
- * uncounted (`unmatched: allow`) needs no client: one that cannot be found is not refused.
+ * The client of a path let through uncounted (`unmatched: allow`), for the gateway's lists
+ * only: undefined when the section has none, or when the client cannot be found (such a path
+ * needs no client, so it is not refused for it).
  */
-function listedClient(request: FastifyRequest, gateway: GatewayPolicy, pathAllowed: boolean): Decision | undefined {
+function listedOnly(request: FastifyRequest, gateway: GatewayPolicy): string | undefined {
   if (gateway.allow.length === 0 && gateway.deny.length === 0) return undefined;
-  let feature: string;
   try {
-    feature = featureOf(request, gateway);
+    return featureOf(request, gateway);
   } catch (error) {
-    if (pathAllowed && error instanceof GatewayInputError) return undefined;
+    if (error instanceof GatewayInputError) return undefined;
     throw error;
   }
-  const listed = gateway.listed(feature);
-  return listed === undefined ? undefined : listedDecision(listed);
 }
 
 function featureOf(request: FastifyRequest, gateway: GatewayPolicy): string {
