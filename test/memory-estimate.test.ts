@@ -25,7 +25,16 @@ const SHAPES: Record<string, object> = {
 const CLIENTS = 2000;
 
 /** Heap per cached client, and what the cache counts it at, for `events` events of one shape. */
+/**
+ * The heap per client, as the smaller of two measures: anything else allocated while one runs
+ * (a timer, a log line) can only add to it, and once in a fresh clone's run it added 10%.
+ */
 async function measure(shape: object, events: number): Promise<{ heap: number; estimate: number }> {
+  const [first, second] = [await measureOnce(shape, events), await measureOnce(shape, events)];
+  return first.heap <= second.heap ? first : second;
+}
+
+async function measureOnce(shape: object, events: number): Promise<{ heap: number; estimate: number }> {
   const names = Array.from({ length: events }, (_, i) => `e${i}`);
   let clockMs = 0;
   const limiter = createLimiter({
