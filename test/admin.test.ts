@@ -102,7 +102,7 @@ describe('admin routes', () => {
     expect(await reloaded.json()).toEqual({ reloaded: true, source: path, events: ['login'] });
     expect((await check('carol')).headers.get('ratelimit-policy')).toBe('"login-1h";q=5;w=3600');
 
-    await writeFile(path, 'events:\n  login:\n    limits:\n      - { limit: 0, window: 1w }\n');
+    await writeFile(path, 'events:\n  login:\n    limits:\n      - { limit: 0, window: 1y }\n');
     const refused = await admin('/admin/reload', undefined);
     expect(refused.status).toBe(400);
     expect(await refused.json()).toMatchObject({ error: { code: 'invalid_policies' } });
@@ -110,7 +110,7 @@ describe('admin routes', () => {
     const logged = lines.map((line) => JSON.parse(line) as Record<string, unknown>);
     const problems = [
       'event "login", field limits[0].limit: must be >= 1 (got 0)',
-      'event "login", field limits[0].window: must be a positive whole duration like 30s, 5m, 1h, 1d or a number of seconds (got "1w")',
+      'event "login", field limits[0].window: must be a positive whole duration like 30s, 5m, 1h, 1d or a number of seconds (got "1y")',
     ];
     expect(logged.filter((line) => line.level === 40)).toEqual([
       expect.objectContaining({

@@ -64,7 +64,7 @@ describe('memgate as a library', () => {
   it('refuses invalid inline policies with the same messages as a file', () => {
     expect(() =>
       createLimiter({
-        policies: { events: { login: { limits: [{ limit: 2, window: '1w' }] } } },
+        policies: { events: { login: { limits: [{ limit: 2, window: '1y' }] } } },
         store: createEmbeddedStore(),
       }),
     ).toThrow(PolicyError);

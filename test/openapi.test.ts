@@ -155,7 +155,7 @@ async function world(kind: World, closing: (() => Promise<unknown>)[]): Promise<
     },
   };
   const limiter = reloadable(createLimiter({ ...options, store, keyPrefix: uniquePrefix(), policies }));
-  const fileOnDisk = kind === 'brokenFile' ? POLICY_TEXT.replace('window: 1m }', 'window: 1w }') : POLICY_TEXT;
+  const fileOnDisk = kind === 'brokenFile' ? POLICY_TEXT.replace('window: 1m }', 'window: 1y }') : POLICY_TEXT;
   // As the service reloads: the file read again, under its name.
   const reload = () => {
     const next = parsePolicyText(fileOnDisk, POLICY_FILE);

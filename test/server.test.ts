@@ -284,13 +284,13 @@ describe('the memgate process', () => {
   it('refuses a bad policy file as bad configuration (exit 2), naming the file, the event and the field of every problem', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'memgate-'));
     const path = join(dir, 'policies.yaml');
-    await writeFile(path, 'events:\n  login:\n    limits:\n      - { limit: 0, window: 1w }\n');
+    await writeFile(path, 'events:\n  login:\n    limits:\n      - { limit: 0, window: 1y }\n');
     const viaEnv = await failedStart({ MEMGATE_CONFIG: path });
     expect(viaEnv.code).toBe(2);
     expect(viaEnv.stderr).toBe(
       `memgate: invalid policies in ${path}:\n` +
         '  - event "login", field limits[0].limit: must be >= 1 (got 0)\n' +
-        '  - event "login", field limits[0].window: must be a positive whole duration like 30s, 5m, 1h, 1d or a number of seconds (got "1w")\n',
+        '  - event "login", field limits[0].window: must be a positive whole duration like 30s, 5m, 1h, 1d or a number of seconds (got "1y")\n',
     );
     const viaFlag = await failedStart({}, ['--config', path]);
     expect(viaFlag.code).toBe(2);

@@ -5,6 +5,7 @@
 import { readFile, stat } from 'node:fs/promises';
 import { isMap, parseDocument } from 'yaml';
 import { formatPath } from '../config/document-order.js';
+import { describeCalendarWindow } from '../config/calendar-window.js';
 import { formatDuration } from '../config/duration.js';
 import { ENVOY_UNIT_SECONDS, loadEnvoyConfig, type EnvoyDescriptor, type EnvoyDomain } from '../config/envoy-config.js';
 import { envoyLimitEvents, type EnvoyLimitEvent } from '../config/envoy-events.js';
@@ -111,8 +112,8 @@ const SIZING_HEADER = ['algorithm', 'window', 'buckets', 'keys/check max', 'mean
 function sizingCells(event: EventSizing, limit: LimitSizing): string[] {
   return [
     'edge' in event ? `${event.algorithm}, ${event.edge} edge` : event.algorithm,
-    formatDuration(limit.window),
-    limit.bucketSizes.map(formatDuration).join(' '),
+    limit.calendar ? describeCalendarWindow(limit.calendar) : formatDuration(limit.window),
+    limit.calendar ? 'one a period' : limit.bucketSizes.map(formatDuration).join(' '),
     String(limit.keysPerCheck.max),
     String(limit.keysPerCheck.mean),
     String(limit.itemsPerFeature),

@@ -75,6 +75,48 @@ describe('parseEnvoyTexts', () => {
     expect(config.domains.get('d')?.descriptors.byKey.get('a')?.rateLimit?.window).toBe(31_536_000);
   });
 
+  it('keeps a month 30 days from the epoch unless the rate_limit opts into calendar periods', () => {
+    const config = configOf(`domain: d
+descriptors:
+  - key: plain
+    rate_limit: { unit: month, requests_per_unit: 100 }
+  - key: billed
+    rate_limit: { unit: month, requests_per_unit: 100, calendar: { timezone: Europe/Berlin, anchor: 15 } }
+  - key: daily
+    rate_limit: { unit: day, requests_per_unit: 10, calendar: { timezone: UTC } }
+`);
+    const level = config.domains.get('d')?.descriptors.byKey;
+    expect(level?.get('plain')?.rateLimit).toMatchObject({ window: 2_592_000 });
+    expect(level?.get('plain')?.rateLimit?.calendar).toBeUndefined();
+    expect(level?.get('billed')?.rateLimit).toMatchObject({
+      unit: 'month',
+      window: 31 * 86_400,
+      calendar: { unit: 'month', anchor: 15, timeZone: 'Europe/Berlin' },
+    });
+    // A UTC day is the epoch-aligned day already.
+    expect(level?.get('daily')?.rateLimit?.calendar).toBeUndefined();
+  });
+
+  it('refuses calendar periods where they cannot apply, saying why', () => {
+    expect(
+      problemsOf({
+        'a.yaml': `domain: d
+descriptors:
+  - key: a
+    rate_limit: { unit: minute, requests_per_unit: 1, calendar: { timezone: Europe/Berlin } }
+  - key: b
+    rate_limit: { unit: month, requests_per_unit: 1, calendar: { timezone: Atlantis/Capital } }
+  - key: c
+    rate_limit: { unit: week, requests_per_unit: 1, algorithm: sliding, calendar: {} }
+`,
+      }),
+    ).toEqual([
+      'a.yaml: domain "d", descriptor a (descriptors[0]), field rate_limit.calendar: applies to unit day, week or month (got unit minute)',
+      'a.yaml: domain "d", descriptor b (descriptors[1]), field rate_limit.calendar.timezone: must be an IANA time zone such as Europe/Berlin, America/New_York or UTC (got "Atlantis/Capital")',
+      'a.yaml: domain "d", descriptor c (descriptors[2]), field rate_limit.calendar: counts fixed windows: drop algorithm: sliding',
+    ]);
+  });
+
   it("reads memgate's opt-in fields: window, algorithm, granularity, onStoreError", () => {
     const config = configOf(`domain: d
 descriptors:

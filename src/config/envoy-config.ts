@@ -4,14 +4,15 @@ import { Ajv, type ErrorObject } from 'ajv';
 import { isScalar, parseDocument, visit } from 'yaml';
 import { AJV_CODE_OPTIONS } from './defaults.js';
 import { asRecord, compareRanks, formatPath, pathOf, rankIn, valueAt } from './document-order.js';
+import { CALENDAR_NOMINAL_SECONDS, calendarWindowOf, type CalendarWindow } from './calendar-window.js';
 import { formatDuration, parseDuration } from './duration.js';
 import { PolicyError, type Algorithm, type OnStoreError } from './policies.js';
 
 /**
  * envoyproxy/ratelimit's configuration files (https://github.com/envoyproxy/ratelimit,
  * README "Configuration", src/config/config_impl.go), read as that project reads them,
- * plus memgate's opt-in extensions on a rate_limit: window, algorithm, granularity and
- * onStoreError. Matching a request's descriptor against them is in envoy-match.ts.
+ * plus memgate's opt-in extensions on a rate_limit: window, algorithm, granularity, calendar
+ * and onStoreError. Matching a request's descriptor against them is in envoy-match.ts.
  */
 
 /** Envoy's RateLimitResponse.RateLimit.Unit, as written in the files (any case). */
@@ -49,6 +50,12 @@ export interface EnvoyRateLimit {
   /** Seconds; equals `window` for fixed windows. */
   readonly granularity: number;
   readonly onStoreError: OnStoreError;
+  /**
+   * `calendar:` (a memgate extension on unit day, week or month): periods from local midnight in
+   * a time zone, as policy files' calendar windows. Without it a month is 30 days from the
+   * epoch, as in envoyproxy/ratelimit.
+   */
+  readonly calendar?: CalendarWindow | undefined;
 }
 
 /** One descriptor of a file, with its children indexed the way envoyproxy/ratelimit looks them up. */
@@ -134,6 +141,12 @@ export const envoyFileSchema = {
             algorithm: { enum: ALGORITHMS },
             granularity: duration,
             onStoreError: { enum: ON_STORE_ERROR },
+            calendar: {
+              type: 'object',
+              additionalProperties: false,
+              description: 'a day, week or month of a time zone instead of an epoch-aligned span (memgate extension)',
+              properties: { timezone: { type: 'string', maxLength: 64 }, anchor: { type: ['integer', 'string'] } },
+            },
           },
         },
         shadow_mode: { type: 'boolean' },
@@ -341,7 +354,7 @@ function parseRateLimit(raw: Record<string, unknown> | undefined, place: readonl
     else if (replaced === name) fault(['replaces', String(index)], `"${replaced}" is this limit's own name; a limit cannot replace itself`);
   });
   if (unlimited) {
-    for (const extension of ['unit', 'window', 'algorithm', 'granularity'] as const) {
+    for (const extension of ['unit', 'window', 'algorithm', 'granularity', 'calendar'] as const) {
       if (raw[extension] !== undefined) fault(extension, 'must not be set when unlimited is true: an unlimited descriptor counts nothing');
     }
     if (faults.count > 0 || !shapeSound) return null;
@@ -370,8 +383,11 @@ function parseRateLimit(raw: Record<string, unknown> | undefined, place: readonl
   if (window !== undefined && granularity !== undefined && window % granularity !== 0) {
     fault('window', `${formatDuration(window)} is not a multiple of the granularity ${formatDuration(granularity)}`);
   }
-  if (faults.count > 0 || !shapeSound || window === undefined || granularity === undefined) return null;
+  const calendar = raw.calendar !== undefined && sound(field('calendar')) ? calendarOf(raw, unit, algorithm, fault) : undefined;
+  if (calendar) window = granularity = CALENDAR_NOMINAL_SECONDS[calendar.unit];
+  if (faults.count > 0 || !shapeSound || window === undefined || granularity === undefined || calendar === null) return null;
   return {
+    ...(calendar ? { calendar } : {}),
     ...(name === undefined ? {} : { name }),
     replaces,
     unlimited,
@@ -382,6 +398,33 @@ function parseRateLimit(raw: Record<string, unknown> | undefined, place: readonl
     granularity,
     onStoreError: onStoreErrorOf(raw),
   };
+}
+
+/**
+ * A rate_limit's `calendar:` section: its unit's periods in a time zone (undefined for a UTC
+ * day, the aligned day it already is), or null when faulty.
+ */
+function calendarOf(
+  raw: Record<string, unknown>,
+  unit: EnvoyUnit | undefined,
+  algorithm: Algorithm,
+  fault: (name: string | readonly string[], text: string) => void,
+): CalendarWindow | undefined | null {
+  if (unit !== 'day' && unit !== 'week' && unit !== 'month') {
+    fault('calendar', `applies to unit day, week or month (got ${unit === undefined ? 'no unit' : `unit ${unit}`})`);
+    return null;
+  }
+  if (raw.window !== undefined) {
+    fault('calendar', 'takes its length from the unit: drop window');
+    return null;
+  }
+  if (algorithm !== 'fixed') {
+    fault('calendar', 'counts fixed windows: drop algorithm: sliding');
+    return null;
+  }
+  const fields = asRecord(raw.calendar) ?? {};
+  return calendarWindowOf(unit, { anchor: fields.anchor, timezone: fields.timezone }, (name, text) => { fault(['calendar', name], text); },
+  );
 }
 
 function onStoreErrorOf(raw: Record<string, unknown>): OnStoreError {

@@ -37,7 +37,15 @@ export function envoyLimitEvents(config: EnvoyConfig): EnvoyLimitEvent[] {
             algorithm: limit.algorithm,
             edge: 'whole',
             onStoreError: limit.onStoreError,
-            limits: [{ name, limit: limit.requestsPerUnit, window: limit.window, granularity: limit.granularity }],
+            limits: [
+              {
+                name,
+                limit: limit.requestsPerUnit,
+                window: limit.window,
+                granularity: limit.granularity,
+                ...(limit.calendar ? { calendar: limit.calendar } : {}),
+              },
+            ],
           },
         });
       }

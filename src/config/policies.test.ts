@@ -195,7 +195,7 @@ describe('parsePolicies', () => {
     ['a negative window', { events: { a: { limits: [{ limit: 1, window: -60 }] } } }, 'event "a", field limits[0].window: must be a positive whole duration'],
     ['a zero window', { events: { a: { limits: [{ limit: 1, window: '0s' }] } } }, 'event "a", field limits[0].window: must be a positive whole duration'],
     ['a fractional window', { events: { a: { limits: [{ limit: 1, window: 1.5 }] } } }, 'event "a", field limits[0].window: must be a positive whole duration like 30s, 5m, 1h, 1d or a number of seconds (got 1.5)'],
-    ['an unknown unit', { events: { a: { limits: [{ limit: 1, window: '1w' }] } } }, 'event "a", field limits[0].window: must be a positive whole duration'],
+    ['an unknown unit', { events: { a: { limits: [{ limit: 1, window: '1y' }] } } }, 'event "a", field limits[0].window: must be a positive whole duration'],
     ['a window that granularity does not divide', { events: { a: { limits: [{ limit: 1, window: '1m', granularity: '7s' }] } } }, 'event "a", field limits[0].window: 1m is not a multiple of the granularity 7s'],
     ['a granularity on a fixed window', { events: { a: { algorithm: 'fixed', limits: [{ limit: 1, window: '1m', granularity: '1s' }] } } }, 'event "a", field limits[0].granularity: applies to sliding windows only'],
     ['an unknown edge rule', { events: { a: { edge: 'half', limits: [{ limit: 1, window: 1 }] } } }, 'event "a", field edge: must be one of whole, drop, weighted (got "half")'],
@@ -216,7 +216,7 @@ describe('parsePolicies', () => {
     expect(
       problemsOf({
         events: {
-          a: { limits: [{ limit: 0, window: '1w', onStoreError: 'deny' }] },
+          a: { limits: [{ limit: 0, window: '1y', onStoreError: 'deny' }] },
           b: { algorithm: 'leaky', limits: [{ limit: 1, window: '1m', granularity: '7s' }] },
           c: { limits: [{ limit: 1, window: '1m', granularity: '7s' }] },
           d: { algorithm: 'fixed', edge: 'drop', limits: [{ limit: 1, window: '1h', granularity: '1m' }] },
@@ -225,7 +225,7 @@ describe('parsePolicies', () => {
       }),
     ).toEqual([
       'event "a", field limits[0].limit: must be >= 1 (got 0)',
-      'event "a", field limits[0].window: must be a positive whole duration like 30s, 5m, 1h, 1d or a number of seconds (got "1w")',
+      'event "a", field limits[0].window: must be a positive whole duration like 30s, 5m, 1h, 1d or a number of seconds (got "1y")',
       'event "a", field limits[0]: "onStoreError" belongs to the event, not to a limit',
       'event "b", field algorithm: must be one of sliding, fixed (got "leaky")',
       'event "c", field limits[0].window: 1m is not a multiple of the granularity 7s',
@@ -289,7 +289,7 @@ describe('loadPolicyFile', () => {
   });
 
   it('names the file in every error', async () => {
-    const path = await fileWith('bad.yaml', 'events:\n  login:\n    limits:\n      - { limit: 5, window: 1w }\n');
+    const path = await fileWith('bad.yaml', 'events:\n  login:\n    limits:\n      - { limit: 5, window: 1y }\n');
     await expect(loadPolicyFile(path)).rejects.toThrow(`invalid policies in ${path}:\n  - event "login", field limits[0].window`);
   });
 
@@ -471,5 +471,61 @@ describe('limits in shadow', () => {
         'p.yaml',
       ),
     ).toThrow('event "api", field lease: cannot be combined with shadow limits');
+  });
+});
+
+describe('calendar windows', () => {
+  const fixed = (limit: object) => ({ events: { quota: { algorithm: 'fixed', limits: [{ limit: 10, ...limit }] } } });
+  const limitOf = (document: object) => parsePolicies(document).events.get('quota')?.limits[0];
+
+  it('reads a month, a week and a day of a time zone, with their anchors and names', () => {
+    expect(limitOf(fixed({ window: '1mo', anchor: 15, timezone: 'Europe/Berlin' }))).toMatchObject({
+      name: 'quota-1mo',
+      window: 31 * 86_400,
+      calendar: { unit: 'month', anchor: 15, timeZone: 'Europe/Berlin' },
+    });
+    expect(limitOf(fixed({ window: '1w', anchor: 'sunday' }))?.calendar).toEqual({ unit: 'week', anchor: 7, timeZone: 'UTC' });
+    expect(limitOf(fixed({ window: '1w' }))?.calendar).toEqual({ unit: 'week', anchor: 1, timeZone: 'UTC' });
+    expect(limitOf(fixed({ window: '1mo' }))?.calendar).toEqual({ unit: 'month', anchor: 1, timeZone: 'UTC' });
+    // A zone is kept as written (Intl's own spelling of it varies between ICU versions), UTC as UTC.
+    expect(limitOf(fixed({ window: '1d', timezone: 'Asia/Kolkata' }))?.calendar).toEqual({
+      unit: 'day',
+      anchor: 1,
+      timeZone: 'Asia/Kolkata',
+    });
+    expect(limitOf(fixed({ window: '1w', timezone: 'Etc/UTC' }))?.calendar?.timeZone).toBe('UTC');
+  });
+
+  it('keeps a UTC day the epoch-aligned day it always was', () => {
+    expect(limitOf(fixed({ window: '1d' }))).toEqual({ name: 'quota-1d', limit: 10, window: 86_400, granularity: 86_400 });
+    expect(limitOf(fixed({ window: '1d', timezone: 'Etc/UTC' }))?.calendar).toBeUndefined();
+  });
+
+  it.each([
+    ['a calendar window on a sliding event', { events: { q: { limits: [{ limit: 1, window: '1mo' }] } } }, 'event "q", field limits[0].window: "1mo" is a calendar window: calendar windows are 1d, 1w or 1mo with algorithm: fixed'],
+    ['an unknown zone', fixed({ window: '1mo', timezone: 'Mars/Olympus' }), 'event "quota", field limits[0].timezone: must be an IANA time zone such as Europe/Berlin'],
+    ['a month anchored on the 31st', fixed({ window: '1mo', anchor: 31 }), 'event "quota", field limits[0].anchor: a month\'s anchor is the day of the month it starts on, 1 to 28'],
+    ['a week anchored on a made-up day', fixed({ window: '1w', anchor: 'funday' }), 'event "quota", field limits[0].anchor: a week\'s anchor is its first weekday'],
+    ['an anchor on a day', fixed({ window: '1d', anchor: 2, timezone: 'Europe/Berlin' }), 'event "quota", field limits[0].anchor: a day has no anchor'],
+    ['a time zone on a duration', fixed({ window: '5m', timezone: 'Europe/Berlin' }), 'event "quota", field limits[0].timezone: applies to calendar windows only (got window "5m")'],
+  ])('refuses %s, saying why', (_case, document, expected) => {
+    let problems: readonly string[] = [];
+    try {
+      parsePolicies(document);
+    } catch (error) {
+      problems = (error as PolicyError).problems;
+    }
+    expect(problems.some((problem) => problem.startsWith(expected)), problems.join('\n')).toBe(true);
+  });
+
+  it('plans one bucket a period, named by its window in keys', () => {
+    const plan = planEvents(parsePolicies(fixed({ window: '1mo', anchor: 15, timezone: 'Europe/Berlin' }))).get('quota');
+    const second = Date.parse('2026-03-29T12:00:00Z') / 1000;
+    const [run] = plan?.limits[0]?.cover(second) ?? [];
+    expect(run).toMatchObject({ start: Date.parse('2026-03-14T23:00:00Z') / 1000, count: 1 });
+    expect(run?.size).toBe((Date.parse('2026-04-14T22:00:00Z') - Date.parse('2026-03-14T23:00:00Z')) / 1000);
+    expect(run?.calendar?.tag).toBe('mo15@Europe/Berlin');
+    // Its counters outlive the longest month, written as an absolute expiration past 30 days.
+    expect(plan?.levels[0]?.ttlSeconds).toBeGreaterThan(31 * 86_400);
   });
 });

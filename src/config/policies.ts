@@ -4,6 +4,12 @@ import { Ajv, type ErrorObject } from 'ajv';
 import { parse as parseYaml } from 'yaml';
 import { AJV_CODE_OPTIONS, DEFAULTS } from './defaults.js';
 import { asRecord, compareRanks, formatPath, pathOf, rankIn, valueAt } from './document-order.js';
+import {
+  CALENDAR_NOMINAL_SECONDS,
+  CALENDAR_WINDOWS,
+  calendarWindowOf,
+  type CalendarWindow,
+} from './calendar-window.js';
 import { formatDuration, parseDuration } from './duration.js';
 import { describeMatch, parseClientLists, parseClientMatch, reportMatchProblems, type ClientMatch } from './feature-match.js';
 import { parseGateway, type GatewayPolicy, type RawGateway } from './gateway-policy.js';
@@ -34,6 +40,12 @@ export interface LimitPolicy {
   readonly window: number;
   /** Size of the finest bucket; equals `window` for fixed windows. */
   readonly granularity: number;
+  /**
+   * A calendar window (`window: 1d | 1w | 1mo` with `anchor` and `timezone`, fixed windows
+   * only): periods from local midnight to local midnight; `window` is then the unit's nominal
+   * length (CALENDAR_NOMINAL_SECONDS).
+   */
+  readonly calendar?: CalendarWindow | undefined;
   /**
    * `mode: shadow` (the limit's, or its event's): decided and counted as if enforced, but
    * never refusing; the decision names it in `shadowDenied` when it would have.
@@ -235,7 +247,7 @@ function parseLimitSet(
     const mode = (rawLimit.mode as string | undefined) ?? eventMode;
     limits.push({
       ...limit,
-      name: (rawLimit.name as string | undefined) ?? `${event}-${formatDuration(limit.window)}`,
+      name: (rawLimit.name as string | undefined) ?? `${event}-${windowWord(limit)}`,
       ...(mode === 'shadow' ? { shadow: true as const } : {}),
     });
   });
@@ -352,6 +364,14 @@ function parseLease(
   return { maxUnits: Math.min(maxUnits, tightest), life };
 }
 
+/** A limit's window as a name says it: `1m`, or a calendar window's word, `1mo`. */
+function windowWord(limit: Omit<LimitPolicy, 'name'>): string {
+  const unit = limit.calendar?.unit;
+  return Object.keys(CALENDAR_WINDOWS).find((word) => CALENDAR_WINDOWS[word] === unit) ?? formatDuration(limit.window);
+}
+
+const CALENDAR_HINT = 'calendar windows are 1d, 1w or 1mo with algorithm: fixed';
+
 function parseLimit(
   raw: Record<string, unknown>,
   algorithm: Algorithm | undefined,
@@ -359,10 +379,13 @@ function parseLimit(
   report: (field: string, message: string) => void,
 ): Omit<LimitPolicy, 'name'> | undefined {
   const limit = sound('limit') ? (raw.limit as number | undefined) : undefined;
-  let window: number | undefined;
-  if (raw.window !== undefined && sound('window')) {
+  const calendar = parseCalendar(raw, algorithm, sound, report);
+  if (calendar === null) return undefined;
+  let window: number | undefined = calendar ? CALENDAR_NOMINAL_SECONDS[calendar.unit] : undefined;
+  if (raw.window !== undefined && sound('window') && !calendar) {
     window = parseDuration(raw.window);
-    if (window === undefined) report('window', `${DURATION_HINT} (got ${JSON.stringify(raw.window)})`);
+    if (window === undefined)
+      report('window', `${DURATION_HINT} (got ${JSON.stringify(raw.window)})`);
   }
   let granularity: number | undefined = algorithm === 'fixed' ? window : 1;
   if (raw.granularity !== undefined && sound('granularity')) {
@@ -378,7 +401,39 @@ function parseLimit(
     report('window', `${formatDuration(window)} is not a multiple of the granularity ${formatDuration(granularity)}`);
     return undefined;
   }
-  return { limit, window, granularity };
+  return { limit, window, granularity, ...(calendar ? { calendar } : {}) };
+}
+
+/**
+ * A limit's calendar window: undefined when it has none, null when it is faulty. `1w` and
+ * `1mo` are always calendar windows; `1d` is one when given a time zone other than UTC (a UTC
+ * day is the epoch-aligned `1d` memgate always counted, and keeps its counters).
+ */
+function parseCalendar(
+  raw: Record<string, unknown>,
+  algorithm: Algorithm | undefined,
+  sound: (field: string) => boolean,
+  report: (field: string, message: string) => void,
+): CalendarWindow | undefined | null {
+  const word = typeof raw.window === 'string' && sound('window') ? raw.window.trim() : undefined;
+  const unit = word === undefined ? undefined : CALENDAR_WINDOWS[word];
+  const anchored = raw.anchor !== undefined || raw.timezone !== undefined;
+  if (unit === undefined || (unit === 'day' && !anchored)) {
+    if (!anchored) return undefined;
+    const field = raw.anchor !== undefined ? 'anchor' : 'timezone';
+    report(field, `applies to calendar windows only (got window ${JSON.stringify(raw.window)}); ${CALENDAR_HINT}`);
+    return null;
+  }
+  if (algorithm !== 'fixed') {
+    if (algorithm !== undefined)
+      report('window', `"${word}" is a calendar window: ${CALENDAR_HINT}; a sliding window is a duration such as 7d`);
+    return null;
+  }
+  return calendarWindowOf(
+    unit,
+    { anchor: sound('anchor') ? raw.anchor : undefined, timezone: sound('timezone') ? raw.timezone : undefined },
+    report,
+  );
 }
 
 /** Reads and validates a YAML or JSON policy file. */

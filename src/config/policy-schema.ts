@@ -29,8 +29,13 @@ const limits = {
     properties: {
       name: { type: 'string', pattern: NAME_PATTERN },
       limit: { type: 'integer', minimum: 1, maximum: MAX_LIMIT },
-      window: duration,
+      window: { ...duration, description: 'Ns, Nm, Nh, Nd, a number of seconds, or for a fixed window 1w or 1mo' },
       granularity: duration,
+      anchor: {
+        type: ['integer', 'string'],
+        description: 'where a calendar window starts: a 1mo window\'s day of the month (1-28), a 1w window\'s weekday',
+      },
+      timezone: { type: 'string', maxLength: 64, description: 'the IANA time zone of a calendar window (default UTC)' },
       mode: { enum: ['enforce', 'shadow'] },
     },
   },

@@ -2,16 +2,44 @@
 // counts of a window's buckets. No policies, no store: the plan, the window and the
 // decision build on it.
 
+/**
+ * Periods of a calendar window (counting/calendar.ts), whose buckets are not aligned to the
+ * epoch and whose lengths vary: a level of its own, named by `tag` in keys.
+ */
+export interface Periods {
+  readonly tag: string;
+  periodAt(second: number): { readonly start: number; readonly size: number };
+}
+
 /** Consecutive buckets of one level: `count` buckets of `size` seconds from `start` (epoch seconds). */
 export interface BucketRun {
   readonly size: number;
   readonly start: number;
   readonly count: number;
+  /** The calendar window the bucket is a period of (then count is 1). */
+  readonly calendar?: Periods | undefined;
+}
+
+/** A level of buckets: `size` seconds aligned to the epoch, or a calendar window's periods. */
+export interface BucketLevel {
+  /** Seconds; for a calendar window, its longest period. */
+  readonly size: number;
+  readonly calendar?: Periods | undefined;
 }
 
 /** The start of the bucket of `size` seconds holding `second`: buckets are aligned to the epoch. */
 export function bucketStart(second: number, size: number): number {
   return Math.floor(second / size) * size;
+}
+
+/** The start of the bucket of `level` holding `second`. */
+export function levelStart(level: BucketLevel, second: number): number {
+  return level.calendar ? level.calendar.periodAt(second).start : bucketStart(second, level.size);
+}
+
+/** How keys name a level: its size in seconds, or its calendar window's tag. */
+export function levelName(level: BucketLevel): number | string {
+  return level.calendar ? level.calendar.tag : level.size;
 }
 
 export function bucketCount(runs: readonly BucketRun[]): number {

@@ -3,18 +3,10 @@
 // is one day). The foundation of `window: 1d | 1w | 1mo` with `anchor` and `timezone`; pure time
 // arithmetic over Intl (Node's full ICU time-zone data), nothing counted here.
 
-export type CalendarUnit = 'day' | 'week' | 'month';
+import type { CalendarWindow } from '../config/calendar-window.js';
 
-export interface CalendarWindow {
-  readonly unit: CalendarUnit;
-  /**
-   * Where a period starts: for a month, the day of the month (1 to 28, so every month has it);
-   * for a week, the ISO weekday (1 Monday to 7 Sunday); ignored for a day.
-   */
-  readonly anchor: number;
-  /** An IANA time zone, e.g. `Europe/Berlin`; `UTC` for UTC. */
-  readonly timeZone: string;
-}
+export type { CalendarUnit, CalendarWindow } from '../config/calendar-window.js';
+export { isTimeZone } from '../config/calendar-window.js';
 
 /** One period: [startMs, endMs). */
 export interface CalendarPeriod {
@@ -44,16 +36,6 @@ function formatterOf(timeZone: string): Intl.DateTimeFormat {
     formatters.set(timeZone, formatter);
   }
   return formatter;
-}
-
-/** Whether `timeZone` is one Intl knows (an IANA name, or UTC). */
-export function isTimeZone(timeZone: string): boolean {
-  try {
-    formatterOf(timeZone);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 const WEEKDAYS: Readonly<Record<string, number>> = { Mon: 1, Tue: 2, Wed: 3, Thu: 4, Fri: 5, Sat: 6, Sun: 7 };
@@ -140,4 +122,50 @@ export function calendarPeriod(ms: number, window: CalendarWindow): CalendarPeri
     startMs = startOfLocalDay(start, window.timeZone);
   }
   return { startMs, endMs: startOfLocalDay(nextStartDate(start, window), window.timeZone) };
+}
+
+/** What a calendar window's periods may last, at most: a day of 25 hours, a week or month with one. */
+const LONGEST_SECONDS: Readonly<Record<CalendarWindow['unit'], number>> = {
+  day: 25 * 3600,
+  week: 7 * 86_400 + 3600,
+  month: 31 * 86_400 + 3600,
+};
+
+/**
+ * A calendar window as a bucket level: its periods in whole seconds, with the last two found
+ * remembered, since a check asks for the current period and, near its end, for the next one
+ * (for an instance whose clock runs ahead). `tag` names the level in counter keys: two windows
+ * that share a tag share their buckets.
+ */
+export class CalendarLevel {
+  readonly tag: string;
+  readonly longestSeconds: number;
+  private recent: { start: number; size: number }[] = [];
+
+  constructor(readonly window: CalendarWindow) {
+    const prefix = window.unit === 'day' ? 'd' : window.unit === 'week' ? `w${window.anchor}` : `mo${window.anchor}`;
+    this.tag = `${prefix}@${window.timeZone}`;
+    this.longestSeconds = LONGEST_SECONDS[window.unit];
+  }
+
+  /** The period holding second `second`: its start (epoch seconds) and length in seconds. */
+  periodAt(second: number): { start: number; size: number } {
+    for (const period of this.recent) if (period.start <= second && second < period.start + period.size) return period;
+    const { startMs, endMs } = calendarPeriod(second * 1000, this.window);
+    const start = Math.floor(startMs / 1000);
+    const period = { start, size: Math.floor(endMs / 1000) - start };
+    this.recent = [period, ...this.recent.slice(0, 1)];
+    return period;
+  }
+}
+
+const levels = new Map<string, CalendarLevel>();
+
+/** The one level of a calendar window, so every plan of it shares the periods found. */
+export function calendarLevel(window: CalendarWindow): CalendarLevel {
+  const level = new CalendarLevel(window);
+  const known = levels.get(level.tag);
+  if (known) return known;
+  levels.set(level.tag, level);
+  return level;
 }

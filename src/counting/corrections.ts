@@ -6,7 +6,7 @@ import { eventPlan, validCost, validFeature, type CheckRequest } from './check-r
 import { incrementsAt } from './counter-call.js';
 import { LimiterInputError } from './errors.js';
 import { bucketKey, resetMarkerKey } from './keys.js';
-import { bucketStart } from './buckets.js';
+import { levelName, levelStart } from './buckets.js';
 import type { EventPlan } from './plan.js';
 
 export interface RefundRequest extends CheckRequest {
@@ -48,7 +48,7 @@ export async function refund(
   // skew are read, nearest first, and the cost taken back from the first that holds it.
   const finest = plan.levels.reduce((a, b) => (b.size < a.size ? b : a));
   const candidates = nearestFirst(second, skewSeconds);
-  const keys = candidates.map((s) => bucketKey(state.base, finest.size, bucketStart(s, finest.size)));
+  const keys = candidates.map((s) => bucketKey(state.base, levelName(finest), levelStart(finest, s)));
   const { read } = await context.store.incrementAndRead([], [resetMarkerKey(state.base), ...keys]);
   // A reset since then forgot the check, and its bucket may now hold only checks counted
   // after it. A reset within the skew of `at` may be after it too.
@@ -84,7 +84,9 @@ export async function reset(
     const state = context.features.state(counted, feature);
     const second = Math.floor(context.now(state.base) / 1000);
     const ttlSeconds = Math.max(...counted.levels.map((level) => level.ttlSeconds));
-    const straddling = counted.levels.map(({ size }) => bucketKey(state.base, size, bucketStart(second, size)));
+    const straddling = counted.levels.map((level) =>
+      bucketKey(state.base, levelName(level), levelStart(level, second)),
+    );
     await context.store.reset({ key: resetMarkerKey(state.base), value: second, ttlSeconds }, straddling);
     context.features.forget(counted, feature);
   }

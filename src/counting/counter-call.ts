@@ -3,7 +3,7 @@
 // counts (increments the current buckets, reads the rest: one call) or only reads.
 import type { OnStoreError } from '../config/policies.js';
 import type { CounterIncrement, IncrementAndReadResult, IncrementOptions } from '../store/counter-store.js';
-import { bucketStart } from './buckets.js';
+import { levelName, levelStart } from './buckets.js';
 import type { LimitCounts } from './decision.js';
 import { bucketKey } from './keys.js';
 import type { EventPlan } from './plan.js';
@@ -86,9 +86,9 @@ export function countsOf(call: CounterCall, answer: IncrementAndReadResult): rea
 
 /** The increments that count `delta` at `second` in each of an event's bucket sizes (a refund, a lease's return). */
 export function incrementsAt(plan: EventPlan, base: string, second: number, delta: number): CounterIncrement[] {
-  return plan.levels.map(({ size, ttlSeconds }) => ({
-    key: bucketKey(base, size, bucketStart(second, size)),
+  return plan.levels.map((level) => ({
+    key: bucketKey(base, levelName(level), levelStart(level, second)),
     delta,
-    ttlSeconds,
+    ttlSeconds: level.ttlSeconds,
   }));
 }

@@ -1,8 +1,31 @@
-import { bucketStart, settledPrefix, type CountedBucket, type SettledPrefix } from './buckets.js';
+import {
+  bucketStart,
+  levelName,
+  levelStart,
+  settledPrefix,
+  type BucketRun,
+  type CountedBucket,
+  type SettledPrefix,
+} from './buckets.js';
 import type { LimitCounts } from './decision.js';
 import { bucketKey, resetMarkerKey } from './keys.js';
 import type { EventPlan } from './plan.js';
 import type { CounterIncrement } from '../store/counter-store.js';
+
+/** The buckets after the newest of a window, up to `skewSeconds` ahead of `second`, newest first. */
+function bucketsAhead(newest: BucketRun, second: number, skewSeconds: number): BucketRun[] {
+  const { calendar } = newest;
+  if (calendar) {
+    const next = calendar.periodAt(second + skewSeconds);
+    return next.start > newest.start ? [{ size: next.size, start: next.start, count: 1, calendar }] : [];
+  }
+  const ahead: BucketRun[] = [];
+  const last = bucketStart(second + skewSeconds, newest.size);
+  for (let start = bucketStart(second, newest.size) + newest.size; start <= last; start += newest.size) {
+    ahead.unshift({ size: newest.size, start, count: 1 });
+  }
+  return ahead;
+}
 
 /** A bucket of a limit's window whose count the window fills in. */
 interface WindowBucket extends CountedBucket {
@@ -67,8 +90,9 @@ export class FeatureWindow {
     // A returned lease takes units back from the buckets of its second until its hold ends.
     this.settleSeconds = skewSeconds + (plan.lease?.holdSeconds ?? 0);
     this.resetAt = previous?.resetAt ?? 0;
-    const levelOf = new Map(plan.levels.map(({ size }, index) => [size, index]));
-    this.currentKeys = plan.levels.map(({ size }) => bucketKey(base, size, bucketStart(second, size)));
+    const levelOf = new Map(plan.levels.map((level, index) => [levelName(level), index]));
+    const currentStarts = plan.levels.map((level) => levelStart(level, second));
+    this.currentKeys = plan.levels.map((level, index) => bucketKey(base, levelName(level), currentStarts[index] ?? 0));
     this.ttls = plan.levels.map(({ ttlSeconds }) => ttlSeconds);
     const current: (WindowBucket | undefined)[] = plan.levels.map(() => undefined);
     const byStart = plan.levels.map(() => new Map<number, WindowBucket>());
@@ -80,22 +104,18 @@ export class FeatureWindow {
       const runs = limit.cover(second);
       const newest = runs[0];
       // Buckets after now, where an instance whose clock is ahead already counts.
-      if (newest) {
-        const last = bucketStart(second + skewSeconds, newest.size);
-        for (let start = bucketStart(second, newest.size) + newest.size; start <= last; start += newest.size) {
-          runs.unshift({ size: newest.size, start, count: 1 });
-        }
-      }
+      if (newest) runs.unshift(...bucketsAhead(newest, second, skewSeconds));
       const buckets: WindowBucket[] = [];
       let settledLength = 0;
       for (let r = runs.length - 1; r >= 0; r--) {
-        const { size, start: runStart, count } = runs[r] as (typeof runs)[number];
-        const level = levelOf.get(size);
+        const { size, start: runStart, count, calendar } = runs[r] as (typeof runs)[number];
+        const name = calendar ? calendar.tag : size;
+        const level = levelOf.get(name);
         if (level === undefined) throw new Error(`bucket size ${size} is not a level of event ${plan.event}`);
         for (let i = 0; i < count; i++) {
           const start = runStart + i * size;
           const settled = this.isSettled(start, size);
-          if (start === bucketStart(second, size)) {
+          if (start === currentStarts[level]) {
             buckets.push((current[level] ??= { start, size, count: 0 }));
             continue;
           }
@@ -107,7 +127,7 @@ export class FeatureWindow {
             shared.set(start, bucket);
             if (known === undefined) {
               const list = settled ? unknown : live;
-              list.keys.push(bucketKey(base, size, start));
+              list.keys.push(bucketKey(base, name, start));
               list.targets.push(bucket);
             }
           }

@@ -5,6 +5,8 @@ import { createHash } from 'node:crypto';
  *
  *     <prefix>:{<event>:<feature tag>}:<bucket size>:<bucket start>
  *
+ * (a calendar window's bucket names its window, `mo15@Europe/Berlin`, in place of a size).
+ *
  * The part in braces is the hash tag: the store routes a key by it alone, so every bucket
  * of one event+feature lives on one server and a check is one round trip.
  *
@@ -25,8 +27,9 @@ export function counterKeyBase(prefix: string, event: string, feature: string): 
   return `${prefix}:{${event}:${featureTag(feature)}}:`;
 }
 
-export function bucketKey(base: string, size: number, start: number): string {
-  return `${base}${size}:${start}`;
+/** A bucket's key: `level` is its size in seconds, or a calendar window's tag (`mo15@Europe/Berlin`). */
+export function bucketKey(base: string, level: number | string, start: number): string {
+  return `${base}${level}:${start}`;
 }
 
 /** Where a feature's last reset time is kept (see Limiter.reset); routed with its buckets. */

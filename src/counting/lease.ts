@@ -10,6 +10,7 @@ import {
   type CheckRequest,
   type WallClock,
 } from './check-request.js';
+import { levelName } from './buckets.js';
 import { incrementsAt } from './counter-call.js';
 import { LimiterInputError } from './errors.js';
 import type { Decision } from './decision.js';
@@ -101,7 +102,7 @@ export function leasePlanOf(plan: EventPlan): LeasePlan {
 export function leaseUnitsKey(base: string, plan: EventPlan, id: string): string {
   // Hashed: a list of sizes could take a key past Memcached's 250 bytes.
   const sizes = createHash('sha256')
-    .update(plan.levels.map((level) => level.size).join('.'))
+    .update(plan.levels.map(levelName).join('.'))
     .digest()
     .subarray(0, 6)
     .toString('base64url');

@@ -2,7 +2,7 @@
 // bucket sizes an event counts in, and how a client's limits are chosen. Types only, so that
 // plan.ts and client-plans.ts, which both speak of plans, need not import each other.
 import type { Algorithm, Edge, LimitPolicy, OnStoreError } from '../config/policies.js';
-import type { BucketRun } from './buckets.js';
+import type { BucketLevel, BucketRun, Periods } from './buckets.js';
 
 /** A client an allow list holds (allowed, never counted) or a deny list holds (always refused). */
 export type Listed = 'allow' | 'deny';
@@ -25,8 +25,10 @@ export interface ClientChoice {
 export interface LimitPlan {
   readonly policy: LimitPolicy;
   readonly algorithm: Algorithm;
-  /** Bucket sizes (seconds) this limit counts in, coarsest first. */
+  /** Bucket sizes (seconds) this limit counts in, coarsest first; a calendar window's longest period. */
   readonly levels: readonly number[];
+  /** A calendar window's periods: then its one level is these, not `levels[0]`-second buckets. */
+  readonly calendar?: Periods | undefined;
   /** The buckets holding this limit's window at second `now`, coarsest (newest) run first. */
   cover(now: number): BucketRun[];
   /** How much of the cover's oldest bucket counts at second `now`: below 1 only for a `weighted` edge. */
@@ -44,9 +46,8 @@ export interface LimitPlan {
   readonly keysPerCheck: { readonly max: number; readonly mean: number };
 }
 
-/** One bucket size of an event: each check increments its current bucket. */
-export interface CounterLevel {
-  readonly size: number;
+/** One bucket level of an event: each check increments its current bucket. */
+export interface CounterLevel extends BucketLevel {
   readonly ttlSeconds: number;
 }
 

@@ -8,7 +8,8 @@ import {
   type OnStoreError,
   type PolicySet,
 } from '../config/policies.js';
-import { bucketCount, bucketStart, type BucketRun } from './buckets.js';
+import { bucketCount, bucketStart, levelName, type BucketRun } from './buckets.js';
+import { calendarLevel } from './calendar.js';
 import { ClientPlans, type OverridePlan } from './client-plans.js';
 import type { CounterLevel, EventPlan, LimitPlan } from './plan-types.js';
 
@@ -26,6 +27,26 @@ export const MAX_KEYS_PER_CHECK = 1000;
 
 export function planLimit(policy: LimitPolicy, algorithm: Algorithm, edge: Edge = 'whole'): LimitPlan {
   const { window, granularity } = policy;
+  if (policy.calendar) {
+    // One bucket a period, from local midnight to local midnight; it frees all at once when
+    // the period ends, however long the period was.
+    const level = calendarLevel(policy.calendar);
+    const longest = level.longestSeconds;
+    return {
+      policy,
+      algorithm,
+      levels: [longest],
+      calendar: level,
+      cover: (now) => {
+        const { start, size } = level.periodAt(now);
+        return [{ size, start, count: 1, calendar: level }];
+      },
+      oldestWeight: () => 1,
+      releaseAt: (start, size) => start + size,
+      retention: () => longest,
+      keysPerCheck: { max: 1, mean: 1 },
+    };
+  }
   if (algorithm === 'fixed') {
     const cover = (now: number) => fixedCover(now, window);
     return {
@@ -168,16 +189,13 @@ export function runtimePlan(
   let limit = planLimit(policy, algorithm);
   if (limit.keysPerCheck.max > MAX_KEYS_PER_CHECK)
     limit = planLimit({ ...policy, granularity: policy.window }, (algorithm = 'fixed'));
-  const ttlBySize = new Map((counters?.levels ?? []).map(({ size, ttlSeconds }) => [size, ttlSeconds]));
-  for (const { size, ttlSeconds } of sharedLevels([limit]))
-    ttlBySize.set(size, Math.max(ttlBySize.get(size) ?? 0, ttlSeconds));
   return {
     event,
     algorithm,
     edge: 'whole',
     onStoreError,
     limits: [limit],
-    levels: [...ttlBySize].sort(([a], [b]) => b - a).map(([size, ttlSeconds]) => ({ size, ttlSeconds })),
+    levels: mergeLevels([...(counters?.levels ?? []), ...sharedLevels([limit])]),
     maxCost: policy.limit,
     uncached: true,
   };
@@ -189,13 +207,26 @@ export function shadowEvent(event: string): string {
 }
 
 function sharedLevels(limits: readonly LimitPlan[]): CounterLevel[] {
-  const ttlBySize = new Map<number, number>();
-  for (const limit of limits) {
-    for (const size of limit.levels) {
-      ttlBySize.set(size, Math.max(ttlBySize.get(size) ?? 0, limit.retention(size) + TTL_MARGIN_SECONDS));
-    }
+  return mergeLevels(
+    limits.flatMap((limit) =>
+      limit.levels.map((size) => ({
+        size,
+        ttlSeconds: limit.retention(size) + TTL_MARGIN_SECONDS,
+        ...(limit.calendar ? { calendar: limit.calendar } : {}),
+      })),
+    ),
+  );
+}
+
+/** One level per name (a size, or a calendar window), living as long as the longest-lived asks; coarsest first. */
+function mergeLevels(levels: readonly CounterLevel[]): CounterLevel[] {
+  const byName = new Map<number | string, CounterLevel>();
+  for (const level of levels) {
+    const name = levelName(level);
+    const known = byName.get(name);
+    if (!known || known.ttlSeconds < level.ttlSeconds) byName.set(name, { ...level });
   }
-  return [...ttlBySize].sort(([a], [b]) => b - a).map(([size, ttlSeconds]) => ({ size, ttlSeconds }));
+  return [...byName.values()].sort((a, b) => b.size - a.size);
 }
 
 /** The cover repeats with the period of its coarsest level, so one period gives exact figures. */

@@ -11,6 +11,7 @@ import {
   matchEnvoyDescriptor,
   type EnvoyMatch,
 } from '../config/envoy-match.js';
+import { calendarPeriod } from '../counting/calendar.js';
 import type { Decision, LimitStatus } from '../counting/decision.js';
 import { featureName } from '../shared/feature-name.js';
 import type { Limiter, TogetherCheck } from '../counting/limiter.js';
@@ -231,7 +232,7 @@ function zeroLimitStatus(rateLimit: EnvoyRateLimit, enforced: boolean, nowMs: nu
     code: enforced ? 'OVER_LIMIT' : 'OK',
     ...currentLimitOf(rateLimit),
     limitRemaining: 0,
-    durationUntilResetMs: windowEndMs(rateLimit.window, nowMs),
+    durationUntilResetMs: windowEndMs(rateLimit, nowMs),
   };
 }
 
@@ -240,7 +241,9 @@ function zeroLimitStatus(rateLimit: EnvoyRateLimit, enforced: boolean, nowMs: nu
  * same length as a `window`; none for a window no unit is as long as (90 s).
  */
 function currentLimitOf(rateLimit: EnvoyRateLimit): { currentLimit?: CurrentLimit } {
-  const unit = [rateLimit.unit, ...UNITS].find((u) => u !== undefined && ENVOY_UNIT_SECONDS[u] === rateLimit.window);
+  const unit = rateLimit.calendar
+    ? rateLimit.unit
+    : [rateLimit.unit, ...UNITS].find((u) => u !== undefined && ENVOY_UNIT_SECONDS[u] === rateLimit.window);
   if (unit === undefined) return {};
   return {
     currentLimit: {
@@ -258,14 +261,18 @@ function currentLimitOf(rateLimit: EnvoyRateLimit): { currentLimit?: CurrentLimi
 function untilResetMs(rateLimit: EnvoyRateLimit, decision: Decision, nowMs: number): number | undefined {
   // Decided without the store, by onStoreError: no count, so no reset; a denial says when to ask again.
   if (decision.degraded) return decision.retryAfter === undefined ? undefined : decision.retryAfter * 1000;
-  if (rateLimit.algorithm === 'fixed') return windowEndMs(rateLimit.window, nowMs);
+  if (rateLimit.algorithm === 'fixed') return windowEndMs(rateLimit, nowMs);
   if (!decision.allowed && decision.retryAfter !== undefined) return decision.retryAfter * 1000;
   const status = decision.limits[0];
   return status ? status.resetSeconds * 1000 : undefined;
 }
 
-/** Milliseconds until the fixed window of `window` seconds holding `nowMs` ends (windows align to the epoch). */
-function windowEndMs(window: number, nowMs: number): number {
+/**
+ * Milliseconds until the fixed window holding `nowMs` ends: windows align to the epoch, or
+ * with `calendar:`, run to local midnight of the next period.
+ */
+function windowEndMs({ window, calendar }: EnvoyRateLimit, nowMs: number): number {
+  if (calendar) return calendarPeriod(nowMs, calendar).endMs - nowMs;
   const lengthMs = window * 1000;
   return lengthMs - (nowMs % lengthMs);
 }

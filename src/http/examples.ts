@@ -430,7 +430,7 @@ export const adminExamples = {
     summary: 'The policy file on disk is invalid: the policies in use stay',
     value: error(
       'invalid_policies',
-      'invalid policies in docs/api-policies.yaml:\n  - event "login", field limits[0].window: must be a positive whole duration like 30s, 5m, 1h, 1d or a number of seconds (got "1w"); the policies in use are unchanged',
+      'invalid policies in docs/api-policies.yaml:\n  - event "login", field limits[0].window: must be a positive whole duration like 30s, 5m, 1h, 1d or a number of seconds (got "1y"); the policies in use are unchanged',
     ),
   },
   unauthorized: {
