@@ -140,6 +140,9 @@ function flaky(store: CounterStore, down: () => boolean): CounterStore {
   return Object.assign(Object.create(store) as CounterStore, {
     incrementAndRead: (...args: Parameters<CounterStore['incrementAndRead']>) =>
       down() ? refuse() : store.incrementAndRead(...args),
+    readVersioned: (...args: Parameters<CounterStore['readVersioned']>) =>
+      down() ? refuse() : store.readVersioned(...args),
+    swap: (...args: Parameters<CounterStore['swap']>) => (down() ? refuse() : store.swap(...args)),
   });
 }
 

@@ -15,6 +15,8 @@ export type {
   CounterDecrement,
   IncrementAndReadResult,
   ServerHealth,
+  StoreVersion,
+  VersionedValue,
 } from './store/counter-store.js';
 export { createEmbeddedStore } from './store/embedded-store.js';
 export type { EmbeddedStoreOptions } from './store/embedded-store.js';

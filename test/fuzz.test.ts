@@ -39,6 +39,10 @@ function countingWrites(store: CounterStore): CounterStore & { writesBy: Map<num
       count();
       return store.decrement(...args);
     },
+    swap(...args: Parameters<CounterStore['swap']>) {
+      count();
+      return store.swap(...args);
+    },
   };
 }
 

@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { StoreUnavailableError } from '../src/store/counter-store.js';
+import { StoreOverloadedError, StoreUnavailableError } from '../src/store/counter-store.js';
 import { createMemcachedStore } from '../src/store/memcached/memcached-store.js';
 import { startMemcachedProcess, uniquePrefix, useMemcached, type MemcachedProcess } from './helpers/memcached.js';
 
@@ -50,6 +50,20 @@ describe('memcached store on one server', () => {
     const first = await store.incrementAndRead(increments, keys);
     expect(first.incremented).toEqual(keys.map((_, i) => i + 1));
     expect(first.read).toEqual(keys.map((_, i) => i + 1));
+    await store.close();
+  });
+
+  it('tells onOperation of compare-and-swap calls by name', async () => {
+    const seen: string[] = [];
+    const store = createMemcachedStore({
+      servers: memcached().servers,
+      onOperation: (operation, _seconds, outcome) => seen.push(`${operation}:${outcome}`),
+    });
+    const key = `${uniquePrefix()}:{t}:cas`;
+    await store.readVersioned(key);
+    await store.swap(key, 1, 60, undefined);
+    await expect(store.swap(key, 1.5, 60, undefined)).rejects.toThrow(RangeError);
+    expect(seen).toEqual(['readVersioned:ok', 'swap:ok']);
     await store.close();
   });
 
@@ -109,6 +123,27 @@ describe('memcached store on two servers', () => {
     expect((await cluster.incrementAndRead([], mixed)).read).toEqual(mixed.map(() => 1));
     await Promise.all([cluster.close(), onlyA.close(), onlyB.close()]);
   });
+
+  it('swaps a key on the server of its hash tag, beside the counters of that tag', async () => {
+    const cluster = createMemcachedStore({ servers: `${a.servers},${b.servers}` });
+    const onlyA = createMemcachedStore({ servers: a.servers });
+    const onlyB = createMemcachedStore({ servers: b.servers });
+    const prefix = uniquePrefix();
+    for (let i = 0; i < 20; i++) {
+      const counter = `${prefix}:{feature-${i}}:1:0`;
+      const bucket = `${prefix}:{feature-${i}}:gcra`;
+      await cluster.incrementAndRead([{ key: counter, delta: 1, ttlSeconds: 60 }], []);
+      expect(await cluster.swap(bucket, i + 1, 60, undefined)).toBe(true);
+      const [inA, inB] = await Promise.all([onlyA.readVersioned(bucket), onlyB.readVersioned(bucket)]);
+      const counterOnA = (await onlyA.incrementAndRead([], [counter])).read[0] === 1;
+      expect(counterOnA ? inA.value : inB.value).toBe(i + 1);
+      expect(counterOnA ? inB.value : inA.value).toBeUndefined();
+      // The version the cluster reads is the one its server keeps.
+      const { version } = await cluster.readVersioned(bucket);
+      expect(version).toBe(counterOnA ? inA.version : inB.version);
+    }
+    await Promise.all([cluster.close(), onlyA.close(), onlyB.close()]);
+  });
 });
 
 describe('memcached store faults', () => {
@@ -142,6 +177,43 @@ describe('memcached store faults', () => {
     await store.close();
   });
 
+  it('gives up compare-and-swap on a hung server at its deadline, then refuses at once while it is down', async () => {
+    const store = createMemcachedStore({ servers: server.servers, timeoutMs: 200 });
+    const key = `${uniquePrefix()}:{t}:cas`;
+    await store.swap(key, 1, 60, undefined);
+    const { version } = await store.readVersioned(key);
+    await server.pause();
+    let started = performance.now();
+    const swapped = store.swap(key, 2, 60, version);
+    const read = store.readVersioned(key);
+    await expect(swapped).rejects.toThrow(StoreUnavailableError);
+    await expect(read).rejects.toThrow(StoreUnavailableError);
+    expect(performance.now() - started).toBeLessThan(1500);
+    started = performance.now();
+    await expect(store.readVersioned(key)).rejects.toThrow(/is down/);
+    await expect(store.swap(key, 3, 60, version)).rejects.toThrow(/is down/);
+    expect(performance.now() - started).toBeLessThan(50);
+    server.process.kill('SIGCONT');
+    // The late swap may or may not have landed when the server resumed: exactly one of 1 and 2 is there.
+    await expect.poll(() => store.readVersioned(key).then((r) => r.value), { timeout: 2000 }).toBeOneOf([1, 2]);
+    await store.close();
+  });
+
+  it('refuses compare-and-swap calls past maxInFlight at once, as checks are', async () => {
+    const store = createMemcachedStore({ servers: server.servers, timeoutMs: 300, maxInFlight: 2 });
+    const key = `${uniquePrefix()}:{t}:cas`;
+    await store.ping();
+    await server.pause();
+    const waiting = [store.readVersioned(key), store.swap(key, 1, 60, undefined)];
+    const started = performance.now();
+    await expect(store.readVersioned(key)).rejects.toThrow(StoreOverloadedError);
+    await expect(store.swap(key, 1, 60, undefined)).rejects.toThrow(StoreOverloadedError);
+    expect(performance.now() - started).toBeLessThan(50);
+    for (const call of waiting) await expect(call).rejects.toThrow(StoreUnavailableError);
+    server.process.kill('SIGCONT');
+    await store.close();
+  });
+
   it('fails fast, without hanging, when the server is gone', async () => {
     const gone = await startMemcachedProcess();
     const store = createMemcachedStore({ servers: gone.servers, timeoutMs: 1000 });
@@ -151,6 +223,42 @@ describe('memcached store faults', () => {
       StoreUnavailableError,
     );
     await expect(store.ping()).rejects.toThrow(StoreUnavailableError);
+    await store.close();
+  });
+
+  it('rejects compare-and-swap on a stopped server within the deadline', async () => {
+    const gone = await startMemcachedProcess();
+    const store = createMemcachedStore({ servers: gone.servers, timeoutMs: 1000 });
+    const key = `${uniquePrefix()}:{t}:cas`;
+    await store.swap(key, 1, 60, undefined);
+    const { version } = await store.readVersioned(key);
+    await gone.stop();
+    const started = performance.now();
+    await expect(store.readVersioned(key)).rejects.toThrow(StoreUnavailableError);
+    await expect(store.swap(key, 2, 60, version)).rejects.toThrow(StoreUnavailableError);
+    await expect(store.swap(key, 2, 60, undefined)).rejects.toThrow(StoreUnavailableError);
+    expect(performance.now() - started).toBeLessThan(1000);
+    await store.close();
+  });
+});
+
+describe('memcached store on a server without CAS (-C)', () => {
+  let server: MemcachedProcess;
+  beforeAll(async () => {
+    server = await startMemcachedProcess({ withoutCas: true });
+  });
+  afterAll(async () => {
+    await server.stop();
+  });
+
+  it('refuses to read versions, since the server would ignore them and swaps would overwrite others', async () => {
+    const store = createMemcachedStore({ servers: server.servers });
+    const key = `${uniquePrefix()}:{t}:cas`;
+    // ADD needs no CAS: a create stays exact.
+    expect(await store.swap(key, 1, 60, undefined)).toBe(true);
+    expect(await store.swap(key, 2, 60, undefined)).toBe(false);
+    await expect(store.readVersioned(key)).rejects.toThrow(/keeps no CAS uniques/);
+    await expect(store.readVersioned(key)).rejects.toThrow(StoreUnavailableError);
     await store.close();
   });
 });

@@ -12,6 +12,10 @@ export const denyingStore: CounterStore = {
     Promise.resolve({ incremented: increments.map(() => 2e9), read: reads.map(() => 1e9) }),
   decrement: () => Promise.resolve(),
   reset: () => Promise.resolve(),
+  // The largest value a key may hold, as for a client far over its limit; a swap always lands,
+  // so a caller's read-modify-swap loop ends at once.
+  readVersioned: () => Promise.resolve({ value: 2 ** 53, version: 1n }),
+  swap: () => Promise.resolve(true),
   ping: () => Promise.resolve(),
   health: () => Promise.resolve([]),
   close: () => Promise.resolve(),

@@ -33,10 +33,11 @@ export interface SaslUser {
  * Starts the memcached binary on a loopback port (a free one unless `port` is given, as to
  * restart a server where its clients expect it) and waits until it accepts connections.
  * With `sasl`, it runs with `-S` and accepts only that user (Cyrus SASL's sasldb, written by
- * saslpasswd2 from Debian's sasl2-bin).
+ * saslpasswd2 from Debian's sasl2-bin). With `withoutCas`, it runs with `-C`: no CAS uniques,
+ * a server compare-and-swap must refuse.
  */
 export async function startMemcachedProcess(
-  options: { port?: number; memoryMb?: number; sasl?: SaslUser } = {},
+  options: { port?: number; memoryMb?: number; sasl?: SaslUser; withoutCas?: boolean } = {},
 ): Promise<MemcachedProcess> {
   const binary = await findMemcachedBinary();
   if (!binary) throw new Error(INSTALL_HINT);
@@ -58,6 +59,7 @@ export async function startMemcachedProcess(
         String(options.memoryMb ?? 64),
         ...user,
         ...(sasl ? ['-S'] : []),
+        ...(options.withoutCas === true ? ['-C'] : []),
       ],
       { stdio: 'ignore', env: sasl ? { ...process.env, SASL_CONF_PATH: sasl } : process.env },
     );

@@ -35,9 +35,20 @@ export interface IncrementAndReadResult {
   readonly read: readonly number[];
 }
 
+/** A value as compare-and-swap saw it: `version` is what a swap must name to replace it. */
+export interface VersionedValue {
+  /** The integer held, or undefined when the key is missing or expired. */
+  readonly value: number | undefined;
+  /** Opaque version (Memcached's CAS unique); undefined when the key is missing. */
+  readonly version: StoreVersion | undefined;
+}
+
+/** Opaque to callers. */
+export type StoreVersion = bigint;
+
 /**
  * Where counters live. The one seam between counting and storage: the limiter decides,
- * the store only adds, subtracts and reads integers with a lifetime.
+ * the store only adds, subtracts, reads and compare-and-swaps integers with a lifetime.
  *
  * Keys carry a hash tag (see counting/keys.ts); keys with the same tag must be served by
  * one server, so that one call on them is one round trip.
@@ -71,11 +82,46 @@ export interface CounterStore {
    * what forgetting a feature's counts takes (see Limiter.reset). Rare; not batched.
    */
   reset(marker: CounterSet, deletes: readonly string[]): Promise<void>;
+  /** Reads one key with its version, for a later swap. */
+  readVersioned(key: string): Promise<VersionedValue>;
+  /**
+   * Sets `key` to `value` (a whole number 0..2^53) living `ttlSeconds`, only if it still holds
+   * `expected` (a version from readVersioned), or, when `expected` is undefined, only if the key
+   * is missing. Resolves true when stored, false when another writer got there first (the caller
+   * reads again and retries). Rejects with StoreUnavailableError when the server does not answer
+   * in time: the write may or may not have landed. Increments and decrements of the key change
+   * its version too. `ttlSeconds` is a whole number from 1 (Memcached reads 0 as "never");
+   * arguments out of range reject with a RangeError, before anything is sent.
+   */
+  swap(key: string, value: number, ttlSeconds: number, expected: StoreVersion | undefined): Promise<boolean>;
   /** Resolves when every server answers; rejects with StoreUnavailableError otherwise. */
   ping(): Promise<void>;
   /** Each server and whether it answers now, for /readyz. */
   health(): Promise<readonly ServerHealth[]>;
   close(): Promise<void>;
+}
+
+/** Longest TTL a swap takes: an absolute expiration (over 30 days) must fit Memcached's 32 bits. */
+const MAX_SWAP_TTL_SECONDS = 2 ** 31 - 1;
+
+/**
+ * Why swap's arguments cannot be stored as asked, or undefined when they can: one rule for
+ * every store. A fraction or a number past 2^53 would be written as text INCREMENT cannot
+ * read, a TTL of 0 would never expire in Memcached, and a version of 0 would make
+ * Memcached's SET unconditional.
+ */
+export function swapArgumentError(
+  value: number,
+  ttlSeconds: number,
+  expected: StoreVersion | undefined,
+): RangeError | undefined {
+  if (!Number.isInteger(value) || value < 0 || value > 2 ** 53)
+    return new RangeError(`swap: the value must be a whole number from 0 to 2^53, not ${value}`);
+  if (!Number.isInteger(ttlSeconds) || ttlSeconds < 1 || ttlSeconds > MAX_SWAP_TTL_SECONDS)
+    return new RangeError(`swap: the TTL must be a whole number of seconds from 1 to 2^31-1, not ${ttlSeconds}`);
+  if (expected !== undefined && (expected <= 0n || expected >= 2n ** 64n))
+    return new RangeError(`swap: ${expected} is not a version readVersioned answers`);
+  return undefined;
 }
 
 export interface StoreClock {

@@ -3,6 +3,7 @@ import { DEFAULTS } from '../../config/defaults.js';
 import {
   StoreOverloadedError,
   StoreUnavailableError,
+  swapArgumentError,
   type CounterDecrement,
   type CounterIncrement,
   type CounterSet,
@@ -10,9 +11,11 @@ import {
   type IncrementAndReadResult,
   type IncrementOptions,
   type ServerHealth,
+  type StoreVersion,
+  type VersionedValue,
 } from '../counter-store.js';
 import { PLAIN_BATCH, runBatch, type BatchOptions, type BatchReplies } from './batch.js';
-import { deleteKey, setCounter } from './command.js';
+import { deleteKey, readVersioned, setCounter, swapCounter } from './command.js';
 import { syncClock, type ClockSync, type SyncedClock } from './clock-sync.js';
 import { ServerConnection } from './connection.js';
 import { serverStats } from './stats.js';
@@ -46,7 +49,7 @@ export interface MemcachedStoreOptions {
   readonly onClockSync?: (server: string, sync: ClockSync) => void;
 }
 
-export type StoreOperation = 'incrementAndRead' | 'decrement' | 'reset';
+export type StoreOperation = 'incrementAndRead' | 'decrement' | 'reset' | 'readVersioned' | 'swap';
 
 /** The part of one call that goes to one server, with where each answer belongs in the call. */
 interface ServerShare {
@@ -163,21 +166,27 @@ export function createMemcachedStore(options: MemcachedStoreOptions): CounterSto
     return { incremented, read, raced: [] };
   }
 
+  /** Why a check's call to `target` is refused before it is sent, if it is. */
+  function refusal(target: ServerConnection | undefined): StoreUnavailableError | StoreOverloadedError | undefined {
+    // A server known to be down decides the check by its event's rule at once: that is
+    // an outage, not an overload, and must not be answered as one.
+    if (target?.down !== undefined)
+      return new StoreUnavailableError(`memcached ${target.label} is down (${target.down})`);
+    // A slow server must not make checks pile up without bound: refuse at once.
+    // Decrements are exempt: they take back denied requests, and are rare.
+    if (inFlight >= maxInFlight)
+      return new StoreOverloadedError(`${maxInFlight} Memcached calls are already in flight`);
+    return undefined;
+  }
+
   /** A check's call, not timed: counts in flight, refuses past maxInFlight, fails at once for a server known down. */
   function incrementAndReadNow(
     increments: readonly CounterIncrement[],
     reads: readonly string[],
     call: IncrementOptions,
   ): Promise<IncrementAndReadResult> {
-    // A server known to be down decides the check by its event's rule at once: that is
-    // an outage, not an overload, and must not be answered as one.
-    const target = servers[servers.length === 1 ? 0 : serverOf(increments[0]?.key ?? reads[0] ?? '')];
-    if (target?.down !== undefined)
-      return Promise.reject(new StoreUnavailableError(`memcached ${target.label} is down (${target.down})`));
-    // A slow server must not make checks pile up without bound: refuse at once.
-    // Decrements are exempt: they take back denied requests, and are rare.
-    if (inFlight >= maxInFlight)
-      return Promise.reject(new StoreOverloadedError(`${maxInFlight} Memcached calls are already in flight`));
+    const refused = refusal(servers[servers.length === 1 ? 0 : serverOf(increments[0]?.key ?? reads[0] ?? '')]);
+    if (refused) return Promise.reject(refused);
     inFlight++;
     return run({ increments, decrements: [], reads }, call.admittedIfUnanswered === false ? undoing : PLAIN_BATCH).then(
       (replies) => {
@@ -190,6 +199,21 @@ export function createMemcachedStore(options: MemcachedStoreOptions): CounterSto
         throw error;
       },
     );
+  }
+
+  /**
+   * A check's call on one key (compare-and-swap's), not timed: to the server of the key,
+   * refused as incrementAndRead's are, counted in flight while it runs.
+   */
+  function onServerOf<T>(key: string, call: (server: ServerConnection, index: number) => Promise<T>): Promise<T> {
+    const index = serverOf(key);
+    const server = servers[index] as ServerConnection;
+    const refused = refusal(server);
+    if (refused) return Promise.reject(refused);
+    inFlight++;
+    return call(server, index).finally(() => {
+      inFlight--;
+    });
   }
 
   return {
@@ -231,6 +255,25 @@ export function createMemcachedStore(options: MemcachedStoreOptions): CounterSto
           for (const key of deletes) await deleteKey(serverFor(key), key);
         })(),
       ),
+
+    readVersioned: (key: string): Promise<VersionedValue> =>
+      timed(
+        'readVersioned',
+        onServerOf(key, (server) => readVersioned(server, key)),
+      ),
+
+    swap(key: string, value: number, ttlSeconds: number, expected: StoreVersion | undefined): Promise<boolean> {
+      // A caller's mistake, not the store's: neither sent nor counted.
+      const invalid = swapArgumentError(value, ttlSeconds, expected);
+      if (invalid) return Promise.reject(invalid);
+      return timed(
+        'swap',
+        // Absolute expirations (over 30 days) are read by the server's clock.
+        onServerOf(key, (server, index) =>
+          swapCounter(server, key, value, ttlSeconds, expected, nowOf[index] as () => number),
+        ),
+      );
+    },
 
     async ping(): Promise<void> {
       await pLimit(maxParallelServers).map(servers, (server) =>

@@ -6,7 +6,9 @@ import type { CounterDecrement, CounterIncrement } from '../counter-store.js';
 import { HEADER_BYTES } from './reply.js';
 
 export const Opcode = {
+  get: 0x00,
   set: 0x01,
+  add: 0x02,
   delete: 0x04,
   increment: 0x05,
   decrement: 0x06,
@@ -19,12 +21,18 @@ export const Opcode = {
 export const Status = {
   ok: 0x0000,
   keyNotFound: 0x0001,
-  /** An increment's creation lost a race: another connection created the key at the same moment. */
+  /** A SET naming a CAS the item no longer has, or an ADD of a key that exists. */
+  keyExists: 0x0002,
+  /**
+   * An increment's creation lost a race: another connection created the key at the same
+   * moment. Some servers answer an ADD of an existing key with it too (1.6 says keyExists).
+   */
   notStored: 0x0005,
   authError: 0x0020,
 } as const;
 
 const ARITHMETIC_EXTRAS_BYTES = 20;
+const STORAGE_EXTRAS_BYTES = 8;
 const REQUEST_MAGIC = 0x80;
 
 /** Expiration telling DECREMENT to fail on a missing key instead of creating it. */
@@ -113,12 +121,24 @@ function writeUInt64(bytes: Buffer, value: number, offset: number): void {
   bytes.writeUInt32BE(value >>> 0, offset + 4);
 }
 
-/** One request of any opcode: header, extras, key and value (a statistic, a SET, a DELETE, SASL). */
-export function encodeRequest(opcode: number, key: string, extras: Buffer, value: string, opaque: number): Buffer {
+/**
+ * One request of any opcode: header, extras, key and value (a statistic, a GET, a SET, an
+ * ADD, a DELETE, SASL). A SET with `cas` stores only over the item of that CAS unique; 0
+ * (the default) is no condition.
+ */
+export function encodeRequest(
+  opcode: number,
+  key: string,
+  extras: Buffer,
+  value: string,
+  opaque: number,
+  cas = 0n,
+): Buffer {
   const keyBytes = Buffer.byteLength(key);
   const valueBytes = Buffer.byteLength(value);
   const bytes = Buffer.alloc(HEADER_BYTES + extras.length + keyBytes + valueBytes);
   writeHeader(bytes, 0, opcode, keyBytes, extras.length, opaque, valueBytes);
+  if (cas !== 0n) bytes.writeBigUInt64BE(cas, 16);
   extras.copy(bytes, HEADER_BYTES);
   bytes.write(key, HEADER_BYTES + extras.length, 'utf8');
   bytes.write(value, HEADER_BYTES + extras.length + keyBytes, 'utf8');
@@ -140,7 +160,17 @@ function writeHeader(
   buffer.writeUInt8(extrasBytes, offset + 4);
   buffer.writeUInt32BE(keyBytes + extrasBytes + valueBytes, offset + 8);
   buffer.writeUInt32BE(opaque, offset + 12);
-  // Data type, vbucket and CAS stay zero (Buffer.alloc).
+  // Data type, vbucket and CAS stay zero (Buffer.alloc); encodeRequest sets a CAS.
+}
+
+/**
+ * The extras of a SET or ADD of a counter: flags 0 (the decimal text INCREMENT and GET-based
+ * tools read) and the expiration.
+ */
+export function storageExtras(ttlSeconds: number, now: () => number): Buffer {
+  const extras = Buffer.alloc(STORAGE_EXTRAS_BYTES);
+  extras.writeUInt32BE(expiration(ttlSeconds, now), 4);
+  return extras;
 }
 
 /** Memcached's expiration field: relative seconds, or the Unix time (by `now`) when longer than 30 days. */

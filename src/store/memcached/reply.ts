@@ -13,6 +13,7 @@ export class Reply {
   opaque = 0;
   keyLength = 0;
   private buffer: Buffer = EMPTY;
+  private start = 0;
   private keyStart = 0;
   private valueStart = 0;
   private end = 0;
@@ -20,6 +21,7 @@ export class Reply {
   /** Reads the header of the reply at `offset`, whose whole body `buffer` holds. */
   readFrom(buffer: Buffer, offset: number): void {
     this.buffer = buffer;
+    this.start = offset;
     this.opcode = buffer[offset + 1] ?? 0;
     this.keyLength = buffer.readUInt16BE(offset + 2);
     const extrasLength = buffer[offset + 4] ?? 0;
@@ -33,6 +35,14 @@ export class Reply {
   /** Lets go of the bytes read, which a socket's chunk holds. */
   release(): void {
     this.buffer = EMPTY;
+  }
+
+  /**
+   * The item's CAS unique (header bytes 16..23): what a GET read, or a store made. 0 when
+   * there is none, as from a server started with -C, which keeps none.
+   */
+  cas(): bigint {
+    return this.buffer.readBigUInt64BE(this.start + 16);
   }
 
   /** The key, as text. */

@@ -1,0 +1,80 @@
+import { describe, expect, it } from 'vitest';
+import { encodeRequest, expiration, Opcode, storageExtras } from './protocol.js';
+import { HEADER_BYTES, Reply } from './reply.js';
+
+const NOW_MS = Date.UTC(2026, 10, 22, 12, 0, 0, 500);
+
+describe('compare-and-swap requests', () => {
+  it('write the version in the CAS field of a SET, big-endian, beside flags 0 and the expiration', () => {
+    const cas = 0x0102_0304_0506_0708n;
+    const bytes = encodeRequest(
+      Opcode.set,
+      'k{t}',
+      storageExtras(60, () => NOW_MS),
+      '9007199254740992',
+      7,
+      cas,
+    );
+    expect(bytes[0]).toBe(0x80);
+    expect(bytes[1]).toBe(Opcode.set);
+    expect(bytes.readUInt16BE(2)).toBe(4); // key
+    expect(bytes[4]).toBe(8); // extras: flags, expiration
+    expect(bytes.readUInt32BE(8)).toBe(8 + 4 + 16); // body
+    expect(bytes.readUInt32BE(12)).toBe(7); // opaque
+    expect(bytes.readBigUInt64BE(16)).toBe(cas);
+    expect(bytes.readUInt32BE(HEADER_BYTES)).toBe(0); // flags
+    expect(bytes.readUInt32BE(HEADER_BYTES + 4)).toBe(60);
+    expect(bytes.toString('latin1', HEADER_BYTES + 8)).toBe('k{t}9007199254740992');
+  });
+
+  it('leave the CAS field zero (no condition) for an ADD and a GET', () => {
+    const add = encodeRequest(
+      Opcode.add,
+      'k',
+      storageExtras(60, () => NOW_MS),
+      '1',
+      1,
+    );
+    expect(add[1]).toBe(0x02);
+    expect(add.readBigUInt64BE(16)).toBe(0n);
+    const get = encodeRequest(Opcode.get, 'k', Buffer.alloc(0), '', 2);
+    expect(get[1]).toBe(0x00);
+    expect(get.readBigUInt64BE(16)).toBe(0n);
+    expect(get.length).toBe(HEADER_BYTES + 1);
+  });
+
+  it('send a TTL over 30 days as the Unix time it ends at, by the clock given', () => {
+    const month = 30 * 86_400;
+    expect(storageExtras(month, () => NOW_MS).readUInt32BE(4)).toBe(month);
+    const longer = storageExtras(month + 1, () => NOW_MS).readUInt32BE(4);
+    expect(longer).toBe(Math.floor(NOW_MS / 1000) + month + 1);
+    expect(longer).toBe(expiration(month + 1, () => NOW_MS));
+  });
+});
+
+describe('Reply', () => {
+  /** A GET's reply as a server sends it: flags in the extras, then the value, after `before` other bytes. */
+  function getReply(cas: bigint, value: string, before = 0): Buffer {
+    const body = Buffer.byteLength(value) + 4;
+    const bytes = Buffer.alloc(before + HEADER_BYTES + body);
+    bytes[before] = 0x81;
+    bytes[before + 1] = Opcode.get;
+    bytes[before + 4] = 4;
+    bytes.writeUInt32BE(body, before + 8);
+    bytes.writeUInt32BE(9, before + 12);
+    bytes.writeBigUInt64BE(cas, before + 16);
+    bytes.write(value, before + HEADER_BYTES + 4, 'latin1');
+    return bytes;
+  }
+
+  it('reads the CAS unique and the counter of a GET, wherever the reply lies in the chunk', () => {
+    const reply = new Reply();
+    const cas = 2n ** 64n - 2n;
+    for (const before of [0, 37]) {
+      reply.readFrom(getReply(cas, '9007199254740992', before), before);
+      expect(reply.cas()).toBe(cas);
+      expect(reply.opaque).toBe(9);
+      expect(reply.counterText()).toBe(2 ** 53);
+    }
+  });
+});
