@@ -6,6 +6,7 @@ import { execFile } from 'node:child_process';
 import { readFile, writeFile } from 'node:fs/promises';
 import { cpus, totalmem } from 'node:os';
 import { promisify } from 'node:util';
+import { algorithms } from './bench/algorithms.js';
 import { client } from './bench/client.js';
 import { COMPILED_ENV } from './bench/compiled.js';
 import { denyPath } from './bench/deny.js';
@@ -26,6 +27,7 @@ import { formatSeconds, progressIntervalMs, startProgress } from './lib/progress
 const SUITES: readonly Suite[] = [
   embedded,
   clientRules,
+  algorithms,
   throughput,
   denyPath,
   exactness,

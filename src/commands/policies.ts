@@ -9,7 +9,7 @@ import { describeCalendarWindow } from '../config/calendar-window.js';
 import { formatDuration } from '../config/duration.js';
 import { ENVOY_UNIT_SECONDS, loadEnvoyConfig, type EnvoyDescriptor, type EnvoyDomain } from '../config/envoy-config.js';
 import { envoyLimitEvents, type EnvoyLimitEvent } from '../config/envoy-events.js';
-import { parsePolicyText, PolicyError, PolicySet } from '../config/policies.js';
+import { formatRate, parsePolicyText, PolicyError, PolicySet } from '../config/policies.js';
 import { planEvents } from '../counting/plan.js';
 import { policySizing } from '../counting/sizing.js';
 import { EXIT, fileProblem, runCommand, type ExitCode } from './command-line.js';
@@ -97,7 +97,9 @@ function checkPolicyFile(text: string, path: string): void {
     if (clients.length > 0) rows.push([`  ${event.event}: clients: ${clients.join(', ')}`]);
     const increments = `${event.incrementsPerCheck} increment${event.incrementsPerCheck === 1 ? '' : 's'}`;
     rows.push([
-      `  ${event.event}: ${increments} and up to ${event.keysPerCheck.max} keys per check, ${event.itemsPerFeature} items per active feature`,
+      event.algorithm === 'token-bucket'
+        ? `  ${event.event}: one read and at most one compare-and-swap per check, 1 item per active feature`
+        : `  ${event.event}: ${increments} and up to ${event.keysPerCheck.max} keys per check, ${event.itemsPerFeature} items per active feature`,
     ]);
   }
   console.log(`${path}: ${sizing.events.length} events, valid\n`);
@@ -112,8 +114,12 @@ const SIZING_HEADER = ['algorithm', 'window', 'buckets', 'keys/check max', 'mean
 function sizingCells(event: EventSizing, limit: LimitSizing): string[] {
   return [
     'edge' in event ? `${event.algorithm}, ${event.edge} edge` : event.algorithm,
-    limit.calendar ? describeCalendarWindow(limit.calendar) : formatDuration(limit.window),
-    limit.calendar ? 'one a period' : limit.bucketSizes.map(formatDuration).join(' '),
+    limit.rate
+      ? `${formatRate(limit.rate)}, burst ${limit.limit}`
+      : limit.calendar
+        ? describeCalendarWindow(limit.calendar)
+        : formatDuration(limit.window),
+    limit.rate ? 'one value (GCRA)' : limit.calendar ? 'one a period' : limit.bucketSizes.map(formatDuration).join(' '),
     String(limit.keysPerCheck.max),
     String(limit.keysPerCheck.mean),
     String(limit.itemsPerFeature),

@@ -13,6 +13,7 @@ describe('the table of error codes', () => {
       'cost_exceeds_limit',
       'invalid_tier',
       'unknown_tier',
+      'algorithm_unsupported',
       'invalid_time',
       'lease_off',
       'unknown_lease',

@@ -37,6 +37,10 @@ export const ERROR_CODES = {
     when: '`tier` is empty, not a string or not well-formed Unicode; on `/gate`, the tier header was sent twice',
   },
   unknown_tier: { status: 400, when: '`tier` names no tier of the event (or the event has no `tiers`): never a silent default' },
+  algorithm_unsupported: {
+    status: 400,
+    when: 'a token-bucket event asked for what only counted windows do: decided together with other checks (the library\'s `checkTogether`), or reserved (`reserve`)',
+  },
   lease_off: { status: 400, when: '`/lease`, `/lease/return`: the event has no `lease` section in the policy file' },
   unknown_lease: {
     status: 404,
@@ -109,6 +113,7 @@ export const INPUT_ERROR_CODES = [
   'cost_exceeds_limit',
   'invalid_tier',
   'unknown_tier',
+  'algorithm_unsupported',
   'invalid_time',
   'lease_off',
   'unknown_lease',

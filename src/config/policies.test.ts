@@ -187,7 +187,7 @@ describe('parsePolicies', () => {
     ['a lease life that is no duration', { events: { a: { limits: [{ limit: 9, window: '1h' }], lease: { life: 'soon' } } } }, 'event "a", field lease.life: must be a positive whole duration'],
     ['a lease of no units', { events: { a: { limits: [{ limit: 9, window: '1h' }], lease: { maxUnits: 0 } } } }, 'event "a", field lease.maxUnits: must be >= 1 (got 0)'],
     ['an unknown lease key', { events: { a: { limits: [{ limit: 9, window: '1h' }], lease: { units: 3 } } } }, 'event "a", field lease: unknown key "units"'],
-    ['an unknown limit key', { events: { a: { limits: [{ limit: 1, window: 1, windw: 2 }] } } }, 'event "a", field limits[0]: unknown key "windw"; a limit takes name, limit, window, granularity'],
+    ['an unknown limit key', { events: { a: { limits: [{ limit: 1, window: 1, windw: 2 }] } } }, 'event "a", field limits[0]: unknown key "windw"; a limit takes name, limit, window, granularity, anchor, timezone, rate, burst'],
     ['a missing window', { events: { a: { limits: [{ limit: 1 }] } } }, 'event "a", field limits[0]: missing required key "window"'],
     ['a missing limits list', { events: { a: {} } }, 'event "a": missing required key "limits"'],
     ['a zero limit', { events: { a: { limits: [{ limit: 0, window: 1 }] } } }, 'event "a", field limits[0].limit: must be >= 1 (got 0)'],
@@ -200,7 +200,7 @@ describe('parsePolicies', () => {
     ['a granularity on a fixed window', { events: { a: { algorithm: 'fixed', limits: [{ limit: 1, window: '1m', granularity: '1s' }] } } }, 'event "a", field limits[0].granularity: applies to sliding windows only'],
     ['an unknown edge rule', { events: { a: { edge: 'half', limits: [{ limit: 1, window: 1 }] } } }, 'event "a", field edge: must be one of whole, drop, weighted (got "half")'],
     ['an edge rule on a fixed window', { events: { a: { algorithm: 'fixed', edge: 'drop', limits: [{ limit: 1, window: 60 }] } } }, 'event "a", field edge: applies to sliding windows only'],
-    ['an unknown algorithm', { events: { a: { algorithm: 'leaky', limits: [{ limit: 1, window: 1 }] } } }, 'event "a", field algorithm: must be one of sliding, fixed (got "leaky")'],
+    ['an unknown algorithm', { events: { a: { algorithm: 'leaky', limits: [{ limit: 1, window: 1 }] } } }, 'event "a", field algorithm: must be one of sliding, fixed, token-bucket (got "leaky")'],
     ['empty events', { events: {} }, 'field events: defines no events'],
     ['no events key', {}, 'top level: missing required key "events"'],
     ['an empty limits list', { events: { a: { limits: [] } } }, 'event "a", field limits: must NOT have fewer than 1 items'],
@@ -227,7 +227,7 @@ describe('parsePolicies', () => {
       'event "a", field limits[0].limit: must be >= 1 (got 0)',
       'event "a", field limits[0].window: must be a positive whole duration like 30s, 5m, 1h, 1d or a number of seconds (got "1y")',
       'event "a", field limits[0]: "onStoreError" belongs to the event, not to a limit',
-      'event "b", field algorithm: must be one of sliding, fixed (got "leaky")',
+      'event "b", field algorithm: must be one of sliding, fixed, token-bucket (got "leaky")',
       'event "c", field limits[0].window: 1m is not a multiple of the granularity 7s',
       'event "d", field edge: applies to sliding windows only; a fixed window has no partial bucket',
       'event "d", field limits[0].granularity: applies to sliding windows only; a fixed window is one counter per window',
@@ -527,5 +527,45 @@ describe('calendar windows', () => {
     expect(run?.calendar?.tag).toBe('mo15@Europe/Berlin');
     // Its counters outlive the longest month, written as an absolute expiration past 30 days.
     expect(plan?.levels[0]?.ttlSeconds).toBeGreaterThan(31 * 86_400);
+  });
+});
+
+describe('token buckets', () => {
+  const bucket = (limit: object, extra: object = {}) => ({
+    events: { api: { algorithm: 'token-bucket', limits: [limit], ...extra } },
+  });
+  const problems = (document: object): readonly string[] => {
+    try {
+      parsePolicies(document);
+      return [];
+    } catch (error) {
+      return (error as PolicyError).problems;
+    }
+  };
+
+  it('reads a rate and a burst; the burst defaults to one period of the rate', () => {
+    expect(parsePolicies(bucket({ rate: '10/s', burst: 50 })).events.get('api')?.limits[0]).toEqual({
+      name: 'api-10per1s',
+      limit: 50,
+      window: 5,
+      granularity: 5,
+      rate: { count: 10, periodSeconds: 1 },
+    });
+    expect(parsePolicies(bucket({ rate: '600/1m' })).events.get('api')?.limits[0]).toMatchObject({ limit: 600, window: 60 });
+    expect(parsePolicies(bucket({ rate: '5 / 10s', burst: 1 })).events.get('api')?.limits[0]).toMatchObject({ limit: 1, window: 2 });
+  });
+
+  it.each([
+    ['a missing rate', bucket({ burst: 5 }), 'event "api", field limits[0]: missing required key "rate"'],
+    ['a window', bucket({ rate: '10/s', window: '1m' }), 'event "api", field limits[0].window: a token bucket takes rate and burst'],
+    ['a rate that is not one', bucket({ rate: '10 per second' }), 'event "api", field limits[0].rate: must be tokens per period, such as 10/s'],
+    ['a zero rate', bucket({ rate: '0/s' }), 'event "api", field limits[0].rate: must be tokens per period'],
+    ['two buckets', { events: { api: { algorithm: 'token-bucket', limits: [{ rate: '1/s' }, { rate: '50/1m' }] } } }, 'event "api", field limits: a token-bucket event has one limit per set'],
+    ['a lease', bucket({ rate: '1/s' }, { lease: {} }), 'event "api", field lease: applies to sliding and fixed windows'],
+    ['an edge', bucket({ rate: '1/s' }, { edge: 'drop' }), 'event "api", field edge: applies to sliding windows only; a token bucket'],
+    ['a rate on a window', { events: { api: { limits: [{ limit: 5, window: '1m', rate: '1/s' }] } } }, 'event "api", field limits[0].rate: applies to algorithm: token-bucket'],
+  ])('refuses %s, saying why', (_case, document, expected) => {
+    const found = problems(document);
+    expect(found.some((problem) => problem.startsWith(expected)), found.join('\n')).toBe(true);
   });
 });

@@ -13,9 +13,19 @@ import {
 import { formatDuration, parseDuration } from './duration.js';
 import { describeMatch, parseClientLists, parseClientMatch, reportMatchProblems, type ClientMatch } from './feature-match.js';
 import { parseGateway, type GatewayPolicy, type RawGateway } from './gateway-policy.js';
-import { policyFileSchema } from './policy-schema.js';
+import { MAX_LIMIT, policyFileSchema } from './policy-schema.js';
 
-export type Algorithm = 'sliding' | 'fixed';
+/**
+ * `sliding` (the default): the last `window` seconds, summed from buckets. `fixed`: windows
+ * aligned to the epoch, or calendar periods. `token-bucket`: GCRA, a rate with a burst.
+ */
+export type Algorithm = 'sliding' | 'fixed' | 'token-bucket';
+
+/** A token bucket's rate: `count` tokens every `periodSeconds` (`10/s`, `600/1m`). */
+export interface TokenRate {
+  readonly count: number;
+  readonly periodSeconds: number;
+}
 
 /**
  * How a sliding window counts its oldest bucket when the bucket lies partly outside the
@@ -46,6 +56,11 @@ export interface LimitPolicy {
    * length (CALENDAR_NOMINAL_SECONDS).
    */
   readonly calendar?: CalendarWindow | undefined;
+  /**
+   * A token bucket's rate (`algorithm: token-bucket`): `limit` is then its burst, the most
+   * one moment may take, and `window` how long an empty bucket takes to fill, in whole seconds.
+   */
+  readonly rate?: TokenRate | undefined;
   /**
    * `mode: shadow` (the limit's, or its event's): decided and counted as if enforced, but
    * never refusing; the decision names it in `shadowDenied` when it would have.
@@ -185,6 +200,9 @@ function parseEvent(
   if (algorithm === 'fixed' && raw.edge !== undefined && sound(['edge'])) {
     report(['edge'], 'applies to sliding windows only; a fixed window has no partial bucket');
   }
+  if (algorithm === 'token-bucket' && raw.edge !== undefined && sound(['edge'])) {
+    report(['edge'], 'applies to sliding windows only; a token bucket has no buckets of time');
+  }
   const mode = sound(['mode']) ? (raw.mode as string | undefined) : undefined;
   const limits = parseLimitSet(event, mode, raw.limits as unknown[], ['limits'], algorithm, sound, report);
   const tiers = new Map<string, readonly LimitPolicy[]>();
@@ -199,6 +217,17 @@ function parseEvent(
   // Only used when the file has no fault at all, so every field is sound by then.
   if (algorithm === undefined || !limits || !overrides || !lists) return undefined;
   const limitSets = [limits, ...tiers.values(), ...overrides.flatMap((o) => (o.limits ? [o.limits] : []))];
+  if (algorithm === 'token-bucket') {
+    // One value per client holds a bucket: a second bucket would need a second value swapped at once with it.
+    if (limitSets.some((set) => set.length > 1)) {
+      report(['limits'], 'a token-bucket event has one limit per set (its bucket); give another rate an event of its own');
+      return undefined;
+    }
+    if (raw.lease !== undefined) {
+      report(['lease'], 'applies to sliding and fixed windows; a token bucket is taken a request at a time');
+      return undefined;
+    }
+  }
   if (raw.lease !== undefined && limitSets.some((set) => set.some((limit) => limit.shadow))) {
     // A lease counts its units before they are spent: a limit that never refuses has nothing to lease.
     report(['lease'], 'cannot be combined with shadow limits; try the limits in shadow without the lease, then enforce them');
@@ -240,6 +269,12 @@ function parseLimitSet(
     const rawLimit = asRecord(value);
     if (!rawLimit) return;
     const path = (field: string) => [...at, String(index), field];
+    const required = algorithm === 'token-bucket' ? ['rate'] : ['limit', 'window'];
+    const missing = required.filter((key) => rawLimit[key] === undefined);
+    if (algorithm !== undefined && missing.length > 0) {
+      for (const key of missing) report([...at, String(index)], `missing required key "${key}"`);
+      return;
+    }
     const limit = parseLimit(rawLimit, algorithm, (field) => sound(path(field)), (field, message) => {
       report(path(field), message);
     });
@@ -364,8 +399,51 @@ function parseLease(
   return { maxUnits: Math.min(maxUnits, tightest), life };
 }
 
-/** A limit's window as a name says it: `1m`, or a calendar window's word, `1mo`. */
+const RATE_PATTERN = /^([0-9]+)\s*\/\s*([0-9]*)\s*([smhd])$/;
+const RATE_UNIT_SECONDS = { s: 1, m: 60, h: 3600, d: 86_400 } as const;
+
+/** `10/s`, `600/1m`, `5/10s`: tokens per period; undefined when not one. */
+export function parseRate(value: unknown): TokenRate | undefined {
+  const match = typeof value === 'string' ? RATE_PATTERN.exec(value.trim()) : null;
+  if (!match) return undefined;
+  const count = Number(match[1]);
+  const periodSeconds = Number(match[2] === '' ? 1 : match[2]) * RATE_UNIT_SECONDS[match[3] as keyof typeof RATE_UNIT_SECONDS];
+  const valid = (n: number) => Number.isSafeInteger(n) && n >= 1 && n <= MAX_LIMIT;
+  return valid(count) && valid(periodSeconds) ? { count, periodSeconds } : undefined;
+}
+
+/** A rate as written back: `10/1s`, `600/1m`. */
+export function formatRate({ count, periodSeconds }: TokenRate): string {
+  return `${count}/${formatDuration(periodSeconds)}`;
+}
+
+/** A token bucket: `rate` and `burst` (default: one period's tokens). */
+function parseTokenBucket(
+  raw: Record<string, unknown>,
+  sound: (field: string) => boolean,
+  report: (field: string, message: string) => void,
+): Omit<LimitPolicy, 'name'> | undefined {
+  for (const field of ['limit', 'window', 'granularity', 'anchor', 'timezone'] as const)
+    if (raw[field] !== undefined) {
+      report(field, 'a token bucket takes rate and burst: rate: 10/s, burst: 50 is 10 a second on average, up to 50 at once');
+      return undefined;
+    }
+  if (!sound('rate')) return undefined;
+  const rate = parseRate(raw.rate);
+  if (!rate) {
+    report('rate', `must be tokens per period, such as 10/s, 600/1m or 5/10s (got ${JSON.stringify(raw.rate)})`);
+    return undefined;
+  }
+  if (!sound('burst')) return undefined;
+  const burst = (raw.burst as number | undefined) ?? rate.count;
+  // How long an empty bucket takes to fill: what RateLimit-Policy's w says of it.
+  const window = Math.max(1, Math.ceil((burst * rate.periodSeconds) / rate.count));
+  return { limit: burst, window, granularity: window, rate };
+}
+
+/** A limit's window as a name says it: `1m`, a calendar window's word, `1mo`, or a rate's, `10per1s`. */
 function windowWord(limit: Omit<LimitPolicy, 'name'>): string {
+  if (limit.rate) return formatRate(limit.rate).replace('/', 'per');
   const unit = limit.calendar?.unit;
   return Object.keys(CALENDAR_WINDOWS).find((word) => CALENDAR_WINDOWS[word] === unit) ?? formatDuration(limit.window);
 }
@@ -378,6 +456,12 @@ function parseLimit(
   sound: (field: string) => boolean,
   report: (field: string, message: string) => void,
 ): Omit<LimitPolicy, 'name'> | undefined {
+  if (algorithm === 'token-bucket') return parseTokenBucket(raw, sound, report);
+  for (const field of ['rate', 'burst'] as const)
+    if (raw[field] !== undefined) {
+      report(field, 'applies to algorithm: token-bucket; a window counts `limit` per `window`');
+      return undefined;
+    }
   const limit = sound('limit') ? (raw.limit as number | undefined) : undefined;
   const calendar = parseCalendar(raw, algorithm, sound, report);
   if (calendar === null) return undefined;

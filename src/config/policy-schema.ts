@@ -25,7 +25,7 @@ const limits = {
   items: {
     type: 'object',
     additionalProperties: false,
-    required: ['limit', 'window'],
+    // Required keys depend on the event's algorithm: limit and window, or rate (policies.ts).
     properties: {
       name: { type: 'string', pattern: NAME_PATTERN },
       limit: { type: 'integer', minimum: 1, maximum: MAX_LIMIT },
@@ -36,6 +36,8 @@ const limits = {
         description: 'where a calendar window starts: a 1mo window\'s day of the month (1-28), a 1w window\'s weekday',
       },
       timezone: { type: 'string', maxLength: 64, description: 'the IANA time zone of a calendar window (default UTC)' },
+      rate: { type: 'string', description: 'a token bucket\'s tokens per period: 10/s, 600/1m' },
+      burst: { type: 'integer', minimum: 1, maximum: MAX_LIMIT, description: 'a token bucket\'s most tokens at once' },
       mode: { enum: ['enforce', 'shadow'] },
     },
   },
@@ -108,7 +110,7 @@ export const policyFileSchema = {
         additionalProperties: false,
         required: ['limits'],
         properties: {
-          algorithm: { enum: ['sliding', 'fixed'] },
+          algorithm: { enum: ['sliding', 'fixed', 'token-bucket'] },
           edge: { enum: ['whole', 'drop', 'weighted'] },
           onStoreError: { enum: ['allow', 'deny'] },
           mode: { enum: ['enforce', 'shadow'] },

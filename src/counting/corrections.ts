@@ -2,12 +2,13 @@
 // forgets everything a feature counted for an event. Neither decides; both tell this instance's
 // memory of the feature to read its counts again.
 import type { CheckContext } from './check-context.js';
-import { eventPlan, validCost, validFeature, type CheckRequest } from './check-request.js';
+import { clientPlan, eventPlan, validCost, validFeature, type CheckRequest } from './check-request.js';
 import { incrementsAt } from './counter-call.js';
 import { LimiterInputError } from './errors.js';
 import { bucketKey, resetMarkerKey } from './keys.js';
 import { levelName, levelStart } from './buckets.js';
-import type { EventPlan } from './plan.js';
+import { TTL_MARGIN_SECONDS, type EventPlan } from './plan.js';
+import { decideTokenBucket, tokenBucketKey } from './token-bucket.js';
 
 export interface RefundRequest extends CheckRequest {
   /** When the check counted it, in milliseconds since the epoch. */
@@ -37,6 +38,14 @@ export async function refund(
       'invalid_time',
       'at must be the milliseconds since the epoch the check was counted at, not in the future',
     );
+  if (plan.algorithm === 'token-bucket') {
+    // Its tokens go back into the client's bucket now, up to a full one.
+    const feature = validFeature(request.feature);
+    const chosen = clientPlan(plan, feature, request.tier, context.wallNow, { lists: false });
+    const bucketPlan = typeof chosen === 'string' ? plan : chosen;
+    const item = { plan: bucketPlan, feature, cost, counting: true, enforced: true, impossible: false };
+    return (await decideTokenBucket(context, item, true)).allowed;
+  }
   const second = Math.floor(request.at / 1000);
   const longest = Math.max(
     ...[plan, ...(plan.clients?.plans ?? [])].flatMap((each) => each.limits.map((limit) => limit.policy.window)),
@@ -83,10 +92,12 @@ export async function reset(
   for (const counted of apart ? [plan, apart] : [plan]) {
     const state = context.features.state(counted, feature);
     const second = Math.floor(context.now(state.base) / 1000);
-    const ttlSeconds = Math.max(...counted.levels.map((level) => level.ttlSeconds));
+    const ttlSeconds = Math.max(TTL_MARGIN_SECONDS, ...counted.levels.map((level) => level.ttlSeconds));
     const straddling = counted.levels.map((level) =>
       bucketKey(state.base, levelName(level), levelStart(level, second)),
     );
+    // A token bucket keeps one value, forgotten whole: its client starts again with a full bucket.
+    if (counted.algorithm === 'token-bucket') straddling.push(tokenBucketKey(state.base));
     await context.store.reset({ key: resetMarkerKey(state.base), value: second, ttlSeconds }, straddling);
     context.features.forget(counted, feature);
   }

@@ -60,6 +60,11 @@ export class FeatureCache {
     this.entries = maxBytes > 0 ? new LRUCache<string, Entry>({ maxSize: maxBytes }) : undefined;
   }
 
+  /** The start of every key of a feature's counters for an event, without keeping anything. */
+  baseOf(event: string, feature: string): string {
+    return counterKeyBase(this.keyPrefix, event, feature);
+  }
+
   state(plan: EventPlan, feature: string): FeatureState {
     if (!this.entries || plan.uncached) return { base: counterKeyBase(this.keyPrefix, plan.event, feature) };
     let index = this.eventIndex.get(plan);

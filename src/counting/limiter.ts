@@ -21,6 +21,8 @@ import {
 import { planEvents, type EventPlan } from './plan.js';
 import { RuntimePlans } from './runtime-plans.js';
 import { decideWithShadow } from './shadow.js';
+import { decideTokenBucket } from './token-bucket.js';
+import { LimiterInputError } from './errors.js';
 
 export type { HowDecided, ObservedDecision } from './check-context.js';
 export type { TogetherCheck } from './check-request.js';
@@ -105,10 +107,21 @@ export function createLimiter(options: LimiterOptions): Limiter {
     async checkTogether(checks) {
       // Nothing to decide is a caller's bug, not a client's request.
       if (checks.length === 0) throw new RangeError('checkTogether takes at least one check');
-      const { allowed, decisions, retryAfter } = await decideItems(
-        context,
-        checks.map((check) => togetherItem(plans, check, context.wallNow, runtimePlans)),
-      );
+      const items = checks.map((check) => togetherItem(plans, check, context.wallNow, runtimePlans));
+      const bucket = items.find((item) => item.plan.algorithm === 'token-bucket');
+      if (bucket && items.length === 1) {
+        const decision = await decideTokenBucket(context, bucket);
+        const enforcedDenial = !decision.allowed && bucket.enforced;
+        return enforcedDenial && decision.retryAfter !== undefined
+          ? { allowed: false, checks: [decision], retryAfter: decision.retryAfter }
+          : { allowed: !enforcedDenial, checks: [decision] };
+      }
+      if (bucket)
+        throw new LimiterInputError(
+          'algorithm_unsupported',
+          `${bucket.plan.event} is a token bucket, which is decided alone: it cannot be decided together with other checks`,
+        );
+      const { allowed, decisions, retryAfter } = await decideItems(context, items);
       return retryAfter === undefined ? { allowed, checks: decisions } : { allowed, checks: decisions, retryAfter };
     },
     async lease(request) {
@@ -132,6 +145,7 @@ function decideOne(
 ): Promise<Decision> {
   try {
     const item = checkItem(plans, request, kind, context.wallNow);
+    if (item.plan.algorithm === 'token-bucket' && !item.listed) return decideTokenBucket(context, item);
     // A listed client is decided by its list, whatever limits (shadow ones too) its event has.
     return (item.plan.shadow || item.plan.shadowOnly) && !item.listed
       ? decideWithShadow(context, item)

@@ -29,6 +29,8 @@ export interface LimitPlan {
   readonly levels: readonly number[];
   /** A calendar window's periods: then its one level is these, not `levels[0]`-second buckets. */
   readonly calendar?: Periods | undefined;
+  /** A token bucket (`algorithm: token-bucket`): no buckets of time, one value per client (token-bucket.ts). */
+  readonly tokenBucket?: TokenBucketPlan | undefined;
   /** The buckets holding this limit's window at second `now`, coarsest (newest) run first. */
   cover(now: number): BucketRun[];
   /** How much of the cover's oldest bucket counts at second `now`: below 1 only for a `weighted` edge. */
@@ -44,6 +46,13 @@ export interface LimitPlan {
   retention(size: number): number;
   /** Keys one check reads for this limit, over every second of the cover's period. */
   readonly keysPerCheck: { readonly max: number; readonly mean: number };
+}
+
+/** A token bucket's constants, in microseconds: its value is kept in µs, exact to well past 2200. */
+export interface TokenBucketPlan {
+  /** T: how long one token takes to come back, rounded up (never faster than the rate). */
+  readonly emissionUs: number;
+  readonly burst: number;
 }
 
 /** One bucket level of an event: each check increments its current bucket. */

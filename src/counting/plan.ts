@@ -27,6 +27,21 @@ export const MAX_KEYS_PER_CHECK = 1000;
 
 export function planLimit(policy: LimitPolicy, algorithm: Algorithm, edge: Edge = 'whole'): LimitPlan {
   const { window, granularity } = policy;
+  if (policy.rate) {
+    // One value per client, no buckets of time: decided in token-bucket.ts, not by the check step.
+    const { count, periodSeconds } = policy.rate;
+    return {
+      policy,
+      algorithm,
+      levels: [],
+      tokenBucket: { emissionUs: Math.ceil((periodSeconds * 1_000_000) / count), burst: policy.limit },
+      cover: () => [],
+      oldestWeight: () => 1,
+      releaseAt: (start, size) => start + size,
+      retention: () => 0,
+      keysPerCheck: { max: 1, mean: 1 },
+    };
+  }
   if (policy.calendar) {
     // One bucket a period, from local midnight to local midnight; it frees all at once when
     // the period ends, however long the period was.

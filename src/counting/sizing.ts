@@ -22,7 +22,8 @@ function eventSizing(plan: EventPlan, policy: EventPolicy | undefined, now: numb
     incrementsPerCheck: plan.levels.length,
     // Limits may share buckets, so this is an upper bound on the keys one check touches.
     keysPerCheck: { max: plan.limits.reduce((sum, limit) => sum + limit.keysPerCheck.max, 0) },
-    itemsPerFeature: itemsPerFeature(plan.levels),
+    // A token bucket keeps one value per client and no buckets.
+    itemsPerFeature: plan.algorithm === 'token-bucket' ? 1 : itemsPerFeature(plan.levels),
     limits: plan.limits.map(limitSizing),
     ...(plan.clients && plan.clients.tiers.size > 0
       ? {
@@ -49,9 +50,9 @@ function limitSizing(limit: LimitPlan) {
     ...limit.policy,
     bucketSizes: limit.levels,
     keysPerCheck: limit.keysPerCheck,
-    itemsPerFeature: itemsPerFeature(
-      limit.levels.map((size) => ({ size, ttlSeconds: limit.retention(size) + TTL_MARGIN_SECONDS })),
-    ),
+    itemsPerFeature: limit.tokenBucket
+      ? 1
+      : itemsPerFeature(limit.levels.map((size) => ({ size, ttlSeconds: limit.retention(size) + TTL_MARGIN_SECONDS }))),
   };
 }
 

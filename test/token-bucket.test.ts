@@ -1,0 +1,183 @@
+// Token buckets (GCRA) counted in a real Memcached by two memgate instances at once, against a
+// reference GCRA (the virtual scheduling algorithm of ITU-T I.371, written here apart from
+// memgate's) on generated arrivals: the same requests admitted at every instant.
+import fc from 'fast-check';
+import { afterAll, describe, expect, it } from 'vitest';
+import { parsePolicies } from '../src/config/policies.js';
+import { createLimiter, type Limiter } from '../src/counting/limiter.js';
+import type { CounterStore } from '../src/store/counter-store.js';
+import { createMemcachedStore } from '../src/store/memcached/memcached-store.js';
+import { uniquePrefix, useMemcached } from './helpers/memcached.js';
+
+const memcached = useMemcached();
+const stores: CounterStore[] = [];
+afterAll(async () => {
+  await Promise.all(stores.map((store) => store.close()));
+});
+
+const RATE_PER_SECOND = 10;
+const BURST = 50;
+const policies = {
+  events: { api: { algorithm: 'token-bucket', limits: [{ rate: `${RATE_PER_SECOND}/s`, burst: BURST }] } },
+};
+
+/** Swaps another instance won first, over the whole file: the instances did race. */
+let swapsLost = 0;
+
+/** Two instances on one prefix, on the driven clock, or with none on Memcached's own (fractions of a millisecond). */
+function twoInstances(clock?: { ms: number }): [Limiter, Limiter] {
+  const keyPrefix = uniquePrefix();
+  const make = () => {
+    const memcachedStore = createMemcachedStore({ servers: memcached().servers });
+    stores.push(memcachedStore);
+    const store: CounterStore = {
+      ...memcachedStore,
+      incrementAndRead: (...args) => memcachedStore.incrementAndRead(...args),
+      readVersioned: (key) => memcachedStore.readVersioned(key),
+      swap: async (...args) => {
+        const stored = await memcachedStore.swap(...args);
+        if (!stored) swapsLost++;
+        return stored;
+      },
+    };
+    return createLimiter({
+      policies: parsePolicies(policies),
+      store,
+      keyPrefix,
+      ...(clock ? { now: () => clock.ms } : {}),
+    });
+  };
+  return [make(), make()];
+}
+
+/** Virtual scheduling: a cell at t conforms unless TAT > t + τ, τ = (burst − 1)·T; then TAT = max(TAT, t) + T. */
+class ReferenceGcra {
+  private tat = -Infinity;
+  constructor(
+    private readonly emissionMs: number,
+    private readonly burst: number,
+  ) {}
+  offer(t: number): boolean {
+    const tat = Math.max(this.tat, t);
+    if (tat > t + (this.burst - 1) * this.emissionMs) return false;
+    this.tat = tat + this.emissionMs;
+    return true;
+  }
+  /** Milliseconds from t until a cell would conform. */
+  waitFrom(t: number): number {
+    return Math.max(0, Math.max(this.tat, t) - (t + (this.burst - 1) * this.emissionMs));
+  }
+}
+
+describe('a token bucket of 10/s, burst 50, on two instances', () => {
+  it('admits exactly what a reference GCRA admits for the same arrival times (20 runs)', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.record({ gapMs: fc.integer({ min: 0, max: 700 }), requests: fc.integer({ min: 1, max: 14 }) }), {
+          minLength: 10,
+          maxLength: 40,
+        }),
+        async (arrivals) => {
+          const clock = { ms: Date.parse('2026-11-26T10:00:00.000Z') };
+          const instances = twoInstances(clock);
+          const reference = new ReferenceGcra(1000 / RATE_PER_SECOND, BURST);
+          for (const { gapMs, requests } of arrivals) {
+            clock.ms += gapMs;
+            // Every request of an instant at once, from both instances: they race for the bucket.
+            const decisions = await Promise.all(
+              Array.from({ length: requests }, (_, i) =>
+                (instances[i % 2] as Limiter).check({ event: 'api', feature: 'client' }),
+              ),
+            );
+            const admitted = decisions.filter((decision) => decision.allowed).length;
+            let expected = 0;
+            for (let i = 0; i < requests; i++) if (reference.offer(clock.ms)) expected++;
+            expect(admitted, `at +${clock.ms % 100_000} ms`).toBe(expected);
+            expect(decisions.some((decision) => decision.degraded)).toBe(false);
+            const refused = decisions.find((decision) => !decision.allowed);
+            // retryAfter: to the millisecond, rounded up to the second.
+            if (refused) expect(refused.retryAfter).toBe(Math.max(1, Math.ceil(reference.waitFrom(clock.ms) / 1000)));
+          }
+        },
+      ),
+      { numRuns: 20 },
+    );
+    expect(swapsLost).toBeGreaterThan(0);
+  });
+
+  it('tells a burst what remains, when it is full again, and when to retry', async () => {
+    const clock = { ms: Date.parse('2026-11-26T10:00:00.000Z') };
+    const [a, b] = twoInstances(clock);
+    const first = await a.check({ event: 'api', feature: 'x', cost: 20 });
+    expect(first).toMatchObject({
+      allowed: true,
+      limits: [{ name: 'api-10per1s', limit: 50, window: 5, remaining: 30, resetSeconds: 2 }],
+    });
+    expect((await b.check({ event: 'api', feature: 'x', cost: 30 })).allowed).toBe(true);
+    const refused = await a.check({ event: 'api', feature: 'x', cost: 5 });
+    // Five tokens come back in 500 ms: retry after 1 s.
+    expect(refused).toMatchObject({ allowed: false, retryAfter: 1, limits: [{ remaining: 0, resetSeconds: 5 }] });
+    clock.ms += 499;
+    expect((await b.check({ event: 'api', feature: 'x', cost: 5 })).allowed).toBe(false);
+    clock.ms += 1;
+    expect((await b.check({ event: 'api', feature: 'x', cost: 5 })).allowed).toBe(true);
+    // A peek counts nothing.
+    clock.ms += 100;
+    const peeked = await a.peek({ event: 'api', feature: 'x' });
+    expect(peeked).toMatchObject({ allowed: true, limits: [{ remaining: 1 }] });
+    expect((await a.peek({ event: 'api', feature: 'x' })).limits[0]?.remaining).toBe(1);
+  });
+
+  it('refuses a cost beyond the burst, and forgets a client on reset', async () => {
+    const clock = { ms: Date.parse('2026-11-26T10:00:00.000Z') };
+    const [a, b] = twoInstances(clock);
+    await expect(a.check({ event: 'api', feature: 'y', cost: 51 })).rejects.toMatchObject({
+      code: 'cost_exceeds_limit',
+    });
+    expect((await a.check({ event: 'api', feature: 'y', cost: 50 })).allowed).toBe(true);
+    expect((await b.check({ event: 'api', feature: 'y' })).allowed).toBe(false);
+    await b.reset({ event: 'api', feature: 'y' });
+    expect((await a.check({ event: 'api', feature: 'y', cost: 50 })).allowed).toBe(true);
+    // A refund gives tokens back at once.
+    expect(await a.refund({ event: 'api', feature: 'y', cost: 10, at: clock.ms })).toBe(true);
+    expect((await b.check({ event: 'api', feature: 'y', cost: 10 })).allowed).toBe(true);
+    expect((await b.check({ event: 'api', feature: 'y' })).allowed).toBe(false);
+  });
+});
+
+describe('a token bucket over HTTP', () => {
+  it('answers /check with RateLimit headers, and refuses what only counted windows do', async () => {
+    const { buildApp } = await import('../src/http/app.js');
+    // Memcached's clock, as a service runs: once read, it counts in fractions of a millisecond.
+    const [limiter] = twoInstances();
+    await stores[stores.length - 2]?.clock?.ready();
+    const app = buildApp({ limiter, store: stores[stores.length - 2] as CounterStore, maxEventLoopDelayMs: 0 });
+    await app.ready();
+    try {
+      const first = await app.inject({ method: 'GET', url: '/check?event=api&feature=h&cost=48' });
+      expect(first.statusCode).toBe(200);
+      // q is the burst, w how long an empty bucket takes to fill; t when it is full again.
+      expect(first.headers['ratelimit-policy']).toBe('"api-10per1s";q=50;w=5');
+      expect(first.headers.ratelimit).toBe('"api-10per1s";r=2;t=5');
+      const refused = await app.inject({ method: 'GET', url: '/check?event=api&feature=h&cost=3' });
+      expect(refused.statusCode).toBe(429);
+      expect(refused.headers['retry-after']).toBe('1');
+      const lease = await app.inject({
+        method: 'POST',
+        url: '/lease',
+        payload: { event: 'api', feature: 'h', units: 2 },
+      });
+      expect(lease.statusCode).toBe(400);
+      expect(lease.json()).toMatchObject({ error: { code: 'lease_off' } });
+    } finally {
+      await app.close();
+    }
+    await expect(
+      limiter.checkTogether([
+        { event: 'api', feature: 'h' },
+        { event: 'api', feature: 'i' },
+      ]),
+    ).rejects.toMatchObject({ code: 'algorithm_unsupported' });
+    expect((await limiter.checkTogether([{ event: 'api', feature: 'j' }])).allowed).toBe(true);
+  });
+});
