@@ -356,11 +356,17 @@ function decisionReplays(method: 'GET' | 'POST', path: '/check' | '/peek'): Reco
       ? {
           [`${op} 200 allowed`]: { world: 'counting', ask: ask(login) },
           [`${op} 429 denied`]: { world: 'counting', before: fiveLogins, ask: ask(login) },
+          [`${op} 400 reserveOff`]: { world: 'counting', ask: ask({ ...login, reserve: 3 }) },
           ...(method === 'POST'
             ? {
                 [`${op} 200 allowedCost`]: {
                   world: 'counting',
                   ask: ask({ event: 'url_shorten', feature: 'user-42', cost: 3 }),
+                },
+                [`${op} 200 reserved`]: {
+                  world: 'counting',
+                  ask: ask({ event: 'url_shorten', feature: 'user-42', reserve: 20 }),
+                  compare: 'digits',
                 },
               }
             : {}),
@@ -433,6 +439,9 @@ function leaseReplays(): Record<string, Replay> {
   const user = { event: 'url_shorten', feature: 'user-42' };
   const takeTen = post('/lease', { ...user, units: 10 });
   const idOf = (answer: LightMyRequestResponse | undefined) => answer?.json<{ lease: { id: string } }>().lease.id ?? '';
+  const reserveTwenty = post('/check', { ...user, reserve: 20 });
+  const reservationOf = (answer: LightMyRequestResponse | undefined) =>
+    answer?.json<{ reservation: { id: string } }>().reservation.id ?? '';
   const giveBack = (unused: number) => (before: readonly LightMyRequestResponse[]) =>
     post('/lease/return', { ...user, id: idOf(before[0]), unused });
   const invalidJson = (url: string): Replay => ({
@@ -486,6 +495,36 @@ function leaseReplays(): Record<string, Replay> {
     'POST /lease/return 503 storeUnavailable': {
       world: 'storeSilent',
       ask: post('/lease/return', { ...user, id: `${NOW / 1000}.q8Yc3hJd0mWn2LxTf5RkAw`, unused: 0 }),
+      compare: 'digits',
+    },
+    'POST /settle 200 settled': {
+      world: 'counting',
+      before: [reserveTwenty],
+      ask: (before) => post('/settle', { ...user, id: reservationOf(before[0]), cost: 17 }),
+    },
+    'POST /settle 400 reserveOff': {
+      world: 'counting',
+      ask: post('/settle', { event: 'login', feature: FEATURE, id: `${NOW / 1000}.q8Yc3hJd0mWn2LxTf5RkAw`, cost: 1 }),
+    },
+    'POST /settle 400 unknownEvent': {
+      world: 'counting',
+      ask: post('/settle', { event: 'signup', feature: FEATURE, id: 'x', cost: 1 }),
+    },
+    'POST /settle 400 invalidJson': invalidJson('/settle'),
+    'POST /settle 404 unknownReservation': {
+      world: 'counting',
+      ask: post('/settle', { ...user, id: `${NOW / 1000}.q8Yc3hJd0mWn2LxTf5RkAw`, cost: 1 }),
+    },
+    'POST /settle 409 settledTwice': {
+      world: 'counting',
+      before: [reserveTwenty],
+      // Twice at once: one is taken, the other refused.
+      ask: (before) => post('/settle', { ...user, id: reservationOf(before[0]), cost: 20 }),
+      burst: 2,
+    },
+    'POST /settle 503 storeUnavailable': {
+      world: 'storeSilent',
+      ask: post('/settle', { ...user, id: `${NOW / 1000}.q8Yc3hJd0mWn2LxTf5RkAw`, cost: 1 }),
       compare: 'digits',
     },
     'POST /lease/batch 200 mixed': {

@@ -44,6 +44,18 @@ export interface CheckOptions {
   readonly tier?: string | undefined;
 }
 
+export interface ReserveOptions {
+  /** The client's tier, as for a check. */
+  readonly tier?: string | undefined;
+}
+
+/** A reservation settled: what it reserved, its actual cost, and the difference counted. */
+export interface Settled {
+  readonly reserved: number;
+  readonly cost: number;
+  readonly counted: number;
+}
+
 export interface RefundOptions {
   /** The cost to take back; 1 by default. */
   readonly cost?: number | undefined;
@@ -54,6 +66,14 @@ export interface RefundOptions {
 export interface MemgateClient {
   /** Decides and, when allowed, counts: memgate's /check, or a denial repeated locally. */
   check(event: string, feature: string, options?: CheckOptions): Promise<ClientDecision>;
+  /**
+   * Reserves `units` for a request whose actual cost is known only after it (memgate's /check
+   * with `reserve`, for an event with a `reservations` section): allowed, the decision holds the
+   * `reservation` to settle. Always asks memgate, never from a lease, never batched.
+   */
+  reserve(event: string, feature: string, units: number, options?: ReserveOptions): Promise<ClientDecision>;
+  /** Settles a reservation with the actual cost (memgate's POST /settle): the difference is counted, once. */
+  settle(event: string, feature: string, id: string, cost: number, options?: ReserveOptions): Promise<Settled>;
   /** memgate's /peek: the decision a check would get, counting nothing. Always asks memgate, never batched, never remembered. */
   peek(event: string, feature: string, options?: CheckOptions): Promise<ClientDecision>;
   /** Forgets what `feature` has counted for `event` (POST /admin/reset; needs adminToken), and its local denials. */
@@ -310,6 +330,54 @@ export function createClient(options: ClientOptions): MemgateClient {
           openOrThrow();
           const body = checkBody(event, feature, checkOptions);
           return count(await denials.decide(body.event, body.feature, body.cost ?? 1, () => ask(body), body.tier));
+        })(),
+      );
+    },
+    reserve(event, feature, units, reserveOptions) {
+      return track(
+        (async () => {
+          openOrThrow();
+          const { tier, ...rest } = checkBody(event, feature, reserveOptions);
+          if (typeof units !== 'number' || !Number.isSafeInteger(units) || units < 1)
+            throw new MemgateClientError(
+              'invalid_cost',
+              `memgate client: units must be a positive integer (got ${String(units)})`,
+            );
+          if (!reachability.mayAsk()) return count(degraded());
+          let outcome: Outcome;
+          try {
+            const answer = await post('/check', { ...rest, reserve: units, ...(tier === undefined ? {} : { tier }) });
+            outcome = outcomeOf(answer.status, answer.body, '/check');
+          } catch (error) {
+            if (!(error instanceof TransportFailure)) throw error;
+            outcome = { kind: 'unreachable' };
+          }
+          return count(settle(outcome));
+        })(),
+      );
+    },
+    settle(event, feature, id, cost, reserveOptions) {
+      return track(
+        (async () => {
+          openOrThrow();
+          const { tier, ...rest } = checkBody(event, feature, reserveOptions);
+          if (typeof id !== 'string' || id.length === 0)
+            throw new MemgateClientError('unknown_reservation', 'memgate client: id must be the reservation’s id');
+          if (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 0)
+            throw new MemgateClientError(
+              'invalid_cost',
+              `memgate client: cost must be a non-negative integer (got ${String(cost)})`,
+            );
+          let answer: HttpAnswer;
+          try {
+            answer = await post('/settle', { ...rest, id, cost, ...(tier === undefined ? {} : { tier }) });
+          } catch (error) {
+            if (error instanceof TransportFailure)
+              throw new MemgateClientError('unreachable', `memgate client: ${error.message}`);
+            throw error;
+          }
+          if (answer.status === 200) return answer.body as Settled;
+          throw errorOf(answer.status, answer.body, '/settle');
         })(),
       );
     },

@@ -10,6 +10,8 @@ export type {
   ClientStats,
   MemgateClient,
   RefundOptions,
+  ReserveOptions,
+  Settled,
 } from './client.js';
-export type { Decision, LimitStatus } from '../shared/decision.js';
+export type { Decision, LimitStatus, Reservation } from '../shared/decision.js';
 export { MemgateClientError } from './errors.js';

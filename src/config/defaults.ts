@@ -113,6 +113,13 @@ export const DEFAULTS = {
   leaseReturnGraceSeconds: 2,
   /** Longest lease life a policy may set. */
   leaseMaxLifeSeconds: 60,
+  /**
+   * A reservation's life when the policy's `reservations` names none (within the event's
+   * shortest window, with the grace): how long its holder has to settle it.
+   */
+  reservationLifeSeconds: 300,
+  /** Longest reservation life a policy may set: its buckets stay unsettled this long. */
+  reservationMaxLifeSeconds: 3600,
 
   /** Failed admin authentications one client address may make per window before 429. */
   adminFailureLimit: 10,

@@ -19,6 +19,10 @@ describe('the table of error codes', () => {
       'unknown_lease',
       'lease_returned',
       'lease_expired',
+      'reserve_off',
+      'unknown_reservation',
+      'reservation_settled',
+      'reservation_expired',
     ]);
   });
 

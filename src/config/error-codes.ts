@@ -51,6 +51,19 @@ export const ERROR_CODES = {
     status: 409,
     when: `\`/lease/return\`: more than the lease's life and ${DEFAULTS.leaseReturnGraceSeconds} s have passed since it was taken; its units stay counted`,
   },
+  reserve_off: {
+    status: 400,
+    when: '`reserve` on `/check`, `/settle`: the event has no `reservations` section in the policy file',
+  },
+  unknown_reservation: {
+    status: 404,
+    when: '`/settle`: no reservation of this id for this event and feature (never given, or forgotten after its life)',
+  },
+  reservation_settled: { status: 409, when: '`/settle`: the reservation was settled already; a reservation is settled once' },
+  reservation_expired: {
+    status: 409,
+    when: `\`/settle\`: more than the reservation's life and ${DEFAULTS.leaseReturnGraceSeconds} s have passed since it was made; it stays counted as reserved`,
+  },
   invalid_request: {
     status: 400,
     when: `an unknown field, a body that is not a JSON object or nests arrays and objects more than ${DEFAULTS.jsonMaxDepth} deep, or a URL that is not valid percent-encoding`,
@@ -119,6 +132,10 @@ export const INPUT_ERROR_CODES = [
   'unknown_lease',
   'lease_returned',
   'lease_expired',
+  'reserve_off',
+  'unknown_reservation',
+  'reservation_settled',
+  'reservation_expired',
 ] as const satisfies readonly ErrorCode[];
 export type InputErrorCode = (typeof INPUT_ERROR_CODES)[number];
 

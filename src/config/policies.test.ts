@@ -181,7 +181,7 @@ describe('parsePolicies', () => {
 
   it.each([
     ['an unknown top-level key', { events: { a: { limits: [{ limit: 1, window: 1 }] } }, extra: 1 }, 'top level: unknown key "extra"'],
-    ['an unknown event key', { events: { a: { limitz: 1, limits: [{ limit: 1, window: 1 }] } } }, 'event "a": unknown key "limitz"; the event takes algorithm, edge, onStoreError, mode, lease, limits, tiers, overrides, allow, deny'],
+    ['an unknown event key', { events: { a: { limitz: 1, limits: [{ limit: 1, window: 1 }] } } }, 'event "a": unknown key "limitz"; the event takes algorithm, edge, onStoreError, mode, lease, reservations, limits, tiers, overrides, allow, deny'],
     ['a lease that outlives the shortest window', { events: { a: { limits: [{ limit: 9, window: '10s' }], lease: { life: '9s' } } } }, 'event "a", field lease.life: a lease of 9s (plus 2 s for its return) must end within the shortest window, 10s'],
     ['a lease life over a minute', { events: { a: { limits: [{ limit: 9, window: '1h' }], lease: { life: '2m' } } } }, 'event "a", field lease.life: 2m is longer than the 60 s a lease may live'],
     ['a lease life that is no duration', { events: { a: { limits: [{ limit: 9, window: '1h' }], lease: { life: 'soon' } } } }, 'event "a", field lease.life: must be a positive whole duration'],

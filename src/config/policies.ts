@@ -80,6 +80,15 @@ export interface LeasePolicy {
  * Limits of their own for the clients `match` names, in place of the event's `limits`: its
  * own `limits`, or a tier's. See docs/policies.md, "Per-client limits".
  */
+/**
+ * Reservations of an event (`reservations:`): a check may count a cost it does not know yet
+ * (`reserve: N`) and settle it later with the actual one. Off unless the section is there.
+ */
+export interface ReservationPolicy {
+  /** Seconds its holder has to settle a reservation; until then (and the grace) its buckets stay unsettled. */
+  readonly life: number;
+}
+
 export interface OverridePolicy {
   readonly match: ClientMatch;
   readonly limits?: readonly LimitPolicy[] | undefined;
@@ -95,6 +104,7 @@ export interface EventPolicy {
   readonly edge: Edge;
   readonly onStoreError: OnStoreError;
   readonly lease?: LeasePolicy | undefined;
+  readonly reservations?: ReservationPolicy | undefined;
   /** In the order of the policy file: what applies to a client no override, tier or list names. */
   readonly limits: readonly LimitPolicy[];
   /** Named limit sets (free, pro, ...), in the file's order. */
@@ -235,6 +245,15 @@ function parseEvent(
   }
   const lease = raw.lease !== undefined && sound(['lease']) ? parseLease(asRecord(raw.lease) ?? {}, limitSets, report) : undefined;
   if (lease === null) return undefined;
+  if (raw.reservations !== undefined && limitSets.some((set) => set.some((limit) => limit.shadow))) {
+    report(['reservations'], 'cannot be combined with shadow limits: a limit that never refuses has nothing to reserve');
+    return undefined;
+  }
+  const reservations =
+    raw.reservations !== undefined && sound(['reservations'])
+      ? parseReservations(asRecord(raw.reservations) ?? {}, limitSets, algorithm, report)
+      : undefined;
+  if (reservations === null) return undefined;
   const edge = (raw.edge as Edge | undefined) ?? 'whole';
   const onStoreError = (raw.onStoreError as OnStoreError | undefined) ?? 'allow';
   return {
@@ -244,6 +263,7 @@ function parseEvent(
     onStoreError,
     limits,
     ...(lease ? { lease } : {}),
+    ...(reservations ? { reservations } : {}),
     ...(tiers.size > 0 ? { tiers } : {}),
     ...(overrides.length > 0 ? { overrides } : {}),
     ...(lists.allow.length > 0 ? { allow: lists.allow } : {}),
@@ -449,6 +469,48 @@ function windowWord(limit: Omit<LimitPolicy, 'name'>): string {
 }
 
 const CALENDAR_HINT = 'calendar windows are 1d, 1w or 1mo with algorithm: fixed';
+
+/**
+ * An event's reservations section, or null when it is faulty. A settle takes the reserved cost
+ * back from the buckets of the reservation's second, so that second must still count in every
+ * window when the reservation ends (with the grace for a late settle). The default life is 5
+ * minutes, or what fits the shortest window.
+ */
+function parseReservations(
+  raw: Record<string, unknown>,
+  limitSets: readonly (readonly LimitPolicy[])[],
+  algorithm: Algorithm,
+  report: (path: readonly string[], text: string) => void,
+): ReservationPolicy | null {
+  const grace = DEFAULTS.leaseReturnGraceSeconds;
+  // A token bucket has no windows: a settle moves its one value, whenever it comes.
+  const windows = algorithm === 'token-bucket' ? [] : limitSets.flat().map((limit) => limit.window);
+  const shortest = Math.min(...windows);
+  if (raw.life === undefined) {
+    if (shortest <= grace + 1) {
+      report(['reservations'], `no reservation fits the shortest window, ${formatDuration(shortest)}: a reservation and the ${grace} s to settle it late must end within it`);
+      return null;
+    }
+    return { life: Math.min(DEFAULTS.reservationLifeSeconds, shortest - grace - 1) };
+  }
+  const life = parseDuration(raw.life);
+  if (life === undefined) {
+    report(['reservations', 'life'], `${DURATION_HINT} (got ${JSON.stringify(raw.life)})`);
+    return null;
+  }
+  if (life > DEFAULTS.reservationMaxLifeSeconds) {
+    report(['reservations', 'life'], `${formatDuration(life)} is longer than the ${formatDuration(DEFAULTS.reservationMaxLifeSeconds)} a reservation may live`);
+    return null;
+  }
+  if (life + grace >= shortest) {
+    report(
+      ['reservations', 'life'],
+      `a reservation of ${formatDuration(life)} (plus ${grace} s to settle it late) must end within the shortest window${limitSets.length > 1 ? ' of the event, its tiers and overrides' : ''}, ${formatDuration(shortest)}`,
+    );
+    return null;
+  }
+  return { life };
+}
 
 function parseLimit(
   raw: Record<string, unknown>,

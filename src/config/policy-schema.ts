@@ -123,6 +123,12 @@ export const policyFileSchema = {
               life: duration,
             },
           },
+          reservations: {
+            type: 'object',
+            additionalProperties: false,
+            description: 'lets checks reserve a cost (reserve: N) and settle it later with the actual cost',
+            properties: { life: duration },
+          },
           limits,
           tiers: {
             type: 'object',

@@ -29,6 +29,14 @@ export interface ObservedDecision extends HowDecided {
   readonly decision: Decision;
 }
 
+/** A reservation settled: the event and client, what it reserved, and its actual cost. */
+export interface SettledReservation {
+  readonly event: string;
+  readonly feature: string;
+  readonly reserved: number;
+  readonly cost: number;
+}
+
 /** The limiter's options other than its policies. */
 export interface CheckOptions {
   readonly store: CounterStore;
@@ -46,6 +54,8 @@ export interface CheckOptions {
   readonly onStoreUnavailable?: (error: StoreUnavailableError, event: string) => void;
   /** Told of every decision of `check`, `peek`, a lease and each check decided together, for metrics and usage history. */
   readonly onDecision?: (observed: ObservedDecision) => void;
+  /** Told of every reservation settled: what it reserved and what it cost (usage history keeps the costs). */
+  readonly onSettle?: (settled: SettledReservation) => void;
   /** How far apart the clocks of instances sharing the store may be, plus a request's time in flight. Default 2000. */
   readonly maxClockSkewMs?: number;
   /**
@@ -71,6 +81,7 @@ export interface CheckContext {
   readonly onRollbackError: ((error: unknown) => void) | undefined;
   readonly onStoreUnavailable: ((error: StoreUnavailableError, event: string) => void) | undefined;
   readonly onDecision: ((observed: ObservedDecision) => void) | undefined;
+  readonly onSettle: ((settled: SettledReservation) => void) | undefined;
 }
 
 /** Checks the options and builds what the stages share; a bad option throws at once. */
@@ -107,6 +118,7 @@ export function checkContext(options: CheckOptions): CheckContext {
     onRollbackError: options.onRollbackError,
     onStoreUnavailable: options.onStoreUnavailable,
     onDecision: options.onDecision,
+    onSettle: options.onSettle,
   };
 }
 

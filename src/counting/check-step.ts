@@ -537,7 +537,7 @@ function outcomeOf(
   let lease: TakenLease | undefined;
   // The hot path: one check, allowed, no lease.
   const [only] = items;
-  if (items.length === 1 && allowed && only && !only.upTo)
+  if (items.length === 1 && allowed && only && !only.record)
     return { allowed, decisions, retryAfter, counted: [only.counting ? only.cost : 0], lease };
   const counted = items.map((item, i) => {
     const decision = decisions[i] as Decision;
@@ -546,10 +546,10 @@ function outcomeOf(
     const index = counterOf[i] as number;
     if (!allowed || peekOf[i] !== -1 || !rounds[index]?.decision.allowed) return 0;
     const counter = counters[index] as Counter;
-    if (!item.upTo) return item.cost;
-    if (counter.leaseId !== undefined)
+    // A lease's or a reservation's units, recorded under an id.
+    if (item.record && counter.leaseId !== undefined)
       lease = { id: counter.leaseId, units: counter.cost, countedAtMs: counter.countedAtMs };
-    return counter.cost;
+    return item.upTo ? counter.cost : item.cost;
   });
   return { allowed, decisions, retryAfter, counted, lease };
 }

@@ -49,8 +49,8 @@ export async function exactDenial(
 ): Promise<Decision> {
   const { plan, state, counts, cost, nowMs } = denied;
   const exactSecond = await exactReleaseSecond(context, counts.limits, state.base, cost, nowMs, counts.lastResetAt);
-  const hold = plan.lease?.holdSeconds;
-  // On an event with leases, units a lease returns may free up before counts leave the window.
+  const hold = plan.holdSeconds;
+  // On an event with leases or reservations, units a return or a settle gives back may free up before counts leave the window.
   if (exactSecond === undefined)
     return hold === undefined ? decision : { ...decision, retryAfter: Math.min(decision.retryAfter ?? hold, hold) };
   const release = hold === undefined ? exactSecond : Math.min(exactSecond, Math.floor(nowMs / 1000) + hold);

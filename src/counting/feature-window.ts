@@ -87,8 +87,8 @@ export class FeatureWindow {
 
   constructor(plan: EventPlan, base: string, second: number, skewSeconds: number, previous?: FeatureWindow) {
     this.second = second;
-    // A returned lease takes units back from the buckets of its second until its hold ends.
-    this.settleSeconds = skewSeconds + (plan.lease?.holdSeconds ?? 0);
+    // A returned lease or a settled reservation takes units back from the buckets of its second until its hold ends.
+    this.settleSeconds = skewSeconds + (plan.holdSeconds ?? 0);
     this.resetAt = previous?.resetAt ?? 0;
     const levelOf = new Map(plan.levels.map((level, index) => [levelName(level), index]));
     const currentStarts = plan.levels.map((level) => levelStart(level, second));

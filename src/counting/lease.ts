@@ -82,8 +82,17 @@ const LEASE_ID = /^([0-9]{1,12})\.([A-Za-z0-9_-]{22})$/;
 
 /** The second a lease was taken at, from its id; unknown_lease when the id is not one memgate makes. */
 export function leaseSecond(id: unknown): number {
+  return recordedSecond(id, 'unknown_lease');
+}
+
+/** The second a lease or a reservation was counted at, from its id; `code` when the id is not one memgate makes. */
+export function recordedSecond(id: unknown, code: 'unknown_lease' | 'unknown_reservation'): number {
   const match = typeof id === 'string' ? LEASE_ID.exec(id) : null;
-  if (!match) throw new LimiterInputError('unknown_lease', 'the lease id is not one memgate gave');
+  if (!match)
+    throw new LimiterInputError(
+      code,
+      `the ${code === 'unknown_lease' ? 'lease' : 'reservation'} id is not one memgate gave`,
+    );
   return Number(match[1]);
 }
 

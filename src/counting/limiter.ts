@@ -22,11 +22,22 @@ import { planEvents, type EventPlan } from './plan.js';
 import { RuntimePlans } from './runtime-plans.js';
 import { decideWithShadow } from './shadow.js';
 import { decideTokenBucket } from './token-bucket.js';
+import {
+  reservationPlanOf,
+  reservedDecision,
+  reserveItem,
+  settle,
+  type ReservedDecision,
+  type ReserveRequest,
+  type SettleRequest,
+  type Settled,
+} from './reservation.js';
 import { LimiterInputError } from './errors.js';
 
 export type { HowDecided, ObservedDecision } from './check-context.js';
 export type { TogetherCheck } from './check-request.js';
 export type { RefundRequest } from './corrections.js';
+export type { Reservation, ReservedDecision, ReserveRequest, SettleRequest, Settled } from './reservation.js';
 
 export interface LimiterOptions extends CheckOptions {
   /** A validated PolicySet, or a policy document in the file's shape (validated here). */
@@ -45,9 +56,21 @@ export interface TogetherDecision {
   readonly retryAfter?: number;
 }
 
+/** A check, or with `reserve` in place of `cost` a reservation (see Limiter.settle). */
+export type CheckOrReserve = CheckRequest | ReserveRequest;
+
 export interface Limiter {
-  /** Decides the request and, when allowed, counts it. */
-  check(request: CheckRequest): Promise<Decision>;
+  /**
+   * Decides the request and, when allowed, counts it. With `reserve: N` (an event with a
+   * `reservations` section) it counts N, answering a reservation to settle with the actual cost.
+   */
+  check(request: CheckOrReserve): Promise<ReservedDecision>;
+  /**
+   * Settles a reservation with what its request actually cost: the difference is counted (a
+   * refund when smaller), once, within the reservation's life. A larger cost can put the client
+   * over its limits; the next check sees it.
+   */
+  settle(request: SettleRequest): Promise<Settled>;
   /**
    * Decides several checks (of any events and features) as one request: when every enforced
    * check is allowed, each counting check's cost is counted; otherwise none is. A cost larger
@@ -102,7 +125,9 @@ export function createLimiter(options: LimiterOptions): Limiter {
       return context.features.usage;
     },
     close: () => options.store.close(),
-    check: (request) => decideOne(context, plans, request, 'check'),
+    check: (request) =>
+      reserving(request) ? reserve(context, plans, request) : decideOne(context, plans, request, 'check'),
+    settle: (request) => settle(context, plans, request),
     peek: (request) => decideOne(context, plans, request, 'peek'),
     async checkTogether(checks) {
       // Nothing to decide is a caller's bug, not a client's request.
@@ -134,6 +159,28 @@ export function createLimiter(options: LimiterOptions): Limiter {
     refund: (request) => refund(context, plans, request),
     reset: (request) => reset(context, plans, request),
   };
+}
+
+/** Whether a check reserves: `reserve` given, even as undefined by a JavaScript caller, is not. */
+function reserving(request: CheckOrReserve): request is ReserveRequest {
+  return (request as { reserve?: unknown }).reserve !== undefined;
+}
+
+/** A reserving check: the step's decision of its item, with the reservation when allowed. */
+async function reserve(
+  context: CheckContext,
+  plans: ReadonlyMap<string, EventPlan>,
+  request: ReserveRequest,
+): Promise<ReservedDecision> {
+  if ((request as { cost?: unknown }).cost !== undefined)
+    throw new LimiterInputError(
+      'invalid_cost',
+      'give reserve or cost, not both: a reservation counts what it reserves',
+    );
+  const item = reserveItem(plans, request, context.wallNow);
+  if (item.listed) return listedDecision(item.listed);
+  const outcome = await decideItems(context, [item]);
+  return reservedDecision(outcome.decisions[0] as Decision, outcome.lease, reservationPlanOf(item.plan));
 }
 
 /** A lone check or peek: the step's decision of its one item. Not async: a refused request rejects. */

@@ -74,6 +74,13 @@ export interface EventPlan {
   readonly maxCost: number;
   /** Quota leases, when the event allows them. */
   readonly lease?: LeasePlan | undefined;
+  /** Reservations (`reserve: N`, then a settle), when the event allows them. */
+  readonly reservations?: ReservationPlan | undefined;
+  /**
+   * Seconds after a second until a lease's return or a reservation's settle can no longer take
+   * cost back from its buckets: they stay live (read again) this long. Absent when neither is on.
+   */
+  readonly holdSeconds?: number | undefined;
   /**
    * The event's tiers, overrides and allow and deny lists, when it has any: a client's plan
    * is chosen there (client-plans.ts). Absent on the plans it chooses from.
@@ -100,5 +107,11 @@ export interface LeasePlan {
    * Seconds after a lease's second until its return can no longer come: its life and the
    * grace for a late return. A lease's buckets can shrink until then, so they stay live.
    */
+  readonly holdSeconds: number;
+}
+
+export interface ReservationPlan {
+  readonly lifeSeconds: number;
+  /** Its life and the grace for a late settle: until then its second's buckets can still shrink. */
   readonly holdSeconds: number;
 }

@@ -13,7 +13,7 @@ import { calendarLevel } from './calendar.js';
 import { ClientPlans, type OverridePlan } from './client-plans.js';
 import type { CounterLevel, EventPlan, LimitPlan } from './plan-types.js';
 
-export type { CounterLevel, EventPlan, LeasePlan, LimitPlan } from './plan-types.js';
+export type { CounterLevel, EventPlan, LeasePlan, LimitPlan, ReservationPlan } from './plan-types.js';
 import { edgeWeight, fixedCover, slidingCover, slidingLevels } from './cover.js';
 
 /**
@@ -145,6 +145,14 @@ export function planEvents(policies: PolicySet): Map<string, EventPlan> {
           holdSeconds: lease.life + DEFAULTS.leaseReturnGraceSeconds,
         }
       : undefined;
+    const reservationPlan = policy.reservations
+      ? {
+          lifeSeconds: policy.reservations.life,
+          holdSeconds: policy.reservations.life + DEFAULTS.leaseReturnGraceSeconds,
+        }
+      : undefined;
+    const holds = [leasePlan?.holdSeconds, reservationPlan?.holdSeconds].filter((hold) => hold !== undefined);
+    const holdSeconds = holds.length > 0 ? Math.max(...holds) : undefined;
     const planOver = (
       limits: readonly LimitPlan[],
       counters: { event: string; levels: readonly CounterLevel[] },
@@ -158,6 +166,8 @@ export function planEvents(policies: PolicySet): Map<string, EventPlan> {
       levels: counters.levels,
       maxCost: Math.min(...limits.map((limit) => limit.policy.limit)),
       ...(leasePlan ? { lease: leasePlan } : {}),
+      ...(reservationPlan ? { reservations: reservationPlan } : {}),
+      ...(holdSeconds !== undefined ? { holdSeconds } : {}),
       ...extra,
     });
     const main = { event, levels };

@@ -23,7 +23,8 @@ export function reloadable(initial: Limiter): ReloadableLimiter {
     get cacheUsage() {
       return current.cacheUsage;
     },
-    check: (request: CheckRequest) => current.check(request),
+    check: (request) => current.check(request),
+    settle: (request) => current.settle(request),
     checkTogether: (checks) => current.checkTogether(checks),
     peek: (request: CheckRequest) => current.peek(request),
     reset: (request: Omit<CheckRequest, 'cost'>) => current.reset(request),

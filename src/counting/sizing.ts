@@ -77,7 +77,7 @@ const BUCKET_BYTES = 120;
 
 /** The most one client's state of `plan` can hold: every bucket of every window, plus those ahead of now. */
 export function stateCacheBytes(plan: EventPlan, skewSeconds: number): number {
-  const ahead = 2 + skewSeconds + (plan.lease?.holdSeconds ?? 0);
+  const ahead = 2 + skewSeconds + (plan.holdSeconds ?? 0);
   const buckets = plan.limits.reduce((sum, limit) => sum + limit.keysPerCheck.max + ahead, 0);
   return STATE_BYTES + LIMIT_BYTES * plan.limits.length + BUCKET_BYTES * buckets;
 }

@@ -217,6 +217,45 @@ export const queryErrorExamples = {
   },
 } satisfies Record<string, Example>;
 
+/** GET /check takes `reserve` too, so it names one more field than /peek. */
+export const checkQueryErrorExamples = {
+  unknownField: {
+    summary: 'A field memgate does not know',
+    value: error(
+      'invalid_request',
+      'unknown field "user" in the query string; expected event, feature, cost, tier and reserve',
+    ),
+  },
+} satisfies Record<string, Example>;
+
+/** POST /check with `reserve`, and POST /settle: url_shorten takes reservations of 5 s. */
+export const settleExamples = {
+  reserved: {
+    summary: 'Reserved: 20 of url_shorten counted until the actual cost is known, to settle within 5 s',
+    value: {
+      allowed: true,
+      limits: [{ name: 'url_shorten-1m', limit: 100, window: 60, remaining: 80, resetSeconds: 60 }],
+      reservation: { id: '1795427730.q8Yc3hJd0mWn2LxTf5RkAw', units: 20, seconds: 5, expiresAt: 1795427735250 },
+    },
+  },
+  settled: {
+    summary: 'Reserved 20, cost 17: 3 given back',
+    value: { reserved: 20, cost: 17, counted: -3 },
+  },
+  reserveOff: {
+    summary: 'An event whose policy has no reservations section',
+    value: error('reserve_off', 'event login takes no reservations: its policy has no reservations section'),
+  },
+  unknownReservation: {
+    summary: 'An id no reservation of this feature has',
+    value: error('unknown_reservation', 'no reservation of this id for this event and feature'),
+  },
+  settledTwice: {
+    summary: 'The same reservation settled a second time',
+    value: error('reservation_settled', 'the reservation was settled already'),
+  },
+} satisfies Record<string, Example>;
+
 export const bodyErrorExamples = {
   invalidJson: {
     summary: 'A body that is not JSON',

@@ -22,6 +22,8 @@ import {
   leaseBatchExamples,
   leaseExamples,
   leaseReturnExamples,
+  settleExamples,
+  checkQueryErrorExamples,
   metricsExample,
   overloadedExample,
   payloadTooLargeExample,
@@ -50,7 +52,7 @@ const tier = {
   examples: ['pro'],
 } as const;
 
-export const checkQuerystring = {
+export const peekQuerystring = {
   type: 'object',
   additionalProperties: false,
   required: ['event', 'feature'],
@@ -62,13 +64,51 @@ export const checkQuerystring = {
   },
 } as const;
 
-export const checkBody = {
+const RESERVE =
+  'Reserves this cost (instead of `cost`) for a request whose actual cost is known only later: counted now, with a `reservation` to settle with `POST /settle`. For events with a `reservations` section';
+
+export const checkQuerystring = {
+  ...peekQuerystring,
+  properties: {
+    ...peekQuerystring.properties,
+    reserve: { type: 'string', pattern: '^[0-9]{1,16}$', description: RESERVE },
+  },
+} as const;
+
+export const peekBody = {
   type: 'object',
   additionalProperties: false,
   required: ['event', 'feature'],
   properties: { event, feature, cost: { type: 'integer', description: 'A positive integer, 1 by default' }, tier },
   examples: [{ event: 'login', feature: '203.0.113.7' }],
 } as const;
+
+export const checkBody = {
+  ...peekBody,
+  properties: { ...peekBody.properties, reserve: { type: 'integer', description: RESERVE } },
+} as const;
+
+export const settleBody = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['event', 'feature', 'id', 'cost'],
+  properties: {
+    event,
+    feature,
+    tier,
+    id: { type: 'string', description: 'The reservation’s id, from the /check that made it' },
+    cost: { type: 'integer', description: 'What the request actually cost: 0 and up, more or less than reserved' },
+  },
+  examples: [{ event: 'url_shorten', feature: 'user-42', id: '1795427730.q8Yc3hJd0mWn2LxTf5RkAw', cost: 17 }],
+} as const;
+
+export interface SettleBody {
+  event: string;
+  feature: string;
+  tier?: string;
+  id: string;
+  cost: number;
+}
 
 export const checkBatchBody = {
   type: 'array',
@@ -173,6 +213,7 @@ export interface CheckQuerystring {
   feature: string;
   cost?: string;
   tier?: string;
+  reserve?: string;
 }
 
 export interface CheckBody {
@@ -180,6 +221,7 @@ export interface CheckBody {
   feature: string;
   cost?: number;
   tier?: string;
+  reserve?: number;
 }
 
 export const errorResponse = {
@@ -242,6 +284,20 @@ export const decisionResponse = {
       type: 'array',
       items: { type: 'string' },
       description: 'The shadow limits that would have refused this request, had they been enforced',
+    },
+    reservation: {
+      type: 'object',
+      description: 'The reservation, when `reserve` was asked and allowed: settle it with POST /settle within its life',
+      required: ['id', 'units', 'seconds', 'expiresAt'],
+      properties: {
+        id: { type: 'string', description: 'Names the reservation in its settle; only its holder knows it' },
+        units: { type: 'integer', description: 'The cost counted: what was reserved' },
+        seconds: { type: 'integer', description: 'The reservation’s life: settle it by then' },
+        expiresAt: {
+          type: 'integer',
+          description: 'When its life ends, in milliseconds since the epoch on memgate’s clock',
+        },
+      },
     },
     listed: {
       type: 'string',
@@ -532,13 +588,15 @@ function decisionAnswers(route: '/check' | '/peek', via: Via) {
   const { allowed, allowedCost, degradedAllowed, denied, degradedDenied, peekUntouched, peekDenied } = decisionExamples;
   const check = route === '/check';
   const admitted = check
-    ? { allowed, ...(via === 'body' ? { allowedCost } : {}), degradedAllowed }
+    ? { allowed, ...(via === 'body' ? { allowedCost, reserved: settleExamples.reserved } : {}), degradedAllowed }
     : { peekUntouched, degradedAllowed };
   const refused = check ? { denied, degradedDenied } : { peekDenied, degradedDenied };
-  const badInput =
-    via === 'query'
-      ? { ...inputErrorExamples, ...queryErrorExamples }
-      : { ...inputErrorExamples, ...bodyErrorExamples };
+  const badInput = {
+    ...inputErrorExamples,
+    ...(via === 'query' ? queryErrorExamples : bodyErrorExamples),
+    ...(check && via === 'query' ? checkQueryErrorExamples : {}),
+    ...(check ? { reserveOff: settleExamples.reserveOff } : {}),
+  };
   return {
     200: answer(
       decisionResponse,
@@ -604,7 +662,7 @@ export const peekQueryRoute = {
   summary: 'The decision /check would make, counting nothing',
   description: `${PEEK}\n\nThe same as \`POST /peek\`, with the fields in the query string.`,
   tags: ['decisions'],
-  querystring: checkQuerystring,
+  querystring: peekQuerystring,
   response: decisionAnswers('/peek', 'query'),
 };
 
@@ -612,7 +670,7 @@ export const peekBodyRoute = {
   summary: 'The decision /check would make, counting nothing (JSON body)',
   description: `${PEEK}\n\nThe same as \`GET /peek\`, with the fields in a JSON object.`,
   tags: ['decisions'],
-  body: checkBody,
+  body: peekBody,
   response: decisionAnswers('/peek', 'body'),
 };
 
@@ -703,6 +761,48 @@ export const leaseReturnRoute = {
     503: answer(
       errorResponse,
       '`store_unavailable`: Memcached did not answer in time; the units stay counted',
+      { storeUnavailable: adminExamples.storeUnavailable },
+      RETRY_SOON,
+    ),
+  },
+};
+
+export const settledResponse = {
+  type: 'object',
+  required: ['reserved', 'cost', 'counted'],
+  properties: {
+    reserved: { type: 'integer', description: 'What the reservation counted' },
+    cost: { type: 'integer', description: 'What is counted instead, at the settle’s second' },
+    counted: {
+      type: 'integer',
+      description: 'What the settle changed the counts by: cost − reserved (negative: a refund)',
+    },
+  },
+} as const;
+
+export const settleRoute = {
+  summary: 'Settle a reservation with what its request actually cost',
+  description: `For a reservation made by \`/check\` with \`reserve\`: counts the actual \`cost\` at this second and takes back what was reserved from the reservation's second, so the client's counts change by the difference (a refund when the cost is smaller). A larger cost than reserved can put the client over its limits, and its next check sees it. A reservation is settled once, within its life and ${DEFAULTS.leaseReturnGraceSeconds} s; one never settled stays counted as reserved until it leaves the window. After a reset of the feature at or after the reservation's second, only the actual cost is counted.`,
+  tags: ['decisions'],
+  body: settleBody,
+  response: {
+    200: answer(settledResponse, 'Settled: the counts changed by `counted`', { settled: settleExamples.settled }),
+    400: answer(errorResponse, 'The request is not one memgate can settle (see the examples); nothing was counted', {
+      reserveOff: settleExamples.reserveOff,
+      unknownEvent: inputErrorExamples.unknownEvent,
+      invalidJson: bodyErrorExamples.invalidJson,
+    }),
+    404: answer(errorResponse, '`unknown_reservation`: no reservation of this id for this event and feature', {
+      unknownReservation: settleExamples.unknownReservation,
+    }),
+    409: answer(
+      errorResponse,
+      '`reservation_settled`: settled already (a reservation is settled once); `reservation_expired`: too late',
+      { settledTwice: settleExamples.settledTwice },
+    ),
+    503: answer(
+      errorResponse,
+      '`store_unavailable`: Memcached did not answer in time; the reservation stays counted as reserved',
       { storeUnavailable: adminExamples.storeUnavailable },
       RETRY_SOON,
     ),

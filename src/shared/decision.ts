@@ -33,4 +33,18 @@ export interface Decision {
    * refused for good (no `retryAfter`: waiting does not help). `limits` is empty.
    */
   readonly listed?: 'allow' | 'deny';
+  /** The reservation a check with `reserve` made, when it was allowed: settle it with the actual cost. */
+  readonly reservation?: Reservation;
+}
+
+/** A cost reserved by a check (`reserve: N`), to settle within its life with what the request actually cost. */
+export interface Reservation {
+  /** Names the reservation in its settle; only its holder knows it. */
+  readonly id: string;
+  /** The cost counted: what was reserved. */
+  readonly units: number;
+  /** Seconds its holder has to settle it; after them (and a grace of 2 s) it stays counted as reserved. */
+  readonly seconds: number;
+  /** When its life ends, in milliseconds since the epoch on memgate's clock. */
+  readonly expiresAt: number;
 }

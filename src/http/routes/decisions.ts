@@ -1,7 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { Decision } from '../../counting/decision.js';
-import type { CheckRequest } from '../../counting/check-request.js';
-import type { Limiter } from '../../counting/limiter.js';
+import type { CheckOrReserve, Limiter } from '../../counting/limiter.js';
 import { DEFAULTS } from '../../config/defaults.js';
 import type { ErrorCode } from '../../config/error-codes.js';
 import { batchItemError, errorBody, type ErrorBody } from '../errors.js';
@@ -12,7 +11,9 @@ import {
   checkQueryRoute,
   peekBodyRoute,
   peekQueryRoute,
+  settleRoute,
   type CheckBody,
+  type SettleBody,
   type CheckQuerystring,
 } from '../schemas.js';
 
@@ -59,25 +60,33 @@ function decodes(text: string): boolean {
 export function registerDecisionRoutes(app: FastifyInstance, limiter: Limiter): void {
   // /check and /peek answer by one schema.
   const send = decisionSender(limiter);
-  const routes: [string, (request: CheckRequest) => Promise<Decision>, { query: object; body: object }][] = [
+  const routes: [string, (request: CheckOrReserve) => Promise<Decision>, { query: object; body: object }][] = [
     ['/check', (request) => limiter.check(request), { query: checkQueryRoute, body: checkBodyRoute }],
+    // /peek's schemas take no `reserve`.
     ['/peek', (request) => limiter.peek(request), { query: peekQueryRoute, body: peekBodyRoute }],
   ];
   for (const [url, decide, schema] of routes) {
     app.get<{ Querystring: CheckQuerystring }>(url, { schema: schema.query }, async (request, reply) => {
       const problem = queryProblem(request.url);
       if (problem) return reply.code(400).send(problem);
-      const { event, feature, cost, tier } = request.query;
+      const { event, feature, cost, tier, reserve } = request.query;
       return send(
         reply,
         event,
-        await decide({ event, feature, cost: cost === undefined ? undefined : Number(cost), tier }),
+        await decide({
+          event,
+          feature,
+          cost: cost === undefined ? undefined : Number(cost),
+          tier,
+          ...(reserve === undefined ? {} : { reserve: Number(reserve) }),
+        }),
       );
     });
     app.post<{ Body: CheckBody }>(url, { schema: schema.body }, async (request, reply) => {
       return send(reply, request.body.event, await decide(request.body));
     });
   }
+  app.post<{ Body: SettleBody }>('/settle', { schema: settleRoute }, async (request) => limiter.settle(request.body));
   // Each check of a batch is decided on its own, as concurrent /checks would be: one refused
   // or shed answers its own error, and the others stand.
   app.post<{ Body: CheckBody[] }>(

@@ -1,0 +1,162 @@
+// Reservations: a check that counts a cost it does not know yet (`reserve: N`, an LLM call's
+// most tokens), and its settle with the actual cost once the response is done. Built on the
+// leases' records: the reserved units are counted at the check's second and recorded under an
+// id naming that second; a settle takes them back from that second's buckets and counts the
+// actual cost at its own second, once, within the reservation's life and grace.
+import type { CheckContext } from './check-context.js';
+import {
+  clientPlan,
+  eventPlan,
+  validCost,
+  validFeature,
+  type CheckItem,
+  type CheckRequest,
+  type WallClock,
+} from './check-request.js';
+import { incrementsAt } from './counter-call.js';
+import type { Decision } from './decision.js';
+import { LimiterInputError } from './errors.js';
+import { resetMarkerKey } from './keys.js';
+import { leaseReturnsKey, leaseToken, leaseUnitsKey, recordedSecond, type TakenLease } from './lease.js';
+import type { EventPlan, ReservationPlan } from './plan.js';
+
+/** What stays of a reservation past its hold, for a late duplicate settle to find it settled. */
+const RECORD_SLACK_SECONDS = 60;
+
+/** A check that reserves: `reserve` takes the place of `cost`. */
+export interface ReserveRequest extends Omit<CheckRequest, 'cost'> {
+  readonly reserve: number;
+}
+
+/** Settles a reservation with what its request actually cost. */
+export interface SettleRequest extends Omit<CheckRequest, 'cost'> {
+  readonly id: string;
+  /** The actual cost: 0 and up, more or less than reserved. */
+  readonly cost: number;
+}
+
+export type { Reservation } from '../shared/decision.js';
+
+/** A reserving check's decision: its `reservation` when allowed. */
+export type ReservedDecision = Decision;
+
+export interface Settled {
+  /** What the reservation counted. */
+  readonly reserved: number;
+  /** What was counted instead, at the settle's second. */
+  readonly cost: number;
+  /** What the settle changed the counts by: cost − reserved, negative for a refund. */
+  readonly counted: number;
+}
+
+/** The event's reservation rules; reserve_off when its policy has none. */
+export function reservationPlanOf(plan: EventPlan): ReservationPlan {
+  if (!plan.reservations)
+    throw new LimiterInputError(
+      'reserve_off',
+      `event ${plan.event} takes no reservations: its policy has no reservations section`,
+    );
+  return plan.reservations;
+}
+
+/**
+ * A reserving check as a check item: its cost is the reservation's, recorded under an id. As
+ * for a lease, a deny list refuses it and an allow list does not apply (its units are counted,
+ * so that a settle can move them).
+ */
+export function reserveItem(plans: ReadonlyMap<string, EventPlan>, request: ReserveRequest, now: WallClock): CheckItem {
+  const base = eventPlan(plans, request.event);
+  const reservations = reservationPlanOf(base);
+  const feature = validFeature(request.feature);
+  if (base.algorithm === 'token-bucket')
+    throw new LimiterInputError(
+      'algorithm_unsupported',
+      `${base.event} is a token bucket: it takes no reservations; use cost, then /admin/refund`,
+    );
+  if (clientPlan(base, feature, request.tier, now) === 'deny') {
+    validReserve(request.reserve, base);
+    return { plan: base, feature, cost: 0, counting: false, enforced: true, impossible: false, listed: 'deny' };
+  }
+  const plan = clientPlan(base, feature, request.tier, now, { lists: false }) as EventPlan;
+  return {
+    plan,
+    feature,
+    cost: validReserve(request.reserve, plan),
+    counting: true,
+    enforced: true,
+    impossible: false,
+    record: { token: leaseToken(), ttlSeconds: reservations.holdSeconds + RECORD_SLACK_SECONDS },
+  };
+}
+
+function validReserve(reserve: unknown, plan: EventPlan): number {
+  if (typeof reserve !== 'number' || !Number.isSafeInteger(reserve) || reserve < 1)
+    throw new LimiterInputError('invalid_cost', 'reserve must be a positive integer');
+  return validCost(reserve, plan);
+}
+
+/** A reserving check's answer: the step's decision, with the reservation when it was allowed. */
+export function reservedDecision(
+  decision: Decision,
+  taken: TakenLease | undefined,
+  reservations: ReservationPlan,
+): ReservedDecision {
+  if (!decision.allowed || decision.degraded || !taken) return decision;
+  return {
+    ...decision,
+    reservation: {
+      id: taken.id,
+      units: taken.units,
+      seconds: reservations.lifeSeconds,
+      expiresAt: Math.floor(taken.countedAtMs) + reservations.lifeSeconds * 1000,
+    },
+  };
+}
+
+/**
+ * Settles a reservation: counts its actual cost at this second and takes the reserved units back
+ * from the buckets of the reservation's second, once, within its life and grace. A larger cost
+ * than reserved can put the client over its limits: the next check sees it. A reset since the
+ * reservation forgot its units already: then only the actual cost is counted.
+ */
+export async function settle(
+  context: CheckContext,
+  plans: ReadonlyMap<string, EventPlan>,
+  request: SettleRequest,
+): Promise<Settled> {
+  const base = eventPlan(plans, request.event);
+  const reservations = reservationPlanOf(base);
+  const feature = validFeature(request.feature);
+  const cost = request.cost;
+  if (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 0)
+    throw new LimiterInputError('invalid_cost', 'cost must be the actual cost, a non-negative integer');
+  const state = context.features.state(base, feature);
+  const second = recordedSecond(request.id, 'unknown_reservation');
+  const now = Math.floor(context.now(state.base) / 1000);
+  if (second > now + context.skewSeconds)
+    throw new LimiterInputError('unknown_reservation', 'the reservation id is not one memgate gave');
+  if (now > second + reservations.holdSeconds)
+    throw new LimiterInputError(
+      'reservation_expired',
+      `the reservation was made ${now - second} s ago, past its life and the grace to settle it (${reservations.holdSeconds} s); it stays counted as reserved`,
+    );
+  const ttlSeconds = reservations.holdSeconds + RECORD_SLACK_SECONDS;
+  // Counting the settle first makes it the only one, however many arrive at once.
+  const { incremented, read } = await context.store.incrementAndRead(
+    [{ key: leaseReturnsKey(state.base, request.id), delta: 1, ttlSeconds }],
+    [leaseUnitsKey(state.base, base, request.id), resetMarkerKey(state.base)],
+  );
+  const reserved = read[0] ?? 0;
+  const forgotten = (read[1] ?? 0) >= second;
+  if (reserved === 0)
+    throw new LimiterInputError('unknown_reservation', 'no reservation of this id for this event and feature');
+  if ((incremented[0] ?? 0) > 1)
+    throw new LimiterInputError('reservation_settled', 'the reservation was settled already');
+  // The actual cost first, so no window is short of it meanwhile.
+  if (cost > 0) await context.store.incrementAndRead(incrementsAt(base, state.base, now, cost), []);
+  if (!forgotten) await context.store.decrement(incrementsAt(base, state.base, second, reserved));
+  // Counts changed behind this instance's memory of the feature: read them again.
+  context.features.forget(base, feature);
+  context.onSettle?.({ event: base.event, feature, reserved, cost });
+  return { reserved, cost, counted: forgotten ? cost : cost - reserved };
+}
