@@ -105,6 +105,7 @@ export async function startService(
     },
     onStoreUnavailable: storeTrouble.onStoreUnavailable,
     onDecision: recorder ? recordingDecisions(metrics.onDecision, recorder) : metrics.onDecision,
+    onSettle: metrics.onSettle,
   };
   const limiter = reloadable(createLimiter({ ...options, policies: counted }));
   metrics.watchCache(() => limiter.cacheUsage, options.cacheBytes);

@@ -52,6 +52,7 @@ describe('API description', () => {
       '/peek',
       '/policies',
       '/readyz',
+      '/settle',
       '/usage',
       '/usage/events',
       '/usage/top',

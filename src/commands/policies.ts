@@ -95,6 +95,10 @@ function checkPolicyFile(text: string, path: string): void {
       ...(event.deny !== undefined ? [`${event.deny} denied`] : []),
     ];
     if (clients.length > 0) rows.push([`  ${event.event}: clients: ${clients.join(', ')}`]);
+    if (event.reservations)
+      rows.push([
+        `  ${event.event}: reservations live ${formatDuration(event.reservations.life)}; until then (and 2 s) the buckets of their second are read again by every check`,
+      ]);
     const increments = `${event.incrementsPerCheck} increment${event.incrementsPerCheck === 1 ? '' : 's'}`;
     rows.push([
       event.algorithm === 'token-bucket'

@@ -34,7 +34,7 @@ import {
 } from './reservation.js';
 import { LimiterInputError } from './errors.js';
 
-export type { HowDecided, ObservedDecision } from './check-context.js';
+export type { HowDecided, ObservedDecision, SettledReservation } from './check-context.js';
 export type { TogetherCheck } from './check-request.js';
 export type { RefundRequest } from './corrections.js';
 export type { Reservation, ReservedDecision, ReserveRequest, SettleRequest, Settled } from './reservation.js';

@@ -19,6 +19,7 @@ function eventSizing(plan: EventPlan, policy: EventPolicy | undefined, now: numb
     ...(plan.algorithm === 'sliding' ? { edge: plan.edge } : {}),
     onStoreError: plan.onStoreError,
     ...(plan.lease ? { lease: { maxUnits: plan.lease.maxUnits, life: plan.lease.lifeSeconds } } : {}),
+    ...(plan.reservations ? { reservations: { life: plan.reservations.lifeSeconds } } : {}),
     incrementsPerCheck: plan.levels.length,
     // Limits may share buckets, so this is an upper bound on the keys one check touches.
     keysPerCheck: { max: plan.limits.reduce((sum, limit) => sum + limit.keysPerCheck.max, 0) },

@@ -417,6 +417,7 @@ export const policiesExamples = {
           edge: 'whole',
           onStoreError: 'allow',
           lease: { maxUnits: 10, life: 5 },
+          reservations: { life: 5 },
           incrementsPerCheck: 2,
           keysPerCheck: { max: 60 },
           itemsPerFeature: 68,

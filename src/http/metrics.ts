@@ -2,7 +2,7 @@ import { getHeapStatistics } from 'node:v8';
 import type { FastifyInstance } from 'fastify';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { CacheUsage } from '../counting/feature-cache.js';
-import type { ObservedDecision } from '../counting/limiter.js';
+import type { ObservedDecision, SettledReservation } from '../counting/limiter.js';
 import type { StoreOperation } from '../store/memcached/memcached-store.js';
 import { metricsRoute } from './schemas.js';
 
@@ -19,6 +19,8 @@ export interface Metrics {
   readonly onClockOffset: (server: string, offsetMs: number) => void;
   /** For MemcachedStoreOptions.onUndo: increments taken back after their check was decided without the store. */
   readonly onUndo: (undone: number) => void;
+  /** For LimiterOptions.onSettle: a reservation settled, with what it reserved and what it cost. */
+  readonly onSettle: (settled: SettledReservation) => void;
   /** An Envoy descriptor in shadow_mode (or quota_mode) would have been over its limit, and was answered OK. */
   readonly onShadowOverLimit: (event: string) => void;
   /** The policies: a version put in use (memgate_policy_version_info), and a reload refused. */
@@ -137,6 +139,19 @@ export function createMetrics(): Metrics {
     registers: [registry],
   });
 
+  const settles = new Counter({
+    name: 'memgate_reservations_settled_total',
+    help: 'Reservations settled (POST /settle), by event',
+    labelNames: ['event'] as const,
+    registers: [registry],
+  });
+  const settledCost = new Counter({
+    name: 'memgate_reservation_cost_total',
+    help: 'Cost of settled reservations, by event: what they reserved, and what they actually cost (which is what stays counted)',
+    labelNames: ['event', 'as'] as const,
+    registers: [registry],
+  });
+
   const policyVersion = new Gauge({
     name: 'memgate_policy_version_info',
     help: 'The version of the policies in use (a hash of the policy files), as a label of value 1: every instance on the same files shows the same one',
@@ -232,6 +247,11 @@ export function createMetrics(): Metrics {
     },
     onUndo(count) {
       undone.inc(count);
+    },
+    onSettle({ event, reserved, cost }) {
+      settles.inc({ event });
+      settledCost.inc({ event, as: 'reserved' }, reserved);
+      settledCost.inc({ event, as: 'actual' }, cost);
     },
     onShadowOverLimit(event) {
       shadowOverLimit.inc({ event });

@@ -476,6 +476,11 @@ export const policiesResponse = {
               life: { type: 'integer', description: 'seconds a lease lives' },
             },
           },
+          reservations: {
+            type: 'object',
+            description: 'present when checks of this event may reserve a cost and settle it later',
+            properties: { life: { type: 'integer', description: 'seconds a reservation may wait for its settle' } },
+          },
           incrementsPerCheck: { type: 'integer' },
           keysPerCheck,
           itemsPerFeature: { type: 'integer', description: 'Memcached items one active feature keeps alive' },
