@@ -18,7 +18,10 @@ afterAll(async () => {
 const RATE_PER_SECOND = 10;
 const BURST = 50;
 const policies = {
-  events: { api: { algorithm: 'token-bucket', limits: [{ rate: `${RATE_PER_SECOND}/s`, burst: BURST }] } },
+  events: {
+    api: { algorithm: 'token-bucket', limits: [{ rate: `${RATE_PER_SECOND}/s`, burst: BURST }] },
+    llm: { algorithm: 'token-bucket', reservations: { life: '1m' }, limits: [{ rate: '100/s', burst: 1000 }] },
+  },
 };
 
 /** Swaps another instance won first, over the whole file: the instances did race. */
@@ -179,5 +182,37 @@ describe('a token bucket over HTTP', () => {
       ]),
     ).rejects.toMatchObject({ code: 'algorithm_unsupported' });
     expect((await limiter.checkTogether([{ event: 'api', feature: 'j' }])).allowed).toBe(true);
+  });
+});
+
+describe('a token bucket with reservations', () => {
+  it('takes what is reserved, then moves the bucket by what the settle says it cost', async () => {
+    const clock = { ms: Date.parse('2026-11-26T10:00:00.000Z') };
+    const [a, b] = twoInstances(clock);
+    const reserved = await a.check({ event: 'llm', feature: 'x', reserve: 800 });
+    expect(reserved).toMatchObject({
+      allowed: true,
+      limits: [{ remaining: 200 }],
+      reservation: { units: 800, seconds: 60 },
+    });
+    expect((await b.check({ event: 'llm', feature: 'x', reserve: 300 })).allowed).toBe(false);
+    // It cost 100: 700 tokens come back at once, on every instance.
+    expect(await b.settle({ event: 'llm', feature: 'x', id: reserved.reservation?.id ?? '', cost: 100 })).toEqual({
+      reserved: 800,
+      cost: 100,
+      counted: -700,
+    });
+    expect((await a.peek({ event: 'llm', feature: 'x' })).limits[0]?.remaining).toBe(900);
+    // Another cost 1,500, more than the bucket holds: the client waits until it refills.
+    const big = await b.check({ event: 'llm', feature: 'x', reserve: 500 });
+    await a.settle({ event: 'llm', feature: 'x', id: big.reservation?.id ?? '', cost: 1500 });
+    const refused = await b.check({ event: 'llm', feature: 'x' });
+    // 100 + 1,500 taken of 1,000: 600 over, plus the one asked, at 100 a second: 6.01 s, so 7.
+    expect(refused).toMatchObject({ allowed: false, retryAfter: 7 });
+    await expect(
+      a.settle({ event: 'llm', feature: 'x', id: big.reservation?.id ?? '', cost: 1 }),
+    ).rejects.toMatchObject({
+      code: 'reservation_settled',
+    });
   });
 });

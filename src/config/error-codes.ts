@@ -39,7 +39,7 @@ export const ERROR_CODES = {
   unknown_tier: { status: 400, when: '`tier` names no tier of the event (or the event has no `tiers`): never a silent default' },
   algorithm_unsupported: {
     status: 400,
-    when: 'a token-bucket event asked for what only counted windows do: decided together with other checks (the library\'s `checkTogether`), or reserved (`reserve`)',
+    when: 'a token-bucket event asked for what only counted windows do: decided together with other checks (the library\'s `checkTogether`)',
   },
   lease_off: { status: 400, when: '`/lease`, `/lease/return`: the event has no `lease` section in the policy file' },
   unknown_lease: {

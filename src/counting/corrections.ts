@@ -44,7 +44,7 @@ export async function refund(
     const chosen = clientPlan(plan, feature, request.tier, context.wallNow, { lists: false });
     const bucketPlan = typeof chosen === 'string' ? plan : chosen;
     const item = { plan: bucketPlan, feature, cost, counting: true, enforced: true, impossible: false };
-    return (await decideTokenBucket(context, item, true)).allowed;
+    return (await decideTokenBucket(context, item, -cost)).allowed;
   }
   const second = Math.floor(request.at / 1000);
   const longest = Math.max(

@@ -26,6 +26,7 @@ import {
   reservationPlanOf,
   reservedDecision,
   reserveItem,
+  reserveTokens,
   settle,
   type ReservedDecision,
   type ReserveRequest,
@@ -179,6 +180,7 @@ async function reserve(
     );
   const item = reserveItem(plans, request, context.wallNow);
   if (item.listed) return listedDecision(item.listed);
+  if (item.plan.algorithm === 'token-bucket') return reserveTokens(context, item);
   const outcome = await decideItems(context, [item]);
   return reservedDecision(outcome.decisions[0] as Decision, outcome.lease, reservationPlanOf(item.plan));
 }

@@ -17,7 +17,8 @@ import { incrementsAt } from './counter-call.js';
 import type { Decision } from './decision.js';
 import { LimiterInputError } from './errors.js';
 import { resetMarkerKey } from './keys.js';
-import { leaseReturnsKey, leaseToken, leaseUnitsKey, recordedSecond, type TakenLease } from './lease.js';
+import { leaseId, leaseReturnsKey, leaseToken, leaseUnitsKey, recordedSecond, type TakenLease } from './lease.js';
+import { decideTokenBucket } from './token-bucket.js';
 import type { EventPlan, ReservationPlan } from './plan.js';
 
 /** What stays of a reservation past its hold, for a late duplicate settle to find it settled. */
@@ -68,11 +69,6 @@ export function reserveItem(plans: ReadonlyMap<string, EventPlan>, request: Rese
   const base = eventPlan(plans, request.event);
   const reservations = reservationPlanOf(base);
   const feature = validFeature(request.feature);
-  if (base.algorithm === 'token-bucket')
-    throw new LimiterInputError(
-      'algorithm_unsupported',
-      `${base.event} is a token bucket: it takes no reservations; use cost, then /admin/refund`,
-    );
   if (clientPlan(base, feature, request.tier, now) === 'deny') {
     validReserve(request.reserve, base);
     return { plan: base, feature, cost: 0, counting: false, enforced: true, impossible: false, listed: 'deny' };
@@ -114,6 +110,24 @@ export function reservedDecision(
 }
 
 /**
+ * A reservation of a token bucket: its tokens taken as a check's, then recorded under an id for
+ * the settle. If the record cannot be written, the request is answered as the store failing;
+ * its tokens stay taken, as a reservation never settled.
+ */
+export async function reserveTokens(context: CheckContext, item: CheckItem): Promise<ReservedDecision> {
+  const decision = await decideTokenBucket(context, item);
+  if (!decision.allowed || decision.degraded || !item.record) return decision;
+  const base = context.features.baseOf(item.plan.event, item.feature);
+  const countedAtMs = context.now(base);
+  const id = leaseId(Math.floor(countedAtMs / 1000), item.record.token);
+  await context.store.incrementAndRead(
+    [{ key: leaseUnitsKey(base, item.plan, id), delta: item.cost, ttlSeconds: item.record.ttlSeconds }],
+    [],
+  );
+  return reservedDecision(decision, { id, units: item.cost, countedAtMs }, reservationPlanOf(item.plan));
+}
+
+/**
  * Settles a reservation: counts its actual cost at this second and takes the reserved units back
  * from the buckets of the reservation's second, once, within its life and grace. A larger cost
  * than reserved can put the client over its limits: the next check sees it. A reset since the
@@ -152,9 +166,17 @@ export async function settle(
     throw new LimiterInputError('unknown_reservation', 'no reservation of this id for this event and feature');
   if ((incremented[0] ?? 0) > 1)
     throw new LimiterInputError('reservation_settled', 'the reservation was settled already');
-  // The actual cost first, so no window is short of it meanwhile.
-  if (cost > 0) await context.store.incrementAndRead(incrementsAt(base, state.base, now, cost), []);
-  if (!forgotten) await context.store.decrement(incrementsAt(base, state.base, second, reserved));
+  if (base.algorithm === 'token-bucket') {
+    // One value moves by the difference: its tokens, at the client's rate.
+    const chosen = clientPlan(base, feature, request.tier, context.wallNow, { lists: false });
+    const plan = typeof chosen === 'string' ? base : chosen;
+    const item = { plan, feature, cost: 1, counting: true, enforced: true, impossible: false };
+    await decideTokenBucket(context, item, forgotten ? cost : cost - reserved);
+  } else {
+    // The actual cost first, so no window is short of it meanwhile.
+    if (cost > 0) await context.store.incrementAndRead(incrementsAt(base, state.base, now, cost), []);
+    if (!forgotten) await context.store.decrement(incrementsAt(base, state.base, second, reserved));
+  }
   // Counts changed behind this instance's memory of the feature: read them again.
   context.features.forget(base, feature);
   context.onSettle?.({ event: base.event, feature, reserved, cost });

@@ -86,8 +86,11 @@ export function gcraDecision(limit: LimitPlan, step: GcraStep): Decision {
 /** A request waiting for its round. */
 interface Ask {
   readonly item: CheckItem;
-  /** A refund gives `cost` tokens back instead of taking them. */
-  readonly giveBack: boolean;
+  /**
+   * Moves the bucket by this many tokens instead of deciding: negative gives them back (a
+   * refund), positive takes them whatever is left (a settled cost larger than reserved).
+   */
+  readonly adjust: number | undefined;
   readonly resolve: (outcome: Decision) => void;
   readonly reject: (error: unknown) => void;
 }
@@ -99,14 +102,14 @@ const waiting = new WeakMap<CheckContext, Map<string, Ask[]>>();
 const CONTENDED: Decision = Object.freeze({ allowed: false, limits: [], retryAfter: 1, degraded: true });
 
 /**
- * Decides `item` (a check, a peek, or with `giveBack` a refund of its cost) on its client's
- * bucket, and tells onDecision. Resolves with what it decided: a refund's decision says only
- * whether anything was taken back (allowed).
+ * Decides `item` (a check or a peek) on its client's bucket, and tells onDecision; or with
+ * `adjust`, moves the bucket by that many tokens without deciding. An adjustment's answer says
+ * only whether the bucket held any of it (allowed: a refund gave something back).
  */
-export function decideTokenBucket(context: CheckContext, item: CheckItem, giveBack = false): Promise<Decision> {
+export function decideTokenBucket(context: CheckContext, item: CheckItem, adjust?: number): Promise<Decision> {
   const key = tokenBucketKey(context.features.baseOf(item.plan.event, item.feature));
   return new Promise<Decision>((resolve, reject) => {
-    const ask: Ask = { item, giveBack, resolve, reject };
+    const ask: Ask = { item, adjust, resolve, reject };
     let byKey = waiting.get(context);
     if (!byKey) waiting.set(context, (byKey = new Map<string, Ask[]>()));
     const queue = byKey.get(key);
@@ -125,9 +128,13 @@ async function runRounds(context: CheckContext, byKey: Map<string, Ask[]>, key: 
     try {
       const decisions = await decideRound(context, key, asks);
       asks.forEach((ask, i) => {
-        const decision = decisions[i] as Decision;
-        if (!ask.giveBack) tell(context, ask.item, decision);
-        ask.resolve(decision);
+        const decision = decisions[i] as Decision | StoreUnavailableError;
+        // An adjustment the store did not answer is the caller's to report (a settle's 503).
+        if (decision instanceof StoreUnavailableError) ask.reject(decision);
+        else {
+          if (ask.adjust === undefined) tell(context, ask.item, decision);
+          ask.resolve(decision);
+        }
       });
     } catch (error) {
       for (const ask of asks) ask.reject(error);
@@ -143,7 +150,11 @@ async function runRounds(context: CheckContext, byKey: Map<string, Ask[]>, key: 
 }
 
 /** One round for the asks of one bucket, read and swapped again until no other writer came between. */
-async function decideRound(context: CheckContext, key: string, asks: readonly Ask[]): Promise<Decision[]> {
+async function decideRound(
+  context: CheckContext,
+  key: string,
+  asks: readonly Ask[],
+): Promise<(Decision | StoreUnavailableError)[]> {
   const plan = (asks[0] as Ask).item.plan;
   for (let round = 0; round < MAX_SWAP_ROUNDS; round++) {
     let read: { value: number | undefined; version: StoreVersion | undefined };
@@ -159,10 +170,10 @@ async function decideRound(context: CheckContext, key: string, asks: readonly As
       const { item } = ask;
       const limit = item.plan.limits[0] as LimitPlan;
       const bucket = limit.tokenBucket as TokenBucketPlan;
-      if (ask.giveBack) {
+      if (ask.adjust !== undefined) {
         const before = Math.max(tat ?? nowUs, nowUs);
-        tat = Math.max(nowUs, before - item.cost * bucket.emissionUs);
-        return { allowed: before > nowUs, limits: [] };
+        tat = Math.max(nowUs, before + ask.adjust * bucket.emissionUs);
+        return { allowed: ask.adjust > 0 || before > nowUs, limits: [] };
       }
       const step = gcraStep(bucket, tat, nowUs, item.cost, item.counting && !item.impossible);
       if (step.allowed && item.counting) tat = step.tatUs;
@@ -183,10 +194,15 @@ async function decideRound(context: CheckContext, key: string, asks: readonly As
   return asks.map(() => CONTENDED);
 }
 
-function unanswered(context: CheckContext, plan: EventPlan, asks: readonly Ask[], error: unknown): Decision[] {
+function unanswered(
+  context: CheckContext,
+  plan: EventPlan,
+  asks: readonly Ask[],
+  error: unknown,
+): (Decision | StoreUnavailableError)[] {
   if (!(error instanceof StoreUnavailableError)) throw error;
   context.onStoreUnavailable?.(error, plan.event);
-  return asks.map((ask) => (ask.giveBack ? { allowed: false, limits: [] } : degradedDecision(plan.onStoreError)));
+  return asks.map((ask) => (ask.adjust !== undefined ? error : degradedDecision(plan.onStoreError)));
 }
 
 function tell(context: CheckContext, item: CheckItem, decision: Decision): void {
