@@ -167,6 +167,7 @@ export async function startService(
         store,
         draining: () => drain.draining,
         onShadowOverLimit: metrics.onShadowOverLimit,
+        onSettleRefused: metrics.onEnvoySettleRefused,
         logger,
       });
     } catch (error) {

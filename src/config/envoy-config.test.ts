@@ -1,6 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { ENVOY_UNIT_SECONDS, loadEnvoyConfig, parseEnvoyTexts, type EnvoyConfig } from './envoy-config.js';
+import { envoyLimitEvents } from './envoy-events.js';
 import { applyReplaces, envoyEventName, matchEnvoyDescriptor, wildcardMatches, type EnvoyEntry } from './envoy-match.js';
 import { NAME_PATTERN } from './policy-schema.js';
 import { PolicyError } from './policies.js';
@@ -129,6 +130,64 @@ descriptors:
     expect(level?.get('user')?.rateLimit).toMatchObject({ unit: 'minute', window: 90, algorithm: 'sliding', granularity: 10, onStoreError: 'deny' });
     expect(level?.get('ip')?.rateLimit).toMatchObject({ window: 7200, algorithm: 'sliding', granularity: 1 });
     expect(level?.get('ip')?.rateLimit?.unit).toBeUndefined();
+  });
+
+  it('reads reservations (a memgate extension) into the limit and its event, with a life that fits the window', () => {
+    const config = configOf(`domain: llm
+descriptors:
+  - key: tenant
+    rate_limit: { unit: day, requests_per_unit: 100000, reservations: { life: 5m } }
+  - key: model
+    rate_limit: { unit: hour, requests_per_unit: 5000, reservations: {} }
+  - key: burst
+    rate_limit: { window: 2m, requests_per_unit: 50, algorithm: sliding, granularity: 10s, reservations: {} }
+  - key: plain
+    rate_limit: { unit: day, requests_per_unit: 10 }
+`);
+    const level = config.domains.get('llm')?.descriptors.byKey;
+    expect(level?.get('tenant')?.rateLimit?.reservations).toEqual({ life: 300 });
+    // Without a life: 5 minutes, or what fits the window with the 2 s grace to settle late.
+    expect(level?.get('model')?.rateLimit?.reservations).toEqual({ life: 300 });
+    expect(level?.get('burst')?.rateLimit?.reservations).toEqual({ life: 117 });
+    expect(level?.get('plain')?.rateLimit?.reservations).toBeUndefined();
+    const events = new Map(envoyLimitEvents(config).map(({ policy }) => [policy.event, policy]));
+    expect(events.get('envoy:llm.tenant')?.reservations).toEqual({ life: 300 });
+    expect(events.get('envoy:llm.burst')?.reservations).toEqual({ life: 117 });
+    expect(events.get('envoy:llm.plain')).not.toHaveProperty('reservations');
+  });
+
+  it('refuses reservations that cannot fit, on an unlimited descriptor, and memgate_reservation as a key', () => {
+    expect(
+      problemsOf({
+        'r.yaml': `domain: llm
+descriptors:
+  - key: a
+    rate_limit: { unit: minute, requests_per_unit: 10, reservations: { life: 5m } }
+  - key: b
+    rate_limit: { unit: day, requests_per_unit: 10, reservations: { life: 2h } }
+  - key: c
+    rate_limit: { window: 3s, requests_per_unit: 10, reservations: {} }
+  - key: d
+    rate_limit: { unlimited: true, reservations: {} }
+  - key: e
+    rate_limit: { unit: day, requests_per_unit: 10, reservations: { life: soon } }
+  - key: f
+    rate_limit: { unit: day, requests_per_unit: 10, reservations: { units: 5 } }
+  - key: tenant
+    descriptors:
+      - key: memgate_reservation
+        rate_limit: { unit: day, requests_per_unit: 10 }
+`,
+      }),
+    ).toEqual([
+      'r.yaml: domain "llm", descriptor a (descriptors[0]), field rate_limit.reservations.life: a reservation of 5m (plus 2 s to settle it late) must end within the window, 1m',
+      'r.yaml: domain "llm", descriptor b (descriptors[1]), field rate_limit.reservations.life: 2h is longer than the 1h a reservation may live',
+      'r.yaml: domain "llm", descriptor c (descriptors[2]), field rate_limit.reservations: no reservation fits the window, 3s: a reservation and the 2 s to settle it late must end within it',
+      'r.yaml: domain "llm", descriptor d (descriptors[3]), field rate_limit.reservations: must not be set when unlimited is true: an unlimited descriptor counts nothing',
+      'r.yaml: domain "llm", descriptor e (descriptors[4]), field rate_limit.reservations.life: must be a positive whole duration like 30s, 5m, 1h, 1d or a number of seconds (got "soon")',
+      'r.yaml: domain "llm", descriptor f (descriptors[5]), field rate_limit.reservations.units: unknown key "units"',
+      'r.yaml: domain "llm", descriptor tenant.memgate_reservation (descriptors[6].descriptors[0]), field key: "memgate_reservation" names the reservation a call settles (see docs/envoy.md); no descriptor can have it as its key',
+    ]);
   });
 
   it('keeps keys and values YAML would read as numbers or booleans as they are written', () => {

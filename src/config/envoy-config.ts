@@ -6,13 +6,13 @@ import { AJV_CODE_OPTIONS } from './defaults.js';
 import { asRecord, compareRanks, formatPath, pathOf, rankIn, valueAt } from './document-order.js';
 import { CALENDAR_NOMINAL_SECONDS, calendarWindowOf, type CalendarWindow } from './calendar-window.js';
 import { formatDuration, parseDuration } from './duration.js';
-import { PolicyError, type Algorithm, type OnStoreError } from './policies.js';
+import { PolicyError, reservationPolicyOf, type Algorithm, type OnStoreError, type ReservationPolicy } from './policies.js';
 
 /**
  * envoyproxy/ratelimit's configuration files (https://github.com/envoyproxy/ratelimit,
  * README "Configuration", src/config/config_impl.go), read as that project reads them,
- * plus memgate's opt-in extensions on a rate_limit: window, algorithm, granularity, calendar
- * and onStoreError. Matching a request's descriptor against them is in envoy-match.ts.
+ * plus memgate's opt-in extensions on a rate_limit: window, algorithm, granularity, calendar,
+ * onStoreError and reservations. Matching a request's descriptor against them is in envoy-match.ts.
  */
 
 /** Envoy's RateLimitResponse.RateLimit.Unit, as written in the files (any case). */
@@ -31,6 +31,13 @@ export const ENVOY_UNIT_SECONDS: Readonly<Record<EnvoyUnit, number>> = {
 
 /** requests_per_unit is a uint32 in Envoy's API. */
 export const MAX_REQUESTS_PER_UNIT = 4_294_967_295;
+
+/**
+ * The descriptor entry whose value names a reservation to settle (docs/envoy.md, "Costs known
+ * after the response"): Envoy's stream-done call takes it from the dynamic metadata memgate
+ * answered the request's call with. No descriptor of a file may have it as its key.
+ */
+export const RESERVATION_ENTRY = 'memgate_reservation';
 
 export interface EnvoyRateLimit {
   /** rate_limit.name: what `replaces` refers to; also reported as current_limit.name. */
@@ -56,6 +63,12 @@ export interface EnvoyRateLimit {
    * epoch, as in envoyproxy/ratelimit.
    */
   readonly calendar?: CalendarWindow | undefined;
+  /**
+   * `reservations:` (a memgate extension): a call's hits_addend reserves instead of counting
+   * plainly, and a later call naming the reservation settles it with the actual cost. Its life
+   * fits the window by the rule of policy files' reservations.
+   */
+  readonly reservations?: ReservationPolicy | undefined;
 }
 
 /** One descriptor of a file, with its children indexed the way envoyproxy/ratelimit looks them up. */
@@ -146,6 +159,12 @@ export const envoyFileSchema = {
               additionalProperties: false,
               description: 'a day, week or month of a time zone instead of an epoch-aligned span (memgate extension)',
               properties: { timezone: { type: 'string', maxLength: 64 }, anchor: { type: ['integer', 'string'] } },
+            },
+            reservations: {
+              type: 'object',
+              additionalProperties: false,
+              description: 'hits_addend reserves; a call carrying memgate_reservation settles (memgate extension)',
+              properties: { life: duration },
             },
           },
         },
@@ -301,6 +320,7 @@ function parseDescriptor(
   const key = sound([...place, 'key']) ? (raw.key as string | undefined) : undefined;
   const value = sound([...place, 'value']) ? ((raw.value as string | null | undefined) ?? '') : undefined;
   if (key === '') report([...place, 'key'], 'must not be empty: every descriptor has a key');
+  if (key === RESERVATION_ENTRY) report([...place, 'key'], `"${RESERVATION_ENTRY}" names the reservation a call settles (see docs/envoy.md); no descriptor can have it as its key`);
   // As envoyproxy/ratelimit: an empty value is no value.
   const compositeKey = key && value !== undefined ? (value === '' ? key : `${key}_${value}`) : undefined;
   const claimed = compositeKey !== undefined && claim(compositeKey);
@@ -354,7 +374,7 @@ function parseRateLimit(raw: Record<string, unknown> | undefined, place: readonl
     else if (replaced === name) fault(['replaces', String(index)], `"${replaced}" is this limit's own name; a limit cannot replace itself`);
   });
   if (unlimited) {
-    for (const extension of ['unit', 'window', 'algorithm', 'granularity', 'calendar'] as const) {
+    for (const extension of ['unit', 'window', 'algorithm', 'granularity', 'calendar', 'reservations'] as const) {
       if (raw[extension] !== undefined) fault(extension, 'must not be set when unlimited is true: an unlimited descriptor counts nothing');
     }
     if (faults.count > 0 || !shapeSound) return null;
@@ -385,9 +405,14 @@ function parseRateLimit(raw: Record<string, unknown> | undefined, place: readonl
   }
   const calendar = raw.calendar !== undefined && sound(field('calendar')) ? calendarOf(raw, unit, algorithm, fault) : undefined;
   if (calendar) window = granularity = CALENDAR_NOMINAL_SECONDS[calendar.unit];
-  if (faults.count > 0 || !shapeSound || window === undefined || granularity === undefined || calendar === null) return null;
+  const reservations =
+    raw.reservations !== undefined && sound(field('reservations')) && window !== undefined
+      ? reservationsOf(asRecord(raw.reservations) ?? {}, window, fault)
+      : undefined;
+  if (faults.count > 0 || !shapeSound || window === undefined || granularity === undefined || calendar === null || reservations === null) return null;
   return {
     ...(calendar ? { calendar } : {}),
+    ...(reservations ? { reservations } : {}),
     ...(name === undefined ? {} : { name }),
     replaces,
     unlimited,
@@ -424,6 +449,16 @@ function calendarOf(
   }
   const fields = asRecord(raw.calendar) ?? {};
   return calendarWindowOf(unit, { anchor: fields.anchor, timezone: fields.timezone }, (name, text) => { fault(['calendar', name], text); },
+  );
+}
+
+/** A rate_limit's `reservations:` section, or null when faulty: the rule of a policy file's, for the limit's one window. */
+function reservationsOf(
+  raw: Record<string, unknown>,
+  window: number,
+  fault: (name: string | readonly string[], text: string) => void,
+): ReservationPolicy | null {
+  return reservationPolicyOf(raw.life, window, 'the window', (field, text) => { fault(field === 'life' ? ['reservations', 'life'] : 'reservations', text); },
   );
 }
 

@@ -16,8 +16,9 @@ const LIMIT_NAME = new RegExp(NAME_PATTERN);
 
 /**
  * Every descriptor of the configuration whose limit counts, as a memgate event of one limit
- * (see envoyEventName). Unlimited descriptors count nothing, and a limit of 0 requests denies
- * every request without counting: neither needs an event.
+ * (see envoyEventName), taking reservations when its rate_limit has a `reservations` section.
+ * Unlimited descriptors count nothing, and a limit of 0 requests denies every request without
+ * counting: neither needs an event.
  */
 export function envoyLimitEvents(config: EnvoyConfig): EnvoyLimitEvent[] {
   const found: EnvoyLimitEvent[] = [];
@@ -37,6 +38,7 @@ export function envoyLimitEvents(config: EnvoyConfig): EnvoyLimitEvent[] {
             algorithm: limit.algorithm,
             edge: 'whole',
             onStoreError: limit.onStoreError,
+            ...(limit.reservations ? { reservations: limit.reservations } : {}),
             limits: [
               {
                 name,

@@ -473,8 +473,7 @@ const CALENDAR_HINT = 'calendar windows are 1d, 1w or 1mo with algorithm: fixed'
 /**
  * An event's reservations section, or null when it is faulty. A settle takes the reserved cost
  * back from the buckets of the reservation's second, so that second must still count in every
- * window when the reservation ends (with the grace for a late settle). The default life is 5
- * minutes, or what fits the shortest window.
+ * window when the reservation ends (with the grace for a late settle).
  */
 function parseReservations(
   raw: Record<string, unknown>,
@@ -482,31 +481,43 @@ function parseReservations(
   algorithm: Algorithm,
   report: (path: readonly string[], text: string) => void,
 ): ReservationPolicy | null {
-  const grace = DEFAULTS.leaseReturnGraceSeconds;
   // A token bucket has no windows: a settle moves its one value, whenever it comes.
   const windows = algorithm === 'token-bucket' ? [] : limitSets.flat().map((limit) => limit.window);
-  const shortest = Math.min(...windows);
-  if (raw.life === undefined) {
+  const within = `the shortest window${limitSets.length > 1 ? ' of the event, its tiers and overrides' : ''}`;
+  return reservationPolicyOf(raw.life, Math.min(...windows), within, (field, text) => { report(field === 'life' ? ['reservations', 'life'] : ['reservations'], text); },
+  );
+}
+
+/**
+ * A reservations section's life, or null when faulty (each fault told to `report`): policy
+ * files' and Envoy files' one rule. The default is 5 minutes, or what fits `shortest` (the
+ * window named `within`); at most an hour; and the life with its grace must end within it.
+ */
+export function reservationPolicyOf(
+  rawLife: unknown,
+  shortest: number,
+  within: string,
+  report: (field: 'section' | 'life', text: string) => void,
+): ReservationPolicy | null {
+  const grace = DEFAULTS.leaseReturnGraceSeconds;
+  if (rawLife === undefined) {
     if (shortest <= grace + 1) {
-      report(['reservations'], `no reservation fits the shortest window, ${formatDuration(shortest)}: a reservation and the ${grace} s to settle it late must end within it`);
+      report('section', `no reservation fits ${within}, ${formatDuration(shortest)}: a reservation and the ${grace} s to settle it late must end within it`);
       return null;
     }
     return { life: Math.min(DEFAULTS.reservationLifeSeconds, shortest - grace - 1) };
   }
-  const life = parseDuration(raw.life);
+  const life = parseDuration(rawLife);
   if (life === undefined) {
-    report(['reservations', 'life'], `${DURATION_HINT} (got ${JSON.stringify(raw.life)})`);
+    report('life', `${DURATION_HINT} (got ${JSON.stringify(rawLife)})`);
     return null;
   }
   if (life > DEFAULTS.reservationMaxLifeSeconds) {
-    report(['reservations', 'life'], `${formatDuration(life)} is longer than the ${formatDuration(DEFAULTS.reservationMaxLifeSeconds)} a reservation may live`);
+    report('life', `${formatDuration(life)} is longer than the ${formatDuration(DEFAULTS.reservationMaxLifeSeconds)} a reservation may live`);
     return null;
   }
   if (life + grace >= shortest) {
-    report(
-      ['reservations', 'life'],
-      `a reservation of ${formatDuration(life)} (plus ${grace} s to settle it late) must end within the shortest window${limitSets.length > 1 ? ' of the event, its tiers and overrides' : ''}, ${formatDuration(shortest)}`,
-    );
+    report('life', `a reservation of ${formatDuration(life)} (plus ${grace} s to settle it late) must end within ${within}, ${formatDuration(shortest)}`);
     return null;
   }
   return { life };

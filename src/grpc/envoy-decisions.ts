@@ -1,8 +1,14 @@
 // What memgate answers Envoy's ShouldRateLimit: each descriptor matched against the Envoy
 // configuration (config/envoy-match.ts), the matched limits decided and counted together by
-// the limiter, and the answer in Envoy's terms (docs/envoy.md says how it differs from
-// envoyproxy/ratelimit's).
-import { ENVOY_UNIT_SECONDS, type EnvoyConfig, type EnvoyRateLimit, type EnvoyUnit } from '../config/envoy-config.js';
+// the limiter (one of them reserving, and reservations named settled: envoy-reservations.ts),
+// and the answer in Envoy's terms (docs/envoy.md says how it differs from envoyproxy/ratelimit's).
+import {
+  ENVOY_UNIT_SECONDS,
+  RESERVATION_ENTRY,
+  type EnvoyConfig,
+  type EnvoyRateLimit,
+  type EnvoyUnit,
+} from '../config/envoy-config.js';
 import {
   applyReplaces,
   ENVOY_EVENT_PREFIX,
@@ -14,7 +20,7 @@ import {
 import { calendarPeriod } from '../counting/calendar.js';
 import type { Decision, LimitStatus } from '../counting/decision.js';
 import { featureName } from '../shared/feature-name.js';
-import type { Limiter, TogetherCheck } from '../counting/limiter.js';
+import type { Reservation, TogetherCheck, TogetherDecision } from '../counting/limiter.js';
 import type { RuntimeLimit } from '../counting/runtime-plans.js';
 import { rateLimitHeaders } from '../http/rate-limit-headers.js';
 import type {
@@ -26,6 +32,9 @@ import type {
   RateLimitResponse,
   RateLimitUnit,
 } from './messages.js';
+import { decideReserving, settleNamed, type EnvoyLimiter, type SettleRefusal } from './envoy-reservations.js';
+
+export type { EnvoyLimiter, SettleRefusal };
 
 /** Every unit, shortest first: the one a window's length names, when it names one. */
 const UNITS = Object.keys(ENVOY_UNIT_SECONDS) as EnvoyUnit[];
@@ -39,7 +48,7 @@ function enforcedOf(match: Extract<EnvoyMatch, { kind: 'limit' }>): boolean {
 const UNLIMITED_REMAINING = 0xffff_ffff;
 
 export interface EnvoyDeciderOptions {
-  readonly limiter: Pick<Limiter, 'checkTogether'>;
+  readonly limiter: EnvoyLimiter;
   /**
    * The configuration in use, read at each request (a reload replaces it together with the
    * limiter's policies); undefined when none is configured, which matches no limit.
@@ -49,6 +58,10 @@ export interface EnvoyDeciderOptions {
   readonly onShadowOverLimit?: (event: string) => void;
   /** Told of each descriptor whose per-request `limit` was applied. */
   readonly onLimitOverride?: (domain: string) => void;
+  /** Told of each reservation a call named and memgate did not settle; the call is answered OK for it all the same. */
+  readonly onSettleRefused?: (refusal: SettleRefusal) => void;
+  /** Told of each call with several descriptors that would reserve: none does, each counts its hits_addend. */
+  readonly onReservationsSkipped?: (domain: string) => void;
   /** Milliseconds since the epoch, for when fixed windows end. Default Date.now. */
   readonly now?: () => number;
 }
@@ -118,13 +131,19 @@ export function createEnvoyDecider(
   const now = options.now ?? Date.now;
   return async (request) => {
     const config = options.config();
-    const found = request.descriptors.map((descriptor): EnvoyMatch =>
-      config
+    const onSettleRefused = options.onSettleRefused ?? (() => undefined);
+    // Settles first: a settled descriptor is answered OK and decided no further.
+    const { descriptors, settled } = await settleNamed(options.limiter, config, request, onSettleRefused);
+    const found = descriptors.map((descriptor, index): EnvoyMatch => {
+      if (settled[index]) return { kind: 'none', reason: 'no-limit' };
+      return config
         ? matchEnvoyDescriptor(config, request.domain, descriptor.entries)
-        : { kind: 'none', reason: 'unknown-domain' },
-    );
-    const overrides = request.descriptors.map((descriptor, index) =>
-      config ? overrideMatch(config, request.domain, descriptor, found[index] as EnvoyMatch) : undefined,
+        : { kind: 'none', reason: 'unknown-domain' };
+    });
+    const overrides = descriptors.map((descriptor, index) =>
+      config && !settled[index]
+        ? overrideMatch(config, request.domain, descriptor, found[index] as EnvoyMatch)
+        : undefined,
     );
     // An overridden descriptor neither replaces nor is replaced: its limit has no name.
     const replaced = applyReplaces(
@@ -147,6 +166,8 @@ export function createEnvoyDecider(
     const statuses: (DescriptorStatus | undefined)[] = [];
     const counted: Counted[] = [];
     const checks: TogetherCheck[] = [];
+    /** Positions in `checks` of the descriptors that would reserve their hits_addend. */
+    const reserving: number[] = [];
     // A limit of 0 requests denies without counting; enforced, it denies the whole request.
     const deniedOutright = matches.some(
       (match) => match.kind === 'limit' && match.rateLimit.requestsPerUnit === 0 && match.enforced,
@@ -155,7 +176,10 @@ export function createEnvoyDecider(
     /** When the enforced limits of 0 requests would reset: they are over until then. */
     const zeroLimitResetsMs: number[] = [];
     matches.forEach((match, index) => {
-      if (match.kind === 'none') statuses[index] = { code: 'OK', limitRemaining: 0 };
+      const settledLimit = settled[index];
+      // A settle's answer says which limit it settled; counts it has none (ask with hits_addend 0).
+      if (settledLimit) statuses[index] = { code: 'OK', ...currentLimitOf(settledLimit), limitRemaining: 0 };
+      else if (match.kind === 'none') statuses[index] = { code: 'OK', limitRemaining: 0 };
       else if (match.kind === 'unlimited') statuses[index] = { code: 'OK', limitRemaining: UNLIMITED_REMAINING };
       else {
         const { enforced } = match;
@@ -166,10 +190,13 @@ export function createEnvoyDecider(
           if (enforced) zeroLimitResetsMs.push(status.durationUntilResetMs ?? 0);
           return;
         }
-        const descriptor = request.descriptors[index];
+        const descriptor = descriptors[index];
         const hits = descriptor?.hitsAddend ?? Math.max(1, request.hitsAddend);
         counted.push({ index, event: match.event, rateLimit: match.rateLimit, enforced });
         const override = overrides[index];
+        // Its limit's own, not a per-request override's; a cost it can hold, not a question (0).
+        if (match.rateLimit.reservations && !override && hits > 0 && hits <= match.rateLimit.requestsPerUnit)
+          reserving.push(checks.length);
         // A descriptor's own hits_addend of 0 asks without counting (Envoy's API: "check only").
         checks.push({
           event: match.event,
@@ -182,7 +209,15 @@ export function createEnvoyDecider(
       }
     });
     if (deniedOutright) for (const [i, check] of checks.entries()) checks[i] = { ...check, peek: true };
-    const together = checks.length > 0 ? await options.limiter.checkTogether(checks) : undefined;
+    // One reservation per call: with several candidates, none reserves (each counts its hits_addend).
+    if (!deniedOutright && reserving.length > 1) options.onReservationsSkipped?.(request.domain);
+    const reserveAt = !deniedOutright && reserving.length === 1 ? reserving[0] : undefined;
+    let together: (TogetherDecision & { readonly reservation?: Reservation }) | undefined;
+    if (reserveAt !== undefined) {
+      together = await decideReserving(options.limiter, checks, reserveAt, (refusal) => {
+        onSettleRefused({ domain: request.domain, ...refusal });
+      });
+    } else if (checks.length > 0) together = await options.limiter.checkTogether(checks);
     const limits: LimitStatus[] = [];
     counted.forEach(({ index, event, rateLimit, enforced }, i) => {
       const decision = together?.checks[i] as Decision;
@@ -202,10 +237,13 @@ export function createEnvoyDecider(
     const allowed = !deniedOutright && (together?.allowed ?? true);
     const retryAfter = allowed ? undefined : retryAfterOf(zeroLimitResetsMs, together?.retryAfter);
     const headers = rateLimitHeaders({ allowed, limits, ...(retryAfter === undefined ? {} : { retryAfter }) });
+    const reservation = allowed ? together?.reservation : undefined;
     return {
       overallCode: allowed ? 'OK' : 'OVER_LIMIT',
       statuses: statuses as DescriptorStatus[],
       responseHeadersToAdd: Object.entries(headers).map(([key, value]): HeaderValue => ({ key, value })),
+      // For Envoy's stream-done call, which names it in a descriptor entry of the same key.
+      ...(reservation ? { dynamicMetadata: { [RESERVATION_ENTRY]: reservation.id } } : {}),
     };
   };
 }

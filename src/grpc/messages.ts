@@ -65,6 +65,11 @@ export interface RateLimitResponse {
   readonly statuses: readonly DescriptorStatus[];
   readonly responseHeadersToAdd?: readonly HeaderValue[];
   readonly requestHeadersToAdd?: readonly HeaderValue[];
+  /**
+   * String values Envoy stores as dynamic metadata under the filter's namespace
+   * (envoy.filters.http.ratelimit): a reservation's id, for the call that settles it.
+   */
+  readonly dynamicMetadata?: Readonly<Record<string, string>>;
 }
 
 /**
@@ -119,11 +124,17 @@ export interface WireDescriptorStatus {
   readonly limitRemaining: number;
   readonly durationUntilReset: WireDuration | null;
 }
+/** google.protobuf.Struct of string values, as proto-loader encodes it. */
+export interface WireStruct {
+  readonly fields: Readonly<Record<string, { readonly stringValue: string }>>;
+}
 export interface WireResponse {
   readonly overallCode: RateLimitCode;
   readonly statuses: readonly WireDescriptorStatus[];
   readonly responseHeadersToAdd: readonly HeaderValue[];
   readonly requestHeadersToAdd: readonly HeaderValue[];
+  /** Unset (null) unless there is metadata: Envoy sets none for an empty Struct either. */
+  readonly dynamicMetadata: WireStruct | null;
 }
 
 const OVERRIDE_UNITS: ReadonlySet<string> = new Set<OverrideUnit>(['SECOND', 'MINUTE', 'HOUR', 'DAY', 'MONTH', 'YEAR']);
@@ -190,7 +201,14 @@ export function responseToWire(response: RateLimitResponse, descriptorCount: num
     statuses: response.statuses.map((status, index) => statusToWire(status, `statuses[${index}]`)),
     responseHeadersToAdd: response.responseHeadersToAdd ?? [],
     requestHeadersToAdd: response.requestHeadersToAdd ?? [],
+    dynamicMetadata: structToWire(response.dynamicMetadata),
   };
+}
+
+function structToWire(values: Readonly<Record<string, string>> | undefined): WireStruct | null {
+  const entries = Object.entries(values ?? {});
+  if (entries.length === 0) return null;
+  return { fields: Object.fromEntries(entries.map(([key, value]) => [key, { stringValue: value }])) };
 }
 
 function statusToWire(status: DescriptorStatus, where: string): WireDescriptorStatus {

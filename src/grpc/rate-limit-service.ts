@@ -2,15 +2,14 @@
 // envoy-decisions.ts, healthy while memgate is ready, as /readyz says.
 import type { Logger } from 'pino';
 import type { EnvoyConfig } from '../config/envoy-config.js';
-import type { Limiter } from '../counting/limiter.js';
 import type { CounterStore } from '../store/counter-store.js';
-import { createEnvoyDecider } from './envoy-decisions.js';
+import { createEnvoyDecider, type EnvoyLimiter, type SettleRefusal } from './envoy-decisions.js';
 import { startGrpcServer, type GrpcServer } from './server.js';
 
 export interface RateLimitServiceOptions {
   readonly port: number;
   readonly host: string;
-  readonly limiter: Pick<Limiter, 'checkTogether'>;
+  readonly limiter: EnvoyLimiter;
   /** The Envoy configuration in use, swapped with the limiter's policies on a reload. */
   readonly config: () => EnvoyConfig | undefined;
   /** For the health service: the counter servers must answer, as for /readyz. */
@@ -18,12 +17,46 @@ export interface RateLimitServiceOptions {
   /** True once the service drains: health answers NOT_SERVING, so Envoy moves to other instances. */
   readonly draining: () => boolean;
   readonly onShadowOverLimit: (event: string) => void;
+  /** Told of each reservation a call named and memgate did not settle (for a metric); they are logged too. */
+  readonly onSettleRefused?: (refusal: SettleRefusal) => void;
   readonly logger: Logger;
+}
+
+/** Least time between two log lines of settles refused for one event and reason. */
+const REFUSAL_LOG_INTERVAL_MS = 60_000;
+/** Most events and reasons whose last line is remembered; past it, memory starts over. */
+const REFUSAL_LOG_KEYS = 1000;
+
+/**
+ * Logs refused settles at warn, at most one line per event and reason a minute, counting the
+ * ones it left out: a stream of forged or late ones cannot flood the log.
+ */
+export function settleRefusalLog(logger: Pick<Logger, 'warn'>, now: () => number = Date.now) {
+  const last = new Map<string, { atMs: number; left: number }>();
+  return (refusal: SettleRefusal): void => {
+    const key = `${refusal.event ?? ''}\u0000${refusal.code}`;
+    const seen = last.get(key);
+    const nowMs = now();
+    if (seen && nowMs - seen.atMs < REFUSAL_LOG_INTERVAL_MS) {
+      seen.left++;
+      return;
+    }
+    if (!seen && last.size >= REFUSAL_LOG_KEYS) last.clear();
+    last.set(key, { atMs: nowMs, left: 0 });
+    logger.warn(
+      { ...refusal, ...(seen && seen.left > 0 ? { leftOut: seen.left } : {}) },
+      refusal.code === 'take_back_failed'
+        ? `the reservation of a refused Envoy call could not be taken back: it stays counted until its windows pass (see docs/envoy.md, "Costs known after the response")`
+        : `a reservation named by an Envoy call was not settled (${refusal.code}); the call was answered all the same (see docs/envoy.md, "Costs known after the response")`,
+    );
+  };
 }
 
 export async function startRateLimitService(options: RateLimitServiceOptions): Promise<GrpcServer> {
   const { logger } = options;
   const overridden = new Set<string>();
+  const skipped = new Set<string>();
+  const logRefusal = settleRefusalLog(logger);
   return startGrpcServer({
     port: options.port,
     host: options.host,
@@ -39,6 +72,19 @@ export async function startRateLimitService(options: RateLimitServiceOptions): P
         logger.info(
           { domain },
           `Envoy sends per-request limit overrides for domain "${domain}": each is applied in place of its descriptor's configured limit (see docs/envoy.md)`,
+        );
+      },
+      onSettleRefused: (refusal) => {
+        options.onSettleRefused?.(refusal);
+        logRefusal(refusal);
+      },
+      onReservationsSkipped: (domain) => {
+        // Once per domain, as for overrides: the route's every call does the same.
+        if (skipped.has(domain)) return;
+        skipped.add(domain);
+        logger.warn(
+          { domain },
+          `Envoy calls of domain "${domain}" hold several descriptors whose limits take reservations: memgate reserves for one per call, so these count their hits_addend without a reservation (see docs/envoy.md)`,
         );
       },
     }),

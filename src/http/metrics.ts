@@ -21,6 +21,8 @@ export interface Metrics {
   readonly onUndo: (undone: number) => void;
   /** For LimiterOptions.onSettle: a reservation settled, with what it reserved and what it cost. */
   readonly onSettle: (settled: SettledReservation) => void;
+  /** An Envoy call's settle memgate could not make (answered OK all the same), by its code. */
+  readonly onEnvoySettleRefused: (refusal: { readonly event: string | undefined; readonly code: string }) => void;
   /** An Envoy descriptor in shadow_mode (or quota_mode) would have been over its limit, and was answered OK. */
   readonly onShadowOverLimit: (event: string) => void;
   /** The policies: a version put in use (memgate_policy_version_info), and a reload refused. */
@@ -152,6 +154,13 @@ export function createMetrics(): Metrics {
     registers: [registry],
   });
 
+  const envoySettlesRefused = new Counter({
+    name: 'memgate_envoy_settles_refused_total',
+    help: 'Envoy stream-done calls whose reservation was not settled (answered OK all the same), by event and code: unknown_reservation, reservation_expired, reservation_settled, store_unavailable, take_back_failed, …',
+    labelNames: ['event', 'code'] as const,
+    registers: [registry],
+  });
+
   const policyVersion = new Gauge({
     name: 'memgate_policy_version_info',
     help: 'The version of the policies in use (a hash of the policy files), as a label of value 1: every instance on the same files shows the same one',
@@ -252,6 +261,9 @@ export function createMetrics(): Metrics {
       settles.inc({ event });
       settledCost.inc({ event, as: 'reserved' }, reserved);
       settledCost.inc({ event, as: 'actual' }, cost);
+    },
+    onEnvoySettleRefused({ event, code }) {
+      envoySettlesRefused.inc({ event: event ?? '', code });
     },
     onShadowOverLimit(event) {
       shadowOverLimit.inc({ event });
