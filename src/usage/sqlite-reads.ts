@@ -41,7 +41,7 @@ interface ClientRow {
 }
 
 /** Clients a ranking step goes through: Map entries, each a few comparisons. */
-const RANK_CHUNK = 5000;
+const RANK_CHUNK = 2000;
 
 /** Points of an answer a step makes: an object of a few numbers each, about 0.1 µs apiece. */
 export const BUILD_CHUNK = 4096;
