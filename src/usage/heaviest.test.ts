@@ -20,6 +20,24 @@ describe('Heaviest', () => {
       ),
     );
   });
+
+  it('keeps the same from many clients: a heap many levels deep, with ties of count (fast-check)', () => {
+    fc.assert(
+      fc.property(
+        fc.uniqueArray(fc.record({ feature: fc.string({ maxLength: 4 }), count: fc.integer({ min: 0, max: 6 }) }), {
+          selector: ({ feature }) => feature,
+          maxLength: 300,
+        }),
+        fc.integer({ min: 0, max: 120 }),
+        (clients, k) => {
+          const heaviest = new Heaviest(k);
+          for (const { feature, count } of clients) heaviest.offer(feature, count);
+          const sorted = [...clients].sort((a, b) => b.count - a.count || compareUtf8(a.feature, b.feature));
+          expect(heaviest.list()).toEqual(sorted.slice(0, k));
+        },
+      ),
+    );
+  });
 });
 
 describe('compareUtf8', () => {

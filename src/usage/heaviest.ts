@@ -15,12 +15,13 @@ export class Heaviest {
 
   /** Keeps the client if it is among the `k` heaviest offered so far. */
   offer(feature: string, count: number): void {
-    const client = { feature, count };
-    if (this.#heap.length < this.#k) {
-      this.#heap.push(client);
-      this.#up(this.#heap.length - 1);
-    } else if (this.#k > 0 && worse(this.#heap[0] as ClientCount, client)) {
-      this.#heap[0] = client;
+    const heap = this.#heap;
+    if (heap.length < this.#k) {
+      heap.push({ feature, count });
+      this.#up(heap.length - 1);
+    } else if (this.#k > 0 && ranksAfter(heap[0] as ClientCount, feature, count)) {
+      // An object only for a client kept: most offered to a full heap are not.
+      heap[0] = { feature, count };
       this.#down(0);
     }
   }
@@ -32,31 +33,40 @@ export class Heaviest {
 
   #up(place: number): void {
     const heap = this.#heap;
+    const moving = heap[place] as ClientCount;
     while (place > 0) {
       const parent = (place - 1) >> 1;
-      if (!worse(heap[place] as ClientCount, heap[parent] as ClientCount)) return;
-      [heap[place], heap[parent]] = [heap[parent] as ClientCount, heap[place] as ClientCount];
+      if (!worse(moving, heap[parent] as ClientCount)) break;
+      heap[place] = heap[parent] as ClientCount;
       place = parent;
     }
+    heap[place] = moving;
   }
 
   #down(place: number): void {
     const heap = this.#heap;
+    const moving = heap[place] as ClientCount;
     for (;;) {
-      let worst = place;
-      for (const child of [2 * place + 1, 2 * place + 2]) {
-        if (child < heap.length && worse(heap[child] as ClientCount, heap[worst] as ClientCount)) worst = child;
-      }
-      if (worst === place) return;
-      [heap[place], heap[worst]] = [heap[worst] as ClientCount, heap[place] as ClientCount];
-      place = worst;
+      const left = 2 * place + 1;
+      if (left >= heap.length) break;
+      const right = left + 1;
+      const child = right < heap.length && worse(heap[right] as ClientCount, heap[left] as ClientCount) ? right : left;
+      if (!worse(heap[child] as ClientCount, moving)) break;
+      heap[place] = heap[child] as ClientCount;
+      place = child;
     }
+    heap[place] = moving;
   }
 }
 
 /** Whether `a` ranks after `b`: a smaller count, or the same count and a later name. */
 function worse(a: ClientCount, b: ClientCount): boolean {
-  return a.count < b.count || (a.count === b.count && compareUtf8(a.feature, b.feature) > 0);
+  return ranksAfter(a, b.feature, b.count);
+}
+
+/** Whether `a` ranks after the client `feature` with `count`. */
+function ranksAfter(a: ClientCount, feature: string, count: number): boolean {
+  return a.count < count || (a.count === count && compareUtf8(a.feature, feature) > 0);
 }
 
 /**

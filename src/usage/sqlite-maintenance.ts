@@ -99,17 +99,21 @@ export function sqliteMaintenance(db: Database.Database, plan: MaintenancePlan):
     for (const [t, { allowed, denied }] of dropped) unname.run(allowed, denied, resolution, event, t);
   });
 
-  /** The distinct values of `column` a seek statement walks through, from the smallest. */
-  function distinct<T extends string | number>(
+  /**
+   * The distinct values of `column` a seek statement walks through, from the smallest,
+   * `chunkRows` seeks a step: events are as many as the policies name.
+   */
+  function* distinct<T extends string | number>(
     next: Database.Statement,
     column: string,
     first: T,
     ...before: unknown[]
-  ): T[] {
+  ): Job<T[]> {
     const found: T[] = [];
     for (let row = next.get(...before, first) as Record<string, T> | undefined; row;) {
       const value = row[column] as T;
       found.push(value);
+      if (found.length % chunkRows === 0) yield;
       row = next.get(...before, value) as Record<string, T> | undefined;
     }
     return found;
@@ -185,10 +189,14 @@ export function sqliteMaintenance(db: Database.Database, plan: MaintenancePlan):
   function* compact(resolution: number, finest: number, now: number, resolutions: readonly number[]): Job<void> {
     const ended = now - plan.compactAfterSeconds - ((now - plan.compactAfterSeconds) % resolution);
     const marked = (compactedUntil.get(resolution) as { until: number } | undefined)?.until;
-    const events = distinct<string>(nextClientEvent, 'event', '', resolution);
+    const events = yield* distinct<string>(nextClientEvent, 'event', '', resolution);
     const periodOf = (event: string, from: number) =>
       (nextPeriod.get(resolution, event, from) as { t: number } | undefined)?.t;
-    const next = new Map(events.map((event) => [event, periodOf(event, marked ?? Number.MIN_SAFE_INTEGER)]));
+    const next = new Map<string, number | undefined>();
+    for (const event of events) {
+      next.set(event, periodOf(event, marked ?? Number.MIN_SAFE_INTEGER));
+      if (next.size % chunkRows === 0) yield;
+    }
     // None held and none marked: nothing to mark yet (a file filled with history before its
     // first compaction is compacted from its start).
     if (marked === undefined && [...next.values()].every((t) => t === undefined)) return;
@@ -211,13 +219,13 @@ export function sqliteMaintenance(db: Database.Database, plan: MaintenancePlan):
 
   return function* maintain(now) {
     for (const { resolution, keepSeconds } of plan.archives) {
-      for (const event of distinct<string>(nextPointEvent, 'event', '', resolution)) {
+      for (const event of yield* distinct<string>(nextPointEvent, 'event', '', resolution)) {
         yield* prunePoints(resolution, event, now - keepSeconds);
         yield;
       }
     }
     for (const { resolution, keepSeconds } of plan.clientArchives) {
-      for (const event of distinct<string>(nextClientEvent, 'event', '', resolution)) {
+      for (const event of yield* distinct<string>(nextClientEvent, 'event', '', resolution)) {
         yield* pruneClients(resolution, event, now - keepSeconds);
         yield;
       }
@@ -225,7 +233,7 @@ export function sqliteMaintenance(db: Database.Database, plan: MaintenancePlan):
     // A batch is only written again while the recorder keeps it; a day is far beyond that.
     while (pruneBatches.run(now - plan.keepBatchesSeconds, chunkRows).changes >= chunkRows) yield;
     // Every resolution held, not only today's archives: a period compacts them all from `finest` up.
-    const resolutions = distinct<number>(nextResolution, 'resolution', Number.MIN_SAFE_INTEGER);
+    const resolutions = yield* distinct<number>(nextResolution, 'resolution', Number.MIN_SAFE_INTEGER);
     for (const { resolution, finest } of plan.compacting) yield* compact(resolution, finest, now, resolutions);
   };
 }

@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import type Database from 'libsql';
 import { describe, expect, it } from 'vitest';
 import { UsageQueryError } from './query-plan.js';
-import { sqliteReads } from './sqlite-reads.js';
+import { BUILD_CHUNK, sqliteReads } from './sqlite-reads.js';
 import { openUsageDatabase } from './sqlite-schema.js';
 import type { Job } from './slice-lane.js';
 import type { ClientCount } from './usage-store.js';
@@ -132,6 +132,44 @@ describe('reads in steps', () => {
     for (const rowBudget of [10, 5, 1]) {
       expect(refusal(sqliteReads(db, { chunkRows: 3, rowBudget }).series(client))).toBeInstanceOf(UsageQueryError);
     }
+  });
+
+  it("make a long answer a slice a step: a client's month of minutes is 43,200 points", () => {
+    // A row or two around each slice's first and last point, and the range's own ends.
+    const minutes = 30 * 24 * 60;
+    const at = [0, 1, BUILD_CHUNK - 1, BUILD_CHUNK, 2 * BUILD_CHUNK + 7, 5 * BUILD_CHUNK - 1, minutes - 2, minutes - 1];
+    const rows = at.flatMap((minute, i): Row[] => [
+      {
+        resolution: 60,
+        t: START + minute * 60,
+        feature: 'a',
+        allowed: 1 + (i % 3),
+        denied: i % 2,
+        shadowDenied: 1,
+        named: true,
+      },
+      {
+        resolution: 60,
+        t: START + minute * 60,
+        feature: 'b',
+        allowed: 2,
+        denied: 1,
+        shadowDenied: 0,
+        named: i % 2 === 0,
+      },
+    ]);
+    const db = fileOf(rows);
+    const before = readAsBefore(db);
+    // Reads of a step each: what remains is the making of the answer.
+    const reads = sqliteReads(db, { chunkRows: 1000, rowBudget: 10_000 });
+    const query = { event: 'login', from: START, until: START + minutes * 60, step: 60, resolution: 60 };
+    const slices = Math.ceil(minutes / BUILD_CHUNK);
+    const event = run(reads.series(query));
+    expect(event.value).toEqual(before.series(undefined, query.from, query.until, 60, 60));
+    expect(event.steps).toBeGreaterThanOrEqual(slices - 1);
+    const client = run(reads.series({ ...query, feature: 'a' }));
+    expect(client.value).toEqual(before.series('a', query.from, query.until, 60, 60));
+    expect(client.steps).toBeGreaterThanOrEqual(slices - 1);
   });
 
   it('asks for the clients memory adds once, before reading', () => {

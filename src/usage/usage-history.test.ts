@@ -10,8 +10,8 @@ import { UsageQueryError } from './query-plan.js';
 import { inMemoryUsage } from './in-memory-usage.js';
 import { UsageRecorder } from './recorder.js';
 import { openSqliteUsage } from './sqlite-store.js';
-import { createUsageHistory } from './usage-history.js';
-import type { UsageBatch, UsageStore } from './usage-store.js';
+import { createUsageHistory, FOLD_CHUNK } from './usage-history.js';
+import type { SeriesPoint, SeriesQuery, UsageBatch, UsageStore } from './usage-store.js';
 
 const ARCHIVES = retention('1s:6h,1m:30d,1h:2y');
 const EVENTS = ['login', 'url_shorten'];
@@ -276,6 +276,65 @@ describe('usage history, on a driven clock', () => {
     expect(recorder.pendingRows).toBe(0);
     await expectations(); // from the file
     await sqlite.close();
+  });
+
+  it("folds a client's year of minutes into its steps a slice a turn, the event loop running between", async () => {
+    const until = Date.UTC(2026, 1, 1) / 1000;
+    const from = until - 365 * 86_400;
+    // A store's answer of 525,600 archive points (a retention of 1m:1y): the client allowed
+    // once in each; in minute 7 of every 30,000, others went unnamed with denials where it had none.
+    const reader = {
+      series: ({ from, until, step }: SeriesQuery) => {
+        const points: SeriesPoint[] = [];
+        for (let t = from; t < until; t += step) {
+          const unknown = ((t - from) / step) % 30_000 === 7;
+          points.push({
+            t,
+            allowed: 1,
+            denied: 0,
+            degraded: 0,
+            shadow_denied: 0,
+            unnamed: { allowed: 0, denied: unknown ? 1 : 0 },
+          });
+        }
+        return Promise.resolve(points);
+      },
+      top: () => Promise.resolve({ allowed: [], denied: [] }),
+      events: () => Promise.resolve([]),
+    };
+    const history = createUsageHistory({
+      reader,
+      archives: retention('1m:1y'),
+      policyEvents: () => ['login'],
+      // Just before `until`: `from` is within the archive's year.
+      now: () => (until - 2) * 1000,
+    });
+    let turns = 0;
+    let counting = true;
+    const count = () => {
+      if (!counting) return;
+      turns++;
+      setImmediate(count);
+    };
+    setImmediate(count);
+    const answer = await history.series({
+      event: 'login',
+      feature: 'a',
+      from: String(from),
+      until: String(until),
+      step: String(86_400),
+    });
+    counting = false;
+    expect(turns).toBeGreaterThanOrEqual(Math.floor((365 * 1440) / FOLD_CHUNK) - 1);
+    expect(answer.points).toHaveLength(365);
+    expect(answer.points.every(({ allowed }) => allowed === 1440)).toBe(true);
+    // Its denials are unknown on the days that hold such a minute, and only there.
+    const unknown = answer.points
+      .filter(({ tracked }) => tracked?.denied === false)
+      .map(({ t }) => (t - from) / 86_400);
+    const expected = Array.from({ length: 18 }, (_, i) => Math.floor((i * 30_000 + 7) / 1440));
+    expect(unknown).toEqual(expected);
+    expect(answer.points.every(({ tracked }) => tracked?.allowed === true)).toBe(true);
   });
 
   it('includes what is not written yet, and nothing twice once it is', async () => {
