@@ -1,5 +1,6 @@
 // The accuracy lab: replays traffic through memgate's limiter under several bucket
-// granularities and edge rules, beside an exact sliding log, and reports how each errs.
+// granularities and edge rules, a fixed window and token buckets, beside an exact sliding
+// log, and reports how each errs.
 //   npm run accuracy -- --help
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';

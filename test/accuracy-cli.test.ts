@@ -75,15 +75,15 @@ describe('npm run accuracy', () => {
     );
     expect(code).toBe(0);
     const progress = lines(stderr).filter((line) => line.startsWith('replaying: '));
-    expect(progress[0]).toBe('replaying: started, 0 of 30,000 checks');
-    expect(progress.at(-1)).toMatch(/^replaying: done \(30,000 of 30,000 checks\) after \d+ s$/);
+    expect(progress[0]).toBe('replaying: started, 0 of 34,000 checks');
+    expect(progress.at(-1)).toMatch(/^replaying: done \(34,000 of 34,000 checks\) after \d+ s$/);
     // Nothing redrawn in place: no carriage returns or escape sequences in a log.
     expect(stderr).not.toContain('\r');
     expect(stderr).not.toContain('\u001b[');
     const between = progress.slice(1, -1);
     expect(between.length).toBeGreaterThanOrEqual(2);
     for (const line of between)
-      expect(line).toMatch(/^replaying: \d+% \([\d,]+ of 30,000 checks\), steady-1x, \d+ s elapsed/);
+      expect(line).toMatch(/^replaying: \d+% \([\d,]+ of 34,000 checks\), steady-1x, \d+ s elapsed/);
   });
 
   it('with --out -, writes report.md to standard output, and no file', async () => {

@@ -1,5 +1,5 @@
-// What the accuracy lab shows, replayed: the boundary attack on a fixed window, and the NASA
-// trace. Apart from replay.test.ts so that the unit project's two workers share the replays.
+// What the accuracy lab shows, replayed: the boundary attack on a fixed window and on a token
+// bucket, and the NASA trace. Apart from replay.test.ts so that the unit project's two workers share the replays.
 import { readFile } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
 import { sharedFile } from '../../test/helpers/shared-files.js';
@@ -17,12 +17,27 @@ describe('what the lab shows', () => {
     expect(schemes.find((s) => s.scheme.algorithm === 'fixed')?.worstOverAdmission).toBe(2);
   });
 
-  it('the NASA slice: 1 s buckets exact, whole edges within the limit', async (test) => {
+  it('a token bucket of the window’s rate and burst: nothing past the limit under the boundary attack, 2L − 1 under overload', async () => {
+    const shape = (name: string) =>
+      SHAPES.find((s) => s.name === name)?.generate({ seed: 1, requests: 400, ...MINUTE }) ?? [];
+    const schemes = schemesFor(60).filter((s) => s.bucket);
+    const boundary = await replay(shape('boundary'), { ...MINUTE, schemes });
+    expect(boundary.schemes[0]).toMatchObject({ worstOverAdmission: 1, falseAllows: 0, falseDenies: 0 });
+    const overload = await replay(shape('steady-2x'), { ...MINUTE, schemes });
+    expect(overload.schemes.map((s) => [s.scheme.name, s.worstOverAdmission, s.worstBound])).toEqual([
+      ['token bucket L/W, burst L', 1.9, 1.9],
+      ['token bucket L/2W, burst L/2+1', 1, 1],
+    ]);
+  });
+
+  it('the NASA slice: 1 s buckets exact, whole edges within the limit, token buckets within their bounds', async (test) => {
     const { requests } = parseClf(await readFile(sharedFile(test, 'traces/nasa-http-aug95-first-72min.log'), 'utf8'));
     const result = await replay(requests, { limit: 5, window: 60, schemes: schemesFor(60) });
     expect(result.schemes[0]).toMatchObject({ falseAllows: 0, falseDenies: 0 });
     for (const s of result.schemes.filter((s) => s.scheme.algorithm === 'sliding' && s.scheme.edge === 'whole')) {
       expect(s.worstOverAdmission).toBeLessThanOrEqual(1);
     }
+    for (const s of result.schemes.filter((s) => s.scheme.bucket))
+      expect(s.worstOverAdmission).toBeLessThanOrEqual(s.worstBound ?? 0);
   });
 });

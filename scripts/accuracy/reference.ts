@@ -1,7 +1,8 @@
 /**
  * The exact limiters the accuracy lab measures memgate against. They keep every admitted
  * request (a sliding log) or an exact count per window, so they are correct by
- * construction and cost memory no production limiter could afford.
+ * construction and cost memory no production limiter could afford; and an exact token
+ * bucket, which memgate's must match decision for decision.
  */
 
 export interface ReferenceLimit {
@@ -84,6 +85,33 @@ export function fixedWindows(limits: readonly ReferenceLimit[]): ReferenceLimite
       const fits = current.every((count, i) => count.sum + cost <= (limits[i] as ReferenceLimit).limit);
       if (fits) for (const count of current) count.sum += cost;
       return fits;
+    },
+  };
+}
+
+/**
+ * An exact token bucket, as the leaky bucket GCRA is equivalent to: per feature, a level of
+ * tokens refilled continuously at `count` every `periodSeconds` up to `burst`, from which a
+ * request takes `cost` when it holds that many. Kept in whole units (a token is the period in
+ * milliseconds, and each millisecond refills `count` of them), so it is exact: memgate keeps
+ * a theoretical arrival time instead, in microseconds, and the two must agree.
+ */
+export function tokenBucket(
+  rate: { readonly count: number; readonly periodSeconds: number },
+  burst: number,
+): ReferenceLimiter {
+  const token = rate.periodSeconds * 1000;
+  const full = burst * token;
+  const buckets = new Map<string, { level: number; ms: number }>();
+  return {
+    check(feature, ms, cost = 1) {
+      let bucket = buckets.get(feature);
+      if (!bucket) buckets.set(feature, (bucket = { level: full, ms }));
+      bucket.level = Math.min(full, bucket.level + (ms - bucket.ms) * rate.count);
+      bucket.ms = ms;
+      if (bucket.level < cost * token) return false;
+      bucket.level -= cost * token;
+      return true;
     },
   };
 }

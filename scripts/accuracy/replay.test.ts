@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import { tokenBucket } from './reference.js';
 import { replay } from './replay.js';
-import { schemesFor } from './schemes.js';
+import { replayScheme } from './scheme-replay.js';
+import { bucketFor, schemesFor } from './schemes.js';
 import { SHAPES } from './traffic.js';
 
 const MINUTE = { limit: 10, window: 60 };
@@ -32,6 +34,42 @@ describe.each(cases)('replaying $name', ({ sizing, requests }) => {
 
   it('keeps the reference itself within the limit', async () => {
     expect((await result).referenceWorstOverAdmission).toBeLessThanOrEqual(1);
+  });
+});
+
+/** The same shapes at millisecond timestamps: a token bucket's clock is memgate's, to the microsecond. */
+const subsecond = SHAPES.map((shape) => {
+  const sizing = shape.name === 'diurnal' ? DAY : MINUTE;
+  return {
+    name: `${shape.name} (ms)`,
+    sizing,
+    requests: shape.generate({ seed: 42, requests: 4000, ...sizing, resolutionMs: 1 }),
+  };
+});
+
+describe.each([...cases, ...subsecond])('replaying $name through token buckets', ({ sizing, requests }) => {
+  const schemes = schemesFor(sizing.window).filter((s) => s.bucket);
+
+  it('never admits more in any window than the bucket can: b + ⌈W/T⌉ − 1', async () => {
+    for (const s of (await replay(requests, { ...sizing, schemes })).schemes) {
+      expect(s.worstBound, s.scheme.name).toBeDefined();
+      expect(s.worstOverAdmission, s.scheme.name).toBeLessThanOrEqual(s.worstBound ?? 0);
+    }
+  });
+
+  it('decides every request as an exact token bucket does', async () => {
+    let denied = 0;
+    for (const scheme of schemes) {
+      if (!scheme.bucket) continue;
+      const { count, periodSeconds, burst } = bucketFor(scheme.bucket, sizing.limit, sizing.window);
+      const exact = tokenBucket({ count, periodSeconds }, burst);
+      const truth = Uint8Array.from(requests, ({ feature, ms }) => (exact.check(feature, ms) ? 1 : 0));
+      denied += truth.filter((allowed) => allowed === 0).length;
+      const result = await replayScheme(requests, truth, scheme, sizing);
+      expect(result, scheme.name).toMatchObject({ falseAllows: 0, falseDenies: 0 });
+    }
+    // Not only requests any bucket would admit.
+    expect(denied).toBeGreaterThan(0);
   });
 });
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { bucketLabel, charts, markdownReport, type LabRun } from './report.js';
+import { bucketLabel, charts, markdownReport, multiple, runTable, type LabRun } from './report.js';
 import type { SchemeResult } from './scheme-replay.js';
 import { schemesFor } from './schemes.js';
 
@@ -11,6 +11,7 @@ function run(traffic: string, window: number, limit: number): LabRun {
     falseAllows: i,
     falseDenies: 2 * i,
     worstOverAdmission: 1 + i / 20,
+    ...(scheme.bucket ? { worstBound: scheme.bucket.burst === 'limit' ? (2 * limit - 1) / limit : 1 } : {}),
     keysPerCheck: { mean: 30 / (i + 1), max: 60 },
     itemsPerFeature: 68 - i,
     bytesPerFeature: 6000 - 100 * i,
@@ -24,10 +25,18 @@ function run(traffic: string, window: number, limit: number): LabRun {
   };
 }
 
-/** The text of every <text> element of an SVG. */
-const texts = (svg: string) => [...svg.matchAll(/<text[^>]*>([^<]*)<\/text>/g)].map((m) => m[1]);
+/** The text of every <text> element of an SVG, and each line of those on several (<tspan>). */
+const texts = (svg: string) => [...svg.matchAll(/<(text|tspan)[^>]*>([^<]+)<\/\1>/g)].map((m) => m[2]);
 
-const FAMILIES = ['exact (1 s buckets)', 'whole edge', 'drop edge', 'weighted edge', 'fixed window', 'two-counter'];
+const FAMILIES = [
+  'exact (1 s buckets)',
+  'whole edge',
+  'drop edge',
+  'weighted edge',
+  'fixed window',
+  'two-counter',
+  'token bucket',
+];
 
 describe('the accuracy charts', () => {
   const runs = [run('steady-1x', 60, 10), run('zipf', 60, 10), run('diurnal', 86_400, 1000)];
@@ -74,10 +83,44 @@ describe('the accuracy charts', () => {
   it('shows each scheme’s worst window over the limit, for every traffic', async () => {
     const worst = (await drawnCharts()).find((c) => c.file === 'worst-1m.svg')?.svg ?? '';
     const labels = texts(worst);
-    for (const scheme of schemesFor(60)) expect(labels).toContain(scheme.name);
+    for (const scheme of schemesFor(60).filter((s) => !s.bucket)) expect(labels).toContain(scheme.name);
+    // A token bucket's row says the most it can admit, in terms of the limit.
+    expect(labels).toEqual(
+      expect.arrayContaining([
+        'token bucket L/W, burst L (at most 2L − 1)',
+        'token bucket L/2W, burst L/2+1 (at most L)',
+        expect.stringContaining('2L − 1 is 1.90× at L = 10'),
+      ]),
+    );
     expect(labels).toEqual(expect.arrayContaining(['steady-1x', 'zipf']));
     // Scheme i worst at 1 + i/20, in both traffics.
     expect(labels.filter((label) => label === '1.70×')).toHaveLength(2);
     expect(labels).toContain('1.00×');
+  });
+
+  it('places token buckets after the bucket sizes, by rate and burst, and their cost in one place', async () => {
+    const drawn = await drawnCharts();
+    const labels = (file: string) => texts(drawn.find((c) => c.file === file)?.svg ?? '');
+    const error = labels('error-1m.svg');
+    const order = ['1 s', '5 s', '30 s', '1 min', 'L/W', 'L/2W'].map((label) => error.indexOf(label));
+    expect(
+      order.every((at, i) => at >= 0 && (i === 0 || at > (order[i - 1] ?? 0))),
+      order.join(),
+    ).toBe(true);
+    expect(error).toEqual(expect.arrayContaining(['burst', 'L', 'L/2+1']));
+    expect(labels('cost-1d.svg')).toEqual(expect.arrayContaining(['1 d', 'token', 'bucket']));
+  });
+});
+
+describe('the accuracy tables', () => {
+  it('give a token bucket’s bound beside its worst window, and none for other schemes', () => {
+    const table = runTable(run('steady-1x', 60, 10));
+    expect(table).toMatch(/\| token bucket L\/W, burst L +\|.*\| +1\.\d\d× \| 1\.90× \(2L − 1\) \|/);
+    expect(table).toMatch(/\| token bucket L\/2W, burst L\/2\+1 +\|.*\| +1\.00× \(L\) \|/);
+    expect(table).toMatch(/\| fixed window +\|.*× \| +— \|/);
+  });
+
+  it('write a multiple to two decimals unless that would round it', () => {
+    expect([1.9, 1, 1.999, 13 / 7].map(multiple)).toEqual(['1.90', '1.00', '1.999', '1.857']);
   });
 });

@@ -18,6 +18,12 @@ export interface LabRun {
 const percent = (part: number, whole: number) =>
   whole === 0 ? '0%' : `${((100 * part) / whole).toFixed(part === 0 ? 0 : 3)}%`;
 
+/** A multiple of the limit to two decimals, or three where two would round it (1.999, not 2.00). */
+export function multiple(x: number): string {
+  const two = x.toFixed(2);
+  return Math.abs(Number(two) - x) < 1e-9 ? two : x.toFixed(3);
+}
+
 /** Wrong decisions of a scheme, as a share of all requests. */
 const wrongShare = (s: SchemeResult, requests: number) =>
   requests === 0 ? 0 : (s.falseAllows + s.falseDenies) / requests;
@@ -31,6 +37,7 @@ export function runTable(run: LabRun): string {
     `${s.falseAllows} (${percent(s.falseAllows, result.requests)})`,
     `${s.falseDenies} (${percent(s.falseDenies, result.requests)})`,
     `${s.worstOverAdmission.toFixed(2)}×`,
+    s.worstBound === undefined ? '—' : `${multiple(s.worstBound)}× (${s.scheme.bound ?? '?'})`,
     `${s.keysPerCheck.mean} / ${s.keysPerCheck.max}`,
     String(s.itemsPerFeature),
     String(s.bytesPerFeature),
@@ -43,14 +50,15 @@ export function runTable(run: LabRun): string {
         'false allows',
         'false denies',
         'worst window',
+        'bound',
         'keys/check mean / max',
         'items/feature',
         'bytes/feature',
       ],
-      ['exact sliding log', '—', '—', '—', `${result.referenceWorstOverAdmission.toFixed(2)}×`, '—', '—', '—'],
+      ['exact sliding log', '—', '—', '—', `${result.referenceWorstOverAdmission.toFixed(2)}×`, '—', '—', '—', '—'],
       ...rows,
     ],
-    { align: ['l', 'r', 'r', 'r', 'r', 'r', 'r', 'r'] },
+    { align: ['l', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r'] },
   );
 }
 
@@ -71,7 +79,7 @@ export function markdownReport(
   return [
     '# memgate accuracy report',
     '',
-    `Produced by \`${command}\`. Each scheme is a memgate policy replayed through the limiter on its own store, side by side with an exact sliding log on the same requests. "Wrong" counts false allows (allowed here, denied by the exact log) and false denies; once a scheme decides differently its state differs too, so its later decisions are compared from there. "Worst window" is the most requests admitted in any true window of the limit's length, over the limit: above 1× means over-admission. Bytes are estimates (item header, key, value).`,
+    `Produced by \`${command}\`. Each scheme is a memgate policy replayed through the limiter on its own store, side by side with an exact sliding log on the same requests. "Wrong" counts false allows (allowed here, denied by the exact log) and false denies; once a scheme decides differently its state differs too, so its later decisions are compared from there. "Worst window" is the most requests admitted in any true window of the limit's length, over the limit: above 1× means over-admission. "Bound" is the most a token bucket can admit in any such window, b + ⌈W/T⌉ − 1 for a burst b and a token every T, over the limit L (a token bucket's rate is L/W or L/2W, W the window: see docs/accuracy.md). Bytes are estimates (item header, key, value).`,
     '',
     ...charts.map((c) => `![${c.title}](${c.file})`),
     '',
@@ -126,11 +134,20 @@ const SERIES = [
   { name: 'weighted edge', color: '#009E73', shape: 'diamond' },
   { name: 'fixed window', color: '#D55E00', shape: 'cross' },
   { name: 'two-counter', color: '#CC79A7', shape: 'triangle-down' },
+  // A five-pointed star, as an SVG path: no built-in shape is left that reads apart from the
+  // others at this size. It reaches 1.3× past the unit square vega sizes shapes in, since a
+  // star fills little of its square: so it looks about as big as the others.
+  {
+    name: 'token bucket',
+    color: '#56B4E9',
+    shape: 'M0,-1.3L0.31,-0.43L1.23,-0.4L0.49,0.16L0.77,1.05L0,0.52L-0.77,1.05L-0.49,0.16L-1.23,-0.4L-0.31,-0.43Z',
+  },
 ] as const;
 
 /** Which family a scheme of a `window`-second limit belongs to. */
 function series(s: SchemeResult, window: number): string {
   const { algorithm, granularity, edge } = s.scheme;
+  if (algorithm === 'token-bucket') return 'token bucket';
   if (algorithm === 'fixed') return 'fixed window';
   if (granularity === 1) return 'exact (1 s buckets)';
   // One bucket as long as the window, the previous one weighted: Cloudflare's estimate.
@@ -160,17 +177,35 @@ export function bucketLabel(seconds: number): string {
   return `${seconds} s`;
 }
 
-/** The bucket sizes of the runs, smallest first. */
-const bucketSizes = (runs: readonly { result: ReplayResult }[]) =>
-  [...new Set(runs.flatMap((run) => run.result.schemes.map((s) => s.scheme.granularity)))].sort((a, b) => a - b);
+/** Where a scheme sits on a chart's bucket-size axis: its bucket size, or a token bucket's rate and burst. */
+const axisPlace = (s: SchemeResult) => s.scheme.short ?? bucketLabel(s.scheme.granularity);
 
-/** Bucket sizes as evenly spaced categories, smallest first, labelled in s, min, h or d. */
-const bucketAxis = (runs: readonly { result: ReplayResult }[]) => ({
+/** Token buckets in one place, where every one costs the same: one value per client. */
+const costPlace = (s: SchemeResult) => (s.scheme.bucket ? 'token\nbucket' : bucketLabel(s.scheme.granularity));
+
+/** The axis's places: bucket sizes, smallest first, then token buckets in scheme order. */
+function axisPlaces(runs: readonly { result: ReplayResult }[], place: (s: SchemeResult) => string): string[] {
+  const schemes = runs.flatMap((run) => run.result.schemes);
+  const sizes = [...new Set(schemes.filter((s) => !s.scheme.bucket).map((s) => s.scheme.granularity))].sort(
+    (a, b) => a - b,
+  );
+  return [...new Set([...sizes.map(bucketLabel), ...schemes.filter((s) => s.scheme.bucket).map(place)])];
+}
+
+/**
+ * Bucket sizes as evenly spaced categories, smallest first, labelled in s, min, h or d;
+ * token buckets after them, their labels on several lines.
+ */
+const bucketAxis = (
+  runs: readonly { result: ReplayResult }[],
+  place: (s: SchemeResult) => string,
+  title: string | string[] = 'bucket size',
+) => ({
   field: 'bucket',
   type: 'ordinal' as const,
-  sort: bucketSizes(runs).map(bucketLabel),
-  title: 'bucket size',
-  axis: { labelAngle: 0 },
+  sort: axisPlaces(runs, place),
+  title,
+  axis: { labelAngle: 0, labelExpr: "split(datum.label, '\\n')" },
 });
 
 async function renderSvg(spec: TopLevelSpec): Promise<string> {
@@ -183,12 +218,12 @@ export function errorChart(runs: readonly LabRun[]): Promise<string> {
   const values = runs.flatMap((run) =>
     run.result.schemes.map((s) => ({
       traffic: run.traffic,
-      bucket: bucketLabel(s.scheme.granularity),
+      bucket: axisPlace(s),
       wrong: 100 * wrongShare(s, run.result.requests),
       series: series(s, run.window),
     })),
   );
-  const x = bucketAxis(runs);
+  const x = bucketAxis(runs, axisPlace, ['bucket size,', 'or token bucket rate and burst']);
   // A title no longer than the plot is tall: vega reserves room for a longer one above and below.
   const y = { field: 'wrong', type: 'quantitative' as const, title: 'wrong, % of requests', axis: { format: '.3~r' } };
   return renderSvg({
@@ -201,7 +236,12 @@ export function errorChart(runs: readonly LabRun[]): Promise<string> {
       width: 240,
       height: 180,
       layer: [
-        { mark: { type: 'line' }, encoding: { x, y, color } },
+        // Token buckets unjoined: they are two ways of sizing a bucket, not a scale of bucket sizes.
+        {
+          mark: { type: 'line' },
+          transform: [{ filter: "datum.series !== 'token bucket'" }],
+          encoding: { x, y, color },
+        },
         { mark: { type: 'point', filled: true, size: 50, opacity: 1 }, encoding: { x, y, color, shape } },
       ],
     },
@@ -214,11 +254,16 @@ export function errorChart(runs: readonly LabRun[]): Promise<string> {
  * is over-admission. A grid, a row per scheme and a column per traffic, each cell labelled.
  */
 export function worstWindowChart(runs: readonly LabRun[]): Promise<string> {
-  const schemes = runs[0]?.result.schemes.map((s) => s.scheme.name) ?? [];
+  // A token bucket's row says the most it can admit, in terms of the limit L, whatever L is.
+  const row = ({ scheme }: SchemeResult) => (scheme.bound ? `${scheme.name} (at most ${scheme.bound})` : scheme.name);
+  const schemes = runs[0]?.result.schemes.map(row) ?? [];
+  const limits = [...new Set(runs.map((run) => run.limit))];
+  const limit = limits.length === 1 ? limits[0] : undefined;
+  const example = limit === undefined ? '' : ` (2L − 1 is ${multiple((2 * limit - 1) / limit)}× at L = ${limit})`;
   const values = runs.flatMap((run) =>
     run.result.schemes.map((s) => ({
       traffic: run.traffic,
-      scheme: s.scheme.name,
+      scheme: row(s),
       worst: s.worstOverAdmission,
       label: `${s.worstOverAdmission.toFixed(2)}×`,
     })),
@@ -235,7 +280,10 @@ export function worstWindowChart(runs: readonly LabRun[]): Promise<string> {
     $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
     title: {
       text: `Worst window admitted, as a multiple of the limit (${formatDuration(runs[0]?.window ?? 60)} window)`,
-      subtitle: 'above 1× the scheme let more than the limit through in some window',
+      subtitle: [
+        'above 1× the scheme let more than the limit through in some window',
+        `a token bucket's row ends with the most it can admit in a window, for a limit of L${example}`,
+      ],
       anchor: 'start',
     },
     data: { values },
@@ -273,12 +321,12 @@ export function worstWindowChart(runs: readonly LabRun[]): Promise<string> {
 /** Keys read per check and bytes held per client against bucket size, for one window. */
 export function costChart(run: LabRun): Promise<string> {
   const values = run.result.schemes.map((s) => ({
-    bucket: bucketLabel(s.scheme.granularity),
+    bucket: costPlace(s),
     keys: s.keysPerCheck.mean,
     bytes: s.bytesPerFeature,
     series: series(s, run.window),
   }));
-  const x = bucketAxis([run]);
+  const x = bucketAxis([run], costPlace);
   // Each family side by side within its bucket size, so equal costs do not hide each other.
   const xOffset = { field: 'series', type: 'nominal' as const, sort: SERIES.map((s) => s.name) };
   const panel = (field: string, title: string) => ({

@@ -4,11 +4,12 @@ import { randomBytes } from 'node:crypto';
 import { createLimiter, type Limiter } from '../../src/counting/limiter.js';
 import { bucketKey, counterKeyBase } from '../../src/counting/keys.js';
 import { itemsPerFeature } from '../../src/counting/sizing.js';
+import { tokenBucketKey } from '../../src/counting/token-bucket.js';
 import type { CounterStore } from '../../src/store/counter-store.js';
 import { createEmbeddedStore } from '../../src/store/embedded-store.js';
 import { createMemcachedStore } from '../../src/store/memcached/memcached-store.js';
 import { worstWindowTracker } from './reference.js';
-import { schemePolicies, type Scheme } from './schemes.js';
+import { bucketWorstWindow, schemePolicies, type Scheme } from './schemes.js';
 import type { TimedRequest } from './traffic.js';
 
 /** How one scheme fared against the exact sliding log on one traffic. */
@@ -21,6 +22,11 @@ export interface SchemeResult {
   readonly falseDenies: number;
   /** Most requests admitted in any true window of the limit's length, divided by the limit. */
   readonly worstOverAdmission: number;
+  /**
+   * The most the scheme can admit in any true window, over the limit, where it is known
+   * exactly: a token bucket's b + ⌈W/T⌉ − 1 (docs/accuracy.md).
+   */
+  readonly worstBound?: number;
   readonly keysPerCheck: { readonly mean: number; readonly max: number };
   readonly itemsPerFeature: number;
   /** Estimated Memcached memory of those items: item header, key and value. */
@@ -86,21 +92,24 @@ export async function replayScheme(
   options.onProgress?.(requests.length);
   const plan = limiter.plans.get('e');
   if (!plan) throw new Error('scheme policy has no event e');
-  const items = itemsPerFeature(plan.levels);
-  // A representative key: an IPv4 client, the event name "login".
-  const keyBytes = bucketKey(
-    counterKeyBase('mg', 'login', '203.0.113.7'),
-    plan.levels[0]?.size ?? window,
-    1_795_305_600,
-  ).length;
+  // A representative client: an IPv4 address, the event name "login".
+  const base = counterKeyBase('mg', 'login', '203.0.113.7');
+  const bucket = plan.limits[0]?.tokenBucket;
+  // A token bucket keeps one value, its TAT in microseconds (16 digits); a counter about 4.
+  const items = bucket ? 1 : itemsPerFeature(plan.levels);
+  const keyBytes = bucket
+    ? tokenBucketKey(base).length
+    : bucketKey(base, plan.levels[0]?.size ?? window, 1_795_305_600).length;
+  const valueBytes = bucket ? 16 : 4;
   return {
     scheme,
     allowed: allowedCount,
     falseAllows,
     falseDenies,
     worstOverAdmission: admitted.worst(),
+    ...(bucket ? { worstBound: bucketWorstWindow(bucket.burst, bucket.emissionUs, window) / limit } : {}),
     keysPerCheck: plan.limits[0]?.keysPerCheck ?? { mean: 0, max: 0 },
     itemsPerFeature: items,
-    bytesPerFeature: items * (ITEM_OVERHEAD_BYTES + keyBytes + 4),
+    bytesPerFeature: items * (ITEM_OVERHEAD_BYTES + keyBytes + valueBytes),
   };
 }
