@@ -4,6 +4,7 @@ import { writeFile } from 'node:fs/promises';
 import * as grpc from '@grpc/grpc-js';
 import { describe, expect, it } from 'vitest';
 import { oneDescriptor, type RlsClient, type WireRequestIn } from '../scripts/lib/rls-client.js';
+import { calendarPeriod } from '../src/counting/calendar.js';
 import { envoyConfigFile, useEnvoyServices, type EnvoyServiceOptions } from './helpers/envoy-service.js';
 import { uniquePrefix, useMemcached } from './helpers/memcached.js';
 
@@ -38,6 +39,10 @@ descriptors:
     rate_limit: { unit: minute, requests_per_unit: 0 }
   - key: sliding
     rate_limit: { window: 90s, algorithm: sliding, granularity: 10s, requests_per_unit: 2 }
+  - key: plain_month
+    rate_limit: { unit: month, requests_per_unit: 2 }
+  - key: billed_month
+    rate_limit: { unit: month, requests_per_unit: 2, calendar: { timezone: Pacific/Kiritimati, anchor: 3 } }
 `;
 
 const TOKEN = 'admin-token-for-the-envoy-tests-0123';
@@ -55,6 +60,27 @@ const codes = async (client: RlsClient, request: WireRequestIn, times: number) =
 
 const headerMap = (headers: { key: string; value: string }[]) =>
   Object.fromEntries(headers.map(({ key, value }) => [key, value]));
+
+describe('months over gRPC', () => {
+  it("keeps upstream's 30-day month, and counts a calendar month to local midnight when the file opts in", async () => {
+    const { client } = await start();
+    const plain = await client.shouldRateLimit(oneDescriptor('edge', ['plain_month', 'a']));
+    const thirtyDays = 30 * 86_400;
+    const untilEpochMonth = thirtyDays - (Math.floor(Date.now() / 1000) % thirtyDays);
+    expect(Math.abs((plain.statuses[0]?.duration_until_reset?.seconds ?? -99) - untilEpochMonth)).toBeLessThanOrEqual(
+      1,
+    );
+    const billed = await client.shouldRateLimit(oneDescriptor('edge', ['billed_month', 'a']));
+    expect(billed.statuses[0]?.current_limit).toMatchObject({ requests_per_unit: 2, unit: 'MONTH' });
+    const { endMs } = calendarPeriod(Date.now(), { unit: 'month', anchor: 3, timeZone: 'Pacific/Kiritimati' });
+    const untilLocalMidnight = Math.round((endMs - Date.now()) / 1000);
+    expect(
+      Math.abs((billed.statuses[0]?.duration_until_reset?.seconds ?? -99) - untilLocalMidnight),
+    ).toBeLessThanOrEqual(1);
+    // Counted on counters of their own: two a month each.
+    expect(await codes(client, oneDescriptor('edge', ['billed_month', 'a']), 2)).toEqual(['OK', 'OVER_LIMIT']);
+  });
+});
 
 describe('ShouldRateLimit against the service', () => {
   it('admits exactly requests_per_unit per address and reports the limit as envoyproxy/ratelimit does', async () => {
@@ -345,7 +371,7 @@ describe('ShouldRateLimit against the service', () => {
     const { lines } = await start();
     const started = JSON.parse(lines[0] ?? '{}') as { msg: string; envoy: { domains: string[]; limits: number } };
     expect(started.msg).toMatch(/gRPC on 127\.0\.0\.1:\d+/);
-    expect(started.envoy).toMatchObject({ domains: ['edge'], limits: 8 });
+    expect(started.envoy).toMatchObject({ domains: ['edge'], limits: 10 });
     const bad = await configFile(
       'domain: edge\ndescriptors:\n  - key: a\n    rate_limit: { unit: minute }\n  - key: b\n    rate_limit: { unit: day, requests_per_unit: -1 }\n',
     );
