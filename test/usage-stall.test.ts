@@ -1,11 +1,14 @@
 // Usage history never holds the event loop, whatever its size: a year of history with 1 KB
 // client names in a real SQLite file is queried (/usage, /usage/top), compacted the hourly
 // way and compacted whole as a file never compacted, while /check is asked over HTTP every
-// 10 ms. The slowest /check must answer within 50 ms of when it was due; and compaction
-// must leave what it left before (src/usage/sqlite-maintenance.test.ts compares them row by
-// row on small files). Memgate up to 4cda801 held the loop for a whole statement: hundreds
+// 10 ms. No turn of the event loop may hold 50 ms of this process's CPU time, and the
+// slowest /check must answer within 50 ms of when it was due unless the machine starved the
+// process: on a shared machine the operating system can leave a runnable thread waiting for
+// a core for 100 ms or more, which no slicing prevents, so the wall-clock bound holds only
+// for a run whose main thread never waited 20 ms for a core (Linux's schedstat, watchBlocks). Compaction must leave what
+// it left before (src/usage/sqlite-maintenance.test.ts compares them row by row on small files). Memgate up to 4cda801 held the loop for a whole statement: hundreds
 // of ms for a query or an hour's compaction here, and about half an hour for the whole file.
-import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
@@ -124,7 +127,7 @@ describe('a year of usage history with 1 KB client names', () => {
       }
     });
     await annotate(report(stalls));
-    expect(stalls.slowestMs, report(stalls)).toBeLessThan(SLOWEST_PROBE_MS);
+    expectNoStall(stalls);
     // The same answers as one statement over the whole range.
     const day = answers.get(queries[0] as string) as TopAnswer;
     expect(day.allowed).toEqual(topAsOneStatement(day.from, day.until, 60, 'allowed', 20));
@@ -166,7 +169,7 @@ describe('a year of usage history with 1 KB client names', () => {
       await store.idle();
     });
     await annotate(report(stalls));
-    expect(stalls.slowestMs, report(stalls)).toBeLessThan(SLOWEST_PROBE_MS);
+    expectNoStall(stalls);
     const lastHour = END - HOUR;
     expect(clientsOf(HOUR, lastHour)).toEqual([heavyAllowed(364), heavyDenied(364)].sort());
     expect(new Set(clientsOf(60, lastHour, HOUR))).toEqual(new Set([heavyAllowed(364), heavyDenied(364)]));
@@ -190,7 +193,7 @@ describe('a year of usage history with 1 KB client names', () => {
       await store.idle();
     });
     await annotate(report(stalls));
-    expect(stalls.slowestMs, report(stalls)).toBeLessThan(SLOWEST_PROBE_MS);
+    expectNoStall(stalls);
     const after = new Database(path);
     // Every light client went, from every period; every heavy one kept all its points but
     // the minutes pruning took (past the minute archive's 30 days).
@@ -215,9 +218,15 @@ describe('a year of usage history with 1 KB client names', () => {
 async function whileProbing(work: () => Promise<void>): Promise<Stalls> {
   const loop = monitorEventLoopDelay({ resolution: 1 });
   loop.enable();
+  const blocks = watchBlocks();
   try {
     const probed = await probeWhile(`${url}/check?event=probe&feature=probe`, PROBE_EVERY_MS, work);
-    return { ...probed, loopMaxMs: Math.round(loop.max / 1e6), sliceMs: Math.round(store.longestSliceMs) };
+    return {
+      ...probed,
+      loopMaxMs: Math.round(loop.max / 1e6),
+      sliceMs: Math.round(store.longestSliceMs),
+      ...blocks.stop(),
+    };
   } finally {
     loop.disable();
   }
@@ -226,10 +235,60 @@ async function whileProbing(work: () => Promise<void>): Promise<Stalls> {
 interface Stalls extends Probed {
   readonly loopMaxMs: number;
   readonly sliceMs: number;
+  /** The most time the main thread ran between two ticks of a 1 ms timer: the longest the loop was held by work. */
+  readonly blockCpuMs: number;
+  /** The most time the main thread waited for a core between two ticks: runnable, but the machine ran others. */
+  readonly starvedMs: number;
 }
 
-function report({ slowestMs, probes, seconds, loopMaxMs, sliceMs }: Stalls): string {
-  return `slowest /check ${slowestMs} ms of ${probes} in ${seconds.toFixed(1)} s; the event loop's longest delay ${loopMaxMs} ms; the store's longest turn so far ${sliceMs} ms`;
+/** How long a process waiting for a core still counts as running: beyond it, wall-clock bounds are the machine's. */
+const STARVED_MS = 20;
+
+/**
+ * The main thread's time on a core and waiting for one, in ms, from Linux's per-thread
+ * scheduler statistics (/proc/thread-self/schedstat: ns running, ns runnable on a run queue).
+ * Waiting on a run queue is the machine's doing; blocking on I/O is not counted there.
+ */
+function schedstat(): { runningMs: number; waitingMs: number } {
+  if (!HAS_SCHEDSTAT) {
+    // Without it (not Linux): the process's CPU time, and no waiting known, so every bound holds.
+    const { user, system } = process.cpuUsage();
+    return { runningMs: (user + system) / 1000, waitingMs: 0 };
+  }
+  const [running = '0', waiting = '0'] = readFileSync('/proc/thread-self/schedstat', 'utf8').split(' ');
+  return { runningMs: Number(running) / 1e6, waitingMs: Number(waiting) / 1e6 };
+}
+
+const HAS_SCHEDSTAT = existsSync('/proc/thread-self/schedstat');
+
+/** Ticks every millisecond, noting the main thread's time running and waiting for a core between ticks. */
+function watchBlocks(): { stop(): { blockCpuMs: number; starvedMs: number } } {
+  let last = schedstat();
+  let blockCpuMs = 0;
+  let starvedMs = 0;
+  const tick = () => {
+    const now = schedstat();
+    blockCpuMs = Math.max(blockCpuMs, now.runningMs - last.runningMs);
+    starvedMs = Math.max(starvedMs, now.waitingMs - last.waitingMs);
+    last = now;
+  };
+  const timer = setInterval(tick, 1);
+  return {
+    stop: () => {
+      clearInterval(timer);
+      return { blockCpuMs: Math.round(blockCpuMs), starvedMs: Math.round(starvedMs) };
+    },
+  };
+}
+
+/** The bounds: no turn holds 50 ms of CPU; and on a machine that never starved the process, no /check waits 50 ms. */
+function expectNoStall(stalls: Stalls): void {
+  expect(stalls.blockCpuMs, report(stalls)).toBeLessThan(SLOWEST_PROBE_MS);
+  if (stalls.starvedMs < STARVED_MS) expect(stalls.slowestMs, report(stalls)).toBeLessThan(SLOWEST_PROBE_MS);
+}
+
+function report({ slowestMs, probes, seconds, loopMaxMs, sliceMs, blockCpuMs, starvedMs }: Stalls): string {
+  return `slowest /check ${slowestMs} ms of ${probes} in ${seconds.toFixed(1)} s; the event loop's longest delay ${loopMaxMs} ms, its longest turn ${blockCpuMs} ms of CPU; the store's longest turn so far ${sliceMs} ms; the process waited up to ${starvedMs} ms for a core${starvedMs >= STARVED_MS ? ' (a starved run: the wall-clock bound is not asserted)' : ''}`;
 }
 
 /** The clients of one period of one archive, by name. */
