@@ -179,6 +179,63 @@ export function leaseDecision(decision: Decision, taken: TakenLease | undefined,
   };
 }
 
+/** What a claim says of the record it claims, in its codes and words. */
+export interface RecordWords {
+  readonly unknown: 'unknown_lease' | 'unknown_reservation';
+  readonly expired: 'lease_expired' | 'reservation_expired';
+  readonly done: 'lease_returned' | 'reservation_settled';
+  /** `lease`, `reservation`. */
+  readonly noun: string;
+  /** `taken`, `made`. */
+  readonly made: string;
+  /** `returned`, `settled`. */
+  readonly claimed: string;
+  /** What happens to its units when it is not claimed in time. */
+  readonly unclaimed: string;
+}
+
+const LEASE_WORDS: RecordWords = {
+  unknown: 'unknown_lease',
+  expired: 'lease_expired',
+  done: 'lease_returned',
+  noun: 'lease',
+  made: 'taken',
+  claimed: 'returned',
+  unclaimed: 'its units stay counted',
+};
+
+/**
+ * Claims the one return of the units a lease or a reservation recorded under `id`, within its
+ * hold: the units recorded, whether a reset at or after its second forgot them, that second,
+ * and now's. Counting the claim first makes it the only one, however many arrive at once.
+ */
+export async function claimRecorded(
+  context: CheckContext,
+  plan: EventPlan,
+  base: string,
+  id: string,
+  { holdSeconds, words }: { holdSeconds: number; words: RecordWords },
+): Promise<{ units: number; forgotten: boolean; second: number; now: number }> {
+  const second = recordedSecond(id, words.unknown);
+  const now = Math.floor(context.now(base) / 1000);
+  if (second > now + context.skewSeconds)
+    throw new LimiterInputError(words.unknown, `the ${words.noun} id is not one memgate gave`);
+  if (now > second + holdSeconds)
+    throw new LimiterInputError(
+      words.expired,
+      `the ${words.noun} was ${words.made} ${now - second} s ago, past its life and the grace for it to be ${words.claimed} (${holdSeconds} s); ${words.unclaimed}`,
+    );
+  const { incremented, read } = await context.store.incrementAndRead(
+    [{ key: leaseReturnsKey(base, id), delta: 1, ttlSeconds: holdSeconds + LEASE_KEY_SLACK_SECONDS }],
+    [leaseUnitsKey(base, plan, id), resetMarkerKey(base)],
+  );
+  const units = read[0] ?? 0;
+  if (units === 0) throw new LimiterInputError(words.unknown, `no ${words.noun} of this id for this event and feature`);
+  if ((incremented[0] ?? 0) > 1)
+    throw new LimiterInputError(words.done, `the ${words.noun} was ${words.claimed} already`);
+  return { units, forgotten: (read[1] ?? 0) >= second, second, now };
+}
+
 /**
  * Takes back a lease's unused units from the buckets of its second and counts its spent ones
  * at this second instead, once, for its holder, within its hold. A reset at or after the
@@ -193,26 +250,16 @@ export async function returnLease(
   const plan = eventPlan(plans, request.event);
   const lease = leasePlanOf(plan);
   const state = context.features.state(plan, validFeature(request.feature));
-  const second = leaseSecond(request.id);
   const unused = validUnits(request.unused, 'unused', 0);
-  const now = Math.floor(context.now(state.base) / 1000);
-  if (second > now + context.skewSeconds)
-    throw new LimiterInputError('unknown_lease', 'the lease id is not one memgate gave');
-  if (now > second + lease.holdSeconds)
-    throw new LimiterInputError(
-      'lease_expired',
-      `the lease was taken ${now - second} s ago, past its life and the grace for its return (${lease.holdSeconds} s); its units stay counted`,
-    );
-  const ttlSeconds = lease.holdSeconds + LEASE_KEY_SLACK_SECONDS;
-  // Counting the return first makes it the only one, however many arrive at once.
-  const { incremented, read } = await context.store.incrementAndRead(
-    [{ key: leaseReturnsKey(state.base, request.id), delta: 1, ttlSeconds }],
-    [leaseUnitsKey(state.base, plan, request.id), resetMarkerKey(state.base)],
-  );
-  const granted = read[0] ?? 0;
-  const forgotten = (read[1] ?? 0) >= second;
-  if (granted === 0) throw new LimiterInputError('unknown_lease', 'no lease of this id for this event and feature');
-  if ((incremented[0] ?? 0) > 1) throw new LimiterInputError('lease_returned', 'the lease was returned already');
+  const {
+    units: granted,
+    forgotten,
+    now,
+    second,
+  } = await claimRecorded(context, plan, state.base, request.id, {
+    holdSeconds: lease.holdSeconds,
+    words: LEASE_WORDS,
+  });
   // A holder claiming more than it was given has a bug: its units stay counted.
   if (unused > granted)
     throw new LimiterInputError('invalid_cost', `unused ${unused} is more than the ${granted} units the lease holds`);

@@ -16,13 +16,22 @@ import {
 import { incrementsAt } from './counter-call.js';
 import type { Decision } from './decision.js';
 import { LimiterInputError } from './errors.js';
-import { resetMarkerKey } from './keys.js';
-import { leaseId, leaseReturnsKey, leaseToken, leaseUnitsKey, recordedSecond, type TakenLease } from './lease.js';
+import { claimRecorded, leaseId, leaseToken, leaseUnitsKey, type RecordWords, type TakenLease } from './lease.js';
 import { decideTokenBucket } from './token-bucket.js';
 import type { EventPlan, ReservationPlan } from './plan.js';
 
 /** What stays of a reservation past its hold, for a late duplicate settle to find it settled. */
 const RECORD_SLACK_SECONDS = 60;
+
+const RESERVATION_WORDS: RecordWords = {
+  unknown: 'unknown_reservation',
+  expired: 'reservation_expired',
+  done: 'reservation_settled',
+  noun: 'reservation',
+  made: 'made',
+  claimed: 'settled',
+  unclaimed: 'it stays counted as reserved',
+};
 
 /** A check that reserves: `reserve` takes the place of `cost`. */
 export interface ReserveRequest extends Omit<CheckRequest, 'cost'> {
@@ -145,27 +154,15 @@ export async function settle(
   if (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 0)
     throw new LimiterInputError('invalid_cost', 'cost must be the actual cost, a non-negative integer');
   const state = context.features.state(base, feature);
-  const second = recordedSecond(request.id, 'unknown_reservation');
-  const now = Math.floor(context.now(state.base) / 1000);
-  if (second > now + context.skewSeconds)
-    throw new LimiterInputError('unknown_reservation', 'the reservation id is not one memgate gave');
-  if (now > second + reservations.holdSeconds)
-    throw new LimiterInputError(
-      'reservation_expired',
-      `the reservation was made ${now - second} s ago, past its life and the grace to settle it (${reservations.holdSeconds} s); it stays counted as reserved`,
-    );
-  const ttlSeconds = reservations.holdSeconds + RECORD_SLACK_SECONDS;
-  // Counting the settle first makes it the only one, however many arrive at once.
-  const { incremented, read } = await context.store.incrementAndRead(
-    [{ key: leaseReturnsKey(state.base, request.id), delta: 1, ttlSeconds }],
-    [leaseUnitsKey(state.base, base, request.id), resetMarkerKey(state.base)],
-  );
-  const reserved = read[0] ?? 0;
-  const forgotten = (read[1] ?? 0) >= second;
-  if (reserved === 0)
-    throw new LimiterInputError('unknown_reservation', 'no reservation of this id for this event and feature');
-  if ((incremented[0] ?? 0) > 1)
-    throw new LimiterInputError('reservation_settled', 'the reservation was settled already');
+  const {
+    units: reserved,
+    forgotten,
+    now,
+    second,
+  } = await claimRecorded(context, base, state.base, request.id, {
+    holdSeconds: reservations.holdSeconds,
+    words: RESERVATION_WORDS,
+  });
   if (base.algorithm === 'token-bucket') {
     // One value moves by the difference: its tokens, at the client's rate.
     const chosen = clientPlan(base, feature, request.tier, context.wallNow, { lists: false });
