@@ -3,7 +3,7 @@
 
 /* global window, document, location, history, fetch, URL, URLSearchParams, AbortController, setTimeout, clearTimeout, getComputedStyle, matchMedia, ResizeObserver, Path2D -- the browser's: eslint.config.js names no browser globals */
 
-/** @typedef {{ t: number, allowed: number, denied: number, degraded: number, shadow_denied: number, tracked?: { allowed: boolean, denied: boolean } }} Point */
+/** @typedef {{ t: number, allowed: number, denied: number, degraded: number, shadow_denied: number, settled?: number, settled_cost?: number, tracked?: { allowed: boolean, denied: boolean } }} Point */
 /** @typedef {{ event: string, feature: string | null, from: number, until: number, step: number, points: Point[] }} Series */
 /** @typedef {{ feature: string, count: number }} ClientCount */
 /** @typedef {{ event: string, from: number, until: number, allowed: ClientCount[], denied: ClientCount[] }} Top */
@@ -27,6 +27,10 @@ const DASHES = [
 ];
 /** The dash of the shadow line: none of the limits'. */
 const SHADOW_DASH = [6, 2];
+/** The cost chart's height: a companion of the decisions' chart, not a second one as tall. */
+const COST_HEIGHT = 150;
+/** What the two charts share their cursor by: a point hovered in one is shown in both. */
+const CURSOR_SYNC = { key: 'memgate-usage', filters: { pub: (/** @type {string} */ type) => type === 'mousemove' } };
 
 /** @type {any} uPlot's global, from dashboard/uplot.min.js, loaded before this module. */
 const uPlot = Reflect.get(window, 'uPlot');
@@ -46,6 +50,9 @@ const $ = {
   chart: byId('chart'),
   limits: byId('limits'),
   shadowNote: byId('shadow-note'),
+  costs: byId('costs'),
+  costsTotal: byId('costs-total'),
+  costChart: byId('cost-chart'),
   top: /** @type {HTMLTableElement} */ (byId('top')),
   topMessage: byId('top-message'),
 };
@@ -76,6 +83,8 @@ const view = {
   lines: [],
   /** Whether the range has any shadow_denied: its line and legend entry are drawn only then. */
   shadow: false,
+  /** The settled costs' own chart, drawn only when the range has a settle. @type {any} */
+  costPlot: undefined,
   yMax: 1,
   /** The time axis's last ticks and their labels, as timeTicks wrote them. @type {[number, string][]} */
   timeLabels: [],
@@ -244,6 +253,8 @@ function colours() {
     degraded: read('degraded'),
     degradedFill: read('degraded-fill'),
     shadow: read('shadow'),
+    cost: read('cost'),
+    costFill: read('cost-fill'),
     limit: read('limit'),
     untracked: read('untracked'),
   };
@@ -430,7 +441,12 @@ function chartOptions() {
   return {
     width: chartWidth(),
     height: chartHeight(),
-    cursor: { y: false, drag: { x: true, y: false, setScale: false }, points: { show: false } },
+    cursor: {
+      y: false,
+      drag: { x: true, y: false, setScale: false },
+      points: { show: false },
+      sync: CURSOR_SYNC,
+    },
     scales: { x: { time: true }, y: { range: () => [0, view.yMax] } },
     axes: [
       { ...axis, space: timeTickSpace, values: timeTicks },
@@ -486,6 +502,109 @@ function chartOptions() {
   };
 }
 
+/**
+ * The cost chart's data: each point's settled cost, with the decisions' xs (the same steps,
+ * and one more x closing the last).
+ */
+function costData() {
+  const points = view.series?.points ?? [];
+  const last = points.at(-1);
+  const step = view.series?.step ?? 1;
+  const xs = [...points.map((p) => p.t), ...(last ? [last.t + step] : [])];
+  return [xs, xs.map((_, i) => points[Math.min(i, points.length - 1)]?.settled_cost ?? 0)];
+}
+
+/**
+ * The settled costs' chart: under the decisions', as wide, on the same steps and time axis,
+ * its cursor moving with theirs; its own y axis, in the units the limits count.
+ */
+function costOptions() {
+  const c = colours();
+  const axis = { stroke: c.muted, grid: { stroke: c.grid, width: 1 }, ticks: { stroke: c.grid, width: 1 } };
+  return {
+    width: chartWidth(),
+    height: COST_HEIGHT,
+    cursor: {
+      y: false,
+      drag: { x: true, y: false, setScale: false },
+      points: { show: false },
+      sync: CURSOR_SYNC,
+    },
+    scales: {
+      x: { time: true },
+      y: {
+        range: (/** @type {unknown} */ _u, /** @type {number} */ _min, /** @type {number} */ max) => [
+          0,
+          uPlot.rangeNum(0, Math.max(1, max), 0.1, true)[1],
+        ],
+      },
+    },
+    axes: [
+      {
+        ...axis,
+        space: timeTickSpace,
+        values: (
+          /** @type {unknown} */ _u,
+          /** @type {number[]} */ ticks,
+          /** @type {unknown} */ _axis,
+          /** @type {unknown} */ _space,
+          /** @type {number} */ increment,
+        ) => timeLabels(ticks, increment),
+      },
+      {
+        ...axis,
+        size: 56,
+        values: (/** @type {unknown} */ _, /** @type {number[]} */ ticks) => ticks.map((t) => compactFormat.format(t)),
+      },
+    ],
+    series: [
+      {
+        label: 'Time',
+        value: (/** @type {unknown} */ _, /** @type {number | null} */ t) => {
+          const step = view.series?.step ?? 1;
+          return t === null ? '–' : `${moment(t, step)} + ${duration(step)}`;
+        },
+      },
+      {
+        label: 'Settled cost',
+        stroke: c.cost,
+        fill: c.costFill,
+        width: 1.5,
+        paths: uPlot.paths.stepped({ align: 1 }),
+        points: { show: false },
+        value: settledAt,
+      },
+    ],
+    hooks: { setSelect: [zoomToSelection] },
+  };
+}
+
+/** What the cost chart's legend says at the cursor: the point's cost, and how many settles it sums. */
+function settledAt(
+  /** @type {unknown} */ _plot,
+  /** @type {unknown} */ _value,
+  /** @type {unknown} */ _index,
+  /** @type {number | null} */ i,
+) {
+  const points = view.series?.points ?? [];
+  const point = i === null ? undefined : points[Math.min(i, points.length - 1)];
+  if (!point) return '–';
+  const settled = point.settled ?? 0;
+  return `${numberFormat.format(point.settled_cost ?? 0)} (${numberFormat.format(settled)} ${settled === 1 ? 'settle' : 'settles'})`;
+}
+
+/** Draws the settled costs of view.series when it has a settle, else takes their chart away. */
+function plotCosts() {
+  if ($.costs.hidden) {
+    view.costPlot?.destroy();
+    view.costPlot = undefined;
+    return;
+  }
+  const data = costData();
+  if (view.costPlot) view.costPlot.setData(data);
+  else view.costPlot = new uPlot(costOptions(), data, $.costChart);
+}
+
 /** As tall as the window leaves room for, within reason. */
 function chartHeight() {
   return Math.max(240, Math.min(520, window.innerHeight - 400));
@@ -537,6 +656,11 @@ function showSeries(series) {
   const shadowDenied = series.points.reduce((sum, point) => sum + (point.shadow_denied ?? 0), 0);
   view.shadow = shadowDenied > 0;
   $.shadowNote.hidden = !view.shadow;
+  // Settles are counted per event: a client's curve has none, and its cost chart is not drawn.
+  const settled = series.points.reduce((sum, point) => sum + (point.settled ?? 0), 0);
+  const settledCost = series.points.reduce((sum, point) => sum + (point.settled_cost ?? 0), 0);
+  $.costs.hidden = settled === 0;
+  $.costsTotal.textContent = `${numberFormat.format(settledCost)} in all, from ${numberFormat.format(settled)} ${settled === 1 ? 'settle' : 'settles'}`;
   $.message.hidden = true;
   Object.assign($.chart.dataset, {
     state: 'ready',
@@ -547,6 +671,8 @@ function showSeries(series) {
     feature: series.feature ?? '',
     limits: String(view.lines.length),
     shadowDenied: String(shadowDenied),
+    settled: String(settled),
+    settledCost: String(settledCost),
     untracked: String(series.points.filter(untrackedStep).length),
   });
   $.title.textContent = `${series.event} · ${series.feature ?? 'all clients'}`;
@@ -558,6 +684,7 @@ function showSeries(series) {
     $.until.value = localInput(series.until);
   }
   plot();
+  plotCosts();
   showLimits(series);
 }
 
@@ -663,6 +790,7 @@ function showError(text) {
   $.chart.dataset.state = 'error';
   $.limits.hidden = true;
   $.shadowNote.hidden = true;
+  $.costs.hidden = true;
 }
 
 /** Usage history is off: the page says so, and asks nothing more. @param {string} text */
@@ -675,6 +803,7 @@ function showOff(text) {
   $.message.hidden = false;
   $.chart.dataset.state = 'off';
   $.shadowNote.hidden = true;
+  $.costs.hidden = true;
   $.title.textContent = 'Decisions';
   $.range.textContent = '';
   $.live.textContent = '';
@@ -827,12 +956,18 @@ function listen() {
     if (state.event) void load();
   });
   // The plot follows the page's width, and its colours the light or dark theme.
-  new ResizeObserver(() => view.plot?.setSize({ width: chartWidth(), height: chartHeight() })).observe($.chart);
+  new ResizeObserver(() => {
+    view.plot?.setSize({ width: chartWidth(), height: chartHeight() });
+    view.costPlot?.setSize({ width: chartWidth(), height: COST_HEIGHT });
+  }).observe($.chart);
   matchMedia('(prefers-color-scheme: dark)').addEventListener('change', () => {
     if (!view.series) return;
     view.plot?.destroy();
     view.plot = undefined;
     plot();
+    view.costPlot?.destroy();
+    view.costPlot = undefined;
+    plotCosts();
   });
 }
 

@@ -24,7 +24,7 @@ import type { ClockSync } from './store/memcached/clock-sync.js';
 import { createEmbeddedStore } from './store/embedded-store.js';
 import { watchEvictions } from './store/eviction-watch.js';
 import { createMemcachedStore } from './store/memcached/memcached-store.js';
-import type { ObservedDecision } from './counting/limiter.js';
+import type { ObservedDecision, SettledReservation } from './counting/limiter.js';
 import { openUsage, type OpenUsage } from './usage/open-usage.js';
 import type { UsageRecorder } from './usage/recorder.js';
 
@@ -105,7 +105,7 @@ export async function startService(
     },
     onStoreUnavailable: storeTrouble.onStoreUnavailable,
     onDecision: recorder ? recordingDecisions(metrics.onDecision, recorder) : metrics.onDecision,
-    onSettle: metrics.onSettle,
+    onSettle: recorder ? recordingSettles(metrics.onSettle, recorder) : metrics.onSettle,
   };
   const limiter = reloadable(createLimiter({ ...options, policies: counted }));
   metrics.watchCache(() => limiter.cacheUsage, options.cacheBytes);
@@ -269,6 +269,14 @@ function recordingDecisions(metricsHook: (observed: ObservedDecision) => void, r
   return (observed: ObservedDecision) => {
     metricsHook(observed);
     if (observed.kind === 'check') recorder.record(observed.event, observed.feature, observed.decision);
+  };
+}
+
+/** Tells the metrics of every reservation settled (/settle and Envoy's), and usage history of its actual cost. */
+function recordingSettles(metricsHook: (settled: SettledReservation) => void, recorder: UsageRecorder) {
+  return (settled: SettledReservation) => {
+    metricsHook(settled);
+    recorder.recordSettled(settled.event, settled.cost);
   };
 }
 

@@ -33,7 +33,26 @@ const SHADOW_POLICIES = `events:
       - { limit: 100, window: 1m }
 `;
 
+/**
+ * llm_tokens: tokens reserved before an answer and settled at what it cost; search: no
+ * reservations.
+ */
+const SETTLE_POLICIES = `events:
+  llm_tokens:
+    reservations: { life: 30s }
+    limits:
+      - { limit: 200000, window: 1m }
+  search:
+    limits:
+      - { limit: 100, window: 1m }
+`;
+/** A tenant of llm_tokens, reserving 4,096 tokens a request. */
+const TENANT = 'tenant-7';
+
 type Check = (event: string, feature: string) => Promise<unknown>;
+
+/** POSTs a JSON body to memgate, and its answer's JSON. */
+type Post = (url: string, body: object) => Promise<Record<string, unknown>>;
 
 /** The i-th of a minute's 8 rounds of /check against POLICY_FILE: HEAVY over its login limit. */
 async function apiTraffic(check: Check, i: number): Promise<void> {
@@ -45,6 +64,21 @@ async function apiTraffic(check: Check, i: number): Promise<void> {
 /** The same against SHADOW_POLICIES: HEAVY over signup's shadow limit, LIGHT searching. */
 async function shadowTraffic(check: Check, i: number): Promise<void> {
   await check('signup', HEAVY);
+  if (i % 4 === 0) await check('search', LIGHT);
+}
+
+/**
+ * The same against SETTLE_POLICIES: TENANT reserves 4,096 tokens and settles at what each
+ * answer cost (500 to 3,999), but in minute 6, whose reservations are never settled; LIGHT
+ * searches.
+ */
+async function settleTraffic(check: Check, i: number, minute: number, post: Post): Promise<void> {
+  const reserved = await post('/check', { event: 'llm_tokens', feature: TENANT, reserve: 4096 });
+  const { id } = reserved.reservation as { id: string };
+  if (minute !== 6) {
+    const cost = 500 + (((minute * 8 + i) * 977) % 3500);
+    await post('/settle', { event: 'llm_tokens', feature: TENANT, id, cost });
+  }
   if (i % 4 === 0) await check('search', LIGHT);
 }
 
@@ -61,18 +95,23 @@ async function startMemgate({
   usage,
   top,
   shadow = false,
+  settles = false,
 }: {
   usage: boolean;
   top?: number;
   /** SHADOW_POLICIES and shadowTraffic instead. */
   shadow?: boolean;
+  /** SETTLE_POLICIES and settleTraffic instead. */
+  settles?: boolean;
 }): Promise<Memgate> {
   let now = NOW - MINUTES * 60_000;
   const clock = () => now;
   const policies: PolicySet = shadow
     ? parsePolicyText(SHADOW_POLICIES, 'shadow policies')
-    : await loadPolicyFile(POLICY_FILE);
-  const traffic = shadow ? shadowTraffic : apiTraffic;
+    : settles
+      ? parsePolicyText(SETTLE_POLICIES, 'settle policies')
+      : await loadPolicyFile(POLICY_FILE);
+  const traffic = shadow ? shadowTraffic : settles ? settleTraffic : apiTraffic;
   const { recorder, history, close } = inMemoryUsage({
     policyEvents: () => policies.events.keys(),
     now: clock,
@@ -86,13 +125,22 @@ async function startMemgate({
     onDecision: ({ kind, event, feature, decision }) => {
       if (usage && kind === 'check') recorder.record(event, feature, decision);
     },
+    // As the service wires it: each settle's actual cost, at its second.
+    onSettle: ({ event, cost }) => {
+      if (usage) recorder.recordSettled(event, cost);
+    },
   });
   const app = buildApp({ limiter, store, maxEventLoopDelayMs: 0, ...(usage ? { usage: history } : {}) });
   const check = (event: string, feature: string) => app.inject(`/check?event=${event}&feature=${feature}`);
+  const post: Post = async (url, payload) => {
+    const answer = await app.inject({ method: 'POST', url, payload });
+    if (answer.statusCode !== 200) throw new Error(`${url} answered ${answer.statusCode}: ${answer.body}`);
+    return answer.json<Record<string, unknown>>();
+  };
   for (let minute = 0; minute < MINUTES; minute++) {
     for (let i = 0; i < 8; i++) {
       now = NOW - (MINUTES - minute) * 60_000 + i * 7000;
-      await traffic(check, i);
+      await traffic(check, i, minute, post);
     }
     // Some of it written, the newest still in memory: /usage answers from both.
     if (minute === MINUTES - 3) await recorder.flush();
@@ -146,7 +194,14 @@ interface SeriesAnswer {
 
 /** An event's curve. */
 interface EventSeries extends Omit<SeriesAnswer, 'points'> {
-  points: { t: number; allowed: number; denied: number; shadow_denied: number }[];
+  points: {
+    t: number;
+    allowed: number;
+    denied: number;
+    shadow_denied: number;
+    settled: number;
+    settled_cost: number;
+  }[];
 }
 
 /** A client's curve: each point says which of its counts are known. */
@@ -154,11 +209,12 @@ interface ClientSeries extends Omit<SeriesAnswer, 'points'> {
   points: { t: number; allowed: number; tracked: { allowed: boolean; denied: boolean } }[];
 }
 
-/** Pixels of the chart's canvas close to this colour: what uPlot drew in it. */
-function pixelsLike(page: Page, [r, g, b]: readonly [number, number, number]): Promise<number> {
+/** Pixels of a chart's canvas (the decisions', or another) close to this colour: what uPlot drew in it. */
+function pixelsLike(page: Page, [r, g, b]: readonly [number, number, number], chart = '#chart'): Promise<number> {
   // A string, so this file needs no DOM types: it runs in the page.
   return page.evaluate(`(() => {
-    const canvas = document.querySelector('#chart canvas');
+    const canvas = document.querySelector('${chart} canvas');
+    if (!canvas) return 0;
     const { data } = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height);
     let count = 0;
     for (let i = 0; i < data.length; i += 4)
@@ -171,6 +227,8 @@ function pixelsLike(page: Page, [r, g, b]: readonly [number, number, number]): P
 const ALLOWED = [21, 135, 90] as const;
 const LIMIT = [106, 63, 200] as const;
 const SHADOW = [29, 78, 216] as const;
+/** --cost of dashboard.css's light theme. */
+const COST = [14, 116, 144] as const;
 
 describe('the dashboard’s files', () => {
   let app: ReturnType<typeof buildApp>;
@@ -245,13 +303,16 @@ describe('the dashboard in chromium', () => {
   let narrow: Memgate;
   /** SHADOW_POLICIES: signup's allowed checks over a shadow limit. */
   let shadowed: Memgate;
+  /** SETTLE_POLICIES: llm_tokens's reservations, settled at their actual costs. */
+  let settled: Memgate;
 
   beforeAll(async () => {
-    [memgate, off, narrow, shadowed] = await Promise.all([
+    [memgate, off, narrow, shadowed, settled] = await Promise.all([
       startMemgate({ usage: true }),
       startMemgate({ usage: false }),
       startMemgate({ usage: true, top: 1 }),
       startMemgate({ usage: true, shadow: true }),
+      startMemgate({ usage: true, settles: true }),
     ]);
     const found = await access(CHROMIUM).then(
       () => true,
@@ -261,7 +322,7 @@ describe('the dashboard in chromium', () => {
   });
   afterAll(async () => {
     await browser?.close();
-    await Promise.all([memgate.close(), off.close(), narrow.close(), shadowed.close()]);
+    await Promise.all([memgate.close(), off.close(), narrow.close(), shadowed.close(), settled.close()]);
   });
 
   /** A page in a fresh context, or the test skipped (failed under CI) when chromium is missing. */
@@ -435,6 +496,88 @@ describe('the dashboard in chromium', () => {
     expect(await legend.allInnerTexts()).not.toContainEqual(expect.stringContaining('shadow'));
     expect(await pixelsLike(page, SHADOW)).toBe(0);
     expect(await page.locator('#shadow-note').isVisible()).toBe(false);
+    expect(seen).toEqual({ consoleErrors: [], failed: [], elsewhere: [] });
+    await page.close();
+  });
+
+  it('draws the settled costs on a chart of their own under the decisions, only where some were settled', async (test) => {
+    const page = await newPage(test);
+    const seen = watch(page, settled.url);
+    const chart = page.locator('#chart');
+    const costs = page.locator('#costs');
+    const costLegend = page.locator('#cost-chart .u-legend .u-series');
+    const answer = usageAnswer(page, (query) => query.get('event') === 'llm_tokens' && !query.has('feature'));
+    await page.goto(`${settled.url}/dashboard#event=llm_tokens&range=1h`);
+    const llm = (await (await answer).json()) as EventSeries;
+    await page.locator('#chart[data-state="ready"]').waitFor();
+    // Every request reserved and was allowed; all but one minute's were settled, at their costs.
+    const total = llm.points.reduce(
+      (sum, point) => ({ settled: sum.settled + point.settled, cost: sum.cost + point.settled_cost }),
+      { settled: 0, cost: 0 },
+    );
+    expect(total.settled).toBe((MINUTES - 1) * 8);
+    expect(await chart.getAttribute('data-settled')).toBe(String(total.settled));
+    expect(await chart.getAttribute('data-settled-cost')).toBe(String(total.cost));
+    expect(await costs.isVisible()).toBe(true);
+    expect(await page.locator('#costs-total').innerText()).toBe(
+      `${total.cost.toLocaleString('en')} in all, from ${total.settled} settles`,
+    );
+    expect(await pixelsLike(page, COST, '#cost-chart')).toBeGreaterThan(300);
+    // The decisions' chart draws no cost: its scale stays that of the decisions.
+    expect(await pixelsLike(page, COST)).toBe(0);
+    expect(await page.locator('#chart .u-legend').innerText()).not.toContain('cost');
+    // Both charts are as wide, with their plots at the same x: a step lies over its cost.
+    const [decisions, costPlot] = await Promise.all([
+      page.locator('#chart .u-over').boundingBox(),
+      page.locator('#cost-chart .u-over').boundingBox(),
+    ]);
+    if (!decisions || !costPlot) throw new Error('no plot area');
+    expect([costPlot.x, costPlot.width]).toEqual([decisions.x, decisions.width]);
+    expect(costPlot.y).toBeGreaterThan(decisions.y + decisions.height);
+
+    // Hovering a step of the decisions shows its cost in the cost chart's legend too, and
+    // the minute never settled reads 0.
+    const busy = llm.points.findLast((point) => point.settled > 0);
+    const unsettledMinute = llm.points.find((point) => point.allowed > 0 && point.settled === 0);
+    if (!busy || !unsettledMinute) throw new Error('no step with settles, or none without');
+    for (const width of [1280, 700]) {
+      await page.setViewportSize({ width, height: 900 });
+      await expect
+        .poll(async () => (await page.locator('#cost-chart canvas').boundingBox())?.width ?? 0)
+        .toBeLessThan(width);
+      const box = await page.locator('#chart .u-over').boundingBox();
+      if (!box) throw new Error('no plot area');
+      const x = (t: number) => box.x + ((t + llm.step / 2 - llm.from) / (llm.until - llm.from)) * box.width;
+      await page.mouse.move(x(busy.t), box.y + box.height / 2);
+      await expect
+        .poll(() => costLegend.nth(1).innerText())
+        .toMatch(
+          new RegExp(`Settled cost\\s*${busy.settled_cost.toLocaleString('en')} \\(${busy.settled} settles?\\)$`),
+        );
+      await page.mouse.move(x(unsettledMinute.t), box.y + box.height / 2);
+      await expect.poll(() => costLegend.nth(1).innerText()).toMatch(/Settled cost\s*0 \(0 settles\)$/);
+      await page.mouse.move(x(busy.t), box.y + box.height / 2);
+      await page.screenshot({
+        path: `${process.env.DASHBOARD_SHOTS ?? '/tmp'}/dashboard-settled-${width}.png`,
+        fullPage: true,
+      });
+    }
+
+    // A client's curve: settles are counted per event, so no cost chart.
+    const client = usageAnswer(page, (query) => query.get('feature') === TENANT);
+    await page.selectOption('#client', TENANT);
+    const own = (await (await client).json()) as EventSeries;
+    expect(own.points.every((point) => point.settled === 0 && point.settled_cost === 0)).toBe(true);
+    await expect.poll(() => chart.getAttribute('data-feature')).toBe(TENANT);
+    expect(await costs.isVisible()).toBe(false);
+    expect(await page.locator('#cost-chart canvas').count()).toBe(0);
+
+    // An event without reservations looks as it always did.
+    const searchAnswer = usageAnswer(page, (query) => query.get('event') === 'search');
+    await page.selectOption('#event', 'search');
+    await searchAnswer;
+    await expect.poll(() => chart.getAttribute('data-settled')).toBe('0');
+    expect(await costs.isVisible()).toBe(false);
     expect(seen).toEqual({ consoleErrors: [], failed: [], elsewhere: [] });
     await page.close();
   });

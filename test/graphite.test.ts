@@ -18,7 +18,9 @@ const now = Math.floor(Date.now() / 1000);
 /** The last whole hour but one: within the 1 s archive's 6 hours, ended, and not now. */
 const H = now - (now % 3600) - 3600;
 
-const zero = (t: number): SeriesPoint => ({ t, allowed: 0, denied: 0, degraded: 0, shadow_denied: 0 });
+/** A point with no settle: what an event without reservations reads. */
+const unsettled = { settled: 0, settled_cost: 0 } as const;
+const zero = (t: number): SeriesPoint => ({ t, allowed: 0, denied: 0, degraded: 0, shadow_denied: 0, ...unsettled });
 /** `count` zero points `step` apart from `from`, with `points` laid over them. */
 function expected(from: number, step: number, count: number, points: SeriesPoint[]): SeriesPoint[] {
   const all = Array.from({ length: count }, (_, index) => zero(from + index * step));
@@ -33,7 +35,9 @@ const login: UsageBatch = {
     // Of the allowed, some a shadow limit would have refused; left out, none.
     { event: 'login', t: H + 5, allowed: 3, denied: 1, degraded: 0, shadow_denied: 2 },
     { event: 'login', t: H + 6, allowed: 2, denied: 0, degraded: 0 },
-    { event: 'login', t: H + 65, allowed: 7, denied: 0, degraded: 2, shadow_denied: 3 },
+    // Reservations settled: two at 5,100 together, alone in their second; one at a cost of 0.
+    { event: 'login', t: H + 7, allowed: 0, denied: 0, degraded: 0, settled: 2, settled_cost: 5100 },
+    { event: 'login', t: H + 65, allowed: 7, denied: 0, degraded: 2, shadow_denied: 3, settled: 1, settled_cost: 0 },
     { event: 'login', t: H + 1800, allowed: 0, denied: 4, degraded: 0 },
   ],
   minutes: [
@@ -63,9 +67,10 @@ describe.skipIf(missingGraphite() !== undefined)('Graphite', () => {
         .poll(() => store.series({ event: 'login', from: H, until: H + 70, step: 1, resolution: 1 }), VISIBLE)
         .toEqual(
           expected(H, 1, 70, [
-            { t: H + 5, allowed: 3, denied: 1, degraded: 0, shadow_denied: 2 },
-            { t: H + 6, allowed: 2, denied: 0, degraded: 0, shadow_denied: 0 },
-            { t: H + 65, allowed: 7, denied: 0, degraded: 2, shadow_denied: 3 },
+            { t: H + 5, allowed: 3, denied: 1, degraded: 0, shadow_denied: 2, ...unsettled },
+            { t: H + 6, allowed: 2, denied: 0, degraded: 0, shadow_denied: 0, ...unsettled },
+            { ...zero(H + 7), settled: 2, settled_cost: 5100 },
+            { t: H + 65, allowed: 7, denied: 0, degraded: 2, shadow_denied: 3, settled: 1, settled_cost: 0 },
           ]),
         );
       await store.close();
@@ -77,14 +82,18 @@ describe.skipIf(missingGraphite() !== undefined)('Graphite', () => {
         .poll(() => store.series({ event: 'login', from: H, until: H + 3600, step: 60, resolution: 1 }), VISIBLE)
         .toEqual(
           expected(H, 60, 60, [
-            { t: H, allowed: 5, denied: 1, degraded: 0, shadow_denied: 2 },
-            { t: H + 60, allowed: 7, denied: 0, degraded: 2, shadow_denied: 3 },
-            { t: H + 1800, allowed: 0, denied: 4, degraded: 0, shadow_denied: 0 },
+            { t: H, allowed: 5, denied: 1, degraded: 0, shadow_denied: 2, settled: 2, settled_cost: 5100 },
+            { t: H + 60, allowed: 7, denied: 0, degraded: 2, shadow_denied: 3, settled: 1, settled_cost: 0 },
+            { t: H + 1800, allowed: 0, denied: 4, degraded: 0, shadow_denied: 0, ...unsettled },
           ]),
         );
       expect(
         await store.series({ event: 'login', from: H - 3600, until: H + 7200, step: 3600, resolution: 1 }),
-      ).toEqual(expected(H - 3600, 3600, 3, [{ t: H, allowed: 12, denied: 5, degraded: 2, shadow_denied: 5 }]));
+      ).toEqual(
+        expected(H - 3600, 3600, 3, [
+          { t: H, allowed: 12, denied: 5, degraded: 2, shadow_denied: 5, settled: 3, settled_cost: 5100 },
+        ]),
+      );
       await store.close();
     });
 
@@ -103,9 +112,9 @@ describe.skipIf(missingGraphite() !== undefined)('Graphite', () => {
           VISIBLE,
         )
         .toEqual([
-          { t: H, allowed: 5, denied: 1, degraded: 0, shadow_denied: 2 },
-          { t: H + 60, allowed: 7, denied: 0, degraded: 2, shadow_denied: 3 },
-          { t: H + 1800, allowed: 0, denied: 4, degraded: 0, shadow_denied: 0 },
+          { t: H, allowed: 5, denied: 1, degraded: 0, shadow_denied: 2, settled: 2, settled_cost: 5100 },
+          { t: H + 60, allowed: 7, denied: 0, degraded: 2, shadow_denied: 3, settled: 1, settled_cost: 0 },
+          { t: H + 1800, allowed: 0, denied: 4, degraded: 0, shadow_denied: 0, ...unsettled },
         ]);
       const hoursFrom = H - 31 * 86_400;
       const hours = await store.series({
@@ -117,7 +126,7 @@ describe.skipIf(missingGraphite() !== undefined)('Graphite', () => {
       });
       expect(hours).toHaveLength(31 * 24 + 1);
       expect(hours.filter((point) => point.allowed + point.denied + point.degraded > 0)).toEqual([
-        { t: H, allowed: 12, denied: 5, degraded: 2, shadow_denied: 5 },
+        { t: H, allowed: 12, denied: 5, degraded: 2, shadow_denied: 5, settled: 3, settled_cost: 5100 },
       ]);
       await store.close();
     });
@@ -136,10 +145,11 @@ describe.skipIf(missingGraphite() !== undefined)('Graphite', () => {
       ).toEqual(
         // With what the event counted for clients it does not name: in the second minute, 7
         // allowed and only alice's 2 named.
+        // The event's settles are not the client's.
         [
-          { t: H, allowed: 4, denied: 1, degraded: 0, shadow_denied: 0, unnamed: { allowed: 0, denied: 0 } },
-          { t: H + 60, allowed: 2, denied: 0, degraded: 0, shadow_denied: 0, unnamed: { allowed: 5, denied: 0 } },
-          { t: H + 120, allowed: 0, denied: 0, degraded: 0, shadow_denied: 0, unnamed: { allowed: 0, denied: 0 } },
+          { ...zero(H), allowed: 4, denied: 1, unnamed: { allowed: 0, denied: 0 } },
+          { ...zero(H + 60), allowed: 2, unnamed: { allowed: 5, denied: 0 } },
+          { ...zero(H + 120), unnamed: { allowed: 0, denied: 0 } },
         ],
       );
       expect(await store.top({ event: 'login', from: H, until: H + 3600, resolution: 60, limit: 10 })).toEqual({
@@ -170,7 +180,7 @@ describe.skipIf(missingGraphite() !== undefined)('Graphite', () => {
       await store.write(batch);
       await expect
         .poll(() => store.series({ event: 'twice', from: H, until: H + 60, step: 60, resolution: 1 }), VISIBLE)
-        .toEqual([{ t: H, allowed: 3, denied: 0, degraded: 0, shadow_denied: 1 }]);
+        .toEqual([{ t: H, allowed: 3, denied: 0, degraded: 0, shadow_denied: 1, ...unsettled }]);
       expect((await store.top({ event: 'twice', from: H, until: H + 60, resolution: 60, limit: 5 })).allowed).toEqual([
         { feature: 'carol', count: 3 },
       ]);
@@ -235,6 +245,10 @@ describe.skipIf(missingGraphite() !== undefined)('Graphite', () => {
         clock = (H + 2 * 60 + 58) * 1000 + at;
         recorder.record('recorded', feature, { allowed, degraded: false, shadowDenied });
       }
+      // Two settles in the second minute, each at its own second (as the service's onSettle tells it).
+      recorder.recordSettled('recorded', 900);
+      clock = (H + 3 * 60 + 30) * 1000;
+      recorder.recordSettled('recorded', 4096);
       await recorder.flush(); // the seconds and the minute that ended
       await recorder.close(); // the open second and minute
       expect(recorder.pendingRows).toBe(0);
@@ -245,8 +259,8 @@ describe.skipIf(missingGraphite() !== undefined)('Graphite', () => {
           VISIBLE,
         )
         .toEqual([
-          { t: minute, allowed: 2, denied: 1, degraded: 0, shadow_denied: 0 },
-          { t: minute + 60, allowed: 2, denied: 0, degraded: 0, shadow_denied: 1 },
+          { t: minute, allowed: 2, denied: 1, degraded: 0, shadow_denied: 0, ...unsettled },
+          { t: minute + 60, allowed: 2, denied: 0, degraded: 0, shadow_denied: 1, settled: 2, settled_cost: 4996 },
         ]);
       expect(
         await store.top({ event: 'recorded', from: minute, until: minute + 120, resolution: 60, limit: 5 }),
@@ -269,7 +283,19 @@ describe.skipIf(missingGraphite() !== undefined)('Graphite', () => {
       const batch = (instance: string, allowed: number, frank: number): UsageBatch => ({
         instance,
         sequence: 0,
-        seconds: [{ event: 'shared', t: H + 30, allowed, denied: 1, degraded: 0, shadow_denied: 1 }],
+        // Each instance settled one reservation in the same second: their costs sum.
+        seconds: [
+          {
+            event: 'shared',
+            t: H + 30,
+            allowed,
+            denied: 1,
+            degraded: 0,
+            shadow_denied: 1,
+            settled: 1,
+            settled_cost: allowed * 250,
+          },
+        ],
         minutes: [
           {
             event: 'shared',
@@ -286,9 +312,9 @@ describe.skipIf(missingGraphite() !== undefined)('Graphite', () => {
       await b.write(batch('b', 6, 3));
       await expect
         .poll(() => a.series({ event: 'shared', from: H, until: H + 60, step: 60, resolution: 1 }), VISIBLE)
-        .toEqual([{ t: H, allowed: 11, denied: 2, degraded: 0, shadow_denied: 2 }]);
+        .toEqual([{ t: H, allowed: 11, denied: 2, degraded: 0, shadow_denied: 2, settled: 2, settled_cost: 2750 }]);
       expect(await b.series({ event: 'shared', from: H + 30, until: H + 31, step: 1, resolution: 1 })).toEqual([
-        { t: H + 30, allowed: 11, denied: 2, degraded: 0, shadow_denied: 2 },
+        { t: H + 30, allowed: 11, denied: 2, degraded: 0, shadow_denied: 2, settled: 2, settled_cost: 2750 },
       ]);
       await expect
         .poll(() => b.top({ event: 'shared', from: H, until: H + 60, resolution: 60, limit: 3 }), VISIBLE)
@@ -302,7 +328,7 @@ describe.skipIf(missingGraphite() !== undefined)('Graphite', () => {
         });
       expect(
         (await a.series({ event: 'shared', feature: 'frank', from: H, until: H + 60, step: 60, resolution: 60 }))[0],
-      ).toEqual({ t: H, allowed: 5, denied: 0, degraded: 0, shadow_denied: 0, unnamed: { allowed: 4, denied: 2 } });
+      ).toEqual({ ...zero(H), allowed: 5, unnamed: { allowed: 4, denied: 2 } });
       expect((await a.events()).map((range) => range.event)).toContain('shared');
       await Promise.all([a.close(), b.close()]);
     });

@@ -12,7 +12,7 @@ import { parse as parseYaml } from 'yaml';
 import { DEFAULTS } from '../src/config/defaults.js';
 import { parsePolicyText } from '../src/config/policies.js';
 import { parseRetention } from '../src/config/retention.js';
-import type { ObservedDecision } from '../src/counting/limiter.js';
+import type { ObservedDecision, SettledReservation } from '../src/counting/limiter.js';
 import { graphiteReader } from '../src/usage/graphite-store.js';
 import { inMemoryUsage } from '../src/usage/in-memory-usage.js';
 import { createUsageHistory } from '../src/usage/usage-history.js';
@@ -153,6 +153,10 @@ async function world(kind: World, closing: (() => Promise<unknown>)[]): Promise<
       if (observed.kind === 'check' && usage && 'recorder' in usage)
         usage.recorder.record(observed.event, observed.feature, observed.decision);
     },
+    // As the service wires it: usage history keeps each settle's actual cost.
+    onSettle: ({ event, cost }: SettledReservation) => {
+      if (usage && 'recorder' in usage) usage.recorder.recordSettled(event, cost);
+    },
   };
   const limiter = reloadable(createLimiter({ ...options, store, keyPrefix: uniquePrefix(), policies }));
   const fileOnDisk = kind === 'brokenFile' ? POLICY_TEXT.replace('window: 1m }', 'window: 1y }') : POLICY_TEXT;
@@ -259,8 +263,8 @@ async function silentServer(closing: (() => Promise<unknown>)[]): Promise<string
 
 interface Replay {
   readonly world: World;
-  /** Asked first, on the same memgate. */
-  readonly before?: readonly InjectOptions[];
+  /** Asked first, on the same memgate; each may be made from the answers before it (a settle, from its reservation). */
+  readonly before?: readonly (InjectOptions | ((earlier: readonly LightMyRequestResponse[]) => InjectOptions))[];
   /** The request, or how to make it from the answers to `before` (a lease's id). */
   readonly ask: InjectOptions | ((before: readonly LightMyRequestResponse[]) => InjectOptions);
   /** Asked this many times at once; the answer with the example's status is compared. */
@@ -610,6 +614,7 @@ function batchReplays(): Record<string, Replay> {
 /** Each usage example in a memgate of its own, after 7 logins from FEATURE (5 allowed) and 2 from another client. */
 function usageReplays(): Record<string, Replay> {
   const get = (url: string): InjectOptions => ({ method: 'GET', url });
+  const post = (url: string, payload: object): InjectOptions => ({ method: 'POST', url, payload });
   const before = [
     ...times(7, get(`/check?event=login&feature=${FEATURE}`)),
     ...times(2, get('/check?event=login&feature=198.51.100.23')),
@@ -618,6 +623,19 @@ function usageReplays(): Record<string, Replay> {
   return {
     'GET /usage 200 lastMinutes': replay('/usage?event=login&from=-5min&step=60'),
     'GET /usage 200 client': replay(`/usage?event=login&feature=${FEATURE}&from=-5min`),
+    // A reservation of 20 settled at 17: the check counts in allowed, the settle in settled and settled_cost.
+    'GET /usage 200 settled': {
+      world: 'usage',
+      before: [
+        post('/check', { event: 'url_shorten', feature: 'user-42', reserve: 20 }),
+        (earlier) => {
+          const id = earlier[0]?.json<{ reservation: { id: string } }>().reservation.id ?? '';
+          return post('/settle', { event: 'url_shorten', feature: 'user-42', id, cost: 17 });
+        },
+      ],
+      ask: get('/usage?event=url_shorten&from=-5min&step=60'),
+      alone: true,
+    },
     'GET /usage 400 fromAfterUntil': replay('/usage?event=login&from=now&until=-1h'),
     'GET /usage 400 unknownEvent': replay('/usage?event=signup'),
     'GET /usage 400 badTime': replay('/usage?event=login&from=yesterday'),
@@ -874,7 +892,8 @@ describe('the OpenAPI document', () => {
       if (!replay) throw new Error(`no request for the example ${example.key}`);
       const ask = async (app: FastifyInstance) => {
         const earlier: LightMyRequestResponse[] = [];
-        for (const before of replay.before ?? []) earlier.push(await app.inject(before));
+        for (const before of replay.before ?? [])
+          earlier.push(await app.inject(typeof before === 'function' ? before(earlier) : before));
         const request = typeof replay.ask === 'function' ? replay.ask(earlier) : replay.ask;
         return Promise.all(Array.from({ length: replay.burst ?? 1 }, () => app.inject(request)));
       };

@@ -36,13 +36,29 @@ const lines = (text: string) => text.split('\n').filter(Boolean);
 /** Client a is checked 8 times against a limit of 5 an hour, b 3 times. */
 const DECISIONS = { allowed: 8, denied: 3, degraded: 0 };
 const TOTALS = 'allowed 8, denied 3, degraded 0';
+/** Reservations of llm settled at these costs, after a check each that reserved them. */
+const SETTLED = { costs: [1700, 0, 2300], totals: 'allowed 3, denied 0, degraded 0; settled 3, settled_cost 4,000' };
 
 let dir = '';
 let service: ServiceProcess;
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'memgate-usage-cli-'));
   const policies = join(dir, 'policies.yaml');
-  await writeFile(policies, 'events:\n  api:\n    limits:\n      - { limit: 5, window: 1h }\n');
+  await writeFile(
+    policies,
+    [
+      'events:',
+      '  api:',
+      '    limits:',
+      '      - { limit: 5, window: 1h }',
+      // Tokens, reserved and settled: SETTLED's reservations.
+      '  llm:',
+      '    reservations: { life: 30s }',
+      '    limits:',
+      '      - { limit: 100000, window: 1m }',
+      '',
+    ].join('\n'),
+  );
   service = await startServiceProcess({
     MEMGATE_CONFIG: policies,
     MEMGATE_USAGE_DB: join(dir, 'usage.db'),
@@ -54,6 +70,16 @@ beforeAll(async () => {
   }
   expect(statuses.filter((status) => status === 200)).toHaveLength(DECISIONS.allowed);
   expect(statuses.filter((status) => status === 429)).toHaveLength(DECISIONS.denied);
+  for (const cost of SETTLED.costs) {
+    const post = (path: string, body: object) =>
+      fetch(`${service.url}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ event: 'llm', feature: 'tenant-7', ...body }),
+      });
+    const reserved = (await (await post('/check', { reserve: 4096 })).json()) as { reservation: { id: string } };
+    expect((await post('/settle', { id: reserved.reservation.id, cost })).status).toBe(200);
+  }
   // Past a flush, so the answers come from the SQLite file as well as from memory.
   await sleep(2100);
 });
@@ -114,6 +140,23 @@ describe('memgate usage', () => {
     const text = await readFile(out, 'utf8');
     expect(text).toMatch(new RegExp(`; ${TOTALS}\n`));
     expect(text).toMatch(/\| +1 \| a +\| +5 \| a +\| +3 \|\n$/);
+  });
+
+  it('prints the reservations settled and their actual cost, in the totals, a cost row and two columns', async () => {
+    const table = await usage(['--url', service.url, '--event', 'llm', '--from', '-1h']);
+    expect(table.code).toBe(0);
+    const [header, ...rows] = lines(table.stdout);
+    expect(header).toMatch(new RegExp(`^llm: .*; ${SETTLED.totals}$`));
+    expect(rows[0]).toMatch(/^\| time \(UTC\) +\| allowed \| denied \| degraded \| settled \| settled_cost \|$/);
+    expect(rows.at(-1)).toMatch(/^\| total +\| +3 \| +0 \| +0 \| +3 \| +4000 \|$/);
+    const spark = await usage(['--url', service.url, '--event', 'llm', '--from', '-10min', '--format', 'spark']);
+    const [, , , , cost, , legend] = spark.stdout.split('\n');
+    expect(cost).toMatch(/^cost {6}[ ▁▂▃▄▅▆▇█]*█[ ▁▂▃▄▅▆▇█]* {2}min 0 {2}max [0-9,]+$/);
+    expect(legend).toBe(
+      `${' '.repeat(10)}cost: the actual cost of the reservations settled, in the limits' units (not decisions)`,
+    );
+    // An event without reservations prints as it always did (the tests above).
+    expect((await usage(['--url', service.url, '--event', 'api'])).stdout).not.toContain('settled');
   });
 
   it('shows one client’s curve with --feature', async () => {

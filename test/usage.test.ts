@@ -1,6 +1,7 @@
-// Usage history in the real service: exact counts before any flush, after SIGTERM writes
-// what was left, and across a restart on the same file; hostile /usage questions get a
-// 4xx and change nothing; a file it cannot open stops the start with a clear line.
+// Usage history in the real service: exact counts (and settled costs, /settle's and Envoy's)
+// before any flush, after SIGTERM writes what was left, and across a restart on the same
+// file; hostile /usage questions get a 4xx and change nothing; a file it cannot open stops
+// the start with a clear line.
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -10,10 +11,17 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import Database from 'libsql';
 import { afterAll, describe, expect, it } from 'vitest';
+import type { WireResponseOut } from '../scripts/lib/rls-client.js';
+import { useEnvoyServices } from './helpers/envoy-service.js';
 import { useMemcached } from './helpers/memcached.js';
 import { startServiceProcess, type ServiceProcess } from './helpers/service-process.js';
 
 const memcached = useMemcached();
+/** Envoy's LLM route: a tenant's tokens, reserved on the request and settled at its stream's end. */
+const startEnvoy = useEnvoyServices(
+  memcached,
+  'domain: llm\ndescriptors:\n  - key: tenant\n    rate_limit: { unit: day, requests_per_unit: 100000, reservations: { life: 5m } }\n',
+);
 const folder = mkdtempSync(join(tmpdir(), 'memgate-usage-test-'));
 afterAll(() => {
   rmSync(folder, { recursive: true, force: true });
@@ -35,6 +43,11 @@ writeFileSync(
     '    limits:',
     '      - { limit: 1000, window: 1m }',
     '      - { limit: 2, window: 1h, mode: shadow }',
+    // Tokens, reserved before an answer and settled at what it cost.
+    '  llm:',
+    '    reservations: { life: 30s }',
+    '    limits:',
+    '      - { limit: 100000, window: 1m }',
     '',
   ].join('\n'),
 );
@@ -202,6 +215,103 @@ describe('usage history in the service', () => {
       .all();
     file.close();
     expect(archives).toEqual([1, 60, 3600].map((resolution) => ({ resolution, allowed: 5, shadow_denied: 3 })));
+  });
+
+  it('counts each settled reservation and its actual cost at the settle, in /usage and every archive of the file', async () => {
+    const db = join(folder, 'settled.db');
+    const service = await start({ MEMGATE_USAGE_DB: db, MEMGATE_USAGE_FLUSH_S: '3600' });
+    const post = async (path: string, body: object) => {
+      const answer = await fetch(`${service.url}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+      return { status: answer.status, body: (await answer.json()) as Record<string, unknown> };
+    };
+    const tenant = { event: 'llm', feature: 'tenant-7' };
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const reserved = await post('/check', { ...tenant, reserve: 4096 });
+      expect(reserved.status).toBe(200);
+      ids.push((reserved.body.reservation as { id: string }).id);
+    }
+    // Two settled (one at a cost of 0: the request failed before any token), one never is.
+    expect(await post('/settle', { ...tenant, id: ids[0], cost: 1700 })).toMatchObject({ status: 200 });
+    expect(await post('/settle', { ...tenant, id: ids[1], cost: 0 })).toMatchObject({ status: 200 });
+    // Refused settles count nothing: settled twice, and a reservation this client never got.
+    expect((await post('/settle', { ...tenant, id: ids[0], cost: 9000 })).status).toBe(409);
+    expect((await post('/settle', { event: 'llm', feature: 'tenant-8', id: ids[2], cost: 9000 })).status).toBe(404);
+    type Point = Totals & { t: number; settled: number; settled_cost: number };
+    const points = async (query: string, from = '-1h') => {
+      const answer = await fetch(`${service.url}/usage?from=${from}&${query}`);
+      expect(answer.status).toBe(200);
+      return ((await answer.json()) as { points: Point[] }).points;
+    };
+    const sum = (all: Point[]) =>
+      all.reduce(
+        (total, point) => ({
+          allowed: total.allowed + point.allowed,
+          settled: total.settled + point.settled,
+          settled_cost: total.settled_cost + point.settled_cost,
+        }),
+        { allowed: 0, settled: 0, settled_cost: 0 },
+      );
+    // Before any flush, from memory: the three reserving checks are decisions, the two settles settles.
+    const llm = await points('event=llm');
+    expect(sum(llm)).toEqual({ allowed: 3, settled: 2, settled_cost: 1700 });
+    // In the minute they were settled in.
+    const minute = await points('event=llm&step=60', '-5min');
+    const settledIn = minute.filter((point) => point.settled > 0);
+    expect(sum(settledIn)).toMatchObject({ settled: 2, settled_cost: 1700 });
+    const now = Date.now() / 1000;
+    for (const point of settledIn) expect(now - point.t).toBeLessThan(120);
+    // Every point says it, 0 where none were: the answer's schema keeps the fields.
+    const search = await points('event=search');
+    expect(search.every((point) => point.settled === 0 && point.settled_cost === 0)).toBe(true);
+    // Counted per event only: a client's curve has none.
+    expect(sum(await points('event=llm&feature=tenant-7'))).toEqual({ allowed: 3, settled: 0, settled_cost: 0 });
+    expect(await service.stop()).toBe(0);
+    // Written at SIGTERM into each archive: the second, its minute and its hour.
+    const file = new Database(db, { readonly: true });
+    const archives = file
+      .prepare(
+        "SELECT resolution, sum(allowed) AS allowed, sum(settled) AS settled, sum(settled_cost) AS settled_cost FROM usage_points WHERE event = 'llm' GROUP BY resolution",
+      )
+      .all();
+    file.close();
+    expect(archives).toEqual(
+      [1, 60, 3600].map((resolution) => ({ resolution, allowed: 3, settled: 2, settled_cost: 1700 })),
+    );
+  });
+
+  it("counts Envoy's stream-done settles too, under the Envoy descriptor's event", async () => {
+    const { client, url } = await startEnvoy({ env: { MEMGATE_USAGE_DB: join(folder, 'envoy.db') } });
+    const descriptor = (hits: number, id?: string) => ({
+      entries: [
+        { key: 'tenant', value: 'acme' },
+        ...(id === undefined ? [] : [{ key: 'memgate_reservation', value: id }]),
+      ],
+      hits_addend: { value: hits },
+    });
+    type Answer = WireResponseOut & { dynamic_metadata: { fields: Record<string, { stringValue?: string }> } | null };
+    const ask = async (hits: number, id?: string) =>
+      (await client.shouldRateLimit({ domain: 'llm', descriptors: [descriptor(hits, id)] })) as Answer;
+    const id = (await ask(1000)).dynamic_metadata?.fields.memgate_reservation?.stringValue ?? '';
+    expect(id).not.toBe('');
+    await ask(1700, id);
+    // Settled once: the same stream-done call again changes nothing, in usage history either.
+    await ask(5000, id);
+    const answer = await fetch(`${url}/usage?event=${encodeURIComponent('envoy:llm.tenant')}&from=-1h`);
+    expect(answer.status).toBe(200);
+    const { points } = (await answer.json()) as {
+      points: { allowed: number; settled: number; settled_cost: number }[];
+    };
+    const sum = (key: 'allowed' | 'settled' | 'settled_cost') => points.reduce((total, point) => total + point[key], 0);
+    expect({ allowed: sum('allowed'), settled: sum('settled'), settled_cost: sum('settled_cost') }).toEqual({
+      allowed: 1,
+      settled: 1,
+      settled_cost: 1700,
+    });
   });
 
   it('refuses hostile /usage questions with a 4xx JSON error, never a 5xx, and counts nothing', async () => {

@@ -16,20 +16,25 @@ import {
 /** 2026-11-23T10:00:00Z */
 const T0 = 1_795_428_000;
 
-/** The event's curve: allowed, denied, degraded and, optionally, shadow_denied a point. */
-function answer(counts: readonly (readonly [number, number, number, number?])[], step = 60): SeriesAnswer {
+/** The event's curve: allowed, denied, degraded and, optionally, shadow_denied, settled and settled_cost a point. */
+function answer(
+  counts: readonly (readonly [number, number, number, number?, number?, number?])[],
+  step = 60,
+): SeriesAnswer {
   return {
     event: 'login',
     feature: null,
     from: T0 + 1,
     until: T0 + counts.length * step,
     step,
-    points: counts.map(([allowed, denied, degraded, shadowDenied = 0], i) => ({
+    points: counts.map(([allowed, denied, degraded, shadowDenied = 0, settled = 0, settledCost = 0], i) => ({
       t: T0 + i * step,
       allowed,
       denied,
       degraded,
       shadow_denied: shadowDenied,
+      settled,
+      settled_cost: settledCost,
     })),
   };
 }
@@ -45,6 +50,8 @@ function clientAnswer(points: readonly [number, number, boolean][]): SeriesAnswe
       denied,
       degraded: 0,
       shadow_denied: 0,
+      settled: 0,
+      settled_cost: 0,
       tracked: { allowed: known, denied: true },
     })),
   };
@@ -275,6 +282,88 @@ describe('allowed decisions a shadow limit would have denied', () => {
       [4, 3],
       [10, 1],
     ]);
+  });
+});
+
+describe('reservations settled, and their actual costs', () => {
+  // An LLM gateway's tokens: reserved 4,096 a check, settled at what each answer cost.
+  const settled = answer([
+    [2, 0, 0, 0, 0, 0],
+    [3, 1, 0, 0, 2, 2900],
+    [0, 0, 0, 0, 1, 0],
+    [1, 0, 0, 0, 3, 12_400],
+  ]);
+
+  it('show in the totals after the decisions, and not at all when none was settled', () => {
+    expect(headerLine(settled)).toBe(
+      'login: 2026-11-23 10:00:01 to 10:04:00 UTC, 4 points of 1min; allowed 6, denied 1, degraded 0; settled 6, settled_cost 15,300',
+    );
+    expect(headerLine(answer([[3, 1, 0]]))).toMatch(/; allowed 3, denied 1, degraded 0$/);
+    // Settled at a cost of 0 (the request failed before any token): settled all the same.
+    expect(headerLine(answer([[0, 0, 0, 0, 1, 0]]))).toMatch(/degraded 0; settled 1, settled_cost 0$/);
+  });
+
+  it('get a sparkline row of the cost, scaled to itself, and a line saying its unit, only when some were settled', () => {
+    const lines = renderSpark(settled, 80).split('\n');
+    expect(lines.slice(1, 5)).toEqual([
+      'allowed   ▆█ ▃  min 0  max 3',
+      'denied     █    min 0  max 1',
+      'degraded        min 0  max 0',
+      'cost       ▂ █  min 0  max 12,400',
+    ]);
+    expect(lines.at(-1)).toBe(
+      `${' '.repeat(LABEL_WIDTH)}cost: the actual cost of the reservations settled, in the limits' units (not decisions)`,
+    );
+    expect(renderSpark(answer([[3, 1, 0]]), 80)).not.toContain('cost');
+  });
+
+  it('get a settled and a settled_cost column in the table, only when some were settled', () => {
+    expect(renderTable(settled).split('\n').slice(2)).toEqual([
+      '| time (UTC)          | allowed | denied | degraded | settled | settled_cost |',
+      '| :------------------ | ------: | -----: | -------: | ------: | -----------: |',
+      '| 2026-11-23 10:00:00 |       2 |      0 |        0 |       0 |            0 |',
+      '| 2026-11-23 10:01:00 |       3 |      1 |        0 |       2 |         2900 |',
+      '| 2026-11-23 10:02:00 |       0 |      0 |        0 |       1 |            0 |',
+      '| 2026-11-23 10:03:00 |       1 |      0 |        0 |       3 |        12400 |',
+      '| total               |       6 |      1 |        0 |       6 |        15300 |',
+    ]);
+    expect(renderTable(answer([[3, 1, 0]]))).not.toContain('settled');
+  });
+
+  it('come after the shadow row and column when an event has both', () => {
+    const both = answer([
+      [4, 0, 0, 1, 0, 0],
+      [2, 0, 0, 0, 1, 900],
+    ]);
+    expect(headerLine(both)).toMatch(
+      /; allowed 6 \(1 shadow_denied\), denied 0, degraded 0; settled 1, settled_cost 900$/,
+    );
+    const lines = renderSpark(both, 80).split('\n');
+    expect(lines.slice(4, 6).map((line) => line.slice(0, LABEL_WIDTH).trim())).toEqual(['shadow', 'cost']);
+    expect(lines.slice(-2).map((line) => line.trim().split(':')[0])).toEqual(['shadow', 'cost']);
+    expect(renderTable(both).split('\n')[2]).toBe(
+      '| time (UTC)          | allowed | denied | degraded | shadow_denied | settled | settled_cost |',
+    );
+  });
+
+  it('are summed when folded into columns', () => {
+    const { points } = fold(settled.points, 2);
+    expect(points.map((point) => [point.settled, point.settled_cost])).toEqual([
+      [2, 2900],
+      [4, 12_400],
+    ]);
+  });
+
+  it('read as none from a memgate that answers no settles (an older one)', () => {
+    const older = answer([[3, 1, 0]]);
+    // As JSON from before settles were kept: points without the two fields.
+    const points = JSON.parse(
+      JSON.stringify(older.points, ['t', 'allowed', 'denied', 'degraded']),
+    ) as typeof older.points;
+    expect(Object.keys(points[0] ?? {})).toEqual(['t', 'allowed', 'denied', 'degraded']);
+    const text = renderTable({ ...older, points });
+    expect(text).not.toContain('settled');
+    expect(text.split('\n').at(-1)).toBe('| total               |       3 |      1 |        0 |');
   });
 });
 

@@ -3,7 +3,7 @@
 import { markdownTable } from 'markdown-table';
 import { formatSpan } from '../config/retention.js';
 import type { AnsweredPoint, SeriesAnswer, TopAnswer } from '../usage/usage-history.js';
-import { OUTCOMES, type Counts, type Outcome } from '../usage/usage-store.js';
+import { EVENT_COUNTS, OUTCOMES, type Counts, type EventCount, type Outcome } from '../usage/usage-store.js';
 
 /** Eight heights; a step with no decision is blank, so a gap never reads as a little traffic. */
 export const SPARK_LEVELS = '▁▂▃▄▅▆▇█';
@@ -49,7 +49,7 @@ export type Point = AnsweredPoint;
  * Whether a point's count of `outcome` is not fully known: a client's step where it went
  * unnamed in some part, so the count is a lower bound (unknown when it is 0).
  */
-export function untracked(point: Point, outcome: Outcome): boolean {
+export function untracked(point: Point, outcome: EventCount): boolean {
   return (outcome === 'allowed' || outcome === 'denied') && point.tracked?.[outcome] === false;
 }
 
@@ -67,8 +67,28 @@ export const SHADOW_LABEL = 'shadow';
 /** Says what the shadow row counts, under the sparklines. */
 export const SHADOW_LEGEND = `${SHADOW_LABEL}: allowed, but a limit in shadow mode would have denied them (part of allowed)`;
 
+/**
+ * The settles' columns shown for `sum`: settled and settled_cost, only when some reservation
+ * was settled in the range (a cost of 0 too), so an event without reservations prints as it
+ * always did.
+ */
+export function shownSettles(sum: Required<Counts>): ('settled' | 'settled_cost')[] {
+  return sum.settled > 0 ? ['settled', 'settled_cost'] : [];
+}
+
+/** What the sparkline row of settled_cost is called: a sum of costs, not a count of decisions. */
+export const COST_LABEL = 'cost';
+
+/** Says what the cost row holds, under the sparklines. */
+export const COST_LEGEND = `${COST_LABEL}: the actual cost of the reservations settled, in the limits' units (not decisions)`;
+
+/** What a sparkline row is called. */
+function rowLabel(count: EventCount): string {
+  return count === 'shadow_denied' ? SHADOW_LABEL : count === 'settled_cost' ? COST_LABEL : count;
+}
+
 /** A count as a table cell: `not tracked` when unknown, `≥ 4` when only a lower bound. */
-function cell(point: Point, outcome: Outcome): string {
+function cell(point: Point, outcome: EventCount): string {
   if (!untracked(point, outcome)) return String(point[outcome]);
   return point[outcome] === 0 ? 'not tracked' : `≥ ${point[outcome]}`;
 }
@@ -97,8 +117,9 @@ export function fold(points: readonly Point[], width: number): { points: Point[]
 }
 
 export function totals(points: readonly Counts[]): Required<Counts> {
-  const sum: Required<Counts> = { allowed: 0, denied: 0, degraded: 0, shadow_denied: 0 };
-  for (const point of points) for (const outcome of OUTCOMES) sum[outcome] += point[outcome] ?? 0;
+  const sum: Required<Counts> = { allowed: 0, denied: 0, degraded: 0, shadow_denied: 0, settled: 0, settled_cost: 0 };
+  // `?? 0`: a memgate from before settles (or shadow limits) answers points without them.
+  for (const point of points) for (const count of EVENT_COUNTS) sum[count] += point[count] ?? 0;
   return sum;
 }
 
@@ -116,7 +137,8 @@ export function formatTime(t: number, { step, span }: { step: number; span: numb
 
 /**
  * `api, client 203.0.113.7: 2026-11-23 09:00:01 to 10:00:01 UTC, 60 points of 1min; allowed 8, denied 3, degraded 0`,
- * and `allowed 8 (2 shadow_denied)` where a shadow limit would have denied some of them.
+ * `allowed 8 (2 shadow_denied)` where a shadow limit would have denied some of them, and
+ * `; settled 3, settled_cost 5,120` where reservations were settled.
  */
 export function headerLine(answer: SeriesAnswer): string {
   const sum = totals(answer.points);
@@ -126,10 +148,16 @@ export function headerLine(answer: SeriesAnswer): string {
   return `${answer.event}${answer.feature === null ? '' : `, client ${answer.feature}`}: ${from} to ${sameDay ? until.slice(11) : until} UTC, ${count(answer.points.length)} points of ${formatSpan(answer.step)}; ${totalsText(sum)}`;
 }
 
-/** `allowed 8, denied 3, degraded 0`; shadow_denied in the allowed's brackets, as a part of them. */
+/**
+ * `allowed 8, denied 3, degraded 0`; shadow_denied in the allowed's brackets, as a part of
+ * them; the settles after a semicolon, as they count costs, not decisions.
+ */
 function totalsText(sum: Required<Counts>): string {
   const shadow = sum.shadow_denied > 0 ? ` (${count(sum.shadow_denied)} shadow_denied)` : '';
-  return `allowed ${count(sum.allowed)}${shadow}, denied ${count(sum.denied)}, degraded ${count(sum.degraded)}`;
+  const settles = shownSettles(sum)
+    .map((settled) => `${settled} ${count(sum[settled])}`)
+    .join(', ');
+  return `allowed ${count(sum.allowed)}${shadow}, denied ${count(sum.denied)}, degraded ${count(sum.degraded)}${settles === '' ? '' : `; ${settles}`}`;
 }
 
 /**
@@ -169,14 +197,17 @@ export function renderSpark(answer: SeriesAnswer, columns: number): string {
   const { points, per } = fold(answer.points, sparkWidth(columns));
   const step = answer.step * per;
   const format = (t: number) => formatTime(t, { step, span: answer.until - answer.from });
-  const outcomes = shownOutcomes(totals(points));
-  const rows = outcomes.map((outcome: Outcome) => {
-    const values = points.map((point) => point[outcome]);
-    const unknown = points.map((point) => untracked(point, outcome) && point[outcome] === 0);
+  const sum = totals(points);
+  const outcomes = shownOutcomes(sum);
+  // The costs settled get a row of their own, scaled to themselves as every row is.
+  const costs = shownSettles(sum).length > 0;
+  const shown: EventCount[] = [...outcomes, ...(costs ? (['settled_cost'] as const) : [])];
+  const rows = shown.map((shownCount) => {
+    const values = points.map((point) => point[shownCount]);
+    const unknown = points.map((point) => untracked(point, shownCount) && point[shownCount] === 0);
     const min = values.reduce((a, b) => Math.min(a, b), Infinity);
     const max = values.reduce((a, b) => Math.max(a, b), 0);
-    const label = outcome === 'shadow_denied' ? SHADOW_LABEL : outcome;
-    return `${label.padEnd(LABEL_WIDTH)}${sparkline(values, { unknown })}  min ${count(Number.isFinite(min) ? min : 0)}  max ${count(max)}`;
+    return `${rowLabel(shownCount).padEnd(LABEL_WIDTH)}${sparkline(values, { unknown })}  min ${count(Number.isFinite(min) ? min : 0)}  max ${count(max)}`;
   });
   const folded = per === 1 ? '' : ` (${count(per)} points a column: min and max per ${formatSpan(step)})`;
   const someUnknown = points.some((point) =>
@@ -193,13 +224,14 @@ export function renderSpark(answer: SeriesAnswer, columns: number): string {
       ? [`${' '.repeat(LABEL_WIDTH)}${NOT_TRACKED} not tracked: below the heaviest clients of that step`]
       : []),
     ...(outcomes.includes('shadow_denied') ? [`${' '.repeat(LABEL_WIDTH)}${SHADOW_LEGEND}`] : []),
+    ...(costs ? [`${' '.repeat(LABEL_WIDTH)}${COST_LEGEND}`] : []),
   ].join('\n');
 }
 
 /** The header line, then one row per point and a total row. */
 export function renderTable(answer: SeriesAnswer): string {
   const sum = totals(answer.points);
-  const outcomes = shownOutcomes(sum);
+  const outcomes: EventCount[] = [...shownOutcomes(sum), ...shownSettles(sum)];
   const time = (t: number) => new Date(t * 1000).toISOString().replace('T', ' ').slice(0, 19);
   const table = markdownTable(
     [

@@ -26,10 +26,12 @@ const USAGE = `usage: memgate usage --event EVENT [options]
   --top N             also list the N heaviest clients, allowed and denied, of the range
   --format F          spark: a line of totals, a sparkline per outcome (allowed, denied,
                       degraded; and shadow, the allowed a limit in shadow mode would
-                      have denied, when there are any) with its min and max, and a
-                      time axis, in UTC;
+                      have denied, when there are any; and cost, the actual cost of
+                      the reservations settled, when some were) with its min and
+                      max, and a time axis, in UTC;
                       table: a row per point and their total (a shadow_denied column
-                      when there are any);
+                      when there are any; settled and settled_cost columns when some
+                      reservation was settled);
                       json: memgate's answer as it sent it ({"usage": …, "top": …} with --top)
                       (default spark on a terminal, table otherwise)
   --out FILE          write there instead of standard output (- for standard output)

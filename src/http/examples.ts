@@ -505,6 +505,8 @@ const USAGE_POINTS = [1795427700, 1795427760, 1795427820, 1795427880, 1795427940
   denied: 0,
   degraded: 0,
   shadow_denied: 0,
+  settled: 0,
+  settled_cost: 0,
 }));
 
 export const usageExamples = {
@@ -517,7 +519,25 @@ export const usageExamples = {
         from: 1795427731,
         until: 1795428031,
         step: 60,
-        points: [...USAGE_POINTS, { t: 1795428000, allowed: 7, denied: 2, degraded: 0, shadow_denied: 0 }],
+        points: [
+          ...USAGE_POINTS,
+          { t: 1795428000, allowed: 7, denied: 2, degraded: 0, shadow_denied: 0, settled: 0, settled_cost: 0 },
+        ],
+      },
+    },
+    settled: {
+      summary:
+        'An event with reservations: one of 20 reserved and settled at a cost of 17 (GET /usage?event=url_shorten&from=-5min&step=60)',
+      value: {
+        event: 'url_shorten',
+        feature: null,
+        from: 1795427731,
+        until: 1795428031,
+        step: 60,
+        points: [
+          ...USAGE_POINTS,
+          { t: 1795428000, allowed: 1, denied: 0, degraded: 0, shadow_denied: 0, settled: 1, settled_cost: 17 },
+        ],
       },
     },
     client: {
@@ -537,6 +557,8 @@ export const usageExamples = {
             denied: 2,
             degraded: 0,
             shadow_denied: 0,
+            settled: 0,
+            settled_cost: 0,
             tracked: { allowed: true, denied: true },
           },
         ],

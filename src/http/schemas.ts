@@ -1119,6 +1119,16 @@ const counts = {
     description:
       "of the allowed decisions, those a limit in `mode: shadow` would have denied (counted in `allowed` too); 0 on a client's curve, as it is counted per event only",
   },
+  settled: {
+    type: 'integer',
+    description:
+      "reservations settled in this step (`POST /settle`, and Envoy's at a stream's end), counted at the settle's second; 0 on a client's curve, as settles are counted per event only",
+  },
+  settled_cost: {
+    type: 'integer',
+    description:
+      "the sum of those settles' actual `cost`, in the units the event's limits count (tokens, say), not decisions; 0 on a client's curve",
+  },
 } as const;
 
 export const usageResponse = {
@@ -1136,7 +1146,7 @@ export const usageResponse = {
         'One per step from the step holding `from` while before `until`, zero-filled, oldest first; they include what instances have not written yet',
       items: {
         type: 'object',
-        required: ['t', 'allowed', 'denied', 'degraded', 'shadow_denied'],
+        required: ['t', 'allowed', 'denied', 'degraded', 'shadow_denied', 'settled', 'settled_cost'],
         properties: {
           t: { type: 'integer', description: "the step's first second, in epoch seconds" },
           ...counts,
@@ -1215,7 +1225,7 @@ const USAGE_OFF = '`usage_off`: usage history is off (`MEMGATE_USAGE_DB=off` and
 export const usageRoute = {
   summary: 'Request counts over time',
   description:
-    "Allowed, denied and degraded decisions of an event, or of one of its clients, one point per step over any range: from the finest resolution still kept for the range (1 s points for 6 hours, 1 min for 30 days, 1 h for 2 years by default). Counts are exact, and current: they include what this instance has counted and not yet written (it writes every `MEMGATE_USAGE_FLUSH_S`). With several instances, read it from Graphite (`MEMGATE_GRAPHITE_WEB`). A client has a curve for the minutes it was among the `MEMGATE_USAGE_TOP` heaviest of the event; each of its points says, per outcome, whether its count is known (`tracked`): where it was below the heaviest in part of the step while others went unnamed, the count is a lower bound, and a 0 means unknown. `shadow_denied` is the part of `allowed` that a limit in `mode: shadow` would have denied (per event: 0 on a client's curve).",
+    "Allowed, denied and degraded decisions of an event, or of one of its clients, one point per step over any range: from the finest resolution still kept for the range (1 s points for 6 hours, 1 min for 30 days, 1 h for 2 years by default). Counts are exact, and current: they include what this instance has counted and not yet written (it writes every `MEMGATE_USAGE_FLUSH_S`). With several instances, read it from Graphite (`MEMGATE_GRAPHITE_WEB`). A client has a curve for the minutes it was among the `MEMGATE_USAGE_TOP` heaviest of the event; each of its points says, per outcome, whether its count is known (`tracked`): where it was below the heaviest in part of the step while others went unnamed, the count is a lower bound, and a 0 means unknown. `shadow_denied` is the part of `allowed` that a limit in `mode: shadow` would have denied (per event: 0 on a client's curve). `settled` and `settled_cost` are the reservations settled in the step and the sum of their actual costs, in the limits' units (per event: 0 on a client's curve).",
   tags: ['usage'],
   querystring: usageQuerystring,
   response: {

@@ -6,9 +6,10 @@
  *   memgate[.<instance>].<event>.clients.<client>.<outcome>
  *
  * An event's outcomes are allowed, denied, degraded and shadow_denied (usage-store.ts's
- * OUTCOMES); a client's, allowed and denied.
+ * OUTCOMES), and beside them its settled reservations, settled and settled_cost (SETTLED); a
+ * client's, allowed and denied.
  */
-import type { Outcome } from './usage-store.js';
+import type { EventCount, Outcome } from './usage-store.js';
 
 /** The first node of every path memgate writes. */
 export const ROOT = 'memgate';
@@ -114,8 +115,8 @@ export class GraphiteLayout {
     this.clientIndex = instance === undefined ? 3 : 4;
   }
 
-  /** Where this instance writes an event's count of one outcome. */
-  eventPath(event: string, outcome: Outcome): string {
+  /** Where this instance writes an event's count of one outcome (or of its settles). */
+  eventPath(event: string, outcome: EventCount): string {
     return `${this.#writeRoot}.${encodeNode(event)}.${outcome}`;
   }
 
@@ -124,8 +125,8 @@ export class GraphiteLayout {
     return `${this.#writeRoot}.${encodeNode(event)}.${CLIENTS}.${encodeNode(feature)}.${outcome}`;
   }
 
-  /** What a read of an event's outcome matches: every instance's series when summed. */
-  eventPattern(event: string, outcome: Outcome): string {
+  /** What a read of an event's outcome (or settles) matches: every instance's series when summed. */
+  eventPattern(event: string, outcome: EventCount): string {
     return `${this.readRoot}.${encodeNode(event)}.${outcome}`;
   }
 

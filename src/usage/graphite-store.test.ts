@@ -30,6 +30,9 @@ const batch: UsageBatch = {
     { event: 'login', t: T, allowed: 5, denied: 2, degraded: 0, shadow_denied: 3 },
     // Left out, shadow_denied is 0: a writer whose events have no shadow limits.
     { event: 'login', t: T + 1, allowed: 0, denied: 0, degraded: 4 },
+    // Two reservations settled, at a cost of 1,700 together; and one settled at a cost of 0.
+    { event: 'login', t: T + 2, allowed: 0, denied: 0, degraded: 0, settled: 2, settled_cost: 1700 },
+    { event: 'login', t: T + 3, allowed: 0, denied: 0, degraded: 0, settled: 1, settled_cost: 0 },
     { event: 'url.shorten', t: T, allowed: 1, denied: 0, degraded: 0 },
   ],
   minutes: [
@@ -52,6 +55,10 @@ describe('plaintextLines', () => {
       `memgate.login.denied 2 ${T}\n`,
       `memgate.login.shadow_denied 3 ${T}\n`,
       `memgate.login.degraded 4 ${T + 1}\n`,
+      `memgate.login.settled 2 ${T + 2}\n`,
+      `memgate.login.settled_cost 1700 ${T + 2}\n`,
+      // A settle of cost 0 is a settle: counted, with no line of 0 for its cost.
+      `memgate.login.settled 1 ${T + 3}\n`,
       `memgate.url_2eshorten.allowed 1 ${T}\n`,
       `memgate.login.clients.alice_40example_2ecom.allowed 4 ${T}\n`,
       `memgate.login.clients.2001_3adb8_3a_3a1.allowed 1 ${T}\n`,
@@ -61,7 +68,7 @@ describe('plaintextLines', () => {
 
   it('puts the instance node after memgate when MEMGATE_GRAPHITE_INSTANCE is set', () => {
     const lines = plaintextLines(batch, new GraphiteLayout('web-1'));
-    expect(lines).toHaveLength(8);
+    expect(lines).toHaveLength(11);
     for (const line of lines) expect(line).toMatch(/^memgate\.web-1\.(login|url_2eshorten)\./);
   });
 
@@ -100,6 +107,15 @@ describe('render targets', () => {
     );
   });
 
+  it("reads an event's settles and their costs as series of their own, summed into the steps", () => {
+    expect(seriesTarget(new GraphiteLayout(undefined), query, 'settled')).toBe(
+      'alias(summarize(memgate.url_2eshorten.settled,"60s","sum",false),"settled")',
+    );
+    expect(seriesTarget(new GraphiteLayout('a'), query, 'settled_cost')).toBe(
+      'alias(summarize(sumSeries(memgate.*.url_2eshorten.settled_cost),"60s","sum",false),"settled_cost")',
+    );
+  });
+
   it('sums every instance first when MEMGATE_GRAPHITE_INSTANCE is set', () => {
     expect(seriesTarget(new GraphiteLayout('a'), query, 'allowed')).toBe(
       'alias(summarize(sumSeries(memgate.*.url_2eshorten.allowed),"60s","sum",false),"allowed")',
@@ -132,13 +148,16 @@ describe('pointsOf', () => {
         },
         { target: 'denied', datapoints: [[1, T + 60]] },
         { target: 'shadow_denied', datapoints: [[2, T + 120]] },
+        { target: 'settled', datapoints: [[3, T + 60]] },
+        { target: 'settled_cost', datapoints: [[4100, T + 60]] },
       ],
       query,
     );
+    const none = { settled: 0, settled_cost: 0 };
     expect(points).toEqual([
-      { t: T, allowed: 3, denied: 0, degraded: 0, shadow_denied: 0 },
-      { t: T + 60, allowed: 0, denied: 1, degraded: 0, shadow_denied: 0 },
-      { t: T + 120, allowed: 4, denied: 0, degraded: 0, shadow_denied: 2 },
+      { t: T, allowed: 3, denied: 0, degraded: 0, shadow_denied: 0, ...none },
+      { t: T + 60, allowed: 0, denied: 1, degraded: 0, shadow_denied: 0, settled: 3, settled_cost: 4100 },
+      { t: T + 120, allowed: 4, denied: 0, degraded: 0, shadow_denied: 2, ...none },
     ]);
   });
 
@@ -164,10 +183,11 @@ describe('pointsOf', () => {
       ],
       { ...query, feature: 'alice' },
     );
+    const none = { degraded: 0, shadow_denied: 0, settled: 0, settled_cost: 0 };
     expect(points).toEqual([
-      { t: T, allowed: 2, denied: 0, degraded: 0, shadow_denied: 0, unnamed: { allowed: 4, denied: 0 } },
-      { t: T + 60, allowed: 0, denied: 0, degraded: 0, shadow_denied: 0, unnamed: { allowed: 0, denied: 0 } },
-      { t: T + 120, allowed: 0, denied: 0, degraded: 0, shadow_denied: 0, unnamed: { allowed: 0, denied: 4 } },
+      { t: T, allowed: 2, denied: 0, ...none, unnamed: { allowed: 4, denied: 0 } },
+      { t: T + 60, allowed: 0, denied: 0, ...none, unnamed: { allowed: 0, denied: 0 } },
+      { t: T + 120, allowed: 0, denied: 0, ...none, unnamed: { allowed: 0, denied: 4 } },
     ]);
     // The event's own curve has no such field, and ignores those series.
     expect(pointsOf([{ target: 'event.allowed', datapoints: [[10, T]] }], query)[0]).toEqual({
@@ -176,6 +196,8 @@ describe('pointsOf', () => {
       denied: 0,
       degraded: 0,
       shadow_denied: 0,
+      settled: 0,
+      settled_cost: 0,
     });
   });
 
@@ -359,12 +381,12 @@ describe('graphiteReader, against a stand-in HTTP server', () => {
     });
     const reader = graphiteReader({ web: url, archives: ARCHIVES });
     await reader.series(query);
-    // A client's curve: no shadow_denied, which is counted per event only.
+    // A client's curve: no shadow_denied or settles, which are counted per event only.
     await reader.series({ ...query, feature: 'alice' });
     await reader.close();
     const clientTargets = new URL(asked[1] ?? '', 'http://x').searchParams.getAll('target');
     expect(clientTargets).toHaveLength(6);
-    expect(clientTargets.join()).not.toContain('shadow_denied');
+    expect(clientTargets.join()).not.toMatch(/shadow_denied|settled/);
     const params = new URL(asked[0] ?? '', 'http://x').searchParams;
     expect(new URL(asked[0] ?? '', 'http://x').pathname).toBe('/graphite/render');
     expect([params.get('from'), params.get('until'), params.get('xFilesFactor')]).toEqual([
@@ -372,12 +394,14 @@ describe('graphiteReader, against a stand-in HTTP server', () => {
       String(T + 59),
       '0',
     ]);
-    // One per outcome: allowed, denied, degraded and shadow_denied.
+    // One per outcome: allowed, denied, degraded and shadow_denied; and the settles.
     expect(params.getAll('target').map((target) => /"(\w+)"\)$/.exec(target)?.[1])).toEqual([
       'allowed',
       'denied',
       'degraded',
       'shadow_denied',
+      'settled',
+      'settled_cost',
     ]);
   });
 

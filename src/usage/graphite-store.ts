@@ -5,8 +5,9 @@ import type { Archive } from '../config/retention.js';
 import { decodeNode, GraphiteLayout, storable } from './graphite-path.js';
 import { coarsest } from './query-plan.js';
 import {
-  OUTCOMES,
+  EVENT_COUNTS,
   type ClientCount,
+  type EventCount,
   type EventRange,
   type Outcome,
   type SeriesPoint,
@@ -46,7 +47,7 @@ export type GraphiteUsageOptions = CarbonWriterOptions & GraphiteReaderOptions;
 
 /**
  * Outcomes kept per client: a degraded decision ranks no client (see recorder.ts), and
- * shadow_denied is counted per event only.
+ * shadow_denied and settles are counted per event only.
  */
 const CLIENT_OUTCOMES = ['allowed', 'denied'] as const satisfies readonly Outcome[];
 
@@ -102,7 +103,7 @@ export function plaintextLines(
       onUnstorable?.({ event: row.event });
       continue;
     }
-    for (const outcome of OUTCOMES) {
+    for (const outcome of EVENT_COUNTS) {
       const count = row[outcome] ?? 0;
       if (count > 0) lines.push(`${layout.eventPath(row.event, outcome)} ${count} ${row.t}\n`);
     }
@@ -213,7 +214,7 @@ export function graphiteReader({
 
   return {
     async series(query) {
-      const outcomes = query.feature === undefined ? OUTCOMES : CLIENT_OUTCOMES;
+      const outcomes = query.feature === undefined ? EVENT_COUNTS : CLIENT_OUTCOMES;
       const targets = outcomes.map((outcome) => seriesTarget(layout, query, outcome));
       // A client's curve: also the event's counts and every named client's, per step.
       if (query.feature !== undefined) targets.push(...unnamedTargets(layout, query));
@@ -258,7 +259,7 @@ export interface RenderSeries {
  * as memgate's do, and named after the outcome. Not maxDataPoints: its buckets start at a
  * start it nudges and drop points before it.
  */
-export function seriesTarget(layout: GraphiteLayout, query: SeriesQuery, outcome: Outcome): string {
+export function seriesTarget(layout: GraphiteLayout, query: SeriesQuery, outcome: EventCount): string {
   const path =
     query.feature === undefined
       ? layout.eventPattern(query.event, outcome)
@@ -293,11 +294,12 @@ export function unnamedTargets(layout: GraphiteLayout, query: SeriesQuery): stri
 
 export function pointsOf(found: readonly RenderSeries[], { from, until, step, feature }: SeriesQuery): SeriesPoint[] {
   const points: Mutable<SeriesPoint>[] = [];
-  for (let t = from; t < until; t += step) points.push({ t, allowed: 0, denied: 0, degraded: 0, shadow_denied: 0 });
+  for (let t = from; t < until; t += step)
+    points.push({ t, allowed: 0, denied: 0, degraded: 0, shadow_denied: 0, settled: 0, settled_cost: 0 });
   const unnamed = points.map(() => ({ allowed: 0, denied: 0 }));
   for (const { target, datapoints } of found) {
     const [kind, outcome = ''] = target.includes('.') ? target.split('.') : ['own', target];
-    if (!isOutcome(outcome)) continue;
+    if (!isEventCount(outcome)) continue;
     for (const [value, t] of datapoints) {
       // A point graphite keeps coarser than the step counts in the step it starts in.
       if (value === null || t < from || t >= until) continue;
@@ -391,8 +393,8 @@ function isRenderSeries(value: unknown): value is RenderSeries {
   );
 }
 
-function isOutcome(name: string): name is Outcome {
-  return (OUTCOMES as readonly string[]).includes(name);
+function isEventCount(name: string): name is EventCount {
+  return (EVENT_COUNTS as readonly string[]).includes(name);
 }
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };

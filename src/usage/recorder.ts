@@ -52,12 +52,12 @@ interface OpenMinute {
 }
 
 /**
- * Counts decisions in memory per event and second, and each minute's heaviest clients per
- * event, and writes them to each store every `flushSeconds`: no write per request. A second
- * is written once it has ended, a minute once it has ended, each in one batch only; a batch
- * a store refuses stays in that store's queue, in order, and is written to it again at the
- * next flush (stores count a batch written twice once), until `maxPendingRows` make the
- * oldest go. Stores do not wait for each other.
+ * Counts decisions and settled reservations in memory per event and second, and each
+ * minute's heaviest clients per event, and writes them to each store every `flushSeconds`:
+ * no write per request. A second is written once it has ended, a minute once it has ended,
+ * each in one batch only; a batch a store refuses stays in that store's queue, in order, and
+ * is written to it again at the next flush (stores count a batch written twice once), until
+ * `maxPendingRows` make the oldest go. Stores do not wait for each other.
  */
 export class UsageRecorder {
   readonly instance: string;
@@ -95,15 +95,8 @@ export class UsageRecorder {
 
   /** Counts one decision: runs for every decision, so it only adds to maps. */
   record(event: string, feature: string, decision: RecordedDecision): void {
-    if (this.#closed) return;
-    const second = Math.floor(this.#now() / 1000);
-    // A clock stepped back counts into the open second: an ended second may be written already.
-    if (second > this.#second) this.#endSecond(second);
-    let counts = this.#open.get(event);
-    if (!counts) {
-      counts = { allowed: 0, denied: 0, degraded: 0, shadow_denied: 0 };
-      this.#open.set(event, counts);
-    }
+    const counts = this.#countsNow(event);
+    if (!counts) return;
     if (decision.degraded) {
       // Decided by onStoreError, not by what the client did: it ranks no client.
       counts.degraded++;
@@ -123,6 +116,32 @@ export class UsageRecorder {
     // A shadow-denied client ranks as allowed, which it was: the heaviest clients are per
     // allowed and denied only.
     (decision.allowed ? summary.allowed : summary.denied).add(feature);
+  }
+
+  /**
+   * Counts one settled reservation at this second, the second its actual cost is counted at
+   * (LimiterOptions.onSettle: POST /settle and Envoy's settles): one more `settled`, and its
+   * `cost` added to `settled_cost`. Per event only: no client is ranked by what it settled.
+   */
+  recordSettled(event: string, cost: number): void {
+    const counts = this.#countsNow(event);
+    if (!counts) return;
+    counts.settled++;
+    counts.settled_cost += cost;
+  }
+
+  /** The open second's counts of `event`, the second moved on to now; undefined once closed. */
+  #countsNow(event: string): Required<Counts> | undefined {
+    if (this.#closed) return undefined;
+    const second = Math.floor(this.#now() / 1000);
+    // A clock stepped back counts into the open second: an ended second may be written already.
+    if (second > this.#second) this.#endSecond(second);
+    let counts = this.#open.get(event);
+    if (!counts) {
+      counts = { allowed: 0, denied: 0, degraded: 0, shadow_denied: 0, settled: 0, settled_cost: 0 };
+      this.#open.set(event, counts);
+    }
+    return counts;
   }
 
   /** Flushes every `flushSeconds` until close(); the timer keeps no process alive. */

@@ -46,6 +46,9 @@ interface Minute {
   readonly denied: number;
   /** Of allowed, those a shadow limit would have refused: compaction leaves a point's as it is. */
   readonly shadowDenied?: number;
+  /** Reservations settled, and their actual costs: an event's too, left as they are. */
+  readonly settled?: number;
+  readonly settledCost?: number;
 }
 
 const minuteArbitrary = fc.record({
@@ -55,6 +58,8 @@ const minuteArbitrary = fc.record({
   allowed: fc.integer({ min: 0, max: 3 }),
   denied: fc.integer({ min: 0, max: 2 }),
   shadowDenied: fc.integer({ min: 0, max: 3 }),
+  settled: fc.integer({ min: 0, max: 2 }),
+  settledCost: fc.integer({ min: 0, max: 40 }),
 });
 
 /** A file holding these minutes as the store writes them: each in every client archive, and a point a second. */
@@ -62,22 +67,26 @@ function fileOf(minutes: readonly Minute[], marks: readonly [number, number][]):
   const db = openUsageDatabase(':memory:');
   // Each point with the sums of its client rows, where the resolution keeps clients.
   const point = db.prepare(`
-    INSERT INTO usage_points (resolution, event, t, allowed, denied, degraded, shadow_denied, named_allowed, named_denied)
-    VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?)
+    INSERT INTO usage_points (resolution, event, t, allowed, denied, degraded, shadow_denied, settled, settled_cost,
+      named_allowed, named_denied)
+    VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?)
     ON CONFLICT DO UPDATE SET allowed = allowed + excluded.allowed, denied = denied + excluded.denied,
       shadow_denied = shadow_denied + excluded.shadow_denied,
+      settled = settled + excluded.settled, settled_cost = settled_cost + excluded.settled_cost,
       named_allowed = named_allowed + excluded.named_allowed, named_denied = named_denied + excluded.named_denied`);
   const clientResolutions = new Set(PLAN.clientArchives.map(({ resolution }) => resolution));
   const client = db.prepare(`
     INSERT INTO usage_clients VALUES (?, ?, ?, ?, ?, ?)
     ON CONFLICT DO UPDATE SET allowed = allowed + excluded.allowed, denied = denied + excluded.denied`);
   db.transaction(() => {
-    for (const { event, t, feature, allowed, denied, shadowDenied = 0 } of minutes) {
+    for (const { event, t, feature, allowed, denied, shadowDenied = 0, settled = 0, settledCost = 0 } of minutes) {
       const shadow = Math.min(shadowDenied, allowed);
+      const cost = settled > 0 ? settledCost : 0;
       for (const { resolution } of PLAN.archives) {
         const named = clientResolutions.has(resolution);
         const start = t - (t % resolution);
-        point.run(resolution, event, start, allowed, denied, shadow, named ? allowed : 0, named ? denied : 0);
+        const sums = named ? [allowed, denied] : [0, 0];
+        point.run(resolution, event, start, allowed, denied, shadow, settled, cost, ...sums);
       }
       for (const { resolution } of PLAN.clientArchives) {
         client.run(resolution, event, t - (t % resolution), feature, allowed, denied);

@@ -20,6 +20,9 @@ const rowArbitrary = fc.record({
   denied: fc.integer({ min: 0, max: 2 }),
   // Of allowed, those a shadow limit would have refused: an event's count only.
   shadowDenied: fc.integer({ min: 0, max: 3 }),
+  // Reservations settled and their actual costs: an event's only too.
+  settled: fc.integer({ min: 0, max: 2 }),
+  settledCost: fc.integer({ min: 0, max: 5000 }),
   // False: counted for the event, by a client the history does not name.
   named: fc.boolean(),
 });
@@ -28,19 +31,22 @@ type Row = typeof rowArbitrary extends fc.Arbitrary<infer T> ? T : never;
 function fileOf(rows: readonly Row[]): Database.Database {
   const db = openUsageDatabase(':memory:');
   const point = db.prepare(`
-    INSERT INTO usage_points (resolution, event, t, allowed, denied, degraded, shadow_denied, named_allowed, named_denied)
-    VALUES (?, 'login', ?, ?, ?, 1, ?, ?, ?)
+    INSERT INTO usage_points (resolution, event, t, allowed, denied, degraded, shadow_denied, settled, settled_cost,
+      named_allowed, named_denied)
+    VALUES (?, 'login', ?, ?, ?, 1, ?, ?, ?, ?, ?)
     ON CONFLICT DO UPDATE SET allowed = allowed + excluded.allowed, denied = denied + excluded.denied,
       shadow_denied = shadow_denied + excluded.shadow_denied,
+      settled = settled + excluded.settled, settled_cost = settled_cost + excluded.settled_cost,
       named_allowed = named_allowed + excluded.named_allowed, named_denied = named_denied + excluded.named_denied`);
   const client = db.prepare(`
     INSERT INTO usage_clients VALUES (?, 'login', ?, ?, ?, ?)
     ON CONFLICT DO UPDATE SET allowed = allowed + excluded.allowed, denied = denied + excluded.denied`);
   db.transaction(() => {
-    for (const { resolution, t, feature, allowed, denied, shadowDenied, named } of rows) {
+    for (const { resolution, t, feature, allowed, denied, shadowDenied, settled, settledCost, named } of rows) {
       const start = t - (t % resolution);
       const shadow = Math.min(shadowDenied, allowed);
-      point.run(resolution, start, allowed, denied, shadow, named ? allowed : 0, named ? denied : 0);
+      const cost = settled > 0 ? settledCost : 0;
+      point.run(resolution, start, allowed, denied, shadow, settled, cost, named ? allowed : 0, named ? denied : 0);
       if (named) client.run(resolution, start, feature, allowed, denied);
     }
   })();
@@ -110,6 +116,8 @@ describe('reads in steps', () => {
       allowed: 1,
       denied: 0,
       shadowDenied: 0,
+      settled: 0,
+      settledCost: 0,
       named: true,
     }));
     const db = fileOf(rows);
@@ -146,6 +154,8 @@ describe('reads in steps', () => {
         allowed: 1 + (i % 3),
         denied: i % 2,
         shadowDenied: 1,
+        settled: 1,
+        settledCost: 40 + i,
         named: true,
       },
       {
@@ -155,6 +165,8 @@ describe('reads in steps', () => {
         allowed: 2,
         denied: 1,
         shadowDenied: 0,
+        settled: 0,
+        settledCost: 0,
         named: i % 2 === 0,
       },
     ]);
@@ -174,7 +186,17 @@ describe('reads in steps', () => {
 
   it('asks for the clients memory adds once, before reading', () => {
     const db = fileOf([
-      { resolution: 60, t: START, feature: 'a', allowed: 1, denied: 0, shadowDenied: 0, named: true },
+      {
+        resolution: 60,
+        t: START,
+        feature: 'a',
+        allowed: 1,
+        denied: 0,
+        shadowDenied: 0,
+        settled: 0,
+        settledCost: 0,
+        named: true,
+      },
     ]);
     const asked: number[] = [];
     const job = sqliteReads(db, { chunkRows: 1, rowBudget: 10 }).top({
@@ -197,15 +219,16 @@ describe('reads in steps', () => {
 
 /**
  * /usage and /usage/top of memgate up to 4cda801: one statement each, over every row of the
- * range (shadow_denied, which came later, summed as degraded is).
+ * range (shadow_denied and the settles, which came later, summed as degraded is).
  */
 function readAsBefore(db: Database.Database) {
   const points = db.prepare(`
     SELECT t - t % ? AS t, sum(allowed) AS allowed, sum(denied) AS denied, sum(degraded) AS degraded,
-      sum(shadow_denied) AS shadow_denied FROM usage_points
+      sum(shadow_denied) AS shadow_denied, sum(settled) AS settled, sum(settled_cost) AS settled_cost FROM usage_points
     WHERE resolution = ? AND event = ? AND t >= ? AND t < ? GROUP BY 1`);
   const clientPoints = db.prepare(`
-    SELECT t - t % ? AS t, sum(allowed) AS allowed, sum(denied) AS denied, 0 AS degraded, 0 AS shadow_denied
+    SELECT t - t % ? AS t, sum(allowed) AS allowed, sum(denied) AS denied, 0 AS degraded, 0 AS shadow_denied,
+      0 AS settled, 0 AS settled_cost
     FROM usage_clients
     WHERE resolution = ? AND event = ? AND feature = ? AND t >= ? AND t < ? GROUP BY 1`);
   const named = db.prepare(`
@@ -224,7 +247,14 @@ function readAsBefore(db: Database.Database) {
       GROUP BY feature HAVING count > 0`);
   return {
     series(feature: string | undefined, from: number, until: number, step: number, resolution: number) {
-      type Counts = { allowed: number; denied: number; degraded: number; shadow_denied: number };
+      type Counts = {
+        allowed: number;
+        denied: number;
+        degraded: number;
+        shadow_denied: number;
+        settled: number;
+        settled_cost: number;
+      };
       const found = new Map<number, Counts>();
       const rows =
         feature === undefined
@@ -245,6 +275,8 @@ function readAsBefore(db: Database.Database) {
           denied: point?.denied ?? 0,
           degraded: point?.degraded ?? 0,
           shadow_denied: point?.shadow_denied ?? 0,
+          settled: point?.settled ?? 0,
+          settled_cost: point?.settled_cost ?? 0,
         };
         const unnamed = (outcome: 'allowed' | 'denied') =>
           (totals.get(t)?.[outcome] ?? 0) - (namedSums.get(t)?.[outcome] ?? 0);

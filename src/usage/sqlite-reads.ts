@@ -28,6 +28,9 @@ interface PointRow {
   readonly denied: number;
   readonly degraded?: number;
   readonly shadow_denied?: number;
+  /** An event's point: the reservations settled in it, and their actual costs. */
+  readonly settled?: number;
+  readonly settled_cost?: number;
   /** An event's point: what the clients the history names at it did. */
   readonly named_allowed?: number;
   readonly named_denied?: number;
@@ -49,7 +52,8 @@ export const BUILD_CHUNK = 4096;
 export function sqliteReads(db: Database.Database, { chunkRows, rowBudget }: SqliteReadOptions): SqliteReads {
   // Each from just after the last row read: `t` is unique within an event's points, and within a client's.
   const points = db.prepare(`
-    SELECT t, allowed, denied, degraded, shadow_denied, named_allowed, named_denied FROM usage_points
+    SELECT t, allowed, denied, degraded, shadow_denied, settled, settled_cost, named_allowed, named_denied
+    FROM usage_points
     WHERE resolution = ? AND event = ? AND t > ? AND t < ? ORDER BY t LIMIT ?`);
   const clientPoints = db.prepare(`
     SELECT t, allowed, denied FROM usage_clients
@@ -109,11 +113,15 @@ export function sqliteReads(db: Database.Database, { chunkRows, rowBudget }: Sql
       // generation's collections again and again, pauses of 10-40 ms.) The answer's objects
       // are made last, BUILD_CHUNK a step.
       const size = until > from ? Math.ceil((until - from) / step) : 0;
+      // Settles are an event's only: a client's curve makes no array of them.
+      const eventOnly = feature === undefined ? size : 0;
       const counts = {
         allowed: new Float64Array(size),
         denied: new Float64Array(size),
         degraded: new Float64Array(size),
         shadow_denied: new Float64Array(size),
+        settled: new Float64Array(eventOnly),
+        settled_cost: new Float64Array(eventOnly),
       };
       /** The index of the point whose step holds second `t`, as `t - t % step` groups them; -1 for none. */
       const indexAt = (t: number) => {
@@ -128,6 +136,8 @@ export function sqliteReads(db: Database.Database, { chunkRows, rowBudget }: Sql
         denied: counts.denied[index] as number,
         degraded: counts.degraded[index] as number,
         shadow_denied: counts.shadow_denied[index] as number,
+        settled: counts.settled[index] as number,
+        settled_cost: counts.settled_cost[index] as number,
       });
       const what = `from ${from} to ${until} at ${resolution} s`;
       const read = { rows: 0 };
@@ -171,6 +181,8 @@ export function sqliteReads(db: Database.Database, { chunkRows, rowBudget }: Sql
         denied: counts.denied[index] as number,
         degraded: counts.degraded[index] as number,
         shadow_denied: counts.shadow_denied[index] as number,
+        settled: 0,
+        settled_cost: 0,
         unnamed: { allowed: unnamed.allowed[index] as number, denied: unnamed.denied[index] as number },
       }));
 
@@ -180,8 +192,12 @@ export function sqliteReads(db: Database.Database, { chunkRows, rowBudget }: Sql
         addAt(counts.allowed, index, row.allowed);
         addAt(counts.denied, index, row.denied);
         addAt(counts.degraded, index, row.degraded ?? 0);
-        // An event's only: a client's rows have no degraded or shadow_denied.
+        // An event's only: a client's rows have no degraded, shadow_denied or settles.
         addAt(counts.shadow_denied, index, row.shadow_denied ?? 0);
+        if (feature === undefined) {
+          addAt(counts.settled, index, row.settled ?? 0);
+          addAt(counts.settled_cost, index, row.settled_cost ?? 0);
+        }
       }
 
       /** The points, BUILD_CHUNK a step: the step that ends the reads makes the first. */

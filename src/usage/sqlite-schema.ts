@@ -8,9 +8,10 @@ import Database from 'libsql';
 
 /**
  * The layout's version, kept in PRAGMA user_version: 0 is the first, 1 added
- * usage_batches_by_written, 2 the named clients' sums of each point, 3 shadow_denied.
+ * usage_batches_by_written, 2 the named clients' sums of each point, 3 shadow_denied, 4
+ * settled and settled_cost.
  */
-export const SCHEMA_VERSION = 3;
+export const SCHEMA_VERSION = 4;
 
 /** Opens (or creates) the file at `path`, `:memory:` for one that lives with the process, in the current layout. */
 export function openUsageDatabase(path: string): Database.Database {
@@ -39,6 +40,9 @@ export function createSchema(db: Database.Database): void {
       named_denied INTEGER NOT NULL DEFAULT 0,
       -- Of allowed, those a shadow limit would have refused.
       shadow_denied INTEGER NOT NULL DEFAULT 0,
+      -- Reservations settled in this point, and the sum of their actual costs.
+      settled INTEGER NOT NULL DEFAULT 0,
+      settled_cost INTEGER NOT NULL DEFAULT 0,
       PRIMARY KEY (resolution, event, t)
     ) WITHOUT ROWID;
     -- In time order, so a range (top, compaction) reads only its own rows; a client's curve by the index.
@@ -82,6 +86,9 @@ export function createSchema(db: Database.Database): void {
  * 2 → 3: each point counts its allowed decisions a shadow limit would have refused. Points
  * written before hold 0, which they were: no limit was in shadow then. A column added with a
  * constant default is a change of the table's definition only: no row is rewritten.
+ * 3 → 4: each point counts the reservations settled in it and sums their actual costs. Points
+ * written before hold 0 of both, which they were: memgate took no reservations then. Added
+ * as shadow_denied was, without rewriting a row.
  */
 function migrate(db: Database.Database): void {
   const { user_version: version } = db.prepare('PRAGMA user_version').get() as { user_version: number };
@@ -90,7 +97,7 @@ function migrate(db: Database.Database): void {
   const columns = new Set(
     (db.prepare('PRAGMA table_info(usage_points)').all() as { name: string }[]).map((c) => c.name),
   );
-  for (const column of ['named_allowed', 'named_denied', 'shadow_denied']) {
+  for (const column of ['named_allowed', 'named_denied', 'shadow_denied', 'settled', 'settled_cost']) {
     if (!columns.has(column)) db.exec(`ALTER TABLE usage_points ADD COLUMN ${column} INTEGER NOT NULL DEFAULT 0`);
   }
   db.exec(`PRAGMA user_version = ${SCHEMA_VERSION}`);

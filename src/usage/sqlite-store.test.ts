@@ -184,12 +184,21 @@ describe('a file of the first layout', () => {
     const store = openSqliteUsage({ path, archives: ARCHIVES, nowSeconds: () => now });
     const range = { event: 'login', from: HOUR, until: HOUR + 60, resolution: 60 };
     expect(await store.series({ ...range, step: 60 })).toEqual([
-      { t: HOUR, allowed: 7, denied: 2, degraded: 1, shadow_denied: 0 },
+      { t: HOUR, allowed: 7, denied: 2, degraded: 1, shadow_denied: 0, settled: 0, settled_cost: 0 },
     ]);
     // Points written before memgate kept their clients' sums: a client absent from one is not
     // known to have had none.
     expect(await store.series({ ...range, step: 60, feature: 'bob' })).toEqual([
-      { t: HOUR, allowed: 0, denied: 0, degraded: 0, shadow_denied: 0, unnamed: { allowed: 7, denied: 2 } },
+      {
+        t: HOUR,
+        allowed: 0,
+        denied: 0,
+        degraded: 0,
+        shadow_denied: 0,
+        settled: 0,
+        settled_cost: 0,
+        unnamed: { allowed: 7, denied: 2 },
+      },
     ]);
     expect(await store.top({ ...range, limit: 5 })).toEqual({
       allowed: [{ feature: 'alice', count: 7 }],
@@ -265,7 +274,7 @@ describe('a file of schema 2, before shadow_denied', () => {
     // What the file held, as it held it: no decision of then was over a shadow limit.
     for (const resolution of [1, 60, 3600]) {
       expect(await series(resolution), `${resolution} s`).toEqual([
-        { t: HOUR, allowed: 7, denied: 2, degraded: 1, shadow_denied: 0 },
+        { t: HOUR, allowed: 7, denied: 2, degraded: 1, shadow_denied: 0, settled: 0, settled_cost: 0 },
       ]);
     }
     // A second of the new layout, 3 of its 4 allowed over a shadow limit: in every archive.
@@ -277,12 +286,21 @@ describe('a file of schema 2, before shadow_denied', () => {
     });
     for (const resolution of [1, 60, 3600]) {
       expect(await series(resolution), `${resolution} s`).toEqual([
-        { t: HOUR, allowed: 11, denied: 2, degraded: 1, shadow_denied: 3 },
+        { t: HOUR, allowed: 11, denied: 2, degraded: 1, shadow_denied: 3, settled: 0, settled_cost: 0 },
       ]);
     }
     // The named sums kept theirs: alice's 7 and 2, and the new second's 4 unnamed.
     expect(await series(60, 'alice')).toEqual([
-      { t: HOUR, allowed: 7, denied: 2, degraded: 0, shadow_denied: 0, unnamed: { allowed: 4, denied: 0 } },
+      {
+        t: HOUR,
+        allowed: 7,
+        denied: 2,
+        degraded: 0,
+        shadow_denied: 0,
+        settled: 0,
+        settled_cost: 0,
+        unnamed: { allowed: 4, denied: 0 },
+      },
     ]);
     // The old batch is still known: written again, it adds nothing.
     await store.write({
@@ -297,7 +315,7 @@ describe('a file of schema 2, before shadow_denied', () => {
 
     const after = new Database(path);
     expect(after.prepare('PRAGMA user_version').get()).toMatchObject({ user_version: SCHEMA_VERSION });
-    expect(SCHEMA_VERSION).toBe(3);
+    expect(SCHEMA_VERSION).toBe(4);
     expect(
       after.prepare('SELECT name, "notnull", dflt_value FROM pragma_table_info(\'usage_points\')').all(),
     ).toContainEqual({ name: 'shadow_denied', notnull: 1, dflt_value: '0' });
@@ -305,7 +323,126 @@ describe('a file of schema 2, before shadow_denied', () => {
     // Opened again, nothing to migrate: the same answer.
     const again = openSqliteUsage({ path, archives: ARCHIVES, nowSeconds: () => HOUR + 120 });
     expect(await again.series({ event: 'login', from: HOUR, until: HOUR + 60, step: 60, resolution: 3600 })).toEqual([
-      { t: HOUR, allowed: 11, denied: 2, degraded: 1, shadow_denied: 3 },
+      { t: HOUR, allowed: 11, denied: 2, degraded: 1, shadow_denied: 3, settled: 0, settled_cost: 0 },
+    ]);
+    await again.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+});
+
+describe('a file of schema 3, before settles', () => {
+  it('opens with every row it held, reads 0 settled for them, and sums new settles into every archive', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'memgate-usage-schema3-'));
+    const path = join(dir, 'usage.db');
+    // The tables as memgate up to 1d1a29f created them, with a second's point in every archive
+    // (7 allowed of which 3 over a shadow limit, 2 denied, 1 degraded; alice named in the
+    // minute and the hour).
+    const previous = new Database(path);
+    const points = [1, 60, 3600]
+      .map((resolution) => {
+        const named = resolution === 1 ? '0, 0' : '7, 2';
+        return `(${resolution}, 'llm', ${HOUR + (resolution === 1 ? 5 : 0)}, 7, 2, 1, ${named}, 3)`;
+      })
+      .join(', ');
+    previous.exec(`
+      PRAGMA journal_mode = WAL;
+      CREATE TABLE usage_points (resolution INTEGER NOT NULL, event TEXT NOT NULL, t INTEGER NOT NULL,
+        allowed INTEGER NOT NULL, denied INTEGER NOT NULL, degraded INTEGER NOT NULL,
+        named_allowed INTEGER NOT NULL DEFAULT 0, named_denied INTEGER NOT NULL DEFAULT 0,
+        shadow_denied INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (resolution, event, t)) WITHOUT ROWID;
+      CREATE TABLE usage_clients (resolution INTEGER NOT NULL, event TEXT NOT NULL, t INTEGER NOT NULL,
+        feature TEXT NOT NULL, allowed INTEGER NOT NULL, denied INTEGER NOT NULL,
+        PRIMARY KEY (resolution, event, t, feature)) WITHOUT ROWID;
+      CREATE INDEX usage_clients_by_feature ON usage_clients (resolution, event, feature, t, allowed, denied);
+      CREATE TABLE usage_batches (instance TEXT NOT NULL, sequence INTEGER NOT NULL, written INTEGER NOT NULL,
+        PRIMARY KEY (instance, sequence)) WITHOUT ROWID;
+      CREATE TABLE usage_events (event TEXT PRIMARY KEY, first INTEGER NOT NULL, last INTEGER NOT NULL) WITHOUT ROWID;
+      CREATE TABLE usage_compacted (resolution INTEGER PRIMARY KEY, until INTEGER NOT NULL) WITHOUT ROWID;
+      CREATE INDEX usage_batches_by_written ON usage_batches (written);
+      INSERT INTO usage_points VALUES ${points};
+      INSERT INTO usage_clients VALUES (60, 'llm', ${HOUR}, 'alice', 7, 2), (3600, 'llm', ${HOUR}, 'alice', 7, 2);
+      INSERT INTO usage_batches VALUES ('old', 1, ${HOUR});
+      INSERT INTO usage_events VALUES ('llm', ${HOUR + 5}, ${HOUR + 5});
+      PRAGMA user_version = 3;
+    `);
+    previous.close();
+
+    let now = HOUR + 120;
+    const store = openSqliteUsage({ path, archives: ARCHIVES, top: 1, nowSeconds: () => now });
+    const series = (resolution: number, step = resolution === 3600 ? 3600 : 60) =>
+      store.series({ event: 'llm', from: HOUR, until: HOUR + 120, step, resolution });
+    const held = { allowed: 7, denied: 2, degraded: 1, shadow_denied: 3 };
+    const empty = { allowed: 0, denied: 0, degraded: 0, shadow_denied: 0, settled: 0, settled_cost: 0 };
+    // What the file held, as it held it: no reservation was settled then.
+    for (const resolution of [1, 60]) {
+      expect(await series(resolution), `${resolution} s`).toEqual([
+        { t: HOUR, ...held, settled: 0, settled_cost: 0 },
+        { t: HOUR + 60, ...empty },
+      ]);
+    }
+    expect(await series(3600)).toEqual([{ t: HOUR, ...held, settled: 0, settled_cost: 0 }]);
+
+    // Settles of the new layout in two minutes of the hour, one in a second with decisions,
+    // two alone, one at a cost of 0, and a client's minute for compaction to drop later.
+    await store.write({
+      instance: 'new',
+      sequence: 0,
+      seconds: [
+        { event: 'llm', t: HOUR + 6, allowed: 1, denied: 0, degraded: 0, settled: 1, settled_cost: 1700 },
+        { event: 'llm', t: HOUR + 59, allowed: 0, denied: 0, degraded: 0, settled: 1, settled_cost: 0 },
+        { event: 'llm', t: HOUR + 61, allowed: 0, denied: 0, degraded: 0, settled: 1, settled_cost: 2200 },
+      ],
+      minutes: [{ event: 'llm', t: HOUR, allowed: [{ feature: 'bob', count: 1 }], denied: [] }],
+    });
+    const minutes = [
+      { t: HOUR, ...held, allowed: 8, settled: 2, settled_cost: 1700 },
+      { t: HOUR + 60, ...empty, settled: 1, settled_cost: 2200 },
+    ];
+    // Summed at write time into the second, its minute and its hour: a coarse point is its fine ones' sum.
+    for (const resolution of [1, 60]) expect(await series(resolution), `${resolution} s`).toEqual(minutes);
+    expect(await series(1, 1)).toContainEqual({ t: HOUR + 61, ...empty, settled: 1, settled_cost: 2200 });
+    expect(await series(3600)).toEqual([{ t: HOUR, ...held, allowed: 8, settled: 3, settled_cost: 3900 }]);
+    // The old batch is still known: written again, it adds nothing.
+    await store.write({
+      instance: 'old',
+      sequence: 1,
+      seconds: [{ event: 'llm', t: HOUR + 5, allowed: 1, denied: 0, degraded: 0, settled: 1, settled_cost: 5 }],
+      minutes: [],
+    });
+    expect(await series(60)).toEqual(minutes);
+    expect(await store.events()).toEqual([{ event: 'llm', from: HOUR + 5, until: HOUR + 62 }]);
+
+    // Once the hour has ended, compaction drops bob (below the hour's top 1) and leaves the
+    // points' counts, settles too, as they are; pruning past the 1 s archive's 6 hours drops
+    // those points only.
+    now = HOUR + 7 * 3600;
+    await store.write({ instance: 'new', sequence: 1, seconds: [], minutes: [] });
+    await store.idle();
+    expect(
+      (await store.top({ event: 'llm', from: HOUR, until: HOUR + 3600, resolution: 3600, limit: 5 })).allowed,
+    ).toEqual([{ feature: 'alice', count: 7 }]);
+    expect(await series(60)).toEqual(minutes);
+    expect(await series(3600)).toEqual([{ t: HOUR, ...held, allowed: 8, settled: 3, settled_cost: 3900 }]);
+    expect(await series(1)).toEqual([
+      { t: HOUR, ...empty },
+      { t: HOUR + 60, ...empty },
+    ]);
+    await store.close();
+
+    const after = new Database(path);
+    expect(after.prepare('PRAGMA user_version').get()).toMatchObject({ user_version: SCHEMA_VERSION });
+    expect(SCHEMA_VERSION).toBe(4);
+    const columns = after
+      .prepare('SELECT name, "notnull", dflt_value FROM pragma_table_info(\'usage_points\')')
+      .all() as { name: string }[];
+    for (const name of ['settled', 'settled_cost'])
+      expect(columns).toContainEqual({ name, notnull: 1, dflt_value: '0' });
+    after.close();
+    // Opened again, nothing to migrate: the same answer.
+    const again = openSqliteUsage({ path, archives: ARCHIVES, nowSeconds: () => now });
+    expect(await again.series({ event: 'llm', from: HOUR, until: HOUR + 3600, step: 3600, resolution: 3600 })).toEqual([
+      { t: HOUR, ...held, allowed: 8, settled: 3, settled_cost: 3900 },
     ]);
     await again.close();
     rmSync(dir, { recursive: true, force: true });

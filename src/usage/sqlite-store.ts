@@ -78,10 +78,12 @@ export function openSqliteUsage({
 }: SqliteUsageOptions): SqliteUsageStore {
   const db = openUsageDatabase(path);
   const add = db.prepare(`
-    INSERT INTO usage_points (resolution, event, t, allowed, denied, degraded, shadow_denied) VALUES (?, ?, ?, ?, ?, ?, ?)
+    INSERT INTO usage_points (resolution, event, t, allowed, denied, degraded, shadow_denied, settled, settled_cost)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
     ON CONFLICT (resolution, event, t) DO UPDATE SET
       allowed = allowed + excluded.allowed, denied = denied + excluded.denied, degraded = degraded + excluded.degraded,
-      shadow_denied = shadow_denied + excluded.shadow_denied`);
+      shadow_denied = shadow_denied + excluded.shadow_denied,
+      settled = settled + excluded.settled, settled_cost = settled_cost + excluded.settled_cost`);
   const addClient = db.prepare(`
     INSERT INTO usage_clients (resolution, event, t, feature, allowed, denied) VALUES (?, ?, ?, ?, ?, ?)
     ON CONFLICT (resolution, event, t, feature) DO UPDATE SET
@@ -146,7 +148,17 @@ export function openSqliteUsage({
     for (const row of batch.seconds) {
       for (const { resolution } of archives) {
         const t = row.t - (row.t % resolution);
-        add.run(resolution, row.event, t, row.allowed, row.denied, row.degraded, row.shadow_denied ?? 0);
+        add.run(
+          resolution,
+          row.event,
+          t,
+          row.allowed,
+          row.denied,
+          row.degraded,
+          row.shadow_denied ?? 0,
+          row.settled ?? 0,
+          row.settled_cost ?? 0,
+        );
       }
       const span = spans.get(row.event);
       spans.set(row.event, {

@@ -54,6 +54,13 @@ interface Decision {
   readonly shadowDenied: boolean;
 }
 
+/** A reservation settled: at its second, with its actual cost. */
+interface Settle {
+  readonly second: number;
+  readonly event: string;
+  readonly cost: number;
+}
+
 /** What happened, to compare the curves with. */
 function expected(
   log: readonly Decision[],
@@ -61,10 +68,19 @@ function expected(
   from: number,
   until: number,
   step: number,
+  settles: readonly Settle[] = [],
 ) {
-  const points = new Map<number, Record<Outcome | 'shadow_denied', number>>();
+  type Sums = Record<Outcome | 'shadow_denied' | 'settled' | 'settled_cost', number>;
+  const points = new Map<number, Sums>();
   for (let t = from - (from % step); t < until; t += step)
-    points.set(t, { allowed: 0, denied: 0, degraded: 0, shadow_denied: 0 });
+    points.set(t, { allowed: 0, denied: 0, degraded: 0, shadow_denied: 0, settled: 0, settled_cost: 0 });
+  // The event's only: a client's curve has none.
+  for (const settle of filter.feature === undefined ? settles : []) {
+    const point = settle.event === filter.event ? points.get(settle.second - (settle.second % step)) : undefined;
+    if (!point) continue;
+    point.settled++;
+    point.settled_cost += settle.cost;
+  }
   for (const decision of log) {
     if (decision.event !== filter.event || (filter.feature !== undefined && decision.feature !== filter.feature))
       continue;
@@ -117,6 +133,9 @@ describe('usage history, on a driven clock', () => {
     let store = flaky(sqlite, roll);
     let recorder = new UsageRecorder({ stores: { sqlite: store }, readFrom: 'sqlite', flushSeconds: 15, top: 20, now });
     const log: Decision[] = [];
+    const settles: Settle[] = [];
+    // Settles from a stream of their own: the decisions, refusals and restarts are those of before.
+    const settleRoll = random(11);
     const seconds = 75 * 60 + 7;
     for (let s = 0; s < seconds; s++) {
       nowMs = START_MS + s * 1000 + 137;
@@ -135,6 +154,12 @@ describe('usage history, on a driven clock', () => {
           shadowDenied: shadow,
         });
         log.push({ second, event, feature, outcome, shadowDenied: shadow !== undefined && shadow.length > 0 });
+        // Now and then a reservation settled, at any cost from 0.
+        if (settleRoll() < 0.2) {
+          const cost = Math.floor(settleRoll() * 5000);
+          recorder.recordSettled(event, cost);
+          settles.push({ second, event, cost });
+        }
       }
       if (s % 15 === 14) await recorder.flush();
       if (s === 40 * 60) {
@@ -160,7 +185,7 @@ describe('usage history, on a driven clock', () => {
     for (const event of EVENTS) {
       for (const step of [1, 60, 900, 3600]) {
         const answer = await history.series({ event, from: String(from), until: String(until), step: String(step) });
-        expect(answer.points, `${event} at ${step} s`).toEqual(expected(log, { event }, from, until, step));
+        expect(answer.points, `${event} at ${step} s`).toEqual(expected(log, { event }, from, until, step, settles));
       }
       for (const feature of CLIENTS) {
         const answer = await history.series({ event, feature, from: String(from), until: String(until), step: '60' });
@@ -168,6 +193,7 @@ describe('usage history, on a driven clock', () => {
       }
     }
     expect(store.refused + store.lostAnswers).toBeGreaterThan(10);
+    expect(new Set(settles.map(({ event }) => event))).toEqual(new Set(EVENTS));
 
     // Everything written; 31 days later only the hourly points are left, and they still add up.
     await recorder.close();
@@ -177,7 +203,7 @@ describe('usage history, on a driven clock', () => {
     const afterMonth = createUsageHistory({ reader: later, archives: ARCHIVES, policyEvents: () => EVENTS, now });
     for (const event of EVENTS) {
       const answer = await afterMonth.series({ event, from: String(from), until: String(until), step: '3600' });
-      expect(answer.points, event).toEqual(expected(log, { event }, from, until, 3600));
+      expect(answer.points, event).toEqual(expected(log, { event }, from, until, 3600, settles));
       // The minutes were pruned: a query at minute steps reads the hourly archive, rounded up.
       expect((await afterMonth.series({ event, from: String(from), until: String(until), step: '60' })).step).toBe(
         3600,
@@ -294,6 +320,8 @@ describe('usage history, on a driven clock', () => {
             denied: 0,
             degraded: 0,
             shadow_denied: 0,
+            settled: 0,
+            settled_cost: 0,
             unnamed: { allowed: 0, denied: unknown ? 1 : 0 },
           });
         }

@@ -125,6 +125,8 @@ export function createUsageHistory({
           point.denied += second.denied;
           point.degraded += second.degraded;
           point.shadow_denied += second.shadow_denied ?? 0;
+          point.settled += second.settled ?? 0;
+          point.settled_cost += second.settled_cost ?? 0;
         }
         return { event, feature: null, from: plan.from, until: plan.until, step, points: stored };
       }
@@ -157,13 +159,15 @@ export function createUsageHistory({
       const points: AnsweredPoint[] = [];
       let folded = 0;
       for (let t = firstPoint, index = 0; t < until; t += step) {
-        // degraded and shadow_denied are counted per event only: 0 on a client's curve.
+        // degraded, shadow_denied and settles are counted per event only: 0 on a client's curve.
         const sum = {
           t,
           allowed: 0,
           denied: 0,
           degraded: 0,
           shadow_denied: 0,
+          settled: 0,
+          settled_cost: 0,
           tracked: { allowed: true, denied: true },
         };
         // A year of minutes is half a million points: no allocation per point.

@@ -14,12 +14,25 @@ export const OUTCOMES = ['allowed', 'denied', 'degraded', 'shadow_denied'] as co
 export type Outcome = (typeof OUTCOMES)[number];
 
 /**
+ * What usage history counts of reservations settled (POST /settle, and Envoy's call at a
+ * stream's end), per event at the settle's second: `settled`, how many, and `settled_cost`,
+ * the sum of their actual costs, in the units the event's limits count (tokens, say), not
+ * decisions. Kept per event only: no client is ranked by them.
+ */
+export const SETTLED = ['settled', 'settled_cost'] as const;
+export type SettledCount = (typeof SETTLED)[number];
+
+/** Everything counted per event and second: the decisions' outcomes, then the settles. */
+export const EVENT_COUNTS = [...OUTCOMES, ...SETTLED] as const;
+export type EventCount = (typeof EVENT_COUNTS)[number];
+
+/**
  * The resolution /usage/top may ask for beyond the archives: clients summed per day, for
  * ranges of many days. Graphite sums a range itself and ignores it.
  */
 export const TOP_DAY_RESOLUTION = 86_400;
 
-/** How many decisions of each outcome. */
+/** How many decisions of each outcome, and what was settled. */
 export interface Counts {
   allowed: number;
   denied: number;
@@ -29,6 +42,12 @@ export interface Counts {
    * have no shadow limits may leave it out (the benchmarks' do); what a store answers has it.
    */
   shadow_denied?: number;
+  /**
+   * Reservations settled, and the sum of their actual costs. Left out, 0, as shadow_denied:
+   * what a store answers has them.
+   */
+  settled?: number;
+  settled_cost?: number;
 }
 
 /** One finished second of one event, as one instance decided it. */
@@ -91,6 +110,9 @@ export interface SeriesPoint extends Counts {
   readonly t: number;
   /** Always there in an answer; 0 on a client's curve, as it is counted per event only. */
   shadow_denied: number;
+  /** Always there in an answer; 0 on a client's curve, as they are counted per event only. */
+  settled: number;
+  settled_cost: number;
   /**
    * A client's curve only: the event's allowed and denied decisions in this step less what the
    * clients the history names did, i.e. what went to clients outside the heaviest of their
