@@ -192,4 +192,55 @@ describe('the exact replay against memgate', () => {
       { numRuns: 300 },
     );
   });
+
+  it('decides token buckets and calendar days as memgate does (fast-check)', async () => {
+    const bucket = fc.record({
+      rate: fc.constantFrom('1/s', '2/5s', '3/10s', '1/2s'),
+      burst: fc.integer({ min: 1, max: 5 }),
+      mode: fc.constantFrom('enforce', 'enforce', 'shadow'),
+    });
+    const day = fc.record({ limit: fc.integer({ min: 1, max: 6 }), mode: fc.constantFrom('enforce', 'shadow') });
+    await fc.assert(
+      fc.asyncProperty(
+        fc.oneof(
+          fc.record({ kind: fc.constant('bucket' as const), own: bucket, override: fc.option(bucket) }),
+          fc.record({ kind: fc.constant('calendar' as const), own: day, override: fc.option(day) }),
+        ),
+        fc.array(
+          fc.record({
+            second: fc.integer({ min: 0, max: 90 }),
+            host: fc.constantFrom('10.0.0.1', '10.0.0.2', '10.1.0.1'),
+          }),
+          { maxLength: 80 },
+        ),
+        async (shape, arrivals) => {
+          // Midnight in Kolkata (18:30Z) falls 45 s into the arrivals.
+          const start = shape.kind === 'calendar' ? Date.UTC(2026, 10, 26, 18, 29, 15) - T0 : 0;
+          const limitOf = (limit: object) =>
+            shape.kind === 'calendar' ? { ...limit, window: '1d', timezone: 'Asia/Kolkata' } : limit;
+          const set = policies({
+            events: {
+              api: {
+                algorithm: shape.kind === 'calendar' ? 'fixed' : 'token-bucket',
+                limits: [limitOf(shape.own)],
+                ...(shape.override
+                  ? { overrides: [{ match: { cidr: '10.0.0.0/16' }, limits: [limitOf(shape.override)] }] }
+                  : {}),
+              },
+            },
+          });
+          const requests = arrivals
+            .map(({ second, host }) => at(start / 1000 + second, host))
+            .sort((a, b) => a.ms - b.ms || a.line - b.line);
+          const replay = new ExactReplay(set, { event: 'api' });
+          const exact = requests.map((request) => {
+            const { allowed, shadowDenied } = replay.replay(request);
+            return { allowed, shadowDenied };
+          });
+          expect(exact).toEqual(await throughMemgate(set, 'api', requests));
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
 });

@@ -2,7 +2,8 @@
 // as /gate would place it (the gateway section's routes, client and lists), the client's limits
 // chosen as memgate chooses them (lists, the most specific override not past its `until` at the
 // request's time, the event's own limits), and decided on sliding logs: every admitted request
-// kept with its second, so a window's count is exact. memgate at 1 s granularity decides the same
+// kept with its second, so a window's count is exact (a fixed window's or a calendar period's
+// from its start; a token bucket by memgate's own GCRA arithmetic, at the request's millisecond). memgate at 1 s granularity decides the same
 // (test/what-if.test.ts replays the same logs through it); coarser buckets are what the accuracy
 // lab measures.
 import { isIP } from 'node:net';
@@ -10,6 +11,10 @@ import { FeatureMatcher, listMatcher } from '../config/feature-match.js';
 import type { EventPolicy, LimitPolicy, OverridePolicy, PolicySet } from '../config/policies.js';
 import { clientAddressFeature } from '../shared/client-address.js';
 import { CLIENT_DEFAULTS } from '../shared/defaults.js';
+import { calendarLevel } from '../counting/calendar.js';
+import { planLimit } from '../counting/plan.js';
+import type { TokenBucketPlan } from '../counting/plan-types.js';
+import { gcraStep } from '../counting/token-bucket.js';
 import type { LoggedRequest } from './access-log.js';
 
 /** Where /gate would put a logged request. */
@@ -91,8 +96,20 @@ class SecondsLog {
 
 /** Whether one more request at `second` fits `limit` on what `log` admitted. */
 function fits(limit: LimitPolicy, algorithm: EventPolicy['algorithm'], log: SecondsLog, second: number): boolean {
-  const from = algorithm === 'fixed' ? second - (second % limit.window) - 1 : second - limit.window;
+  const from = limit.calendar
+    ? calendarLevel(limit.calendar).periodAt(second).start - 1
+    : algorithm === 'fixed'
+      ? second - (second % limit.window) - 1
+      : second - limit.window;
   return log.countAfter(from, second) + 1 <= limit.limit;
+}
+
+/** A token bucket's constants, as memgate plans them. */
+const buckets = new WeakMap<LimitPolicy, TokenBucketPlan>();
+function bucketOf(limit: LimitPolicy): TokenBucketPlan {
+  let bucket = buckets.get(limit);
+  if (!bucket) buckets.set(limit, (bucket = planLimit(limit, 'token-bucket').tokenBucket as TokenBucketPlan));
+  return bucket;
 }
 
 /** One event's limits and their logs, per client. */
@@ -102,6 +119,8 @@ class EventReplay {
   readonly #longest: number;
   /** What the enforced limits (or an event wholly in shadow) count, and what shadow limits beside them count. */
   readonly #logs = new Map<string, { main: SecondsLog; shadow: SecondsLog }>();
+  /** A token bucket's value per client: its theoretical arrival time, µs. */
+  readonly #tats = new Map<string, number>();
 
   constructor(readonly policy: EventPolicy) {
     const overrides = policy.overrides ?? [];
@@ -122,6 +141,7 @@ class EventReplay {
     const listed = this.#lists?.match(feature);
     if (listed !== undefined) return { allowed: listed === 'allow', shadowDenied: false };
     const limits = this.#limitsOf(feature, ms);
+    if (this.policy.algorithm === 'token-bucket') return this.#decideBucket(feature, ms, limits[0] as LimitPolicy);
     let logs = this.#logs.get(feature);
     if (!logs)
       this.#logs.set(feature, (logs = { main: new SecondsLog(this.#longest), shadow: new SecondsLog(this.#longest) }));
@@ -141,6 +161,15 @@ class EventReplay {
     if (allowed) logs.main.add(second);
     if (allowed && shadows.length > 0 && shadowFits) logs.shadow.add(second);
     return { allowed, shadowDenied: !shadowFits };
+  }
+
+  /** A token bucket's decision, as memgate's GCRA makes it at the request's millisecond (one limit a set). */
+  #decideBucket(feature: string, ms: number, limit: LimitPolicy): { allowed: boolean; shadowDenied: boolean } {
+    const step = gcraStep(bucketOf(limit), this.#tats.get(feature), ms * 1000, 1, true);
+    if (step.allowed) this.#tats.set(feature, step.tatUs);
+    return limit.shadow
+      ? { allowed: true, shadowDenied: !step.allowed }
+      : { allowed: step.allowed, shadowDenied: false };
   }
 
   /** The client's limits: the most specific override current at `ms` (its own or its tier's), else the event's. */
