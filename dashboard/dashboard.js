@@ -419,10 +419,33 @@ function recordTimeTicks(u) {
   $.chart.dataset.timeTicks = JSON.stringify(ticks);
 }
 
+/** The look of both charts' axes, in the theme's colours. */
+function axisStyle(/** @type {ReturnType<typeof colours>} */ c) {
+  return { stroke: c.muted, grid: { stroke: c.grid, width: 1 }, ticks: { stroke: c.grid, width: 1 } };
+}
+
+/** A y axis of counts or costs, compactly written (12K). */
+function countAxis(/** @type {ReturnType<typeof axisStyle>} */ axis) {
+  return {
+    ...axis,
+    size: 56,
+    values: (/** @type {unknown} */ _, /** @type {number[]} */ ticks) => ticks.map((t) => compactFormat.format(t)),
+  };
+}
+
+/** Both charts' x series: each point's moment and step, as the legend shows them. */
+const TIME_SERIES = {
+  label: 'Time',
+  value: (/** @type {unknown} */ _, /** @type {number | null} */ t) => {
+    const step = view.series?.step ?? 1;
+    return t === null ? '–' : `${moment(t, step)} + ${duration(step)}`;
+  },
+};
+
 function chartOptions() {
   const c = colours();
   const stepped = uPlot.paths.stepped({ align: 1 });
-  const axis = { stroke: c.muted, grid: { stroke: c.grid, width: 1 }, ticks: { stroke: c.grid, width: 1 } };
+  const axis = axisStyle(c);
   const outcome = (
     /** @type {string} */ label,
     /** @type {string} */ stroke,
@@ -448,22 +471,9 @@ function chartOptions() {
       sync: CURSOR_SYNC,
     },
     scales: { x: { time: true }, y: { range: () => [0, view.yMax] } },
-    axes: [
-      { ...axis, space: timeTickSpace, values: timeTicks },
-      {
-        ...axis,
-        size: 56,
-        values: (/** @type {unknown} */ _, /** @type {number[]} */ ticks) => ticks.map((t) => compactFormat.format(t)),
-      },
-    ],
+    axes: [{ ...axis, space: timeTickSpace, values: timeTicks }, countAxis(axis)],
     series: [
-      {
-        label: 'Time',
-        value: (/** @type {unknown} */ _, /** @type {number | null} */ t) => {
-          const step = view.series?.step ?? 1;
-          return t === null ? '–' : `${moment(t, step)} + ${duration(step)}`;
-        },
-      },
+      TIME_SERIES,
       // Only the lowest area has a line: above it, a line where an outcome is zero would
       // trace the one below and colour the whole curve.
       outcome('Allowed', c.allowed, c.allowedFill, 'allowed', 1.5),
@@ -520,7 +530,7 @@ function costData() {
  */
 function costOptions() {
   const c = colours();
-  const axis = { stroke: c.muted, grid: { stroke: c.grid, width: 1 }, ticks: { stroke: c.grid, width: 1 } };
+  const axis = axisStyle(c);
   return {
     width: chartWidth(),
     height: COST_HEIGHT,
@@ -551,20 +561,10 @@ function costOptions() {
           /** @type {number} */ increment,
         ) => timeLabels(ticks, increment),
       },
-      {
-        ...axis,
-        size: 56,
-        values: (/** @type {unknown} */ _, /** @type {number[]} */ ticks) => ticks.map((t) => compactFormat.format(t)),
-      },
+      countAxis(axis),
     ],
     series: [
-      {
-        label: 'Time',
-        value: (/** @type {unknown} */ _, /** @type {number | null} */ t) => {
-          const step = view.series?.step ?? 1;
-          return t === null ? '–' : `${moment(t, step)} + ${duration(step)}`;
-        },
-      },
+      TIME_SERIES,
       {
         label: 'Settled cost',
         stroke: c.cost,
