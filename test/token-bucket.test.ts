@@ -215,4 +215,69 @@ describe('a token bucket with reservations', () => {
       code: 'reservation_settled',
     });
   });
+
+  it('refuses a bad settle before it claims the reservation, and gives the claim back when the bucket cannot move', async () => {
+    const clock = { ms: Date.parse('2026-11-26T10:00:00.000Z') };
+    const keyPrefix = uniquePrefix();
+    const memcachedStore = createMemcachedStore({ servers: memcached().servers });
+    stores.push(memcachedStore);
+    let swapsFail = false;
+    // Other instances winning every round: each swap lost.
+    const store: CounterStore = {
+      ...memcachedStore,
+      incrementAndRead: (...args) => memcachedStore.incrementAndRead(...args),
+      decrement: (...args) => memcachedStore.decrement(...args),
+      readVersioned: (key) => memcachedStore.readVersioned(key),
+      swap: async (...args) => (swapsFail ? false : memcachedStore.swap(...args)),
+    };
+    const limiter = createLimiter({ policies: parsePolicies(policies), store, keyPrefix, now: () => clock.ms });
+    const reserved = await limiter.check({ event: 'llm', feature: 'y', reserve: 100 });
+    const id = reserved.reservation?.id ?? '';
+    await expect(limiter.settle({ event: 'llm', feature: 'y', id, cost: 5, tier: 'nosuch' })).rejects.toMatchObject({
+      code: 'unknown_tier',
+    });
+    await expect(limiter.settle({ event: 'llm', feature: 'y', id, cost: 2e12 })).rejects.toMatchObject({
+      code: 'invalid_cost',
+    });
+    swapsFail = true;
+    await expect(limiter.settle({ event: 'llm', feature: 'y', id, cost: 900 })).rejects.toThrow(/rounds lost/);
+    swapsFail = false;
+    // Not settled yet: sent again, it counts.
+    expect(await limiter.settle({ event: 'llm', feature: 'y', id, cost: 900 })).toMatchObject({ counted: 800 });
+    expect((await limiter.peek({ event: 'llm', feature: 'y' })).limits[0]?.remaining).toBe(100);
+    // A cost far past the burst overdraws the bucket, within what Memcached can keep: no 5xx.
+    const again = await limiter.check({ event: 'llm', feature: 'y', reserve: 50 });
+    await limiter.settle({ event: 'llm', feature: 'y', id: again.reservation?.id ?? '', cost: 900_000_000_000 });
+    expect((await limiter.check({ event: 'llm', feature: 'y' })).allowed).toBe(false);
+  });
+
+  it('gives a settle back the time reserved, whatever tier the settle names', async () => {
+    const tiered = {
+      events: {
+        llm: {
+          algorithm: 'token-bucket',
+          reservations: { life: '1m' },
+          limits: [{ rate: '1/s', burst: 2000 }],
+          tiers: { pro: { limits: [{ rate: '100/s', burst: 2000 }] } },
+        },
+      },
+    };
+    const clock = { ms: Date.parse('2026-11-26T10:00:00.000Z') };
+    const store = createMemcachedStore({ servers: memcached().servers });
+    stores.push(store);
+    const limiter = createLimiter({
+      policies: parsePolicies(tiered),
+      store,
+      keyPrefix: uniquePrefix(),
+      now: () => clock.ms,
+    });
+    // 1,000 pro tokens are 10 s; settled at 999 without the tier, 999 s are taken and 10 s given back.
+    const reserved = await limiter.check({ event: 'llm', feature: 'z', reserve: 1000, tier: 'pro' });
+    await limiter.settle({ event: 'llm', feature: 'z', id: reserved.reservation?.id ?? '', cost: 999 });
+    // The bucket is full 999 s from now: 1,001 of 2,000 tokens left at 1/s, none at pro's 20 s of burst.
+    const plain = await limiter.peek({ event: 'llm', feature: 'z' });
+    expect(plain.limits[0]?.remaining).toBe(2000 - 999);
+    const pro = await limiter.peek({ event: 'llm', feature: 'z', tier: 'pro' });
+    expect(pro.limits[0]?.remaining).toBe(0);
+  });
 });

@@ -564,6 +564,7 @@ describe('token buckets', () => {
     ['a lease', bucket({ rate: '1/s' }, { lease: {} }), 'event "api", field lease: applies to sliding and fixed windows'],
     ['an edge', bucket({ rate: '1/s' }, { edge: 'drop' }), 'event "api", field edge: applies to sliding windows only; a token bucket'],
     ['a rate on a window', { events: { api: { limits: [{ limit: 5, window: '1m', rate: '1/s' }] } } }, 'event "api", field limits[0].rate: applies to algorithm: token-bucket'],
+    ['a bucket that takes decades to fill', bucket({ rate: '1/d', burst: 30_000 }), 'event "api", field limits[0].burst: a bucket of 30000 at 1/1d takes 82 years to fill; at most 10'],
   ])('refuses %s, saying why', (_case, document, expected) => {
     const found = problems(document);
     expect(found.some((problem) => problem.startsWith(expected)), found.join('\n')).toBe(true);

@@ -419,6 +419,9 @@ function parseLease(
   return { maxUnits: Math.min(maxUnits, tightest), life };
 }
 
+/** The longest a token bucket may take to fill: its value must live that long in Memcached. */
+const MAX_FILL_SECONDS = 10 * 365 * 86_400;
+
 const RATE_PATTERN = /^([0-9]+)\s*\/\s*([0-9]*)\s*([smhd])$/;
 const RATE_UNIT_SECONDS = { s: 1, m: 60, h: 3600, d: 86_400 } as const;
 
@@ -458,6 +461,10 @@ function parseTokenBucket(
   const burst = (raw.burst as number | undefined) ?? rate.count;
   // How long an empty bucket takes to fill: what RateLimit-Policy's w says of it.
   const window = Math.max(1, Math.ceil((burst * rate.periodSeconds) / rate.count));
+  if (window > MAX_FILL_SECONDS) {
+    report('burst', `a bucket of ${burst} at ${formatRate(rate)} takes ${Math.round(window / 86_400 / 365)} years to fill; at most 10: raise the rate or lower the burst`);
+    return undefined;
+  }
   return { limit: burst, window, granularity: window, rate };
 }
 

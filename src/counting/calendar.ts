@@ -124,11 +124,14 @@ export function calendarPeriod(ms: number, window: CalendarWindow): CalendarPeri
   return { startMs, endMs: startOfLocalDay(nextStartDate(start, window), window.timeZone) };
 }
 
-/** What a calendar window's periods may last, at most: a day of 25 hours, a week or month with one. */
+/**
+ * What a calendar window's periods may last, at most: a day of 26 hours, a week or month with
+ * one (Antarctica/Troll moves its clocks by 2 hours; most zones by 1).
+ */
 const LONGEST_SECONDS: Readonly<Record<CalendarWindow['unit'], number>> = {
-  day: 25 * 3600,
-  week: 7 * 86_400 + 3600,
-  month: 31 * 86_400 + 3600,
+  day: 26 * 3600,
+  week: 7 * 86_400 + 2 * 3600,
+  month: 31 * 86_400 + 2 * 3600,
 };
 
 /**

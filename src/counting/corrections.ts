@@ -44,7 +44,8 @@ export async function refund(
     const chosen = clientPlan(plan, feature, request.tier, context.wallNow, { lists: false });
     const bucketPlan = typeof chosen === 'string' ? plan : chosen;
     const item = { plan: bucketPlan, feature, cost, counting: true, enforced: true, impossible: false };
-    return (await decideTokenBucket(context, item, -cost)).allowed;
+    const emissionUs = bucketPlan.limits[0]?.tokenBucket?.emissionUs ?? 0;
+    return (await decideTokenBucket(context, item, -cost * emissionUs)).allowed;
   }
   const second = Math.floor(request.at / 1000);
   const longest = Math.max(

@@ -236,6 +236,11 @@ export async function claimRecorded(
   return { units, forgotten: (read[1] ?? 0) >= second, second, now };
 }
 
+/** Gives back a claim whose work failed, so that the return or settle can be sent again. */
+export async function unclaimRecorded(context: CheckContext, base: string, id: string): Promise<void> {
+  await context.store.decrement([{ key: leaseReturnsKey(base, id), delta: 1 }]);
+}
+
 /**
  * Takes back a lease's unused units from the buckets of its second and counts its spent ones
  * at this second instead, once, for its holder, within its hold. A reset at or after the

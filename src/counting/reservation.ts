@@ -16,7 +16,16 @@ import {
 import { incrementsAt } from './counter-call.js';
 import type { Decision } from './decision.js';
 import { LimiterInputError } from './errors.js';
-import { claimRecorded, leaseId, leaseToken, leaseUnitsKey, type RecordWords, type TakenLease } from './lease.js';
+import {
+  claimRecorded,
+  leaseId,
+  leaseToken,
+  leaseUnitsKey,
+  unclaimRecorded,
+  type RecordWords,
+  type TakenLease,
+} from './lease.js';
+import { MAX_LIMIT } from '../config/policy-schema.js';
 import { decideTokenBucket } from './token-bucket.js';
 import type { EventPlan, ReservationPlan } from './plan.js';
 
@@ -57,6 +66,11 @@ export interface Settled {
   readonly cost: number;
   /** What the settle changed the counts by: cost − reserved, negative for a refund. */
   readonly counted: number;
+}
+
+/** A token-bucket plan's time per token, in µs. */
+function emissionOf(plan: EventPlan): number {
+  return plan.limits[0]?.tokenBucket?.emissionUs ?? 0;
 }
 
 /** The event's reservation rules; reserve_off when its policy has none. */
@@ -129,8 +143,15 @@ export async function reserveTokens(context: CheckContext, item: CheckItem): Pro
   const base = context.features.baseOf(item.plan.event, item.feature);
   const countedAtMs = context.now(base);
   const id = leaseId(Math.floor(countedAtMs / 1000), item.record.token);
+  const units = leaseUnitsKey(base, item.plan, id);
+  const { ttlSeconds } = item.record;
+  // The time the tokens stand for, at this client's rate now: its settle gives back exactly that.
+  const reservedUs = item.cost * emissionOf(item.plan);
   await context.store.incrementAndRead(
-    [{ key: leaseUnitsKey(base, item.plan, id), delta: item.cost, ttlSeconds: item.record.ttlSeconds }],
+    [
+      { key: units, delta: item.cost, ttlSeconds },
+      { key: `${units}:us`, delta: reservedUs, ttlSeconds },
+    ],
     [],
   );
   return reservedDecision(decision, { id, units: item.cost, countedAtMs }, reservationPlanOf(item.plan));
@@ -151,8 +172,11 @@ export async function settle(
   const reservations = reservationPlanOf(base);
   const feature = validFeature(request.feature);
   const cost = request.cost;
-  if (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 0)
-    throw new LimiterInputError('invalid_cost', 'cost must be the actual cost, a non-negative integer');
+  if (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 0 || cost > MAX_LIMIT)
+    throw new LimiterInputError('invalid_cost', `cost must be the actual cost, a whole number from 0 to ${MAX_LIMIT}`);
+  // Everything a settle can refuse is refused before it claims the reservation, which it does once.
+  const chosen = clientPlan(base, feature, request.tier, context.wallNow, { lists: false });
+  const bucketPlan = typeof chosen === 'string' ? base : chosen;
   const state = context.features.state(base, feature);
   const {
     units: reserved,
@@ -163,16 +187,26 @@ export async function settle(
     holdSeconds: reservations.holdSeconds,
     words: RESERVATION_WORDS,
   });
-  if (base.algorithm === 'token-bucket') {
-    // One value moves by the difference: its tokens, at the client's rate.
-    const chosen = clientPlan(base, feature, request.tier, context.wallNow, { lists: false });
-    const plan = typeof chosen === 'string' ? base : chosen;
-    const item = { plan, feature, cost: 1, counting: true, enforced: true, impossible: false };
-    await decideTokenBucket(context, item, forgotten ? cost : cost - reserved);
-  } else {
-    // The actual cost first, so no window is short of it meanwhile.
-    if (cost > 0) await context.store.incrementAndRead(incrementsAt(base, state.base, now, cost), []);
-    if (!forgotten) await context.store.decrement(incrementsAt(base, state.base, second, reserved));
+  try {
+    if (base.algorithm === 'token-bucket') {
+      // The time reserved comes back as it was taken, whatever the client's rate is now; the
+      // actual cost is taken at its rate now (a tier or an override may have changed since).
+      const emissionUs = emissionOf(bucketPlan);
+      const { read } = await context.store.incrementAndRead([], [`${leaseUnitsKey(state.base, base, request.id)}:us`]);
+      // Missing (0) only if it expired with its record: then as many tokens at today's rate.
+      const recordedUs = read[0] ?? 0;
+      const reservedUs = recordedUs > 0 ? recordedUs : reserved * emissionUs;
+      const item = { plan: bucketPlan, feature, cost: 1, counting: true, enforced: true, impossible: false };
+      await decideTokenBucket(context, item, cost * emissionUs - (forgotten ? 0 : reservedUs));
+    } else {
+      // The actual cost first, so no window is short of it meanwhile.
+      if (cost > 0) await context.store.incrementAndRead(incrementsAt(base, state.base, now, cost), []);
+      if (!forgotten) await context.store.decrement(incrementsAt(base, state.base, second, reserved));
+    }
+  } catch (error) {
+    // The counts did not move (or not surely): the claim is given back, so the settle can be sent again.
+    await unclaimRecorded(context, state.base, request.id).catch(() => undefined);
+    throw error;
   }
   // Counts changed behind this instance's memory of the feature: read them again.
   context.features.forget(base, feature);

@@ -83,14 +83,17 @@ export function gcraDecision(limit: LimitPlan, step: GcraStep): Decision {
     : { allowed: false, limits: [status], retryAfter: Math.max(1, secondsOf(step.retryAfterUs)) };
 }
 
+/** The longest a bucket can be overdrawn for, in µs: ten years, within Memcached's expirations and 2^53 µs. */
+const MAX_OVERDRAFT_US = 10 * 365 * 86_400 * 1_000_000;
+
 /** A request waiting for its round. */
 interface Ask {
   readonly item: CheckItem;
   /**
-   * Moves the bucket by this many tokens instead of deciding: negative gives them back (a
-   * refund), positive takes them whatever is left (a settled cost larger than reserved).
+   * Moves the bucket by this many microseconds instead of deciding: negative gives tokens back
+   * (a refund), positive takes them whatever is left (a settled cost larger than reserved).
    */
-  readonly adjust: number | undefined;
+  readonly adjustUs: number | undefined;
   readonly resolve: (outcome: Decision) => void;
   readonly reject: (error: unknown) => void;
 }
@@ -103,13 +106,13 @@ const CONTENDED: Decision = Object.freeze({ allowed: false, limits: [], retryAft
 
 /**
  * Decides `item` (a check or a peek) on its client's bucket, and tells onDecision; or with
- * `adjust`, moves the bucket by that many tokens without deciding. An adjustment's answer says
- * only whether the bucket held any of it (allowed: a refund gave something back).
+ * `adjustUs`, moves the bucket by that many microseconds without deciding. An adjustment's
+ * answer says only whether the bucket held any of it (allowed: a refund gave something back).
  */
-export function decideTokenBucket(context: CheckContext, item: CheckItem, adjust?: number): Promise<Decision> {
+export function decideTokenBucket(context: CheckContext, item: CheckItem, adjustUs?: number): Promise<Decision> {
   const key = tokenBucketKey(context.features.baseOf(item.plan.event, item.feature));
   return new Promise<Decision>((resolve, reject) => {
-    const ask: Ask = { item, adjust, resolve, reject };
+    const ask: Ask = { item, adjustUs, resolve, reject };
     let byKey = waiting.get(context);
     if (!byKey) waiting.set(context, (byKey = new Map<string, Ask[]>()));
     const queue = byKey.get(key);
@@ -132,7 +135,7 @@ async function runRounds(context: CheckContext, byKey: Map<string, Ask[]>, key: 
         // An adjustment the store did not answer is the caller's to report (a settle's 503).
         if (decision instanceof StoreUnavailableError) ask.reject(decision);
         else {
-          if (ask.adjust === undefined) tell(context, ask.item, decision);
+          if (ask.adjustUs === undefined) tell(context, ask.item, decision);
           ask.resolve(decision);
         }
       });
@@ -170,10 +173,11 @@ async function decideRound(
       const { item } = ask;
       const limit = item.plan.limits[0] as LimitPlan;
       const bucket = limit.tokenBucket as TokenBucketPlan;
-      if (ask.adjust !== undefined) {
+      if (ask.adjustUs !== undefined) {
         const before = Math.max(tat ?? nowUs, nowUs);
-        tat = Math.max(nowUs, before + ask.adjust * bucket.emissionUs);
-        return { allowed: ask.adjust > 0 || before > nowUs, limits: [] };
+        // A settled cost far past the burst waits at most MAX_OVERDRAFT_US: the value's life stays one memcached takes.
+        tat = Math.min(Math.max(nowUs, before + ask.adjustUs), nowUs + MAX_OVERDRAFT_US);
+        return { allowed: ask.adjustUs > 0 || before > nowUs, limits: [] };
       }
       const step = gcraStep(bucket, tat, nowUs, item.cost, item.counting && !item.impossible);
       if (step.allowed && item.counting) tat = step.tatUs;
@@ -191,7 +195,12 @@ async function decideRound(
     }
     if (stored) return decisions;
   }
-  return asks.map(() => CONTENDED);
+  // An adjustment decides nothing: it fails, for its caller to report (a settle's 503, sent again).
+  return asks.map((ask) =>
+    ask.adjustUs === undefined
+      ? CONTENDED
+      : new StoreUnavailableError(`${MAX_SWAP_ROUNDS} rounds lost to other writers`),
+  );
 }
 
 function unanswered(
@@ -202,7 +211,7 @@ function unanswered(
 ): (Decision | StoreUnavailableError)[] {
   if (!(error instanceof StoreUnavailableError)) throw error;
   context.onStoreUnavailable?.(error, plan.event);
-  return asks.map((ask) => (ask.adjust !== undefined ? error : degradedDecision(plan.onStoreError)));
+  return asks.map((ask) => (ask.adjustUs !== undefined ? error : degradedDecision(plan.onStoreError)));
 }
 
 function tell(context: CheckContext, item: CheckItem, decision: Decision): void {
