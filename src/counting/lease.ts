@@ -236,6 +236,20 @@ export async function claimRecorded(
   return { units, forgotten: (read[1] ?? 0) >= second, second, now };
 }
 
+/**
+ * Moves a claimed record's units: `count` at second `now` first, so no window is short of
+ * them meanwhile, then `takeBack` from the buckets of its own `second`.
+ */
+export async function recount(
+  context: CheckContext,
+  plan: EventPlan,
+  base: string,
+  { now, count, second, takeBack }: { now: number; count: number; second: number; takeBack: number },
+): Promise<void> {
+  if (count > 0) await context.store.incrementAndRead(incrementsAt(plan, base, now, count), []);
+  if (takeBack > 0) await context.store.decrement(incrementsAt(plan, base, second, takeBack));
+}
+
 /** Gives back a claim whose work failed, so that the return or settle can be sent again. */
 export async function unclaimRecorded(context: CheckContext, base: string, id: string): Promise<void> {
   await context.store.decrement([{ key: leaseReturnsKey(base, id), delta: 1 }]);
@@ -270,8 +284,7 @@ export async function returnLease(
     throw new LimiterInputError('invalid_cost', `unused ${unused} is more than the ${granted} units the lease holds`);
   const spent = granted - unused;
   // Spent units are counted again at this second first, so no window is short of them meanwhile.
-  if (spent > 0) await context.store.incrementAndRead(incrementsAt(plan, state.base, now, spent), []);
-  if (!forgotten) await context.store.decrement(incrementsAt(plan, state.base, second, granted));
+  await recount(context, plan, state.base, { now, count: spent, second, takeBack: forgotten ? 0 : granted });
   // Counts changed behind this instance's memory of the feature: read them again.
   context.features.forget(plan, request.feature);
   return forgotten ? { returned: 0, spent } : { returned: unused, spent };

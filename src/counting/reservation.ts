@@ -13,7 +13,6 @@ import {
   type CheckRequest,
   type WallClock,
 } from './check-request.js';
-import { incrementsAt } from './counter-call.js';
 import type { Decision } from './decision.js';
 import { LimiterInputError } from './errors.js';
 import {
@@ -21,6 +20,7 @@ import {
   leaseId,
   leaseToken,
   leaseUnitsKey,
+  recount,
   unclaimRecorded,
   type RecordWords,
   type TakenLease,
@@ -199,9 +199,7 @@ export async function settle(
       const item = { plan: bucketPlan, feature, cost: 1, counting: true, enforced: true, impossible: false };
       await decideTokenBucket(context, item, cost * emissionUs - (forgotten ? 0 : reservedUs));
     } else {
-      // The actual cost first, so no window is short of it meanwhile.
-      if (cost > 0) await context.store.incrementAndRead(incrementsAt(base, state.base, now, cost), []);
-      if (!forgotten) await context.store.decrement(incrementsAt(base, state.base, second, reserved));
+      await recount(context, base, state.base, { now, count: cost, second, takeBack: forgotten ? 0 : reserved });
     }
   } catch (error) {
     // The counts did not move (or not surely): the claim is given back, so the settle can be sent again.
