@@ -78,7 +78,8 @@ export function registerDecisionRoutes(app: FastifyInstance, limiter: Limiter): 
           feature,
           cost: cost === undefined ? undefined : Number(cost),
           tier,
-          ...(reserve === undefined ? {} : { reserve: Number(reserve) }),
+          // One shape for every request, no spread: this runs for every GET /check.
+          reserve: reserve === undefined ? undefined : Number(reserve),
         }),
       );
     });
