@@ -21,6 +21,7 @@ import { startRateLimitService } from './grpc/rate-limit-service.js';
 import type { GrpcServer } from './grpc/server.js';
 import type { CounterStore, StoreUnavailableError } from './store/counter-store.js';
 import type { ClockSync } from './store/memcached/clock-sync.js';
+import type { PlacementChange } from './store/memcached/placement.js';
 import { createEmbeddedStore } from './store/embedded-store.js';
 import { watchEvictions } from './store/eviction-watch.js';
 import { createMemcachedStore } from './store/memcached/memcached-store.js';
@@ -85,7 +86,15 @@ export async function startService(
   let current: PolicySet = counted;
   let currentEnvoy = envoy;
   const log = deferredLog(logger);
-  const storeTrouble = storeTroubleLogger(log, () => current);
+  const failingOver =
+    settings.memcachedFailover &&
+    settings.memcachedServers !== undefined &&
+    parseServerList(settings.memcachedServers).length > 1;
+  const storeTrouble = storeTroubleLogger(log, () => current, {
+    settleMs: settings.memcachedFailoverSettleMs,
+    // A down server's line waits as long as asking the others whether its clients can move may take.
+    confirmMs: failingOver ? 2 * settings.memcachedTimeoutMs : undefined,
+  });
   const metrics = createMetrics();
   const store = openStore(settings, { logger, metrics, storeTrouble, clockLog: log });
   const usage = openUsage({ settings, policyEvents: () => current.events.keys(), logger, watch: metrics.usage });
@@ -290,13 +299,23 @@ interface StoreHooks {
 
 /** The Memcached store MEMCACHED_SERVERS names, or the embedded one when it is unset. */
 function openStore(settings: Settings, { logger, metrics, storeTrouble, clockLog }: StoreHooks): CounterStore {
+  if (settings.memcachedServers)
+    metrics.knowServers(parseServerList(settings.memcachedServers).map((endpoint) => endpoint.label));
   return settings.memcachedServers
     ? createMemcachedStore({
         servers: settings.memcachedServers,
         timeoutMs: settings.memcachedTimeoutMs,
         maxInFlight: settings.memcachedMaxInFlight,
         onOperation: metrics.onOperation,
+        failover: settings.memcachedFailover,
+        failoverHoldDownMs: settings.memcachedFailoverHoldDownMs,
+        failoverSettleMs: settings.memcachedFailoverSettleMs,
         onServerState: storeTrouble.onServerState,
+        onPlacementChange: (change) => {
+          metrics.onPlacementChange(change);
+          storeTrouble.onPlacementChange(change);
+        },
+        onPlacedAway: metrics.onPlacedAway,
         onClockSync: clockWatcher(clockLog, settings.maxClockSkewMs, metrics.onClockOffset),
         onUndo: (undone, err) => {
           metrics.onUndo(undone);
@@ -471,40 +490,101 @@ function degradedChecks(policies: PolicySet, servers: 'one' | 'several'): string
 }
 
 /**
- * Logs store trouble once per problem: a server going down and coming back (with how many
- * checks were decided without the store meanwhile), rather than every failed check. The
- * servers that do not answer while the service starts make one warning after the
- * start-up line. A failed check no down server explains is logged at most every 5 s.
+ * Logs store trouble once per change: a server going down and coming back (with how many
+ * checks were decided without the store meanwhile), its clients moving to other servers
+ * and back, rather than every failed check. The servers that do not answer while the
+ * service starts make one warning after the start-up line. A failed check no down server
+ * explains is logged at most every 5 s.
  */
-function storeTroubleLogger(log: DeferredLog, policies: () => PolicySet) {
+function storeTroubleLogger(
+  log: DeferredLog,
+  policies: () => PolicySet,
+  failover: { readonly settleMs: number; readonly confirmMs: number | undefined },
+) {
   const down = new Map<string, { since: number; reason: string }>();
+  /** Servers whose clients are counted elsewhere, and where: their going down and coming back are told by placement's lines. */
+  const away = new Map<string, readonly string[]>();
+  /** Down servers whose line waits: their clients may yet fail over once another server has answered. */
+  const waiting = new Map<string, NodeJS.Timeout>();
+  /** Down servers whose "is down" line was written: their "answers again" line follows. */
+  const told = new Set<string>();
   let starting = true;
   let degraded = 0;
   let unexplainedAt = -Infinity;
   let unexplained = 0;
+  const tellDown = (server: string, reason: string) => {
+    told.add(server);
+    log.warn(
+      { server, reason },
+      `Memcached ${server} is down (${reason}): until it answers, /readyz answers 503 and ${degradedChecks(policies(), 'one')}`,
+    );
+  };
+  const stopWaiting = (server: string) => {
+    clearTimeout(waiting.get(server));
+    waiting.delete(server);
+  };
   return {
     onServerState: (server: string, { up, reason = 'no reason' }: { up: boolean; reason?: string }): void => {
       if (!up) {
         down.set(server, { since: Date.now(), reason });
-        if (!starting) {
-          log.warn(
-            { server, reason },
-            `Memcached ${server} is down (${reason}): until it answers, /readyz answers 503 and ${degradedChecks(policies(), 'one')}`,
+        if (starting || away.has(server)) return;
+        const { confirmMs } = failover;
+        if (confirmMs === undefined) tellDown(server, reason);
+        else
+          waiting.set(
+            server,
+            setTimeout(() => {
+              waiting.delete(server);
+              if (down.has(server) && !away.has(server)) tellDown(server, reason);
+            }, confirmMs).unref(),
           );
-        }
         return;
       }
+      stopWaiting(server);
       const was = down.get(server);
       down.delete(server);
-      if (starting || !was) return;
+      if (starting || !was || away.has(server) || !told.delete(server)) return;
       log.info(
         { server, downMs: Date.now() - was.since, degradedChecks: degraded },
         `Memcached ${server} answers again, after ${Date.now() - was.since} ms; ${degraded} checks were decided without the store meanwhile`,
       );
       degraded = 0;
     },
+    onPlacementChange: (change: PlacementChange): void => {
+      const { server } = change;
+      if (change.kind === 'left') {
+        away.set(server, change.to);
+        stopWaiting(server);
+        if (starting) return;
+        log.warn(
+          { server, reason: change.reason, failedOverTo: change.to, holdDownMs: change.holdDownMs },
+          `Memcached ${server} is down (${change.reason}): its clients are counted on ${change.to.join(', ')} from now on, from zero there; they move back once it has answered for ${seconds(failover.settleMs)}, no sooner than ${seconds(change.holdDownMs)} from now`,
+        );
+      } else if (change.kind === 'answering') {
+        if (starting) return;
+        log.info(
+          { server, returnsInMs: change.returnsInMs },
+          `Memcached ${server} answers again: its clients move back to it in ${seconds(change.returnsInMs)} if it keeps answering`,
+        );
+      } else if (change.kind === 'unsettled') {
+        if (starting) return;
+        log.warn(
+          { server, reason: change.reason },
+          `Memcached ${server} stopped answering again (${change.reason}) before its clients moved back: they stay where they are, and its settle starts over when it answers`,
+        );
+      } else {
+        away.delete(server);
+        // Back at once as it answers (no other server answered): the "answers again" line that follows says it.
+        if (starting || down.has(server)) return;
+        log.info(
+          { server, awayMs: change.awayMs },
+          `Memcached ${server}'s clients are counted on it again, after ${seconds(change.awayMs)} away`,
+        );
+      }
+    },
     onStoreUnavailable: (err: StoreUnavailableError, event: string): void => {
-      if (down.size > 0) {
+      // Explained by a down server whose clients are not counted elsewhere: its "answers again" line tells how many.
+      if ([...down.keys()].some((server) => !away.has(server))) {
         degraded++;
         return;
       }
@@ -521,8 +601,16 @@ function storeTroubleLogger(log: DeferredLog, policies: () => PolicySet) {
     /** The start-up line is out: say which of `servers` did not answer while starting, in one line. */
     started: (servers: readonly string[]): void => {
       starting = false;
-      if (down.size === 0) return;
-      const silent = servers.filter((server) => down.has(server));
+      const silent = servers.filter((server) => down.has(server) && !away.has(server));
+      const moved = servers.filter((server) => away.has(server));
+      if (moved.length > 0) {
+        log.warn(
+          { servers: moved, failedOverTo: moved.map((server) => away.get(server)) },
+          `Memcached ${moved.join(', ')} cannot be reached: memgate serves anyway; ${moved.length === 1 ? 'its' : 'their'} clients are counted on ${[...new Set(moved.flatMap((server) => away.get(server) ?? []))].join(', ')} until ${moved.length === 1 ? 'it has' : 'they have'} answered for ${seconds(failover.settleMs)}`,
+        );
+      }
+      if (silent.length === 0) return;
+      for (const server of silent) told.add(server);
       const reasons = silent.map((server) => down.get(server)?.reason ?? 'no reason');
       log.warn(
         { servers: silent, reasons },
@@ -530,6 +618,11 @@ function storeTroubleLogger(log: DeferredLog, policies: () => PolicySet) {
       );
     },
   };
+}
+
+/** "1.5 s", "30 s". */
+function seconds(ms: number): string {
+  return `${Math.round(ms / 100) / 10} s`;
 }
 
 /** "1 domain", "2 domains". */

@@ -18,7 +18,7 @@ describe('evictions', () => {
     const heard: { server: string; evicted: number; total: number }[] = [];
     const watch = watchEvictions(store, (server, evicted, total) => heard.push({ server, evicted, total }));
     await watch.check();
-    expect(await store.health()).toEqual([{ server: small.servers, up: true, evictions: 0 }]);
+    expect(await store.health()).toEqual([{ server: small.servers, up: true, evictions: 0, state: 'up' }]);
 
     // Fill a 2 MB server with 8 MB of items. Every set is answered before the counts are
     // read, and memcached evicts only while storing an item (its background threads move

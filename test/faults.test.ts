@@ -90,7 +90,7 @@ describe('a Memcached node that fails', () => {
       login.map(() => ({ allowed: false, limits: [], retryAfter: 1, degraded: true })),
     );
     expect(await store.health()).toEqual([
-      { server: servers, up: false, error: expect.stringMatching(/did not answer|timed out/) as string },
+      { server: servers, up: false, error: expect.stringMatching(/did not answer|timed out/) as string, state: 'down' },
     ]);
   });
 

@@ -347,7 +347,15 @@ describe('health, readiness and policies', () => {
       status: 'ready',
       store: 'memcached',
       clockOffsetMs: expect.any(Number) as number,
-      servers: [{ server: memcached().servers, up: true, evictions: 0, clockOffsetMs: expect.any(Number) as number }],
+      servers: [
+        {
+          server: memcached().servers,
+          up: true,
+          evictions: 0,
+          clockOffsetMs: expect.any(Number) as number,
+          state: 'up',
+        },
+      ],
     });
   });
 

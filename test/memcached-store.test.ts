@@ -138,9 +138,15 @@ describe('memcached store on two servers', () => {
       const counterOnA = (await onlyA.incrementAndRead([], [counter])).read[0] === 1;
       expect(counterOnA ? inA.value : inB.value).toBe(i + 1);
       expect(counterOnA ? inB.value : inA.value).toBeUndefined();
-      // The version the cluster reads is the one its server keeps.
+      // The version the cluster reads is the one its server keeps, tagged with that server
+      // (each numbers its own: another server's version must never match by chance).
       const { version } = await cluster.readVersioned(bucket);
-      expect(version).toBe(counterOnA ? inA.version : inB.version);
+      expect((version ?? 0n) & (2n ** 64n - 1n)).toBe(counterOnA ? inA.version : inB.version);
+      expect((version ?? 0n) >> 64n).toBe(counterOnA ? 1n : 2n);
+      // A version of the other server is refused unsent (false: read again), never applied.
+      const otherTag = (counterOnA ? 2n : 1n) << 64n;
+      expect(await cluster.swap(bucket, 99, 60, ((version ?? 0n) & (2n ** 64n - 1n)) | otherTag)).toBe(false);
+      expect(await cluster.swap(bucket, i + 2, 60, version)).toBe(true);
     }
     await Promise.all([cluster.close(), onlyA.close(), onlyB.close()]);
   });

@@ -83,7 +83,8 @@ afterAll(async () => {
 
 /**
  * counting: docs/api-policies.yaml on a real Memcached, with admin routes and metrics.
- * storeDown: its only Memcached server refuses connections. storeSilent: its server accepts
+ * storeDown: its only Memcached server refuses connections. failedOver: the second of its two
+ * servers refuses connections, and its clients are counted on the first. storeSilent: its server accepts
  * and never answers (IN_FLIGHT calls may wait on it at once, each for the default 250 ms). draining: shutting down. nginx: the
  * gateway answers 403 and 401 and refuses unmatched paths. noGateway: no gateway section.
  * embedded: the in-process store. brokenFile: the policy file on disk has become invalid.
@@ -94,6 +95,7 @@ afterAll(async () => {
 type World =
   | 'counting'
   | 'storeDown'
+  | 'failedOver'
   | 'storeSilent'
   | 'draining'
   | 'nginx'
@@ -211,7 +213,7 @@ async function storesOf(kind: World, closing: (() => Promise<unknown>)[]): Promi
     closing.push(() => store.close());
     return () => store;
   }
-  if (kind !== 'storeDown' && kind !== 'storeSilent') return () => sharedStore;
+  if (kind !== 'storeDown' && kind !== 'storeSilent' && kind !== 'failedOver') return () => sharedStore;
   const connect = (server: string) => {
     const store = createMemcachedStore({ servers: server, maxInFlight: IN_FLIGHT });
     closing.push(() => store.close());
@@ -221,7 +223,7 @@ async function storesOf(kind: World, closing: (() => Promise<unknown>)[]): Promi
     const server = await silentServer(closing);
     return () => connect(server);
   }
-  const store = connect(await closedPort());
+  const store = connect(kind === 'failedOver' ? `${memcached().servers},${await closedPort()}` : await closedPort());
   // As the service starts: it reads the server's clock first, and so learns it is down.
   await store.clock?.ready();
   return () => store;
@@ -665,6 +667,7 @@ const REPLAYS: Record<string, Replay> = {
   'GET /healthz 200 ok': { world: 'counting', ask: { method: 'GET', url: '/healthz' } },
   'GET /readyz 200 readyMemcached': { world: 'counting', ask: { method: 'GET', url: '/readyz' }, compare: 'digits' },
   'GET /readyz 200 readyEmbedded': { world: 'embedded', ask: { method: 'GET', url: '/readyz' } },
+  'GET /readyz 200 failedOver': { world: 'failedOver', ask: { method: 'GET', url: '/readyz' }, compare: 'digits' },
   'GET /readyz 503 unavailable': { world: 'storeDown', ask: { method: 'GET', url: '/readyz' }, compare: 'digits' },
   'GET /readyz 503 draining': { world: 'draining', ask: { method: 'GET', url: '/readyz' }, absent: ['Retry-After'] },
   'GET /policies 200 loaded': { world: 'counting', ask: { method: 'GET', url: '/policies' } },

@@ -109,7 +109,9 @@ describe('the memgate process', () => {
       store: 'memcached',
       policyVersion: expect.stringMatching(/^[0-9a-f]{12}$/) as string,
       clockOffsetMs: expect.any(Number) as number,
-      servers: [{ server: memcached.servers, up: true, evictions: 0, clockOffsetMs: expect.any(Number) as number }],
+      servers: [
+        { server: memcached.servers, up: true, evictions: 0, clockOffsetMs: expect.any(Number) as number, state: 'up' },
+      ],
     });
     service.child.kill('SIGTERM');
     expect(await service.exit).toBe(0);

@@ -41,6 +41,16 @@ export const DEFAULTS = {
   memcachedMaxInFlight: 1000,
   /** Servers one call may talk to at once. */
   memcachedMaxParallelServers: 8,
+  /** MEMCACHED_FAILOVER: a down server's clients move to the next server on the ring. */
+  memcachedFailover: true,
+  /** MEMCACHED_FAILOVER_HOLD_DOWN_MS: least time a server stays out of placement once its clients moved. */
+  memcachedFailoverHoldDownMs: 30_000,
+  /** MEMCACHED_FAILOVER_SETTLE_MS: how long a server must answer without a break before its clients move back. */
+  memcachedFailoverSettleMs: 10_000,
+  /** A server that fails again this soon after its clients moved back stays out twice as long as last time… */
+  memcachedFailoverFlapWindowMs: 300_000,
+  /** …up to this long. */
+  memcachedFailoverMaxHoldDownMs: 600_000,
   /** How often an eviction watch looks at every server's `evictions`. */
   evictionWatchIntervalMs: 30_000,
 

@@ -78,6 +78,18 @@ describe('loadSettings', () => {
     expect(loadSettings({ MEMGATE_ENVOY_CONFIG: ' config/envoy ' }, []).envoyConfigPath).toBe('config/envoy');
   });
 
+  it('fails over between Memcached servers unless told not to, holding a server out 30 s and settling 10 s', () => {
+    expect(loadSettings({}, [])).toMatchObject({
+      memcachedFailover: true,
+      memcachedFailoverHoldDownMs: 30_000,
+      memcachedFailoverSettleMs: 10_000,
+    });
+    expect(loadSettings({ MEMCACHED_FAILOVER: 'off', MEMCACHED_FAILOVER_SETTLE_MS: '0' }, [])).toMatchObject({
+      memcachedFailover: false,
+      memcachedFailoverSettleMs: 0,
+    });
+  });
+
   it('drains for 5 s after SIGTERM unless told otherwise; 0 means no drain', () => {
     expect(loadSettings({}, []).shutdownDrainMs).toBe(5000);
     expect(loadSettings({ MEMGATE_SHUTDOWN_DRAIN_MS: '0' }, []).shutdownDrainMs).toBe(0);
@@ -91,6 +103,9 @@ describe('loadSettings', () => {
     ['MEMGATE_MAX_DENIAL_CACHE_MS', '1.5', 'MEMGATE_MAX_DENIAL_CACHE_MS must be a whole number from 0 to 3600000 ms (got "1.5")'],
     ['PORT', '65536', 'PORT must be a whole number from 0 to 65535 (got "65536")'],
     ['MEMCACHED_TIMEOUT_MS', '0', 'MEMCACHED_TIMEOUT_MS must be a whole number from 1 to 60000 ms (got "0")'],
+    ['MEMCACHED_FAILOVER', 'yes', 'MEMCACHED_FAILOVER must be on or off (got "yes")'],
+    ['MEMCACHED_FAILOVER_SETTLE_MS', '10s', 'MEMCACHED_FAILOVER_SETTLE_MS must be a whole number from 0 to 3600000 ms (got "10s")'],
+    ['MEMCACHED_FAILOVER_HOLD_DOWN_MS', '-5', 'MEMCACHED_FAILOVER_HOLD_DOWN_MS must be a whole number from 0 to 3600000 ms (got "-5")'],
     ['LOG_LEVEL', 'loud', 'LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent (got "loud")'],
     ['MEMGATE_KEY_PREFIX', 'has space', 'MEMGATE_KEY_PREFIX must be 1 to 32 letters, digits, "_", "." or "-" (got "has space")'],
     ['HOST', 'not a host', 'HOST must be an IP address or a host name (got "not a host")'],

@@ -64,20 +64,10 @@ export const SETTINGS = {
     summary: 'the policy file; `--config FILE` overrides it',
     read: (env) => value(env, 'MEMGATE_CONFIG') ?? BUNDLED_POLICIES,
   },
-  policyWatch: {
-    env: ['MEMGATE_POLICY_WATCH'],
-    default: 'on',
-    values: '`on` or `off`',
+  policyWatch: onOff('MEMGATE_POLICY_WATCH', true, {
     summary: 'reload the policy file and `MEMGATE_ENVOY_CONFIG` when they change on disk (an editor\'s save, a Kubernetes ConfigMap update); `SIGHUP` and `POST /admin/reload` reload either way',
     details: 'A file that changes to something invalid keeps the policies in use, logs every problem and counts `memgate_policy_reload_failures_total` (see [Changing policies](docs/operations.md#changing-policies))',
-    read: (env): boolean => {
-      const given = value(env, 'MEMGATE_POLICY_WATCH') ?? 'on';
-      if (given !== 'on' && given !== 'off') {
-        throw new SettingsError([`MEMGATE_POLICY_WATCH must be on or off (got ${JSON.stringify(given)})`]);
-      }
-      return given === 'on';
-    },
-  },
+  }),
   grpcPort: {
     env: ['MEMGATE_GRPC_PORT'],
     default: 'unset',
@@ -146,7 +136,19 @@ export const SETTINGS = {
   memcachedTimeoutMs: integer('MEMCACHED_TIMEOUT_MS', DEFAULTS.memcachedTimeoutMs, 1, 60_000, 'ms', {
     summary: 'how long a Memcached server may stay silent while a call waits on it',
     details:
-      'Then the call is late, the server counts as down, and checks are decided by `onStoreError` until it answers again (see [design](docs/design.md#deadlines-and-store-faults))',
+      'Then the call is late and the server counts as down: its clients fail over to the next server on the ring (`MEMCACHED_FAILOVER`), or their checks are decided by `onStoreError` until it answers again (see [design](docs/design.md#deadlines-and-store-faults))',
+  }),
+  memcachedFailover: onOff('MEMCACHED_FAILOVER', DEFAULTS.memcachedFailover, {
+    summary: "with two or more servers, a down server's clients are counted on the next server on the ring until it is back",
+    details:
+      'Their counts start from zero there: a moved client can be admitted up to one more window\'s limit, once per move. `off`: they are decided by `onStoreError` until it answers (see [Failover](docs/operations.md#failover))',
+  }),
+  memcachedFailoverHoldDownMs: integer('MEMCACHED_FAILOVER_HOLD_DOWN_MS', DEFAULTS.memcachedFailoverHoldDownMs, 0, 3_600_000, 'ms', {
+    summary: "least time a failed server's clients stay moved, however soon it answers again",
+    details: 'A server that fails again within 5 minutes of their return stays out twice as long as last time, up to 10 minutes',
+  }),
+  memcachedFailoverSettleMs: integer('MEMCACHED_FAILOVER_SETTLE_MS', DEFAULTS.memcachedFailoverSettleMs, 0, 3_600_000, 'ms', {
+    summary: "how long a failed server must answer without a break before its clients move back to it",
   }),
   maxEventLoopDelayMs: integer('MEMGATE_MAX_EVENT_LOOP_DELAY_MS', DEFAULTS.maxEventLoopDelayMs, 0, 60_000, 'ms', {
     summary: 'while the event loop lags more than this (CPU overload), `/check` and `/peek` are shed with `503 overloaded`; 0 never sheds',
@@ -429,6 +431,22 @@ function value(env: Env, name: string): string | undefined {
 
 function isLogLevel(level: string): level is LogLevel {
   return (LOG_LEVELS as readonly string[]).includes(level);
+}
+
+/** `on` or `off`. */
+function onOff(name: string, fallback: boolean, text: { summary: string; details?: string }): Setting<boolean> {
+  return {
+    env: [name],
+    default: fallback ? 'on' : 'off',
+    values: '`on` or `off`',
+    ...text,
+    read: (env) => {
+      const given = value(env, name);
+      if (given === undefined) return fallback;
+      if (given !== 'on' && given !== 'off') throw new SettingsError([`${name} must be on or off (got ${JSON.stringify(given)})`]);
+      return given === 'on';
+    },
+  };
 }
 
 /** A whole number from `min` to `max`, in `unit`. */

@@ -2,7 +2,7 @@
 // envoy-decisions.ts, healthy while memgate is ready, as /readyz says.
 import type { Logger } from 'pino';
 import type { EnvoyConfig } from '../config/envoy-config.js';
-import type { CounterStore } from '../store/counter-store.js';
+import { leavesClientsUncounted, type CounterStore } from '../store/counter-store.js';
 import { createEnvoyDecider, type EnvoyLimiter, type SettleRefusal } from './envoy-decisions.js';
 import { startGrpcServer, type GrpcServer } from './server.js';
 
@@ -88,6 +88,6 @@ export async function startRateLimitService(options: RateLimitServiceOptions): P
         );
       },
     }),
-    serving: async () => !options.draining() && (await options.store.health()).every((server) => server.up),
+    serving: async () => !options.draining() && !(await options.store.health()).some(leavesClientsUncounted),
   });
 }

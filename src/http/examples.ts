@@ -341,12 +341,30 @@ export const readinessExamples = {
       status: 'ready',
       store: 'memcached',
       clockOffsetMs: -115,
-      servers: [{ server: '127.0.0.1:21311', up: true, evictions: 0, clockOffsetMs: -115 }],
+      servers: [{ server: '127.0.0.1:21311', up: true, evictions: 0, clockOffsetMs: -115, state: 'up' }],
     },
   },
   readyEmbedded: {
     summary: 'The embedded store (no MEMCACHED_SERVERS)',
     value: { status: 'ready', store: 'embedded', clockOffsetMs: 0, servers: [{ server: 'embedded', up: true }] },
+  },
+  failedOver: {
+    summary: 'One of two Memcached servers is down: its clients are counted on the other (MEMCACHED_FAILOVER)',
+    value: {
+      status: 'ready',
+      store: 'memcached',
+      clockOffsetMs: -115,
+      servers: [
+        { server: '127.0.0.1:21311', up: true, evictions: 0, clockOffsetMs: -115, state: 'up' },
+        {
+          server: '127.0.0.1:21312',
+          up: false,
+          error: 'memcached 127.0.0.1:21312 is down (connect ECONNREFUSED 127.0.0.1:21312)',
+          state: 'failed-over',
+          failedOverTo: ['127.0.0.1:21311'],
+        },
+      ],
+    },
   },
   unavailable: {
     summary: 'A Memcached server does not answer',
@@ -358,6 +376,7 @@ export const readinessExamples = {
           server: '127.0.0.1:21311',
           up: false,
           error: 'memcached 127.0.0.1:21311 is down (connect ECONNREFUSED 127.0.0.1:21311)',
+          state: 'down',
         },
       ],
       ...error(

@@ -4,6 +4,7 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 import type { CacheUsage } from '../counting/feature-cache.js';
 import type { ObservedDecision, SettledReservation } from '../counting/limiter.js';
 import type { StoreOperation } from '../store/memcached/memcached-store.js';
+import type { PlacementChange } from '../store/memcached/placement.js';
 import { metricsRoute } from './schemas.js';
 
 export interface Metrics {
@@ -19,6 +20,12 @@ export interface Metrics {
   readonly onClockOffset: (server: string, offsetMs: number) => void;
   /** For MemcachedStoreOptions.onUndo: increments taken back after their check was decided without the store. */
   readonly onUndo: (undone: number) => void;
+  /** For MemcachedStoreOptions.onPlacementChange: a server's clients moved away from it, or back. */
+  readonly onPlacementChange: (change: PlacementChange) => void;
+  /** For MemcachedStoreOptions.onPlacedAway: a check counted on another server than its home. */
+  readonly onPlacedAway: (home: string, placed: string) => void;
+  /** The Memcached servers, so that their failover series start at 0 and increase() sees the first. */
+  knowServers(servers: readonly string[]): void;
   /** For LimiterOptions.onSettle: a reservation settled, with what it reserved and what it cost. */
   readonly onSettle: (settled: SettledReservation) => void;
   /** An Envoy call's settle memgate could not make (answered OK all the same), by its code. */
@@ -183,6 +190,31 @@ export function createMetrics(): Metrics {
     registers: [registry],
   });
 
+  const failovers = new Counter({
+    name: 'memgate_memcached_failovers_total',
+    help: "Times a Memcached server's clients moved to the next servers on the ring because it stopped answering, by server",
+    labelNames: ['server'] as const,
+    registers: [registry],
+  });
+  const failedOver = new Gauge({
+    name: 'memgate_memcached_failed_over',
+    help: "1 while a Memcached server's clients are counted on other servers (it is down, or settling before they move back), 0 once they are back",
+    labelNames: ['server'] as const,
+    registers: [registry],
+  });
+  // Counted as plain numbers and handed over at each scrape, as decisions are: one per check while a server is out.
+  const placedAway = new Map<string, { home: string; placed: string; checks: number }>();
+  new Counter({
+    name: 'memgate_memcached_checks_placed_away_total',
+    help: "Calls of checks (a window's increment-and-read rounds, a token bucket's reads) sent to another Memcached server than their key's home, because their home was failed over, by home and the server that took them",
+    labelNames: ['home', 'placed'] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const { home, placed, checks } of placedAway.values()) this.inc({ home, placed }, checks);
+    },
+  });
+
   const countsOf = (event: string): OutcomeCounts => {
     let counts = decisionCounts.get(event);
     if (!counts) decisionCounts.set(event, (counts = { check: noOutcomes(), peek: noOutcomes() }));
@@ -256,6 +288,24 @@ export function createMetrics(): Metrics {
     },
     onUndo(count) {
       undone.inc(count);
+    },
+    onPlacementChange(change) {
+      if (change.kind === 'left') {
+        failovers.inc({ server: change.server });
+        failedOver.set({ server: change.server }, 1);
+      } else if (change.kind === 'returned') failedOver.set({ server: change.server }, 0);
+    },
+    knowServers(servers) {
+      for (const server of servers) {
+        failovers.inc({ server }, 0);
+        failedOver.set({ server }, 0);
+      }
+    },
+    onPlacedAway(home, placed) {
+      const pair = `${home} ${placed}`;
+      const counted = placedAway.get(pair);
+      if (counted) counted.checks++;
+      else placedAway.set(pair, { home, placed, checks: 1 });
     },
     onSettle({ event, reserved, cost }) {
       settles.inc({ event });

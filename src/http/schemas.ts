@@ -422,6 +422,21 @@ export const readinessResponse = {
             type: 'integer',
             description: "this server's clock minus this host's, in milliseconds, as last measured",
           },
+          state: {
+            type: 'string',
+            enum: ['up', 'down', 'failed-over'],
+            description:
+              "where this server's clients are counted: `up` on it; `down` nowhere, their checks decided by each event's onStoreError; `failed-over` on the servers in failedOverTo (MEMCACHED_FAILOVER), until it has answered for MEMCACHED_FAILOVER_SETTLE_MS",
+          },
+          failedOverTo: {
+            type: 'array',
+            items: { type: 'string' },
+            description: 'while failed over: the servers after it on the ring, which count its clients (from zero)',
+          },
+          returnsInMs: {
+            type: 'integer',
+            description: 'failed over and answering again: how long until its clients move back, if it keeps answering',
+          },
         },
       },
     },
@@ -907,18 +922,22 @@ export const healthRoute = {
   response: { 200: answer(statusResponse, 'The process is running', healthExamples) },
 };
 
-const { readyMemcached, readyEmbedded, unavailable, draining } = readinessExamples;
+const { readyMemcached, readyEmbedded, failedOver, unavailable, draining } = readinessExamples;
 
 export const readinessRoute = {
   summary: 'Readiness: every Memcached server answers',
   description:
-    "Asks every Memcached server and lists each with whether it answers, its evictions and its clock's offset from this host (memgate counts by the servers' clocks). 200 when all answer; 503 when any does not (`store_unavailable`, with each down server's reason), and at once, without asking, while the instance drains before stopping (`draining`). Load balancers should send checks only to instances that answer 200.",
+    "Asks every Memcached server and lists each with whether it answers, where its clients are counted (`state`), its evictions and its clock's offset from this host (memgate counts by the servers' clocks). 200 when every client is counted somewhere: every server answers, or a down one's clients are failed over to the others; 503 when a down server's clients are not (`store_unavailable`, with each such server's reason: failover is off, or no other server answers), and at once, without asking, while the instance drains before stopping (`draining`). Load balancers should send checks only to instances that answer 200.",
   tags: ['operations'],
   response: {
-    200: answer(readinessResponse, 'Ready: every counter server answers', { readyMemcached, readyEmbedded }),
+    200: answer(readinessResponse, 'Ready: every client is counted, on its own server or the one it failed over to', {
+      readyMemcached,
+      readyEmbedded,
+      failedOver,
+    }),
     503: answer(
       readinessResponse,
-      'Not ready: a Memcached server did not answer within `MEMCACHED_TIMEOUT_MS` (`store_unavailable`, with `Retry-After: 1`), or the instance is shutting down (`draining`)',
+      'Not ready: a Memcached server did not answer within `MEMCACHED_TIMEOUT_MS` and its clients could not fail over (`store_unavailable`, with `Retry-After: 1`), or the instance is shutting down (`draining`)',
       { unavailable, draining },
       { 'Retry-After': { type: 'integer', description: '1, when a server is down; absent while draining' } },
     ),

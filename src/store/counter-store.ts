@@ -141,6 +141,23 @@ export interface ServerHealth {
   readonly evictions?: number;
   /** The server's clock minus this host's, in milliseconds, once measured. */
   readonly clockOffsetMs?: number;
+  /**
+   * Where its clients are counted: `up` on it, `down` nowhere (decided by onStoreError),
+   * `failed-over` on the servers in failedOverTo. The embedded store leaves it out.
+   */
+  readonly state?: 'up' | 'down' | 'failed-over';
+  /** The servers its clients moved to, while failed over. */
+  readonly failedOverTo?: readonly string[];
+  /** Failed over and answering again: how long until its clients move back, if it keeps answering. */
+  readonly returnsInMs?: number;
+}
+
+/**
+ * A server whose clients are counted nowhere: down, and not failed over to another. Readiness
+ * (/readyz, gRPC health) holds while there is none: a failed-over server's clients are limited.
+ */
+export function leavesClientsUncounted(server: ServerHealth): boolean {
+  return !server.up && server.state !== 'failed-over';
 }
 
 /** The store did not answer in time or at all; the limiter cannot decide. */

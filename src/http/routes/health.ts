@@ -1,12 +1,13 @@
 import type { FastifyInstance } from 'fastify';
-import type { CounterStore, ServerHealth } from '../../store/counter-store.js';
+import { leavesClientsUncounted, type CounterStore, type ServerHealth } from '../../store/counter-store.js';
 import type { Drain } from '../drain.js';
 import { errorBody } from '../errors.js';
 import { healthRoute, readinessRoute } from '../schemas.js';
 
 /**
- * /healthz: the process answers. /readyz: every counter server answers too; each is
- * listed with whether it is up, and a 503 names those that are not. While the service
+ * /healthz: the process answers. /readyz: every client's counters answer too, on its own
+ * server or the one it failed over to; each server is listed with whether it is up and
+ * where its clients are, and a 503 names the down servers whose clients are not counted. While the service
  * drains, /readyz answers 503 at once, without asking the store, so that load balancers
  * send no more; /healthz still answers 200, so that nothing kills the draining process.
  */
@@ -29,7 +30,7 @@ export function registerHealthRoutes(
     const servers = await store.health();
     const offset = store.clock ? medianClockOffset(servers) : 0;
     const clock = offset === undefined ? {} : { clockOffsetMs: offset };
-    const down = servers.filter((server) => !server.up);
+    const down = servers.filter(leavesClientsUncounted);
     if (down.length === 0) return { status: 'ready', store: store.kind, ...policies, ...clock, servers };
     const message = down.map((server) => `${server.server}: ${server.error ?? 'down'}`).join('; ');
     return reply

@@ -131,6 +131,11 @@ export class ServerConnection {
     return this.options.port;
   }
 
+  /** When the server last sent any bytes (performance.now()), 0 before it ever did. */
+  get heardAt(): number {
+    return this.lastHeardAt;
+  }
+
   /** Why the server is considered down, or undefined while it answers. */
   get down(): string | undefined {
     return this.downReason;

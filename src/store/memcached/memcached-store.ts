@@ -20,7 +20,8 @@ import { syncClock, type ClockSync, type SyncedClock } from './clock-sync.js';
 import { ServerConnection } from './connection.js';
 import { serverStats } from './stats.js';
 import type { BatchRequest } from './protocol.js';
-import { parseServerList, serverRouter, type Credentials } from './servers.js';
+import { Placement, type PlacementChange } from './placement.js';
+import { parseServerList, type Credentials } from './servers.js';
 
 export interface MemcachedStoreOptions {
   /** `host[:port],…`, as in MEMCACHED_SERVERS. */
@@ -41,13 +42,32 @@ export interface MemcachedStoreOptions {
     seconds: number,
     outcome: 'ok' | 'unavailable' | 'overloaded',
   ) => void;
+  /**
+   * Move a down server's clients to the next server on the ring while another answers, and
+   * back once it has answered for `failoverSettleMs` (see placement.ts). Default true.
+   */
+  readonly failover?: boolean;
+  /** Least time a server stays out of placement once its clients moved. Default 30 s. */
+  readonly failoverHoldDownMs?: number;
+  /** How long a server must answer without a break before its clients move back. Default 10 s. */
+  readonly failoverSettleMs?: number;
   /** Told when a server goes down (with the reason) and when it answers again. */
   readonly onServerState?: (server: string, state: { up: boolean; reason?: string }) => void;
+  /** Told when a server's clients move away, when it answers again while away, and when they move back. Before onServerState. */
+  readonly onPlacementChange?: (change: PlacementChange) => void;
+  /** Told of each check placed on another server than its home, while a server is out of placement. */
+  readonly onPlacedAway?: (home: string, placed: string) => void;
   /** Told of increments taken back after their check was decided without the store. */
   readonly onUndo?: (undone: number, error?: unknown) => void;
   /** Told after each reading of a server's clock (see clock-sync.ts). */
   readonly onClockSync?: (server: string, sync: ClockSync) => void;
 }
+
+/** How often a failed-over server that answers again is asked while it settles. */
+const SETTLE_PROBE_MS = 200;
+const NO_OP: BatchRequest = { increments: [], decrements: [], reads: [] };
+/** The bits of a version that are Memcached's CAS unique; above them, the server's tag. */
+const CAS_BITS = 2n ** 64n - 1n;
 
 export type StoreOperation = 'incrementAndRead' | 'decrement' | 'reset' | 'readVersioned' | 'swap';
 
@@ -68,8 +88,88 @@ export function createMemcachedStore(options: MemcachedStoreOptions): CounterSto
   const endpoints = parseServerList(options.servers, options.credentials);
   const timeoutMs = options.timeoutMs ?? DEFAULTS.memcachedTimeoutMs;
   const coalesceWrites = options.coalesceWrites ?? true;
+  const placement = new Placement({
+    servers: endpoints.map((endpoint) => endpoint.label),
+    failover: options.failover ?? true,
+    holdDownMs: options.failoverHoldDownMs ?? DEFAULTS.memcachedFailoverHoldDownMs,
+    settleMs: options.failoverSettleMs ?? DEFAULTS.memcachedFailoverSettleMs,
+    flapWindowMs: DEFAULTS.memcachedFailoverFlapWindowMs,
+    maxHoldDownMs: DEFAULTS.memcachedFailoverMaxHoldDownMs,
+    heardAt: (index) => servers[index]?.heardAt ?? 0,
+    freshMs: timeoutMs / 2,
+    onUnsure: (candidates) => {
+      if (confirming) return;
+      // Settled when one answers (and the down server has left) or none did: the calls that failed meanwhile wait for it.
+      confirming = new Promise<void>((resolve) => {
+        let unanswered = candidates.length;
+        let settled = false;
+        const done = () => {
+          if (settled) return;
+          settled = true;
+          confirming = undefined;
+          resolve();
+        };
+        for (const index of candidates)
+          ask(
+            index,
+            () => {
+              placement.recheck();
+              done();
+            },
+            () => {
+              if (--unanswered === 0) done();
+            },
+          );
+      });
+    },
+    onChange: (change) => {
+      if (change.kind === 'answering')
+        watchSettling(endpoints.findIndex((endpoint) => endpoint.label === change.server));
+      options.onPlacementChange?.(change);
+    },
+  });
+  let closed = false;
+  /** While a down server waits for another to answer before it leaves (see onUnsure). */
+  let confirming: Promise<void> | undefined;
+  /** Servers a no-op is on its way to. */
+  const asking = new Set<number>();
+  /**
+   * Sends a no-op to a server, one at a time, then `answered` or `failed`. A server that does
+   * not answer is marked down by its connection.
+   */
+  function ask(index: number, answered: () => void, failed: () => void = () => undefined): void {
+    const server = servers[index];
+    if (closed || !server || asking.has(index)) {
+      failed();
+      return;
+    }
+    asking.add(index);
+    runBatch(server, NO_OP).then(
+      () => {
+        asking.delete(index);
+        answered();
+      },
+      () => {
+        asking.delete(index);
+        failed();
+      },
+    );
+  }
+  /**
+   * A failed-over server that answers again is asked every SETTLE_PROBE_MS until its clients
+   * move back: settling must see it answer, and nothing else is sent to it meanwhile.
+   */
+  function watchSettling(index: number): void {
+    const next = () => {
+      if (closed || placement.isPlaced(index) || servers[index]?.down !== undefined) return;
+      setTimeout(() => {
+        ask(index, next);
+      }, SETTLE_PROBE_MS).unref();
+    };
+    next();
+  }
   const servers = endpoints.map(
-    ({ host, port, username, password, label }) =>
+    ({ host, port, username, password, label }, index) =>
       new ServerConnection({
         host,
         port,
@@ -78,10 +178,25 @@ export function createMemcachedStore(options: MemcachedStoreOptions): CounterSto
         label,
         deadlineMs: timeoutMs,
         coalesceWrites,
-        onStateChange: (state) => options.onServerState?.(label, state),
+        // Placement first: the calls this change fails are sent again where their keys now go.
+        onStateChange: (state) => {
+          if (state.up) placement.up(index);
+          else placement.down(index, state.reason ?? 'no reason');
+          options.onServerState?.(label, state);
+        },
       }),
   );
-  const serverOf = serverRouter(endpoints);
+  const serverOf = (key: string): number => placement.serverOf(key);
+  const { onPlacedAway } = options;
+  /** The server of a check's key, telling onPlacedAway when it is not the key's home. */
+  const serverOfCheck = (key: string): number => {
+    const index = placement.serverOf(key);
+    if (onPlacedAway && placement.anyAway) {
+      const home = placement.homeOf(key);
+      if (home !== index) onPlacedAway(endpoints[home]?.label ?? '', endpoints[index]?.label ?? '');
+    }
+    return index;
+  };
   // Bucket time is the clock of the server holding the buckets, which every instance reads.
   const clocks = servers.map((server) =>
     syncClock(server, { onSync: (sync) => options.onClockSync?.(server.label, sync) }),
@@ -117,15 +232,44 @@ export function createMemcachedStore(options: MemcachedStoreOptions): CounterSto
     );
   }
 
-  /** One batch to one server, sending again the increments that lost a creation race. */
-  function runOn(index: number, request: BatchRequest, options: BatchOptions): Promise<BatchReplies> {
+  /**
+   * One batch to one server, sending again the increments that lost a creation race, and
+   * the whole batch where its keys now go when the server failed and left placement
+   * meanwhile (at most `movesLeft` times): a check is then decided by another server, not
+   * by onStoreError.
+   */
+  function runOn(
+    index: number,
+    request: BatchRequest,
+    options: BatchOptions,
+    movesLeft: number,
+  ): Promise<BatchReplies> {
     const server = servers[index] as ServerConnection;
     // Absolute expirations are read by the server's clock.
     const now = nowOf[index];
     const first = runBatch(server, request, options, now);
-    return first.then((replies) =>
-      replies.raced.length === 0 ? replies : raceAgain(index, request, replies, options),
+    // One server (or a call that must stay where it was sent) has nowhere to move: no handler to make.
+    const moveOnFailure =
+      movesLeft > 0
+        ? (error: unknown) => afterMove(index, error, () => run(request, options, movesLeft - 1))
+        : undefined;
+    return first.then(
+      (replies) => (replies.raced.length === 0 ? replies : raceAgain(index, request, replies, options)),
+      moveOnFailure,
     );
+  }
+
+  /**
+   * A call to `index` failed: `again` where its keys now go when the server has left placement
+   * (once a question to the others, if one is on its way, has settled whether it does), else the error.
+   */
+  async function afterMove<T>(index: number, error: unknown, again: () => Promise<T>): Promise<T> {
+    if (!(error instanceof StoreUnavailableError)) throw error;
+    if (!placement.isPlaced(index)) return again();
+    if (!confirming) throw error;
+    await confirming;
+    if (placement.isPlaced(index)) throw error;
+    return again();
   }
 
   async function raceAgain(
@@ -142,12 +286,12 @@ export function createMemcachedStore(options: MemcachedStoreOptions): CounterSto
     return { incremented: replies.incremented, read: replies.read, raced: [] };
   }
 
-  function run(request: BatchRequest, batch: BatchOptions): Promise<BatchReplies> {
-    if (servers.length === 1) return runOn(0, request, batch);
+  function run(request: BatchRequest, batch: BatchOptions, movesLeft = servers.length - 1): Promise<BatchReplies> {
+    if (servers.length === 1) return runOn(0, request, batch, 0);
     const shares = sharesByServer(request, serverOf);
     const [single] = shares;
-    if (shares.size === 1 && single) return runOn(single[0], request, batch);
-    return runSpread(request, shares, batch);
+    if (shares.size === 1 && single) return runOn(single[0], request, batch, movesLeft);
+    return runSpread(request, shares, batch, movesLeft);
   }
 
   /** Keys spanning servers: one batch per server, a bounded number at once. */
@@ -155,11 +299,12 @@ export function createMemcachedStore(options: MemcachedStoreOptions): CounterSto
     request: BatchRequest,
     shares: Map<number, ServerShare>,
     batch: BatchOptions,
+    movesLeft: number,
   ): Promise<BatchReplies> {
     const incremented = new Array<number>(request.increments.length).fill(0);
     const read = new Array<number>(request.reads.length).fill(0);
     await pLimit(maxParallelServers).map(shares, async ([server, share]) => {
-      const replies = await runOn(server, share, batch);
+      const replies = await runOn(server, share, batch, movesLeft);
       share.incrementPositions.forEach((position, i) => (incremented[position] = replies.incremented[i] ?? 0));
       share.readPositions.forEach((position, i) => (read[position] = replies.read[i] ?? 0));
     });
@@ -185,7 +330,7 @@ export function createMemcachedStore(options: MemcachedStoreOptions): CounterSto
     reads: readonly string[],
     call: IncrementOptions,
   ): Promise<IncrementAndReadResult> {
-    const refused = refusal(servers[servers.length === 1 ? 0 : serverOf(increments[0]?.key ?? reads[0] ?? '')]);
+    const refused = refusal(servers[servers.length === 1 ? 0 : serverOfCheck(increments[0]?.key ?? reads[0] ?? '')]);
     if (refused) return Promise.reject(refused);
     inFlight++;
     return run({ increments, decrements: [], reads }, call.admittedIfUnanswered === false ? undoing : PLAIN_BATCH).then(
@@ -203,17 +348,67 @@ export function createMemcachedStore(options: MemcachedStoreOptions): CounterSto
 
   /**
    * A check's call on one key (compare-and-swap's), not timed: to the server of the key,
-   * refused as incrementAndRead's are, counted in flight while it runs.
+   * refused as incrementAndRead's are, counted in flight while it runs. When it fails because
+   * its server left placement meanwhile, `onMoved` answers instead, given the key's server now.
    */
-  function onServerOf<T>(key: string, call: (server: ServerConnection, index: number) => Promise<T>): Promise<T> {
+  function onServerOf<T>(
+    key: string,
+    call: (server: ServerConnection, index: number) => Promise<T>,
+    onMoved: (now: number) => Promise<T>,
+  ): Promise<T> {
     const index = serverOf(key);
     const server = servers[index] as ServerConnection;
     const refused = refusal(server);
     if (refused) return Promise.reject(refused);
     inFlight++;
-    return call(server, index).finally(() => {
-      inFlight--;
-    });
+    return call(server, index)
+      .catch((error: unknown) => afterMove(index, error, () => onMoved(serverOf(key))))
+      .finally(() => {
+        inFlight--;
+      });
+  }
+
+  /**
+   * A version as the store answers it: with several servers, tagged with its server (index + 1,
+   * above the 64 bits of Memcached's CAS unique), since each server numbers its own: a swap
+   * carrying another server's version (read before a move) must not match by chance.
+   */
+  function taggedRead(index: number, key: string): Promise<VersionedValue> {
+    const read = readVersioned(servers[index] as ServerConnection, key);
+    if (servers.length === 1) return read;
+    return read.then(({ value, version }) => ({
+      value,
+      version: version === undefined ? undefined : version | (BigInt(index + 1) << 64n),
+    }));
+  }
+
+  /** The decrements whose key has not moved within a take-back's time (two deadlines). */
+  function stayedPut(decrements: readonly CounterDecrement[]): readonly CounterDecrement[] {
+    if (servers.length === 1) return decrements;
+    return decrements.filter(({ key }) => !placement.movedWithin(key, 2 * timeoutMs));
+  }
+
+  /** Whether a server answers now, and what it says of its evictions or why not. */
+  async function answerOf(server: ServerConnection): Promise<{ up: boolean; error?: string; evictions?: number }> {
+    // A server known to be down is not asked again: its probe will tell when it is back.
+    if (server.down !== undefined) return { up: false, error: `memcached ${server.label} is down (${server.down})` };
+    try {
+      const { stats } = await serverStats(server);
+      return { up: true, evictions: Number(stats.evictions ?? 0) };
+    } catch (error) {
+      return { up: false, error: error instanceof Error ? error.message : String(error) };
+    }
+  }
+
+  /** Where a server's clients are, as /readyz lists it. */
+  function placeOf(index: number, up: boolean): Pick<ServerHealth, 'state' | 'failedOverTo' | 'returnsInMs'> {
+    const place = placement.placeOf(index);
+    if (place.state !== 'failed-over') return { state: up ? place.state : 'down' };
+    return {
+      state: 'failed-over',
+      failedOverTo: place.to,
+      ...(place.returnsInMs === undefined ? {} : { returnsInMs: place.returnsInMs }),
+    };
   }
 
   return {
@@ -237,7 +432,9 @@ export function createMemcachedStore(options: MemcachedStoreOptions): CounterSto
       // Taking back must reach the server whenever it answers, or a denied request stays counted.
       timed(
         'decrement',
-        run({ increments: [], decrements, reads: [] }, takingBack).then(() => undefined),
+        // Never sent again elsewhere, nor where a key moved just now: that server never counted
+        // what it would take back. Left counted instead, which errs towards denying.
+        run({ increments: [], decrements: stayedPut(decrements), reads: [] }, takingBack, 0).then(() => undefined),
       ),
 
     reset: (marker: CounterSet, deletes: readonly string[]): Promise<void> =>
@@ -256,21 +453,36 @@ export function createMemcachedStore(options: MemcachedStoreOptions): CounterSto
         })(),
       ),
 
-    readVersioned: (key: string): Promise<VersionedValue> =>
-      timed(
+    readVersioned: (key: string): Promise<VersionedValue> => {
+      serverOfCheck(key);
+      return timed(
         'readVersioned',
-        onServerOf(key, (server) => readVersioned(server, key)),
-      ),
+        // A read is sent again where the key now goes.
+        onServerOf(
+          key,
+          (_server, index) => taggedRead(index, key),
+          (now) => taggedRead(now, key),
+        ),
+      );
+    },
 
     swap(key: string, value: number, ttlSeconds: number, expected: StoreVersion | undefined): Promise<boolean> {
+      const tag = servers.length === 1 || expected === undefined ? undefined : Number(expected >> 64n) - 1;
+      const version = tag === undefined || expected === undefined ? expected : expected & CAS_BITS;
       // A caller's mistake, not the store's: neither sent nor counted.
-      const invalid = swapArgumentError(value, ttlSeconds, expected);
+      const invalid = swapArgumentError(value, ttlSeconds, version);
       if (invalid) return Promise.reject(invalid);
+      if (tag === -1) return Promise.reject(new RangeError(`swap: ${expected} is not a version readVersioned answers`));
+      // Read on a server that has since left placement, or come back: lost, to be read again where the key is now.
+      if (tag !== undefined && tag !== serverOf(key)) return Promise.resolve(false);
       return timed(
         'swap',
-        // Absolute expirations (over 30 days) are read by the server's clock.
-        onServerOf(key, (server, index) =>
-          swapCounter(server, key, value, ttlSeconds, expected, nowOf[index] as () => number),
+        onServerOf(
+          key,
+          // Absolute expirations (over 30 days) are read by the server's clock.
+          (server, index) => swapCounter(server, key, value, ttlSeconds, version, nowOf[index] as () => number),
+          // Its server failed and left: whether it landed there no longer matters; the caller reads again where the key is now.
+          () => Promise.resolve(false),
         ),
       );
     },
@@ -286,24 +498,14 @@ export function createMemcachedStore(options: MemcachedStoreOptions): CounterSto
         const { label } = server;
         const offset = clockOf(i).offsetFromWallMs;
         const clockOffset = offset === undefined ? {} : { clockOffsetMs: Math.round(offset) };
-        // A server known to be down is not asked again: its probe will tell when it is back.
-        if (server.down !== undefined)
-          return { server: label, up: false, error: `memcached ${label} is down (${server.down})`, ...clockOffset };
-        try {
-          const { stats } = await serverStats(server);
-          return { server: label, up: true, evictions: Number(stats.evictions ?? 0), ...clockOffset };
-        } catch (error) {
-          return {
-            server: label,
-            up: false,
-            error: error instanceof Error ? error.message : String(error),
-            ...clockOffset,
-          };
-        }
+        const answer = await answerOf(server);
+        return { server: label, ...answer, ...placeOf(i, answer.up), ...clockOffset };
       });
     },
 
     close(): Promise<void> {
+      closed = true;
+      placement.stop();
       for (const clock of clocks) clock.stop();
       for (const server of servers) server.close();
       return Promise.resolve();

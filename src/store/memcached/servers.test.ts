@@ -1,16 +1,24 @@
 import { describe, expect, it } from 'vitest';
-import { parseServerList, serverRouter } from './servers.js';
+import { Placement } from './placement.js';
+import { parseServerList } from './servers.js';
 
 const keys = Array.from({ length: 20_000 }, (_, i) => `mg:{login:=user-${i}}:1:1790000000`);
 
 /** The server label each key routes to. */
 function placement(servers: string): string[] {
-  const endpoints = parseServerList(servers);
-  const route = serverRouter(endpoints);
-  return keys.map((key) => endpoints[route(key)]?.label ?? '');
+  const labels = parseServerList(servers).map((endpoint) => endpoint.label);
+  const ring = new Placement({
+    servers: labels,
+    failover: false,
+    holdDownMs: 0,
+    settleMs: 0,
+    flapWindowMs: 0,
+    maxHoldDownMs: 0,
+  });
+  return keys.map((key) => labels[ring.serverOf(key)] ?? '');
 }
 
-describe('serverRouter', () => {
+describe('Placement of keys on a ring', () => {
   const four = 'a:11211,b:11211,c:11211,d:11211';
   const five = `${four},e:11211`;
 

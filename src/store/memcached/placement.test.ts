@@ -1,0 +1,201 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { Placement, type PlacementChange, type PlacementOptions } from './placement.js';
+
+const SERVERS = ['a:11211', 'b:11211', 'c:11211'];
+const keys = Array.from({ length: 6000 }, (_, i) => `mg:{login:=user-${i}}:1:1790000000`);
+
+beforeEach(() => {
+  vi.useFakeTimers();
+});
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+function placement(options: Partial<PlacementOptions> = {}) {
+  const changes: PlacementChange[] = [];
+  const made = new Placement({
+    servers: SERVERS,
+    failover: true,
+    holdDownMs: 30_000,
+    settleMs: 10_000,
+    flapWindowMs: 300_000,
+    maxHoldDownMs: 600_000,
+    onChange: (change) => changes.push(change),
+    clock: Date.now,
+    ...options,
+  });
+  return { placement: made, changes, servers: () => keys.map((key) => SERVERS[made.serverOf(key)]) };
+}
+
+describe('Placement', () => {
+  it("moves only a down server's keys, each to the next server on the ring, and lists where they went", () => {
+    const { placement: ring, servers, changes } = placement();
+    const before = servers();
+    expect(new Set(before)).toEqual(new Set(SERVERS));
+    ring.down(1, 'read ECONNRESET');
+    const after = servers();
+    before.forEach((server, i) => {
+      if (server === 'b:11211') expect(after[i]).not.toBe('b:11211');
+      else expect(after[i]).toBe(server);
+      expect(SERVERS[ring.homeOf(keys[i] as string)]).toBe(server);
+    });
+    const targets = new Set(after.filter((_, i) => before[i] === 'b:11211'));
+    expect(changes).toEqual([
+      { kind: 'left', server: 'b:11211', reason: 'read ECONNRESET', to: [...targets].sort(), holdDownMs: 30_000 },
+    ]);
+    expect(ring.placeOf(1)).toEqual({ state: 'failed-over', to: [...targets].sort() });
+    expect(ring.anyAway).toBe(true);
+  });
+
+  it.each([2, 5, 7, 8, 14])('moves no client of a server that stays up, with %i servers', (count) => {
+    const servers = Array.from({ length: count }, (_, i) => `10.0.0.${i + 1}:11211`);
+    const { placement: ring } = placement({ servers });
+    const before = keys.map((key) => ring.serverOf(key));
+    ring.down(count - 1, 'gone');
+    if (count > 2) ring.down(1, 'gone too');
+    const gone = new Set([count - 1, ...(count > 2 ? [1] : [])]);
+    keys.forEach((key, i) => {
+      const now = ring.serverOf(key);
+      expect(gone.has(now)).toBe(false);
+      if (!gone.has(before[i] as number)) expect(now).toBe(before[i]);
+    });
+  });
+
+  it('returns once the server has answered for the settle time, and no sooner than the hold-down', () => {
+    const { placement: ring, servers, changes } = placement();
+    const home = servers();
+    ring.down(1, 'gone');
+    vi.advanceTimersByTime(25_000);
+    ring.up(1); // answers 25 s after leaving: the hold-down (30 s) ends before the settle (35 s)
+    expect(changes.at(-1)).toEqual({ kind: 'answering', server: 'b:11211', returnsInMs: 10_000 });
+    expect(ring.placeOf(1)).toMatchObject({ state: 'failed-over', returnsInMs: 10_000 });
+    vi.advanceTimersByTime(9_999);
+    expect(ring.isPlaced(1)).toBe(false);
+    vi.advanceTimersByTime(1);
+    expect(ring.isPlaced(1)).toBe(true);
+    expect(changes.at(-1)).toEqual({ kind: 'returned', server: 'b:11211', awayMs: 35_000 });
+    expect(servers()).toEqual(home);
+    expect(ring.anyAway).toBe(false);
+
+    // Back at once after leaving: the hold-down decides.
+    vi.advanceTimersByTime(400_000);
+    ring.down(1, 'gone');
+    vi.advanceTimersByTime(100);
+    ring.up(1);
+    expect(ring.placeOf(1)).toMatchObject({ returnsInMs: 29_900 });
+    vi.advanceTimersByTime(29_900);
+    expect(ring.isPlaced(1)).toBe(true);
+  });
+
+  it('a server that stops answering while settling starts its settle again', () => {
+    const { placement: ring } = placement({ holdDownMs: 0 });
+    ring.down(0, 'gone');
+    ring.up(0);
+    vi.advanceTimersByTime(9_000);
+    ring.down(0, 'gone again');
+    vi.advanceTimersByTime(5_000);
+    expect(ring.isPlaced(0)).toBe(false);
+    ring.up(0);
+    vi.advanceTimersByTime(9_999);
+    expect(ring.isPlaced(0)).toBe(false);
+    vi.advanceTimersByTime(1);
+    expect(ring.isPlaced(0)).toBe(true);
+  });
+
+  it('doubles the hold-down of a server that fails again soon after its return, up to the most', () => {
+    const { placement: ring, changes } = placement({ settleMs: 0, maxHoldDownMs: 100_000 });
+    const holdDowns: number[] = [];
+    for (let flap = 0; flap < 5; flap++) {
+      ring.down(2, 'flap');
+      ring.up(2);
+      const left = changes.findLast((change) => change.kind === 'left');
+      holdDowns.push(left?.kind === 'left' ? left.holdDownMs : -1);
+      vi.advanceTimersByTime(100_000);
+      expect(ring.isPlaced(2)).toBe(true);
+    }
+    expect(holdDowns).toEqual([30_000, 60_000, 100_000, 100_000, 100_000]);
+    // Five quiet minutes after its return, the next failure starts from the setting again.
+    vi.advanceTimersByTime(300_000);
+    ring.down(2, 'once');
+    expect(changes.at(-1)).toMatchObject({ kind: 'left', holdDownMs: 30_000 });
+  });
+
+  it('keeps a server in placement while no other answers, and takes back one that answers at once', () => {
+    const { placement: ring, servers } = placement();
+    ring.down(0, 'gone');
+    ring.down(1, 'gone');
+    ring.down(2, 'gone'); // the last: nobody to fail over to
+    expect(ring.placeOf(2)).toEqual({ state: 'down' });
+    expect(new Set(servers())).toEqual(new Set(['c:11211']));
+    ring.up(0); // every placed server is down: a server that answers comes back without settling
+    expect(ring.isPlaced(0)).toBe(true);
+    expect(ring.isPlaced(2)).toBe(false); // and c, still down, fails over to it
+    expect(new Set(servers())).toEqual(new Set(['a:11211']));
+  });
+
+  it('moves nothing while no other server has been heard from lately, until one answers a question', () => {
+    const heard = [0, 0, 0];
+    const asked: (readonly number[])[] = [];
+    const { placement: ring, changes } = placement({
+      heardAt: (index) => heard[index] ?? 0,
+      freshMs: 125,
+      onUnsure: (servers) => asked.push(servers),
+    });
+    vi.advanceTimersByTime(10_000);
+    // This instance lost its network: a hears nothing, and nothing from b or c either.
+    ring.down(0, 'did not answer within 250 ms');
+    expect(ring.isPlaced(0)).toBe(true);
+    expect(ring.placeOf(0)).toEqual({ state: 'down' });
+    expect(asked).toEqual([[1, 2]]);
+    expect(changes).toEqual([]);
+    // c answers the question: a leaves.
+    heard[2] = Date.now();
+    ring.recheck();
+    expect(ring.placeOf(0)).toMatchObject({ state: 'failed-over' });
+    expect(changes.map((change) => change.kind)).toEqual(['left']);
+  });
+
+  it('tells of a server that stops again while it settles, and never of settling when it returns at once', () => {
+    const { placement: ring, changes } = placement();
+    ring.down(1, 'gone');
+    ring.up(1);
+    ring.down(1, 'gone again');
+    expect(changes.map((change) => change.kind)).toEqual(['left', 'answering', 'unsettled']);
+    changes.length = 0;
+    ring.down(0, 'gone');
+    ring.down(2, 'gone'); // the last placed one: it stays
+    ring.up(1); // the only one answering comes back at once, and the others leave for it
+    expect(changes.map((change) => change.kind)).toEqual(['left', 'returned', 'left']);
+  });
+
+  it('knows for a while which keys moved at the last change, so that a take-back never reaches a server that did not count', () => {
+    const { placement: ring, servers } = placement();
+    const home = servers();
+    const onB = keys.filter((_, i) => home[i] === 'b:11211');
+    const elsewhere = keys.filter((_, i) => home[i] !== 'b:11211');
+    expect(onB.some((key) => ring.movedWithin(key, 500))).toBe(false);
+    ring.down(1, 'gone');
+    expect(onB.every((key) => ring.movedWithin(key, 500))).toBe(true);
+    expect(elsewhere.some((key) => ring.movedWithin(key, 500))).toBe(false);
+    vi.advanceTimersByTime(500);
+    expect(onB.some((key) => ring.movedWithin(key, 500))).toBe(false);
+    ring.up(1);
+    vi.advanceTimersByTime(29_500); // it returns, 30 s after it left: they move back
+    expect(onB.every((key) => ring.movedWithin(key, 500))).toBe(true);
+    expect(elsewhere.some((key) => ring.movedWithin(key, 500))).toBe(false);
+  });
+
+  it('never moves a key with failover off, or with one server', () => {
+    const off = placement({ failover: false });
+    const home = off.servers();
+    off.placement.down(1, 'gone');
+    expect(off.servers()).toEqual(home);
+    expect(off.placement.placeOf(1)).toEqual({ state: 'down' });
+    expect(off.changes).toEqual([]);
+
+    const one = placement({ servers: ['a:11211'] });
+    one.placement.down(0, 'gone');
+    expect(one.placement.serverOf('any')).toBe(0);
+    expect(one.placement.placeOf(0)).toEqual({ state: 'down' });
+  });
+});
