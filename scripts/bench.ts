@@ -17,6 +17,7 @@ import { oversized } from './bench/oversized.js';
 import { grpc } from './bench/grpc.js';
 import { memory } from './bench/memory.js';
 import { overload } from './bench/overload.js';
+import { failover } from './bench/failover.js';
 import type { Suite, SuiteContext, SuiteReport } from './bench/suite.js';
 import { throughput } from './bench/throughput.js';
 import { usage } from './bench/usage.js';
@@ -37,6 +38,7 @@ const SUITES: readonly Suite[] = [
   usage,
   client,
   grpc,
+  failover,
 ];
 const DOCS = 'docs/performance.md';
 /** About how long `npm run build` takes on the 2-core development machine. */
