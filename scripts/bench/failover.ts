@@ -61,14 +61,7 @@ async function runScenario({ name, failover, fault }: Scenario): Promise<Outcome
   const nodes: MemcachedProcess[] = [];
   for (let i = 0; i < 3; i++) nodes.push(await startMemcachedProcess());
   const labels = nodes.map((node) => node.servers);
-  const ring = new Placement({
-    servers: labels,
-    failover: false,
-    holdDownMs: 0,
-    settleMs: 0,
-    flapWindowMs: 0,
-    maxHoldDownMs: 0,
-  });
+  const ring = new Placement({ servers: labels });
   const victim = 1;
   const moved = new Set(
     Array.from({ length: CLIENTS }, (_, client) => client).filter(

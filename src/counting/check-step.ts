@@ -13,7 +13,7 @@
 // A request that memory says will find no room (a denial not yet released, or too little room
 // left this second) starts with a read, so that requests bound to be refused never add their
 // cost to counts that others decide on. docs/design.md, "Exact in both directions", says why.
-import { StoreUnavailableError, type IncrementAndReadResult } from '../store/counter-store.js';
+import { StoreMovedError, StoreUnavailableError, type IncrementAndReadResult } from '../store/counter-store.js';
 import { repeatDenial, shortOfRoom } from './cached-denial.js';
 import { FROM_DENIED_CACHE, type CheckContext, type HowDecided } from './check-context.js';
 import type { CheckItem, LeaseRecord } from './check-request.js';
@@ -36,6 +36,8 @@ const LOOK_AGAIN_MS = 1;
 const LOOK_AGAIN_MAX_MS = 16;
 /** The longest a pause waits for take-backs as slow as the last round (see pauseBeforeLookingAgain). */
 const LOOK_AGAIN_SLOW_ROUND_MAX_MS = 64;
+/** How often one round's call is built again because its server failed over (a second server failing meanwhile is rare). */
+const MAX_MOVES = 2;
 
 /** A check of a counter answered by the call of an earlier check of the same counter, or by a list: nothing read. */
 const SHARED_CALL: HowDecided = { fromDeniedCache: false, keysRead: 0, settledMiss: false };
@@ -340,41 +342,50 @@ async function roundOf(
       denied: undefined,
       totals: undefined,
     };
-  const nowMs = counter.foundAtMs ?? context.now(state.base);
-  counter.foundAtMs = undefined;
-  const second = Math.floor(nowMs / 1000);
-  const window = context.features.windowAt(state, plan, second);
   const counting = mode === 'count' && counter.cost > 0;
-  let record: RecordWrite | undefined;
-  if (counting && counter.record) {
-    // A lease's units are recorded under an id naming the second they are counted at.
-    counter.leaseId = leaseId(second, counter.record.token);
-    counter.countedAtMs = nowMs;
-    record = { key: leaseUnitsKey(state.base, plan, counter.leaseId), ttlSeconds: counter.record.ttlSeconds };
-  }
-  const call = counterCall(window, counting ? 'count' : 'read', {
-    cost: counter.cost,
-    onStoreError: plan.onStoreError,
-    record,
-  });
-  counter.keysRead += call.keys.length;
-  if (window.readsSettled(call.reads)) counter.settledMiss = true;
+  let nowMs: number;
+  let second: number;
+  let window: ReturnType<CheckContext['features']['windowAt']>;
+  let call: ReturnType<typeof counterCall>;
   let answer: IncrementAndReadResult;
-  try {
-    answer = await context.store.incrementAndRead(call.increments, call.keys, call.options);
-  } catch (error) {
-    // The store cannot answer in time: the event's onStoreError rule decides (any other error is a bug).
-    if (!(error instanceof StoreUnavailableError)) throw error;
-    context.onStoreUnavailable?.(error, plan.event);
-    const degraded = degradedDecision(plan.onStoreError);
-    return {
-      decision: degraded,
-      uncounted: undefined,
-      peeks: peekCosts.map(() => degraded),
-      counted: undefined,
-      denied: undefined,
-      totals: undefined,
-    };
+  for (let moves = 0; ; moves++) {
+    nowMs = counter.foundAtMs ?? context.now(state.base);
+    counter.foundAtMs = undefined;
+    second = Math.floor(nowMs / 1000);
+    window = context.features.windowAt(state, plan, second);
+    let record: RecordWrite | undefined;
+    if (counting && counter.record) {
+      // A lease's units are recorded under an id naming the second they are counted at.
+      counter.leaseId = leaseId(second, counter.record.token);
+      counter.countedAtMs = nowMs;
+      record = { key: leaseUnitsKey(state.base, plan, counter.leaseId), ttlSeconds: counter.record.ttlSeconds };
+    }
+    call = counterCall(window, counting ? 'count' : 'read', {
+      cost: counter.cost,
+      onStoreError: plan.onStoreError,
+      record,
+    });
+    counter.keysRead += call.keys.length;
+    if (window.readsSettled(call.reads)) counter.settledMiss = true;
+    try {
+      answer = await context.store.incrementAndRead(call.increments, call.keys, call.options);
+      break;
+    } catch (error) {
+      // The store cannot answer in time: the event's onStoreError rule decides (any other error is a bug).
+      if (!(error instanceof StoreUnavailableError)) throw error;
+      // Its server failed and its clients moved to another: built again, in buckets timed by that one's clock.
+      if (error instanceof StoreMovedError && moves < MAX_MOVES) continue;
+      context.onStoreUnavailable?.(error, plan.event);
+      const degraded = degradedDecision(plan.onStoreError);
+      return {
+        decision: degraded,
+        uncounted: undefined,
+        peeks: peekCosts.map(() => degraded),
+        counted: undefined,
+        denied: undefined,
+        totals: undefined,
+      };
+    }
   }
   const counts = countsOf(call, answer);
   // A read asks whether the counter's cost fits now (a lease: whether one unit does).

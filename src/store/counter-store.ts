@@ -169,6 +169,18 @@ export class StoreUnavailableError extends Error {
 }
 
 /**
+ * A call failed because its server stopped answering, and the keys' clients now count on
+ * another server: nothing of the call counts there. The caller may build the call again
+ * (its bucket times by the new server's clock, store.clock.now) and send it.
+ */
+export class StoreMovedError extends StoreUnavailableError {
+  constructor(message: string) {
+    super(message);
+    this.name = 'StoreMovedError';
+  }
+}
+
+/**
  * The store already has as much work in flight as it may: this call was refused at once
  * instead of queueing without limit. The request should be shed (HTTP 503, retry soon).
  */

@@ -1,6 +1,7 @@
 import pLimit from 'p-limit';
 import { DEFAULTS } from '../../config/defaults.js';
 import {
+  StoreMovedError,
   StoreOverloadedError,
   StoreUnavailableError,
   swapArgumentError,
@@ -90,11 +91,9 @@ export function createMemcachedStore(options: MemcachedStoreOptions): CounterSto
   const coalesceWrites = options.coalesceWrites ?? true;
   const placement = new Placement({
     servers: endpoints.map((endpoint) => endpoint.label),
-    failover: options.failover ?? true,
+    failover: options.failover ?? DEFAULTS.memcachedFailover,
     holdDownMs: options.failoverHoldDownMs ?? DEFAULTS.memcachedFailoverHoldDownMs,
     settleMs: options.failoverSettleMs ?? DEFAULTS.memcachedFailoverSettleMs,
-    flapWindowMs: DEFAULTS.memcachedFailoverFlapWindowMs,
-    maxHoldDownMs: DEFAULTS.memcachedFailoverMaxHoldDownMs,
     heardAt: (index) => servers[index]?.heardAt ?? 0,
     freshMs: timeoutMs / 2,
     onUnsure: (candidates) => {
@@ -233,26 +232,25 @@ export function createMemcachedStore(options: MemcachedStoreOptions): CounterSto
   }
 
   /**
-   * One batch to one server, sending again the increments that lost a creation race, and
-   * the whole batch where its keys now go when the server failed and left placement
-   * meanwhile (at most `movesLeft` times): a check is then decided by another server, not
-   * by onStoreError.
+   * One batch to one server, sending again the increments that lost a creation race. A
+   * `movable` call whose server failed and left placement meanwhile fails with
+   * StoreMovedError, so that the limiter builds it again for the server its keys moved to
+   * (bucket times come from that server's clock: they can differ by a second).
    */
-  function runOn(
-    index: number,
-    request: BatchRequest,
-    options: BatchOptions,
-    movesLeft: number,
-  ): Promise<BatchReplies> {
+  function runOn(index: number, request: BatchRequest, options: BatchOptions, movable: boolean): Promise<BatchReplies> {
     const server = servers[index] as ServerConnection;
     // Absolute expirations are read by the server's clock.
     const now = nowOf[index];
     const first = runBatch(server, request, options, now);
     // One server (or a call that must stay where it was sent) has nowhere to move: no handler to make.
-    const moveOnFailure =
-      movesLeft > 0
-        ? (error: unknown) => afterMove(index, error, () => run(request, options, movesLeft - 1))
-        : undefined;
+    const moveOnFailure = movable
+      ? (error: unknown) =>
+          afterMove(index, error, () =>
+            Promise.reject(
+              new StoreMovedError(`memcached ${server.label} failed; its clients are counted on another server now`),
+            ),
+          )
+      : undefined;
     return first.then(
       (replies) => (replies.raced.length === 0 ? replies : raceAgain(index, request, replies, options)),
       moveOnFailure,
@@ -286,12 +284,16 @@ export function createMemcachedStore(options: MemcachedStoreOptions): CounterSto
     return { incremented: replies.incremented, read: replies.read, raced: [] };
   }
 
-  function run(request: BatchRequest, batch: BatchOptions, movesLeft = servers.length - 1): Promise<BatchReplies> {
-    if (servers.length === 1) return runOn(0, request, batch, 0);
+  /**
+   * A call, split by server. Only a call to one server is `movable` (see runOn): shares of a
+   * call spanning servers that answered have counted, and must not count again.
+   */
+  function run(request: BatchRequest, batch: BatchOptions, movable: boolean): Promise<BatchReplies> {
+    if (servers.length === 1) return runOn(0, request, batch, false);
     const shares = sharesByServer(request, serverOf);
     const [single] = shares;
-    if (shares.size === 1 && single) return runOn(single[0], request, batch, movesLeft);
-    return runSpread(request, shares, batch, movesLeft);
+    if (shares.size === 1 && single) return runOn(single[0], request, batch, movable);
+    return runSpread(request, shares, batch);
   }
 
   /** Keys spanning servers: one batch per server, a bounded number at once. */
@@ -299,16 +301,30 @@ export function createMemcachedStore(options: MemcachedStoreOptions): CounterSto
     request: BatchRequest,
     shares: Map<number, ServerShare>,
     batch: BatchOptions,
-    movesLeft: number,
   ): Promise<BatchReplies> {
     const incremented = new Array<number>(request.increments.length).fill(0);
     const read = new Array<number>(request.reads.length).fill(0);
     await pLimit(maxParallelServers).map(shares, async ([server, share]) => {
-      const replies = await runOn(server, share, batch, movesLeft);
+      const replies = await runOn(server, share, batch, false);
       share.incrementPositions.forEach((position, i) => (incremented[position] = replies.incremented[i] ?? 0));
       share.readPositions.forEach((position, i) => (read[position] = replies.read[i] ?? 0));
     });
     return { incremented, read, raced: [] };
+  }
+
+  /**
+   * A check for a server known down, refused: while the others are being asked whether its
+   * clients can move (see onUnsure), it waits for the answer, and then fails with
+   * StoreMovedError if they moved (the limiter builds it again for their server), else with
+   * `refused`. Not waiting would decide it by onStoreError while another server answers.
+   */
+  async function whileAsking(index: number, refused: StoreUnavailableError): Promise<never> {
+    if (confirming) await confirming;
+    if (!placement.isPlaced(index))
+      throw new StoreMovedError(
+        `memcached ${servers[index]?.label ?? ''} is down; its clients are counted on another server now`,
+      );
+    throw refused;
   }
 
   /** Why a check's call to `target` is refused before it is sent, if it is. */
@@ -330,10 +346,16 @@ export function createMemcachedStore(options: MemcachedStoreOptions): CounterSto
     reads: readonly string[],
     call: IncrementOptions,
   ): Promise<IncrementAndReadResult> {
-    const refused = refusal(servers[servers.length === 1 ? 0 : serverOfCheck(increments[0]?.key ?? reads[0] ?? '')]);
-    if (refused) return Promise.reject(refused);
+    const index = servers.length === 1 ? 0 : serverOfCheck(increments[0]?.key ?? reads[0] ?? '');
+    const refused = refusal(servers[index]);
+    if (refused)
+      return refused instanceof StoreUnavailableError ? whileAsking(index, refused) : Promise.reject(refused);
     inFlight++;
-    return run({ increments, decrements: [], reads }, call.admittedIfUnanswered === false ? undoing : PLAIN_BATCH).then(
+    return run(
+      { increments, decrements: [], reads },
+      call.admittedIfUnanswered === false ? undoing : PLAIN_BATCH,
+      true,
+    ).then(
       (replies) => {
         inFlight--;
         // An increment always answers a value (it creates missing keys).
@@ -359,7 +381,13 @@ export function createMemcachedStore(options: MemcachedStoreOptions): CounterSto
     const index = serverOf(key);
     const server = servers[index] as ServerConnection;
     const refused = refusal(server);
-    if (refused) return Promise.reject(refused);
+    if (refused) {
+      if (!(refused instanceof StoreUnavailableError)) return Promise.reject(refused);
+      return whileAsking(index, refused).catch((error: unknown) => {
+        if (error instanceof StoreMovedError) return onMoved(serverOf(key));
+        throw error;
+      });
+    }
     inFlight++;
     return call(server, index)
       .catch((error: unknown) => afterMove(index, error, () => onMoved(serverOf(key))))
@@ -434,7 +462,7 @@ export function createMemcachedStore(options: MemcachedStoreOptions): CounterSto
         'decrement',
         // Never sent again elsewhere, nor where a key moved just now: that server never counted
         // what it would take back. Left counted instead, which errs towards denying.
-        run({ increments: [], decrements: stayedPut(decrements), reads: [] }, takingBack, 0).then(() => undefined),
+        run({ increments: [], decrements: stayedPut(decrements), reads: [] }, takingBack, false).then(() => undefined),
       ),
 
     reset: (marker: CounterSet, deletes: readonly string[]): Promise<void> =>

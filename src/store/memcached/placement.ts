@@ -1,19 +1,20 @@
 import HashRing from 'hashring';
+import { DEFAULTS } from '../../config/defaults.js';
 import { hashTagOf } from './servers.js';
 
 export interface PlacementOptions {
   /** The servers' labels, `host:port`, in MEMCACHED_SERVERS order. */
   readonly servers: readonly string[];
-  /** Move a down server's clients to the next server on the ring. Has no effect on one server. */
-  readonly failover: boolean;
+  /** Move a down server's clients to the next server on the ring. Has no effect on one server. Default false: a plain ring. */
+  readonly failover?: boolean;
   /** Least time a server stays out of placement once it has left, however soon it answers again. */
-  readonly holdDownMs: number;
+  readonly holdDownMs?: number;
   /** How long a server must answer without a break before placement returns to it. */
-  readonly settleMs: number;
+  readonly settleMs?: number;
   /** A server that leaves again within this long of its return stays out twice as long as last time. */
-  readonly flapWindowMs: number;
+  readonly flapWindowMs?: number;
   /** The most a doubled hold-down grows to. */
-  readonly maxHoldDownMs: number;
+  readonly maxHoldDownMs?: number;
   /** Told of every change of a server's place: it left, it answers again (and when it returns), it stopped again, it returned. */
   readonly onChange?: (change: PlacementChange) => void;
   /**
@@ -93,6 +94,14 @@ interface Node {
  */
 export class Placement {
   private readonly options: PlacementOptions;
+  /** The options' failover and times, defaults filled in. */
+  private readonly timing: {
+    readonly failover: boolean;
+    readonly holdDownMs: number;
+    readonly settleMs: number;
+    readonly flapWindowMs: number;
+    readonly maxHoldDownMs: number;
+  };
   private readonly clock: () => number;
   private readonly nodes: Node[];
   private readonly indexOf: Map<string, number>;
@@ -107,6 +116,13 @@ export class Placement {
 
   constructor(options: PlacementOptions) {
     this.options = options;
+    this.timing = {
+      failover: options.failover ?? false,
+      holdDownMs: options.holdDownMs ?? DEFAULTS.memcachedFailoverHoldDownMs,
+      settleMs: options.settleMs ?? DEFAULTS.memcachedFailoverSettleMs,
+      flapWindowMs: options.flapWindowMs ?? DEFAULTS.memcachedFailoverFlapWindowMs,
+      maxHoldDownMs: options.maxHoldDownMs ?? DEFAULTS.memcachedFailoverMaxHoldDownMs,
+    };
     this.clock = options.clock ?? (() => performance.now());
     this.nodes = options.servers.map((label) => ({
       label,
@@ -116,7 +132,7 @@ export class Placement {
       out: false,
       leftAt: -Infinity,
       returnedAt: -Infinity,
-      holdDownMs: options.holdDownMs,
+      holdDownMs: this.timing.holdDownMs,
     }));
     this.indexOf = new Map(options.servers.map((label, index) => [label, index]));
     this.home = options.servers.length > 1 ? new HashRing([...options.servers]) : undefined;
@@ -217,7 +233,7 @@ export class Placement {
   }
 
   private get failingOver(): boolean {
-    return this.options.failover && this.nodes.length > 1;
+    return this.timing.failover && this.nodes.length > 1;
   }
 
   /** Moves servers out of placement and back until nothing more changes, then waits for the next return. */
@@ -239,10 +255,10 @@ export class Placement {
       this.options.onUnsure?.(answering);
       return false;
     }
-    const flapped = now - leaving.returnedAt < this.options.flapWindowMs;
+    const flapped = now - leaving.returnedAt < this.timing.flapWindowMs;
     leaving.holdDownMs = flapped
-      ? Math.min(Math.max(leaving.holdDownMs * 2, this.options.holdDownMs), this.options.maxHoldDownMs)
-      : this.options.holdDownMs;
+      ? Math.min(Math.max(leaving.holdDownMs * 2, this.timing.holdDownMs), this.timing.maxHoldDownMs)
+      : this.timing.holdDownMs;
     this.remember();
     leaving.out = true;
     leaving.leftAt = now;
@@ -275,7 +291,7 @@ export class Placement {
 
   /** How long until an answering server out of placement comes back. */
   private returnsInMs(node: Node): number {
-    const at = Math.max(node.answeringSince + this.options.settleMs, node.leftAt + node.holdDownMs);
+    const at = Math.max(node.answeringSince + this.timing.settleMs, node.leftAt + node.holdDownMs);
     return Math.max(0, Math.ceil(at - this.clock()));
   }
 

@@ -7,14 +7,7 @@ const keys = Array.from({ length: 20_000 }, (_, i) => `mg:{login:=user-${i}}:1:1
 /** The server label each key routes to. */
 function placement(servers: string): string[] {
   const labels = parseServerList(servers).map((endpoint) => endpoint.label);
-  const ring = new Placement({
-    servers: labels,
-    failover: false,
-    holdDownMs: 0,
-    settleMs: 0,
-    flapWindowMs: 0,
-    maxHoldDownMs: 0,
-  });
+  const ring = new Placement({ servers: labels });
   return keys.map((key) => labels[ring.serverOf(key)] ?? '');
 }
 
