@@ -186,6 +186,19 @@ export function createMemcachedStore(options: MemcachedStoreOptions): CounterSto
       }),
   );
   const serverOf = (key: string): number => placement.serverOf(key);
+  /**
+   * Per server, made once (a check's call is the hot path): a call that failed because its
+   * server left placement fails with StoreMovedError (see runOn).
+   */
+  const movedOnFailure = servers.map(
+    (server, index) =>
+      (error: unknown): Promise<never> =>
+        afterMove(index, error, () =>
+          Promise.reject(
+            new StoreMovedError(`memcached ${server.label} failed; its clients are counted on another server now`),
+          ),
+        ),
+  );
   const { onPlacedAway } = options;
   /** The server of a check's key, telling onPlacedAway when it is not the key's home. */
   const serverOfCheck = (key: string): number => {
@@ -242,18 +255,9 @@ export function createMemcachedStore(options: MemcachedStoreOptions): CounterSto
     // Absolute expirations are read by the server's clock.
     const now = nowOf[index];
     const first = runBatch(server, request, options, now);
-    // One server (or a call that must stay where it was sent) has nowhere to move: no handler to make.
-    const moveOnFailure = movable
-      ? (error: unknown) =>
-          afterMove(index, error, () =>
-            Promise.reject(
-              new StoreMovedError(`memcached ${server.label} failed; its clients are counted on another server now`),
-            ),
-          )
-      : undefined;
     return first.then(
       (replies) => (replies.raced.length === 0 ? replies : raceAgain(index, request, replies, options)),
-      moveOnFailure,
+      movable ? movedOnFailure[index] : undefined,
     );
   }
 

@@ -109,6 +109,8 @@ export class Placement {
   private readonly home: HashRing | undefined;
   /** How many servers are out of placement. */
   private outCount = 0;
+  /** Made once: serverOf runs for every check. */
+  private readonly isOut = (index: number): boolean => this.nodes[index]?.out === true;
   /** The servers that were out before the last change, and when it was. */
   private previous: { readonly out: ReadonlySet<number>; readonly at: number } | undefined;
   private returnTimer: NodeJS.Timeout | undefined;
@@ -151,7 +153,7 @@ export class Placement {
    * that never failed).
    */
   serverOf(key: string): number {
-    return this.placedAmong(hashTagOf(key), this.outCount, (index) => this.nodes[index]?.out === true);
+    return this.placedAmong(hashTagOf(key), this.outCount, this.isOut);
   }
 
   /**
@@ -162,7 +164,7 @@ export class Placement {
     const { previous } = this;
     if (!previous || this.clock() - previous.at >= ms) return false;
     const tag = hashTagOf(key);
-    const now = this.placedAmong(tag, this.outCount, (index) => this.nodes[index]?.out === true);
+    const now = this.placedAmong(tag, this.outCount, this.isOut);
     return now !== this.placedAmong(tag, previous.out.size, (index) => previous.out.has(index));
   }
 
