@@ -20,7 +20,9 @@ import { overload } from './bench/overload.js';
 import { failover } from './bench/failover.js';
 import type { Suite, SuiteContext, SuiteReport } from './bench/suite.js';
 import { throughput } from './bench/throughput.js';
+import { reload } from './bench/reload.js';
 import { usage } from './bench/usage.js';
+import { whatIf } from './bench/what-if.js';
 import { EXIT, runCommand } from '../src/commands/command-line.js';
 import { memcachedVersion, startMemcachedProcess } from './lib/memcached-process.js';
 import { formatSeconds, progressIntervalMs, startProgress } from './lib/progress.js';
@@ -39,6 +41,8 @@ const SUITES: readonly Suite[] = [
   client,
   grpc,
   failover,
+  whatIf,
+  reload,
 ];
 const DOCS = 'docs/performance.md';
 /** About how long `npm run build` takes on the 2-core development machine. */

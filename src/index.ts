@@ -1,7 +1,7 @@
 // memgate as a library: the limiter, its stores and its policy parser, free of HTTP.
 export { createLimiter } from './counting/limiter.js';
-export { MAX_FEATURE_BYTES } from './counting/check-request.js';
-export type { CheckRequest } from './counting/check-request.js';
+export { MAX_FEATURE_BYTES } from './counting/resolve.js';
+export type { CheckRequest } from './counting/resolve.js';
 export type { Limiter, LimiterOptions, TogetherCheck, TogetherDecision } from './counting/limiter.js';
 export type { Decision, LimitStatus } from './counting/decision.js';
 export { LimiterInputError } from './counting/errors.js';

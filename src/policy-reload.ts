@@ -7,13 +7,16 @@
 import { createHash } from 'node:crypto';
 import { watch, type FSWatcher } from 'node:fs';
 import { stat } from 'node:fs/promises';
+import { setImmediate } from 'node:timers/promises';
 import { basename, dirname, extname } from 'node:path';
 import type { Logger } from 'pino';
 import { DEFAULTS } from './config/defaults.js';
-import { parseEnvoyTexts, readEnvoyFiles, type EnvoyConfig } from './config/envoy-config.js';
+import { readEnvoyFiles, type EnvoyConfig } from './config/envoy-config.js';
 import { withEnvoyLimits } from './config/envoy-events.js';
-import { parsePolicyText, PolicyError, readPolicyText, type PolicySet } from './config/policies.js';
+import { parseOffThread } from './config/parse-off-thread.js';
+import { PolicyError, readPolicyText, type PolicySet } from './config/policies.js';
 import { describeChanges, policyChanges } from './config/policy-changes.js';
+import type { ReloadCarried } from './shared/contract.js';
 
 /** What asked for a reload. */
 export type ReloadTrigger = 'watch' | 'signal' | 'admin';
@@ -41,8 +44,11 @@ export async function loadPolicies(paths: PolicyPaths): Promise<LoadedPolicies> 
   for (const [file, content] of [[paths.policies, text] as const, ...(envoyTexts ?? [])]) {
     hash.update(`${file}\0${content}\0`);
   }
-  const policies = parsePolicyText(text, paths.policies);
-  const envoy = envoyTexts && paths.envoy !== undefined ? parseEnvoyTexts(envoyTexts, paths.envoy) : undefined;
+  // Parsed in a thread of its own: the largest file takes seconds and hundreds of MiB.
+  const { policies, envoy } = await parseOffThread({
+    policies: { text, source: paths.policies },
+    envoy: envoyTexts && paths.envoy !== undefined ? { files: envoyTexts, source: paths.envoy } : undefined,
+  });
   return { policies, envoy, counted: withEnvoyLimits(policies, envoy), version: hash.digest('hex').slice(0, 12) };
 }
 
@@ -50,8 +56,13 @@ export interface PolicyReloaderOptions {
   readonly paths: PolicyPaths;
   /** What the service started with (loadPolicies). */
   readonly initial: LoadedPolicies;
-  /** Puts a load in use (the limiter and the Envoy configuration together). */
-  readonly apply: (loaded: LoadedPolicies) => void;
+  /**
+   * Puts a load in use (the limiter and the Envoy configuration together); answers what it kept
+   * of each event's counts when not exact at once (counting/sizing.ts, reloadCarries).
+   */
+  readonly apply: (
+    loaded: LoadedPolicies,
+  ) => Promise<readonly ReloadCarried[] | undefined> | readonly ReloadCarried[] | undefined;
   /** Reload when the files change on disk (MEMGATE_POLICY_WATCH). */
   readonly watch: boolean;
   readonly logger: Logger;
@@ -61,7 +72,14 @@ export interface PolicyReloaderOptions {
 }
 
 export type ReloadResult =
-  | { readonly reloaded: true; readonly version: string; readonly source: string; readonly events: string[] }
+  | {
+      readonly reloaded: true;
+      readonly version: string;
+      readonly source: string;
+      readonly events: string[];
+      /** Events whose new limits are judged conservatively (or afresh) until a time: the reload's bounds. */
+      readonly carried: readonly ReloadCarried[];
+    }
   | { readonly reloaded: false; readonly version: string };
 
 export interface PolicyReloader {
@@ -76,6 +94,7 @@ export async function createPolicyReloader(options: PolicyReloaderOptions): Prom
   const { paths, logger } = options;
   let current = options.initial;
   options.onVersion?.(current.version);
+  logWarnings(logger, current, 'start');
   let queue: Promise<unknown> = Promise.resolve();
   let closed = false;
   // Read through a call: a close may come while a reload awaits its files.
@@ -83,10 +102,8 @@ export async function createPolicyReloader(options: PolicyReloaderOptions): Prom
 
   async function reloadNow(trigger: ReloadTrigger): Promise<ReloadResult> {
     if (closed) return { reloaded: false, version: current.version };
-    let next: LoadedPolicies;
-    try {
-      next = await loadPolicies(paths);
-    } catch (error) {
+    /** Logged and counted, as every reload that puts nothing in use; rethrown as a PolicyError. */
+    const refused = (error: unknown): never => {
       options.onFailure?.(trigger);
       const problems = error instanceof PolicyError ? error.problems : [(error as Error).message];
       logger.error(
@@ -94,26 +111,39 @@ export async function createPolicyReloader(options: PolicyReloaderOptions): Prom
         `policy reload (${trigger}) refused, the policies in use stay (version ${current.version}): ${problems.join('; ')}`,
       );
       throw error instanceof PolicyError ? error : new PolicyError(paths.policies, problems);
+    };
+    let next: LoadedPolicies;
+    try {
+      next = await loadPolicies(paths);
+    } catch (error) {
+      return refused(error);
     }
     // A save that changed nothing (or a touch) reloads nothing: no cache or lease is dropped.
     if (isClosed() || next.version === current.version) return { reloaded: false, version: current.version };
+    // Each stage on the serving thread takes tens of ms for the largest file: checks waiting
+    // are answered between them, not after all of them.
+    await setImmediate();
     const described = describeChanges(policyChanges(current.counted, next.counted));
+    await setImmediate();
     const changes =
       described === 'no change'
         ? 'no limit changed (formatting, or Envoy settings such as shadow_mode or replaces)'
         : described;
-    options.apply(next);
+    // Planned in slices (a limit that reads too many keys is refused there).
+    const carried = (await Promise.resolve(options.apply(next)).catch(refused)) ?? [];
     current = next;
     options.onVersion?.(next.version);
     logger.info(
-      { trigger, version: next.version, source: next.policies.source },
-      `policies reloaded (${trigger}), version ${next.version}: ${changes}`,
+      { trigger, version: next.version, source: next.policies.source, ...(carried.length > 0 ? { carried } : {}) },
+      `policies reloaded (${trigger}), version ${next.version}: ${changes}${describeCarried(carried)}`,
     );
+    logWarnings(logger, next, trigger);
     return {
       reloaded: true,
       version: next.version,
       source: next.policies.source,
       events: [...next.counted.events.keys()],
+      carried,
     };
   }
 
@@ -159,6 +189,35 @@ export async function createPolicyReloader(options: PolicyReloaderOptions): Prom
       watching?.close();
     },
   };
+}
+
+/**
+ * ` | counts carried: api conservative for 82 s (…)`: the events a reload does not judge exactly
+ * on what was counted yet, a few named and the rest counted, as for changes.
+ */
+export function describeCarried(carried: readonly ReloadCarried[]): string {
+  if (carried.length === 0) return '';
+  const named = carried
+    .slice(0, CARRIED_NAMED)
+    .map(({ event, how, secondsUntilExact, reasons }) =>
+      how === 'not-carried'
+        ? `${event} not carried (${reasons.join('; ')}) for ${secondsUntilExact} s`
+        : `${event} conservative for ${secondsUntilExact} s (${reasons.join('; ')})`,
+    );
+  const more = carried.length > CARRIED_NAMED ? [`${carried.length - CARRIED_NAMED} more events`] : [];
+  return ` | counts carried: ${[...named, ...more].join(' | ')}`;
+}
+
+const CARRIED_NAMED = 10;
+
+/** What a file loaded with says the operator should know (PolicySet.warnings): one line per load, at warn. */
+function logWarnings(logger: Logger, loaded: LoadedPolicies, when: ReloadTrigger | 'start'): void {
+  const { warnings, source } = loaded.policies;
+  if (warnings.length === 0) return;
+  logger.warn(
+    { when, version: loaded.version, source, warnings },
+    `policies in ${source} (version ${loaded.version}) loaded with ${warnings.length} warning${warnings.length === 1 ? '' : 's'}: ${warnings.join('; ')}`,
+  );
 }
 
 /**

@@ -131,7 +131,7 @@ describe('admin token guessing', () => {
   const WINDOW_MS = DEFAULTS.adminFailureWindowSeconds * 1000;
 
   /** An app whose counter store (Memcached) is down, with the failure count's clock in the test's hands. */
-  function guessable() {
+  function guessable(gateway?: object) {
     const clock = { ms: Date.parse('2026-01-01T00:00:00Z') };
     const lines: Record<string, unknown>[] = [];
     const sink = new Writable({
@@ -142,8 +142,12 @@ describe('admin token guessing', () => {
     });
     // Nothing listens on port 1: the failure count must not need the counter store.
     const store = createMemcachedStore({ servers: '127.0.0.1:1', timeoutMs: 100 });
-    const limiter = createLimiter({ policies: { events: { login: { limits: [{ limit: 5, window: '1m' }] } } }, store });
+    const limiter = createLimiter({
+      policies: { events: { login: { limits: [{ limit: 5, window: '1m' }] } }, ...(gateway ? { gateway } : {}) },
+      store,
+    });
     const app = buildApp({
+      validateResponses: true,
       limiter,
       store,
       logger: pino({ level: 'info' }, sink),
@@ -159,12 +163,12 @@ describe('admin token guessing', () => {
         await store.close();
       },
     });
-    const reload = (remoteAddress: string, token: string) =>
+    const reload = (remoteAddress: string, token: string, forwardedFor?: string) =>
       app.inject({
         method: 'POST',
         url: '/admin/reload',
         remoteAddress,
-        headers: { authorization: `Bearer ${token}` },
+        headers: { authorization: `Bearer ${token}`, ...(forwardedFor ? { 'x-forwarded-for': forwardedFor } : {}) },
       });
     return { clock, lines, reload };
   }
@@ -185,6 +189,24 @@ describe('admin token guessing', () => {
     const right = await reload('203.0.113.9', TOKEN);
     expect(right.statusCode).toBe(429);
     expect(right.body).not.toContain(TOKEN);
+  });
+
+  it('counts a direct sender by its own address, whatever X-Forwarded-For it writes, under a hop count of trusted proxies', async () => {
+    const { reload } = guessable({ trustedProxies: 1, routes: [{ prefix: '/login', event: 'login' }] });
+    for (let i = 0; i < LIMIT; i++) {
+      expect((await reload('203.0.113.9', `guess-${i}-of-the-token-xxxx`, `198.51.100.${i + 1}`)).statusCode).toBe(401);
+    }
+    expect((await reload('203.0.113.9', TOKEN, '192.0.2.77')).statusCode).toBe(429);
+  });
+
+  it('counts the clients of a proxy the gateway lists by address, each apart', async () => {
+    const { reload } = guessable({ trustedProxies: ['10.0.0.4'], routes: [{ prefix: '/login', event: 'login' }] });
+    for (let i = 0; i < LIMIT; i++) {
+      expect((await reload('10.0.0.4', `guess-${i}-of-the-token-xxxx`, '198.51.100.1')).statusCode).toBe(401);
+    }
+    expect((await reload('10.0.0.4', TOKEN, '198.51.100.1')).statusCode).toBe(429);
+    // Another client behind the same proxy is not locked out by the first one's guesses.
+    expect((await reload('10.0.0.4', TOKEN, '198.51.100.2')).statusCode).toBe(200);
   });
 
   it('leaves other addresses alone, does not forgive on success, and frees up once the failures leave the window', async () => {

@@ -84,8 +84,11 @@ describe('checkTogether', () => {
             return;
           }
           checks.forEach((c, i) => {
-            // A shadow check beyond its limits is not counted; a peek never is.
-            if (c.peek || !answer.checks[i]?.allowed) return;
+            // A shadow check answers as allowed, naming the limits it would have refused: beyond
+            // them it is not counted; a peek never is.
+            const refused =
+              c.enforced === false ? (answer.checks[i]?.shadowDenied?.length ?? 0) > 0 : !answer.checks[i]?.allowed;
+            if (c.peek || refused) return;
             const key = `${c.event}/${c.feature}`;
             admitted.set(key, (admitted.get(key) ?? 0) + (c.cost ?? 1));
           });

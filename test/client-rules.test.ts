@@ -152,12 +152,18 @@ describe('per-client limits through the service', () => {
     for (let i = 0; i < 3; i++) expect(await allowed(service, 'event=api&feature=monitor')).toBe(true);
     const denied = await get(service, '/check?event=api&feature=192.0.2.9');
     expect(denied.status).toBe(429);
-    expect(denied.body).toEqual({ allowed: false, limits: [], listed: 'deny' });
+    expect(denied.body).toEqual({
+      allowed: false,
+      limits: [],
+      listed: 'deny',
+      policyVersion: expect.any(String) as string,
+    });
     expect(denied.headers.get('retry-after')).toBeNull();
     expect((await get(service, '/check?event=api&feature=monitor')).body).toEqual({
       allowed: true,
       limits: [],
       listed: 'allow',
+      policyVersion: expect.any(String) as string,
     });
   });
 });

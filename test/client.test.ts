@@ -32,6 +32,10 @@ const POLICIES = `events:
       - { limit: 2, window: 1h }
     tiers:
       pro: { limits: [{ limit: 4, window: 1h }] }
+  export:
+    algorithm: concurrency
+    limits:
+      - { limit: 2, timeout: 1m }
 `;
 const memcached = useMemcached();
 
@@ -199,7 +203,8 @@ describe.each(['memcached', 'embedded'] as const)('memgate/client against memgat
   });
 
   it('coalesces concurrent checks into /check/batch requests of at most maxBatchSize', async () => {
-    const memgateClient = client();
+    // What is tested is the batching: a busy host must not turn a slow batch into local decisions.
+    const memgateClient = client({ timeoutMs: 10_000 });
     const before = { batch: proxy.seen('/check/batch'), single: proxy.seen('/check') };
     const counted = await decisionsCounted(memgate.url, 'wide');
     const features = Array.from({ length: 250 }, (_, i) => unique(`w${i}`));
@@ -329,6 +334,22 @@ describe.each(['memcached', 'embedded'] as const)('memgate/client against memgat
       code: 'unauthorized',
       status: 401,
     });
+  });
+
+  it('holds a slot of a concurrency limit per request in flight, and releases it', async () => {
+    const memgateClient = client();
+    const feature = unique('jobs');
+    const [first, second] = await Promise.all([
+      memgateClient.check('export', feature),
+      memgateClient.check('export', feature),
+    ]);
+    expect([first.allowed, second.allowed]).toEqual([true, true]);
+    expect((await memgateClient.peek('export', feature)).allowed).toBe(false);
+    expect(await memgateClient.release('export', feature, first.slot?.id ?? '')).toEqual({ released: true });
+    expect(await memgateClient.release('export', feature, first.slot?.id ?? '')).toEqual({ released: false });
+    expect((await memgateClient.peek('export', feature)).limits[0]?.remaining).toBe(1);
+    await expect(memgateClient.release('export', feature, 'nope')).rejects.toMatchObject({ code: 'unknown_slot' });
+    await expect(memgateClient.release('login', feature, '1.x')).rejects.toMatchObject({ code: 'release_off' });
   });
 
   it('refund takes a counted cost back', async () => {

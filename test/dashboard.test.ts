@@ -130,7 +130,13 @@ async function startMemgate({
       if (usage) recorder.recordSettled(event, cost);
     },
   });
-  const app = buildApp({ limiter, store, maxEventLoopDelayMs: 0, ...(usage ? { usage: history } : {}) });
+  const app = buildApp({
+    validateResponses: true,
+    limiter,
+    store,
+    maxEventLoopDelayMs: 0,
+    ...(usage ? { usage: history } : {}),
+  });
   const check = (event: string, feature: string) => app.inject(`/check?event=${event}&feature=${feature}`);
   const post: Post = async (url, payload) => {
     const answer = await app.inject({ method: 'POST', url, payload });
@@ -234,7 +240,11 @@ describe('the dashboard’s files', () => {
   let app: ReturnType<typeof buildApp>;
   beforeAll(async () => {
     const store = createEmbeddedStore();
-    app = buildApp({ limiter: createLimiter({ policies: await loadPolicyFile(POLICY_FILE), store }), store });
+    app = buildApp({
+      validateResponses: true,
+      limiter: createLimiter({ policies: await loadPolicyFile(POLICY_FILE), store }),
+      store,
+    });
   });
   afterAll(() => app.close());
 

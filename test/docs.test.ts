@@ -18,7 +18,7 @@ let url = '';
 beforeAll(async () => {
   const limiter = createLimiter({ policies: await loadPolicyFile('docs/api-policies.yaml'), store });
   const admin = { token: 'docs-test-admin-token', reload: () => Promise.resolve({ source: '', events: [] }) };
-  app = buildApp({ limiter, store, admin, metrics: createMetrics() });
+  app = buildApp({ validateResponses: true, limiter, store, admin, metrics: createMetrics() });
   await app.listen({ port: 0, host: '127.0.0.1' });
   url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
 });
@@ -52,6 +52,7 @@ describe('API description', () => {
       '/peek',
       '/policies',
       '/readyz',
+      '/release',
       '/settle',
       '/usage',
       '/usage/events',

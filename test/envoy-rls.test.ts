@@ -4,7 +4,7 @@ import { writeFile } from 'node:fs/promises';
 import * as grpc from '@grpc/grpc-js';
 import { describe, expect, it } from 'vitest';
 import { oneDescriptor, type RlsClient, type WireRequestIn } from '../scripts/lib/rls-client.js';
-import { calendarPeriod } from '../src/counting/calendar.js';
+import { calendarPeriod } from '../src/counting/algorithms/fixed/calendar.js';
 import { envoyConfigFile, useEnvoyServices, type EnvoyServiceOptions } from './helpers/envoy-service.js';
 import { uniquePrefix, useMemcached } from './helpers/memcached.js';
 

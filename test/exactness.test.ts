@@ -136,7 +136,7 @@ describe('memgate/client callers before two instances racing for the last room',
   let apps: FastifyInstance[] = [];
   let urls: string[] = [];
   beforeAll(async () => {
-    apps = stores.map((store, i) => buildApp({ limiter: instances[i as 0 | 1], store }));
+    apps = stores.map((store, i) => buildApp({ validateResponses: true, limiter: instances[i as 0 | 1], store }));
     urls = await Promise.all(apps.map((app) => app.listen({ port: 0, host: '127.0.0.1' })));
   });
   afterAll(async () => {

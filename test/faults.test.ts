@@ -1,8 +1,9 @@
 // Memcached faults with real processes and sockets: a check never hangs, never crashes the
 // process, and is decided by its event's onStoreError rule until the server is back.
-import { createServer, type Server, type Socket } from 'node:net';
+import { createServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLimiter, type Limiter } from '../src/counting/limiter.js';
+import { DEFAULTS } from '../src/config/defaults.js';
 import { buildApp } from '../src/http/app.js';
 import type { Decision } from '../src/counting/decision.js';
 import type { CounterStore } from '../src/store/counter-store.js';
@@ -83,11 +84,13 @@ describe('a Memcached node that fails', () => {
     const servers = await fakeServer(() => undefined);
     const { limiter, store } = limiterOn(servers);
     const api = await timedChecks(limiter, 20);
-    expect(api.map((c) => c.decision)).toEqual(api.map(() => ({ allowed: true, limits: [], degraded: true })));
+    expect(api.map((c) => c.decision)).toEqual(
+      api.map(() => ({ allowed: true, limits: [], degraded: true, policyVersion: limiter.version })),
+    );
     expect(Math.max(...api.map((c) => c.ms))).toBeLessThan(DEADLINE_MS + MARGIN_MS);
     const login = await timedChecks(limiter, 5, 'login');
     expect(login.map((c) => c.decision)).toEqual(
-      login.map(() => ({ allowed: false, limits: [], retryAfter: 1, degraded: true })),
+      login.map(() => ({ allowed: false, limits: [], retryAfter: 1, degraded: true, policyVersion: limiter.version })),
     );
     expect(await store.health()).toEqual([
       { server: servers, up: false, error: expect.stringMatching(/did not answer|timed out/) as string, state: 'down' },
@@ -138,6 +141,7 @@ describe('a Memcached node that fails', () => {
       allowed: true,
       limits: [],
       degraded: true,
+      policyVersion: limiter.version,
     });
     await new Promise((resolve) => setTimeout(resolve, 50));
     const before = received;
@@ -199,24 +203,54 @@ describe('a Memcached node that fails', () => {
   });
 });
 
+/**
+ * Keeps the event loop busy for `ms` in 200 ms turns, as a saturated process does: every
+ * sample of the lag detector is then about 200 ms late, whenever its period began.
+ */
+async function saturate(ms: number): Promise<void> {
+  const until = performance.now() + ms;
+  while (performance.now() < until) {
+    const turn = Math.min(until, performance.now() + 200);
+    while (performance.now() < turn);
+    await new Promise((resolve) => setTimeout(resolve, 0));
+  }
+}
+
 describe('an overloaded process', () => {
+  // Two whole sampling periods saturated, so one period is wholly late.
+  const SATURATED_MS = 2 * DEFAULTS.eventLoopSampleMs + 300;
+
   it('sheds checks with 503 while its event loop lags, keeps /healthz answering, and recovers', async () => {
     const store = createEmbeddedStore();
     const app = buildApp({ limiter: createLimiter({ policies, store }), store, maxEventLoopDelayMs: 100 });
     cleanups.push(() => app.close());
     await app.ready();
     expect((await app.inject({ method: 'GET', url: '/check?event=api&feature=x' })).statusCode).toBe(200);
-    // Hog the event loop across a sampling period of the overload detector.
-    const until = performance.now() + 1200;
-    while (performance.now() < until);
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    await saturate(SATURATED_MS);
     const shed = await app.inject({ method: 'GET', url: '/check?event=api&feature=x' });
     expect(shed.statusCode).toBe(503);
     expect(shed.headers['retry-after']).toBe('1');
     expect(shed.json()).toMatchObject({ error: { code: 'overloaded' } });
     expect((await app.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
-    // The next sample sees an idle loop again.
-    await new Promise((resolve) => setTimeout(resolve, 1100));
+    // A whole idle period later, the detector sees an idle loop again.
+    await new Promise((resolve) => setTimeout(resolve, 2 * DEFAULTS.eventLoopSampleMs + 100));
     expect((await app.inject({ method: 'GET', url: '/check?event=api&feature=x' })).statusCode).toBe(200);
+  });
+
+  it('does not shed for the lag of its own start, and sheds once it has served two sampling periods', async () => {
+    const store = createEmbeddedStore();
+    const app = buildApp({ limiter: createLimiter({ policies, store }), store, maxEventLoopDelayMs: 100 });
+    cleanups.push(() => app.close());
+    await app.ready();
+    // Work between the detector's start and listening (plugins, schemas, files on a busy host).
+    await saturate(SATURATED_MS);
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/check?event=api&feature=x`;
+    expect((await fetch(url)).status).toBe(200);
+    // Lag while serving is load: shed as before.
+    await saturate(SATURATED_MS);
+    const shed = await fetch(url);
+    expect(shed.status).toBe(503);
+    expect(((await shed.json()) as { error: { code: string } }).error.code).toBe('overloaded');
   });
 });

@@ -62,6 +62,7 @@ beforeAll(async () => {
   };
   // This process also generates the fuzz, which stalls its event loop: no load shedding here.
   const app = buildApp({
+    validateResponses: true,
     limiter: createLimiter({ policies, store, keyPrefix: uniquePrefix() }),
     store,
     maxEventLoopDelayMs: 0,

@@ -19,7 +19,7 @@ function gatewayApp(gateway?: object) {
   const now = () => NOW_MS;
   const store = createEmbeddedStore({ now });
   const limiter = reloadable(createLimiter({ policies: { events, ...(gateway ? { gateway } : {}) }, store, now }));
-  const app = buildApp({ limiter, store });
+  const app = buildApp({ validateResponses: true, limiter, store });
   /** What a client has left of an event's limit, counting nothing. */
   const remaining = async (event: string, feature: string) =>
     (await limiter.peek({ event, feature })).limits[0]?.remaining;
@@ -138,7 +138,7 @@ describe('/gate behind nginx (uri from X-Original-URI, trusted proxies by addres
   it('lets an unmatched path through, counting nothing', async () => {
     const response = await viaNginx('/static/app.js', '192.0.2.40');
     expect(response.statusCode).toBe(200);
-    expect(response.json()).toEqual({ allowed: true, limits: [] });
+    expect(response.json()).toEqual({ allowed: true, limits: [], policyVersion: expect.any(String) as string });
     expect(response.headers.ratelimit).toBeUndefined();
   });
 

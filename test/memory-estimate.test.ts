@@ -45,7 +45,7 @@ async function measureOnce(shape: object, events: number): Promise<{ heap: numbe
   });
   // The second whose covers hold the most buckets: they repeat with the largest bucket.
   const plan = limiter.plans.get('e0');
-  if (!plan) throw new Error('no plan');
+  if (!plan || !('levels' in plan)) throw new Error('no plan of windows');
   const period = Math.max(...plan.levels.map(({ size }) => size));
   const from = Math.floor(Date.now() / 86_400_000) * 86_400;
   let most = -1;

@@ -17,7 +17,7 @@ beforeAll(() => {
   const policies = { events: { login: { limits: [{ limit: 2, window: '1m' }] } } };
   const limiter = createLimiter({ policies, store, keyPrefix: uniquePrefix(), onDecision: metrics.onDecision });
   metrics.watchCache(() => limiter.cacheUsage);
-  const app = buildApp({ limiter, store, metrics });
+  const app = buildApp({ validateResponses: true, limiter, store, metrics });
   scrape = async () => (await app.inject({ method: 'GET', url: '/metrics' })).body;
   check = async (feature) =>
     (await app.inject({ method: 'GET', url: `/check?event=login&feature=${feature}` })).statusCode;

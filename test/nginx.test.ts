@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLimiter } from '../src/counting/limiter.js';
+import { createLimiter, type Limiter } from '../src/counting/limiter.js';
 import { reloadable } from '../src/counting/reloadable-limiter.js';
 import { buildApp } from '../src/http/app.js';
 import { createEmbeddedStore } from '../src/store/embedded-store.js';
@@ -46,7 +46,7 @@ const policies = {
   },
 };
 const limiter = reloadable(createLimiter({ policies, store }));
-const memgate = buildApp({ limiter, store, maxEventLoopDelayMs: 0 });
+const memgate = buildApp({ validateResponses: true, limiter, store, maxEventLoopDelayMs: 0 });
 let upstreamHits = 0;
 const upstream: Server = createServer((_request, response) => {
   upstreamHits++;
@@ -368,10 +368,12 @@ describe('nginx auth_request in front of an upstream', () => {
 
   it('answers 503 with Retry-After when memgate is overloaded or unreachable, never nginx’s bare 500', async () => {
     const working = limiter.policies;
-    limiter.replace({
+    const overloadedLimiter: Limiter = {
       ...createLimiter({ policies: working, store }),
-      check: () => Promise.reject(new StoreOverloadedError('too many checks waiting')),
-    });
+      current: () => overloadedLimiter,
+      gate: () => Promise.reject(new StoreOverloadedError('too many checks waiting')),
+    };
+    limiter.replace(overloadedLimiter);
     const overloaded = await send(request('/login'), freshClient());
     expect([overloaded.status, overloaded.headers['retry-after'], JSON.parse(overloaded.body)]).toEqual([
       503,

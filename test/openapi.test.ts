@@ -17,6 +17,7 @@ import { graphiteReader } from '../src/usage/graphite-store.js';
 import { inMemoryUsage } from '../src/usage/in-memory-usage.js';
 import { createUsageHistory } from '../src/usage/usage-history.js';
 import { createLimiter } from '../src/counting/limiter.js';
+import { EXAMPLE_POLICY_VERSION } from '../src/http/examples.js';
 import { reloadable } from '../src/counting/reloadable-limiter.js';
 import { buildApp } from '../src/http/app.js';
 import { createDrain } from '../src/http/drain.js';
@@ -150,6 +151,8 @@ async function world(kind: World, closing: (() => Promise<unknown>)[]): Promise<
         : undefined;
   const options = {
     now: () => NOW,
+    // The version the examples name: a real one is a hash of the files, and would change with any edit.
+    version: EXAMPLE_POLICY_VERSION,
     onDecision: (observed: ObservedDecision) => {
       metrics.onDecision(observed);
       if (observed.kind === 'check' && usage && 'recorder' in usage)
@@ -170,6 +173,7 @@ async function world(kind: World, closing: (() => Promise<unknown>)[]): Promise<
   };
   const drain = createDrain();
   const app = buildApp({
+    validateResponses: true,
     limiter,
     store,
     metrics,
@@ -374,6 +378,11 @@ function decisionReplays(method: 'GET' | 'POST', path: '/check' | '/peek'): Reco
                   ask: ask({ event: 'url_shorten', feature: 'user-42', reserve: 20 }),
                   compare: 'digits',
                 },
+                [`${op} 200 holding`]: {
+                  world: 'counting',
+                  ask: ask({ event: 'export', feature: 'user-42' }),
+                  compare: 'digits',
+                },
               }
             : {}),
         }
@@ -446,6 +455,9 @@ function leaseReplays(): Record<string, Replay> {
   const takeTen = post('/lease', { ...user, units: 10 });
   const idOf = (answer: LightMyRequestResponse | undefined) => answer?.json<{ lease: { id: string } }>().lease.id ?? '';
   const reserveTwenty = post('/check', { ...user, reserve: 20 });
+  const exporter = { event: 'export', feature: 'user-42' };
+  const holdOne = post('/check', exporter);
+  const slotOf = (answer: LightMyRequestResponse | undefined) => answer?.json<{ slot: { id: string } }>().slot.id ?? '';
   const reservationOf = (answer: LightMyRequestResponse | undefined) =>
     answer?.json<{ reservation: { id: string } }>().reservation.id ?? '';
   const giveBack = (unused: number) => (before: readonly LightMyRequestResponse[]) =>
@@ -531,6 +543,34 @@ function leaseReplays(): Record<string, Replay> {
     'POST /settle 503 storeUnavailable': {
       world: 'storeSilent',
       ask: post('/settle', { ...user, id: `${NOW / 1000}.q8Yc3hJd0mWn2LxTf5RkAw`, cost: 1 }),
+      compare: 'digits',
+    },
+    'POST /release 200 released': {
+      world: 'counting',
+      before: [holdOne],
+      ask: (before) => post('/release', { ...exporter, id: slotOf(before[0]) }),
+    },
+    'POST /release 200 freeAlready': {
+      world: 'counting',
+      before: [holdOne, (before) => post('/release', { ...exporter, id: slotOf(before[0]) })],
+      ask: (before) => post('/release', { ...exporter, id: slotOf(before[0]) }),
+    },
+    'POST /release 400 releaseOff': {
+      world: 'counting',
+      ask: post('/release', { event: 'login', feature: FEATURE, id: '1.1vdd71vim1' }),
+    },
+    'POST /release 400 unknownEvent': {
+      world: 'counting',
+      ask: post('/release', { event: 'signup', feature: FEATURE, id: '1.1vdd71vim1' }),
+    },
+    'POST /release 400 invalidJson': invalidJson('/release'),
+    'POST /release 404 unknownSlot': {
+      world: 'counting',
+      ask: post('/release', { ...exporter, id: 'nope' }),
+    },
+    'POST /release 503 storeUnavailable': {
+      world: 'storeSilent',
+      ask: post('/release', { ...exporter, id: '1.1vdd71vim1' }),
       compare: 'digits',
     },
     'POST /lease/batch 200 mixed': {
@@ -720,6 +760,10 @@ const REPLAYS: Record<string, Replay> = {
     world: 'brokenFile',
     ask: { method: 'POST', url: '/admin/reload', headers: bearer },
   },
+  'POST /admin/reload 503 draining': {
+    world: 'draining',
+    ask: { method: 'POST', url: '/admin/reload', headers: bearer },
+  },
   'POST /admin/reload 401 unauthorized': { world: 'counting', ask: wrongToken, alone: true },
   'POST /admin/reload 429 tooManyFailures': {
     world: 'counting',
@@ -774,10 +818,14 @@ const isObject = (value: unknown): value is Record<string, unknown> =>
 /** Numbers and runs of digits masked: what an answer keeps whatever the clock, port or second. */
 /** A lease's id: its second and random bits, different at every replay. */
 const LEASE_ID = /^[0-9]+\.[A-Za-z0-9_-]{22}$/;
+const SLOT_ID = /^\d+(?:-\d+)*\.[0-9a-z]{1,10}$/;
 
 function masked(value: unknown): unknown {
   if (typeof value === 'number') return 0;
-  if (typeof value === 'string') return LEASE_ID.test(value) ? '<lease id>' : value.replace(/\d+/g, '#');
+  if (typeof value === 'string') {
+    if (LEASE_ID.test(value)) return '<lease id>';
+    return SLOT_ID.test(value) ? '<slot id>' : value.replace(/\d+/g, '#');
+  }
   if (Array.isArray(value)) return value.map(masked);
   if (isObject(value)) return Object.fromEntries(Object.entries(value).map(([key, inner]) => [key, masked(inner)]));
   return value;

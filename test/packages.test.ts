@@ -286,9 +286,9 @@ describe('memgate installed from git', () => {
 });
 
 describe('memgate-client installed alone', () => {
-  it('brings no server dependency: only itself, ipaddr.js, lru-cache and p-limit', () => {
+  it('brings no server dependency: only itself, lru-cache and p-limit', () => {
     const installed = installedPackages(clientApp);
-    expect(installed).toEqual(['ipaddr.js', 'lru-cache', 'memgate-client', 'p-limit', 'yocto-queue']);
+    expect(installed).toEqual(['lru-cache', 'memgate-client', 'p-limit', 'yocto-queue']);
     expect(installed.filter((name) => SERVER_SIDE.includes(name) || name === 'undici')).toEqual([]);
   });
 

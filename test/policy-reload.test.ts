@@ -2,6 +2,7 @@
 // one memcached watch the same file; a change on disk is in use on both within 2 s, mid-window,
 // counting what each counter already holds; a bad file keeps the old policies and is counted;
 // SIGHUP reloads; a Kubernetes-style ConfigMap swap is seen.
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -212,3 +213,89 @@ async function waitForChange(service: ServiceProcess, before: string): Promise<s
     .not.toBe(before);
   return seen;
 }
+
+describe('reloads that cannot hurt', () => {
+  const TOKEN = 'reload-test-token-0123456789';
+  const adminReload = (service: ServiceProcess) =>
+    fetch(`${service.url}/admin/reload`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}` } });
+
+  it('refuses a file turned FIFO at once, serves on, reloads the next good file, and stops on SIGTERM', async () => {
+    const dir = folder();
+    const path = join(dir, 'policies.yaml');
+    writeFileSync(path, policy(3));
+    const service = await start({
+      MEMGATE_CONFIG: path,
+      MEMGATE_POLICY_WATCH: 'off',
+      MEMGATE_ADMIN_TOKEN: TOKEN,
+      MEMGATE_SHUTDOWN_DRAIN_MS: '0',
+    });
+    const before = await version(service);
+    rmSync(path);
+    execFileSync('mkfifo', [path]);
+    for (let i = 0; i < 6; i++) {
+      const started = performance.now();
+      const answer = await adminReload(service);
+      expect(answer.status).toBe(400);
+      expect(((await answer.json()) as { error: { message: string } }).error.message).toContain(
+        'not a regular file: a FIFO (named pipe)',
+      );
+      expect(performance.now() - started).toBeLessThan(2000);
+    }
+    service.child.kill('SIGHUP');
+    await expect
+      .poll(() => metric(service, /^memgate_policy_reload_failures_total\{trigger="signal"\} 1$/))
+      .toBeDefined();
+    expect(await allowed(service, `fifo-${Date.now()}`)).toBe(true);
+    rmSync(path);
+    writeFileSync(path, policy(4));
+    expect((await adminReload(service)).status).toBe(200);
+    expect(await version(service)).not.toBe(before);
+    const stopped = performance.now();
+    expect(await service.stop()).toBe(0);
+    expect(performance.now() - stopped).toBeLessThan(5000);
+  });
+
+  it('refuses a file nested thousands deep, however often it is sent (10 times), and keeps serving', async () => {
+    const path = join(folder(), 'policies.yaml');
+    writeFileSync(path, policy(3));
+    const service = await start({ MEMGATE_CONFIG: path, MEMGATE_POLICY_WATCH: 'off', MEMGATE_ADMIN_TOKEN: TOKEN });
+    const before = await version(service);
+    save(path, `events:\n  login:\n    limits: ${'['.repeat(20_000)}${']'.repeat(20_000)}\n`);
+    for (let i = 0; i < 10; i++) {
+      const answer = await adminReload(service);
+      expect(answer.status).toBe(400);
+      expect(((await answer.json()) as { error: { message: string } }).error.message).toMatch(
+        /nested 20003 levels deep at line 3, more than the 64 a file may be; not parsed/,
+      );
+    }
+    expect(service.child.exitCode).toBeNull();
+    expect(await version(service)).toBe(before);
+    expect(await allowed(service, `deep-${Date.now()}`)).toBe(true);
+    // Each reload parses in a thread of its own, started for it.
+  }, 60_000);
+
+  it('refuses an admin reload while the instance drains, and loads nothing', async () => {
+    const path = join(folder(), 'policies.yaml');
+    writeFileSync(path, policy(3));
+    const service = await start({
+      MEMGATE_CONFIG: path,
+      MEMGATE_POLICY_WATCH: 'off',
+      MEMGATE_ADMIN_TOKEN: TOKEN,
+      MEMGATE_SHUTDOWN_DRAIN_MS: '3000',
+    });
+    const before = await version(service);
+    save(path, policy(4));
+    service.child.kill('SIGTERM');
+    await expect.poll(async () => (await fetch(`${service.url}/readyz`)).status).toBe(503);
+    const answer = await adminReload(service);
+    expect(answer.status).toBe(503);
+    expect(await answer.json()).toEqual({
+      error: {
+        code: 'draining',
+        message: 'memgate is shutting down: reloads are refused; reload the instances that keep serving',
+      },
+    });
+    expect(await version(service)).toBe(before);
+    expect(service.logs.some((line) => String(line.msg).includes('refused: the instance is shutting down'))).toBe(true);
+  });
+});

@@ -127,7 +127,12 @@ describe('reservations over HTTP, with memgate/client', () => {
     const { createClient } = await import('../src/client/index.js');
     const clock = { ms: Date.parse('2026-11-26T10:00:00.000Z') };
     const [limiter] = twoInstances(clock);
-    const app = buildApp({ limiter, store: stores[stores.length - 2] as CounterStore, maxEventLoopDelayMs: 0 });
+    const app = buildApp({
+      validateResponses: true,
+      limiter,
+      store: stores[stores.length - 2] as CounterStore,
+      maxEventLoopDelayMs: 0,
+    });
     const url = await app.listen({ host: '127.0.0.1', port: 0 });
     const client = createClient({ url });
     try {

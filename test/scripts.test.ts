@@ -6,7 +6,7 @@ import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { freePort } from '../scripts/lib/memcached-process.js';
 import { loadEnvoyConfig } from '../src/config/envoy-config.js';
-import { envoyLimitEvents, type EnvoyLimitEvent } from '../src/config/envoy-events.js';
+import { countedEnvoyLimits, type EnvoyLimitEvent } from '../src/config/envoy-events.js';
 import { envoyEventName } from '../src/config/envoy-match.js';
 import { PolicySet } from '../src/config/policies.js';
 import { planEvents } from '../src/counting/plan.js';
@@ -147,7 +147,7 @@ describe('memgate policies', () => {
     const { code, stdout, stderr } = await checkPolicies(file);
     expect({ code, stderr }).toEqual({ code: 0, stderr: '' });
     const config = await loadEnvoyConfig(file);
-    const limits = envoyLimitEvents(config);
+    const limits = countedEnvoyLimits(config);
     const limitAt = (descriptor: string) => {
       const limit = limits.find((l) => l.path.join('.') === descriptor);
       if (!limit) throw new Error(`no counted limit at ${descriptor}`);
@@ -267,7 +267,7 @@ describe('memgate policies', () => {
       `domain "login" (${join(dir, 'login.yml')})`,
       'user',
     ]);
-    const [user] = envoyLimitEvents(await loadEnvoyConfig(join(dir, 'login.yml')));
+    const [user] = countedEnvoyLimits(await loadEnvoyConfig(join(dir, 'login.yml')));
     if (!user) throw new Error('login.yml has no counted limit');
     expect(rowOf(stdout, 'user')).toEqual([
       'user',

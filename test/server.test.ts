@@ -173,12 +173,15 @@ describe('the memgate process', () => {
     const ask = (event: string) => fetch(`${service.url}/check?event=${event}&feature=x`);
     for (let i = 0; i < 5; i++) {
       const allowed = await ask('search');
-      expect([allowed.status, await allowed.json()]).toEqual([200, { allowed: true, limits: [], degraded: true }]);
+      expect([allowed.status, await allowed.json()]).toEqual([
+        200,
+        { allowed: true, limits: [], degraded: true, policyVersion: expect.any(String) as string },
+      ]);
       const denied = await ask('login');
       expect([denied.status, denied.headers.get('retry-after'), await denied.json()]).toEqual([
         429,
         '1',
-        { allowed: false, limits: [], retryAfter: 1, degraded: true },
+        { allowed: false, limits: [], retryAfter: 1, degraded: true, policyVersion: expect.any(String) as string },
       ]);
     }
     expect((await fetch(`${service.url}/readyz`)).status).toBe(503);
@@ -199,7 +202,12 @@ describe('the memgate process', () => {
           fetch(`${service.url}/check?event=url_shorten&feature=x`).then((r) => r.json()),
         ),
       );
-      expect(stalled).toContainEqual({ allowed: true, limits: [], degraded: true });
+      expect(stalled).toContainEqual({
+        allowed: true,
+        limits: [],
+        degraded: true,
+        policyVersion: expect.any(String) as string,
+      });
       own.process.kill('SIGCONT');
       await expect
         .poll(() => messages(service.logs, 30).some((m) => m.includes('answers again')), { timeout: 5000 })

@@ -185,6 +185,24 @@ describe.each(subjects)('%s store', (_name, makeSubject) => {
       expect(await store.readVersioned(key('bad'))).toEqual({ value: undefined, version: undefined });
     });
 
+    it('deletes a key only over the version read: not one changed, deleted or made again since', async () => {
+      prefix = uniquePrefix();
+      await store.swap(key('held'), 7, 60, undefined);
+      const held = await store.readVersioned(key('held'));
+      await store.swap(key('moved'), 1, 60, undefined);
+      const stale = await store.readVersioned(key('moved'));
+      await store.incrementAndRead([incr('moved')], []);
+      expect(await store.remove(key('moved'), stale.version ?? 0n)).toBe(false);
+      expect((await store.readVersioned(key('moved'))).value).toBe(2);
+      expect(await store.remove(key('held'), held.version ?? 0n)).toBe(true);
+      expect(await store.readVersioned(key('held'))).toEqual({ value: undefined, version: undefined });
+      // Gone, then made again: the old version names neither.
+      expect(await store.remove(key('held'), held.version ?? 0n)).toBe(false);
+      expect(await store.swap(key('held'), 8, 60, undefined)).toBe(true);
+      expect(await store.remove(key('held'), held.version ?? 0n)).toBe(false);
+      expect((await store.readVersioned(key('held'))).value).toBe(8);
+    });
+
     it('expires a swapped value after its TTL', async () => {
       prefix = uniquePrefix();
       await store.swap(key('short'), 1, 1, undefined);

@@ -149,12 +149,17 @@ describe('a token bucket of 10/s, burst 50, on two instances', () => {
 });
 
 describe('a token bucket over HTTP', () => {
-  it('answers /check with RateLimit headers, and refuses what only counted windows do', async () => {
+  it('answers /check with RateLimit headers, and refuses a lease, which only counted windows take', async () => {
     const { buildApp } = await import('../src/http/app.js');
     // Memcached's clock, as a service runs: once read, it counts in fractions of a millisecond.
     const [limiter] = twoInstances();
     await stores[stores.length - 2]?.clock?.ready();
-    const app = buildApp({ limiter, store: stores[stores.length - 2] as CounterStore, maxEventLoopDelayMs: 0 });
+    const app = buildApp({
+      validateResponses: true,
+      limiter,
+      store: stores[stores.length - 2] as CounterStore,
+      maxEventLoopDelayMs: 0,
+    });
     await app.ready();
     try {
       const first = await app.inject({ method: 'GET', url: '/check?event=api&feature=h&cost=48' });
@@ -175,13 +180,25 @@ describe('a token bucket over HTTP', () => {
     } finally {
       await app.close();
     }
-    await expect(
-      limiter.checkTogether([
-        { event: 'api', feature: 'h' },
-        { event: 'api', feature: 'i' },
-      ]),
-    ).rejects.toMatchObject({ code: 'algorithm_unsupported' });
-    expect((await limiter.checkTogether([{ event: 'api', feature: 'j' }])).allowed).toBe(true);
+  });
+
+  it('is decided with other checks as one request: all of it taken, or none', async () => {
+    const [limiter] = twoInstances();
+    expect((await limiter.check({ event: 'api', feature: 'full', cost: 48 })).allowed).toBe(true);
+    // The second bucket has 2 tokens: the request is refused, and takes nothing from the first.
+    const refused = await limiter.checkTogether([
+      { event: 'api', feature: 'fresh' },
+      { event: 'api', feature: 'full', cost: 3 },
+    ]);
+    expect(refused.allowed).toBe(false);
+    expect(refused.retryAfter).toBeGreaterThanOrEqual(1);
+    expect((await limiter.peek({ event: 'api', feature: 'fresh' })).limits[0]?.remaining).toBe(BURST);
+    const both = await limiter.checkTogether([
+      { event: 'api', feature: 'fresh' },
+      { event: 'api', feature: 'other' },
+    ]);
+    expect(both.allowed).toBe(true);
+    expect(both.checks.map((check) => check.limits[0]?.remaining)).toEqual([BURST - 1, BURST - 1]);
   });
 });
 
@@ -251,7 +268,7 @@ describe('a token bucket with reservations', () => {
     expect((await limiter.check({ event: 'llm', feature: 'y' })).allowed).toBe(false);
   });
 
-  it('gives a settle back the time reserved, whatever tier the settle names', async () => {
+  it('settles at the rate of the tier reserved under, whatever tier the settle names (issue 38)', async () => {
     const tiered = {
       events: {
         llm: {
@@ -271,13 +288,13 @@ describe('a token bucket with reservations', () => {
       keyPrefix: uniquePrefix(),
       now: () => clock.ms,
     });
-    // 1,000 pro tokens are 10 s; settled at 999 without the tier, 999 s are taken and 10 s given back.
+    // 1,000 pro tokens are 10 s; settled at 999 without the tier, 9.99 s stay taken (at the
+    // event's own rate it would be 999 s).
     const reserved = await limiter.check({ event: 'llm', feature: 'z', reserve: 1000, tier: 'pro' });
     await limiter.settle({ event: 'llm', feature: 'z', id: reserved.reservation?.id ?? '', cost: 999 });
-    // The bucket is full 999 s from now: 1,001 of 2,000 tokens left at 1/s, none at pro's 20 s of burst.
-    const plain = await limiter.peek({ event: 'llm', feature: 'z' });
-    expect(plain.limits[0]?.remaining).toBe(2000 - 999);
     const pro = await limiter.peek({ event: 'llm', feature: 'z', tier: 'pro' });
-    expect(pro.limits[0]?.remaining).toBe(0);
+    expect(pro.limits[0]?.remaining).toBe(2000 - 999);
+    const plain = await limiter.peek({ event: 'llm', feature: 'z' });
+    expect(plain.limits[0]?.remaining).toBe(1990);
   });
 });

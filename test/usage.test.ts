@@ -60,7 +60,9 @@ interface Totals {
 
 async function check(service: ServiceProcess, event: string, feature: string): Promise<number> {
   const answer = await fetch(`${service.url}/check?event=${event}&feature=${encodeURIComponent(feature)}`);
-  await answer.arrayBuffer();
+  const body = await answer.text();
+  // A 5xx fails the test further on; its body says why.
+  if (answer.status >= 500) process.stderr.write(`/check answered ${answer.status}: ${body}\n`);
   return answer.status;
 }
 

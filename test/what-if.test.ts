@@ -2,7 +2,8 @@
 // and a generated log, checked against a replay of the same requests through memgate's limiter
 // counting in a real memcached (its clock driven by the log's times), under each policy file.
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createWriteStream, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { once } from 'node:events';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -30,9 +31,15 @@ function file(name: string, text: string): string {
   return path;
 }
 
-async function whatIf(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+/** `memgate what-if ARGS`, run by node with `nodeFlags` (a heap limit, say). */
+async function whatIf(
+  args: string[],
+  nodeFlags: string[] = [],
+): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await run(process.execPath, ['dist/main.js', 'what-if', ...args]);
+    const { stdout, stderr } = await run(process.execPath, [...nodeFlags, 'dist/main.js', 'what-if', ...args], {
+      maxBuffer: 64 * 1024 * 1024,
+    });
     return { code: 0, stdout, stderr };
   } catch (error) {
     const failed = error as { code: number; stdout: string; stderr: string };
@@ -95,6 +102,15 @@ async function throughMemgate(set: PolicySet, requests: readonly LoggedRequest[]
     await limiter.close();
   }
   return { denied, clients };
+}
+
+const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
+
+/** `01/Jan/2026:00:00:00 +0000`: an access log's time of `seconds` since the epoch. */
+function clfTime(seconds: number): string {
+  const date = new Date(seconds * 1000);
+  const two = (n: number) => String(n).padStart(2, '0');
+  return `${two(date.getUTCDate())}/${MONTHS[date.getUTCMonth()]}/${date.getUTCFullYear()}:${two(date.getUTCHours())}:${two(date.getUTCMinutes())}:${two(date.getUTCSeconds())} +0000`;
 }
 
 function refusedWith(result: { code: number; stderr: string }, code: number, text: string): void {
@@ -170,7 +186,7 @@ describe('memgate what-if', () => {
     ]);
     expect(code).toBe(0);
     expect(stdout).toContain(
-      '13 requests from 2026-11-26 12:00:00 UTC to 2026-11-26 12:00:02 UTC, 1 unreadable lines (the first: "garbage line")',
+      '13 requests from 2026-11-26 12:00:00 UTC to 2026-11-26 12:00:02 UTC\nskipped 1 line: 1 not an access log line (the first: line 14, "garbage line")',
     );
     expect(stdout).toContain('not counted: no route (unmatched: allow) 1');
     expect(stdout).toMatch(/^api\s+12\s+0\s+7\s+\+7$/m);
@@ -180,6 +196,128 @@ describe('memgate what-if', () => {
     const svg = readFileSync(chart, 'utf8');
     expect(svg).toContain('api: denied 0 in use, 7 new, of 12 requests');
     expect(svg.match(/<polyline/g)).toHaveLength(2);
+  });
+
+  it('streams its log: a log many times the heap it runs in is replayed whole, exactly', async () => {
+    // 100 clients, each asking once a second for 3,000 s: 300,000 lines, 24 MB. Read whole,
+    // the text and its requests would take several times the 48 MB heap (today's main dies).
+    const clients = 100;
+    const seconds = 3000;
+    const start = Date.UTC(2026, 0, 1) / 1000;
+    const path = join(folder, 'big.log');
+    const out = createWriteStream(path);
+    for (let second = 0; second < seconds; second++) {
+      const time = clfTime(start + second);
+      let lines = '';
+      for (let client = 0; client < clients; client++)
+        lines += `client-${client} - - [${time}] "GET /api/items/${second} HTTP/1.1" 200 512 "-" "load/1.0"\n`;
+      if (!out.write(lines)) await once(out, 'drain');
+    }
+    out.end();
+    await once(out, 'finish');
+    expect(statSync(path).size).toBeGreaterThan(20 * 1024 * 1024);
+    const policy = (limit: number) =>
+      file(`api-${limit}.yaml`, `events:\n  api:\n    limits: [{ limit: ${limit}, window: 1m }]\n`);
+    const result = await whatIf(
+      ['--policies', policy(30), '--current', policy(100), '--trace', path, '--event', 'api', '--json'],
+      ['--max-old-space-size=48'],
+    );
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+    const report = JSON.parse(result.stdout) as WhatIfReport;
+    expect(report.trace).toMatchObject({
+      requests: clients * seconds,
+      skipped: {},
+      from: start,
+      until: start + seconds - 1,
+    });
+    // One request a second against 30 a minute: 30 admitted, then 30 denied, every minute.
+    expect(report.events[0]).toMatchObject({
+      event: 'api',
+      requests: { current: clients * seconds, new: clients * seconds },
+      denied: { current: 0, new: (clients * seconds) / 2 },
+      newlyRefusedCount: clients,
+    });
+  }, 120_000);
+
+  it('skips a line over its length, and one that is no log line, without failing the replay', async () => {
+    const line = (second: number, target = '/api/x') =>
+      `10.0.0.1 - - [26/Nov/2026:12:00:0${second} +0000] "GET ${target} HTTP/1.1" 200 10`;
+    const path = join(folder, 'long-lines.log');
+    const out = createWriteStream(path);
+    out.write(`${line(0)}\n`);
+    // A request line of 100 KiB: an access log line, longer than what-if reads.
+    out.write(`${line(1, `/api/${'a'.repeat(100 * 1024)}`)}\n`);
+    out.write('not a log line\n');
+    // 64 MiB with no newline, more than the heap the command is given.
+    const mebibyte = 'x'.repeat(1024 * 1024);
+    for (let i = 0; i < 64; i++) if (!out.write(mebibyte)) await once(out, 'drain');
+    out.write(`\n${line(2)}\n${line(3)}`);
+    out.end();
+    await once(out, 'finish');
+    const policy = file('one-a-minute.yaml', 'events:\n  api:\n    limits: [{ limit: 1, window: 1m }]\n');
+    const args = ['--policies', policy, '--current', policy, '--trace', path, '--event', 'api'];
+    const text = await whatIf(args, ['--max-old-space-size=48']);
+    expect(text.stderr).toBe('');
+    expect(text.code).toBe(0);
+    expect(text.stdout).toContain(
+      `${path}: 3 requests from 2026-11-26 12:00:00 UTC to 2026-11-26 12:00:03 UTC\nskipped 3 lines: 2 longer than 65,536 bytes (the first: line 2); 1 not an access log line (the first: line 3, "not a log line")\n`,
+    );
+    expect(text.stdout).toMatch(/^api\s+3\s+2\s+2\s+0$/m);
+    // As data, and said on standard error too, where the report is not text on standard output.
+    const json = await whatIf([...args, '--json'], ['--max-old-space-size=48']);
+    expect(json.code).toBe(0);
+    expect((JSON.parse(json.stdout) as WhatIfReport).trace.skipped).toEqual({
+      'too long': { lines: 2, firstLine: 2 },
+      'not an access log line': { lines: 1, firstLine: 3, firstText: 'not a log line' },
+    });
+    expect(json.stderr).toBe(
+      `what-if: ${path}: skipped 3 lines: 2 longer than 65,536 bytes (the first: line 2); 1 not an access log line (the first: line 3, "not a log line")\n`,
+    );
+  }, 60_000);
+
+  it('bounds its chart whatever span the log covers: a year of denials in at most 500 points a series', async () => {
+    // One client asks twice in one second every hour of 2028 (a leap year): one denial an hour under 1 a minute.
+    const start = Date.UTC(2028, 0, 1) / 1000;
+    const hours = 366 * 24;
+    const lines: string[] = [];
+    for (let hour = 0; hour < hours; hour++) {
+      const line = `10.0.0.1 - - [${clfTime(start + hour * 3600)}] "GET /api/x HTTP/1.1" 200 10`;
+      lines.push(line, line);
+    }
+    const path = file('year.log', `${lines.join('\n')}\n`);
+    const policy = (limit: number) =>
+      file(`year-${limit}.yaml`, `events:\n  api:\n    limits: [{ limit: ${limit}, window: 1m }]\n`);
+    const chart = join(folder, 'year.svg');
+    const result = await whatIf([
+      '--policies',
+      policy(1),
+      '--current',
+      policy(10),
+      '--trace',
+      path,
+      '--event',
+      'api',
+      '--json',
+      '--chart',
+      chart,
+    ]);
+    expect(result.code).toBe(0);
+    const report = JSON.parse(result.stdout) as WhatIfReport;
+    const [api] = report.events;
+    expect(api?.denied).toEqual({ current: 0, new: hours });
+    // 367 days at most (a year is 366 of them here): 12-hour steps would be 732.
+    expect(report.stepSeconds).toBe(86_400);
+    expect(api?.deniedOverTime.length).toBeLessThanOrEqual(500);
+    expect(api?.deniedOverTime.reduce((sum, point) => sum + point.new, 0)).toBe(hours);
+    expect(api?.deniedOverTime[0]).toEqual({ t: start, current: 0, new: 24 });
+    const svg = readFileSync(chart, 'utf8');
+    expect(svg).toContain('Denied requests per day');
+    const polylines = [...svg.matchAll(/<polyline[^>]* points="([^"]*)"/g)].map(
+      ([, points]) => points?.split(' ') ?? [],
+    );
+    expect(polylines).toHaveLength(2);
+    for (const vertices of polylines) expect(vertices.length).toBeLessThanOrEqual(2 * 500);
   });
 
   it('refuses what it cannot use in one line: exit 2 for usage, 1 for an invalid file', async () => {

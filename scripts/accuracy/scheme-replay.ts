@@ -2,9 +2,9 @@
 // what it sends back.
 import { randomBytes } from 'node:crypto';
 import { createLimiter, type Limiter } from '../../src/counting/limiter.js';
-import { bucketKey, counterKeyBase } from '../../src/counting/keys.js';
+import { bucketKey, counterKeyBase, tokenBucketKey } from '../../src/counting/keys.js';
 import { itemsPerFeature } from '../../src/counting/sizing.js';
-import { tokenBucketKey } from '../../src/counting/token-bucket.js';
+import { partOf } from '../../src/counting/algorithms/parts.js';
 import type { CounterStore } from '../../src/store/counter-store.js';
 import { createEmbeddedStore } from '../../src/store/embedded-store.js';
 import { createMemcachedStore } from '../../src/store/memcached/memcached-store.js';
@@ -94,12 +94,14 @@ export async function replayScheme(
   if (!plan) throw new Error('scheme policy has no event e');
   // A representative client: an IPv4 address, the event name "login".
   const base = counterKeyBase('mg', 'login', '203.0.113.7');
-  const bucket = plan.limits[0]?.tokenBucket;
+  const first = plan.limits[0];
+  const bucket = first && 'emissionUs' in first ? first : undefined;
   // A token bucket keeps one value, its TAT in microseconds (16 digits); a counter about 4.
-  const items = bucket ? 1 : itemsPerFeature(plan.levels);
-  const keyBytes = bucket
-    ? tokenBucketKey(base).length
-    : bucketKey(base, plan.levels[0]?.size ?? window, 1_795_305_600).length;
+  const items = 'levels' in plan ? itemsPerFeature(plan.levels) : 1;
+  const keyBytes =
+    'levels' in plan
+      ? bucketKey(base, plan.levels[0]?.size ?? window, 1_795_305_600).length
+      : tokenBucketKey(base).length;
   const valueBytes = bucket ? 16 : 4;
   return {
     scheme,
@@ -108,7 +110,7 @@ export async function replayScheme(
     falseDenies,
     worstOverAdmission: admitted.worst(),
     ...(bucket ? { worstBound: bucketWorstWindow(bucket.burst, bucket.emissionUs, window) / limit } : {}),
-    keysPerCheck: plan.limits[0]?.keysPerCheck ?? { mean: 0, max: 0 },
+    keysPerCheck: plan.limits[0] ? partOf(plan).limitSizing(plan.limits[0]).keysPerCheck : { mean: 0, max: 0 },
     itemsPerFeature: items,
     bytesPerFeature: items * (ITEM_OVERHEAD_BYTES + keyBytes + valueBytes),
   };

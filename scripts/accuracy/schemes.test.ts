@@ -17,9 +17,10 @@ const HALF_RATE = 'token bucket L/2W, burst L/2+1';
 /** memgate's own plan of a scheme's token bucket: T as memgate rounds it, and the burst. */
 function plannedBucket(scheme: Scheme, limit: number, window: number) {
   const limiter = createLimiter({ policies: schemePolicies(scheme, limit, window), store: createEmbeddedStore() });
-  const bucket = limiter.plans.get('e')?.limits[0]?.tokenBucket;
-  if (!bucket) throw new Error(`${scheme.name} is not planned as a token bucket`);
-  return bucket;
+  const plan = limiter.plans.get('e');
+  if (plan?.algorithm !== 'token-bucket') throw new Error(`${scheme.name} is not planned as a token bucket`);
+  const { emissionUs, burst } = plan.limits[0] as NonNullable<(typeof plan.limits)[0]>;
+  return { emissionUs, burst };
 }
 
 describe('the token buckets the lab compares', () => {

@@ -49,7 +49,7 @@ async function perClient(second: number): Promise<{ heap: number; estimate: numb
 // The seconds of one period of the largest bucket: the worst, and one holding the mean.
 const probe = createLimiter({ policies: { events: { bench: policy } }, store: denyingStore });
 const plan = probe.plans.get('bench');
-if (!plan) throw new Error('no plan');
+if (!plan || !('levels' in plan)) throw new Error('no plan of windows');
 const period = Math.max(...plan.levels.map(({ size }) => size));
 const from = Math.floor(Date.now() / 86_400_000) * 86_400;
 const counts = Array.from({ length: period }, (_, i) =>

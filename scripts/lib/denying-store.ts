@@ -16,6 +16,7 @@ export const denyingStore: CounterStore = {
   // so a caller's read-modify-swap loop ends at once.
   readVersioned: () => Promise.resolve({ value: 2 ** 53, version: 1n }),
   swap: () => Promise.resolve(true),
+  remove: () => Promise.resolve(true),
   ping: () => Promise.resolve(),
   health: () => Promise.resolve([]),
   close: () => Promise.resolve(),

@@ -5,7 +5,15 @@
  * (batcher.ts), over keep-alive connections (transport.ts).
  */
 import { CLIENT_DEFAULTS } from '../shared/defaults.js';
-import type { Decision } from '../shared/decision.js';
+import type {
+  CheckRequest as CheckBody,
+  Decision,
+  Lease,
+  Refunded,
+  Released,
+  ResetAnswer,
+  Settled,
+} from '../shared/contract.js';
 import { createBatcher } from './batcher.js';
 import { MemgateClientError, serverError } from './errors.js';
 import { createLeases, type LeaseAnswer } from './leases.js';
@@ -50,11 +58,7 @@ export interface ReserveOptions {
 }
 
 /** A reservation settled: what it reserved, its actual cost, and the difference counted. */
-export interface Settled {
-  readonly reserved: number;
-  readonly cost: number;
-  readonly counted: number;
-}
+export type { Settled };
 
 export interface RefundOptions {
   /** The cost to take back; 1 by default. */
@@ -74,22 +78,20 @@ export interface MemgateClient {
   reserve(event: string, feature: string, units: number, options?: ReserveOptions): Promise<ClientDecision>;
   /** Settles a reservation with the actual cost (memgate's POST /settle): the difference is counted, once. */
   settle(event: string, feature: string, id: string, cost: number, options?: ReserveOptions): Promise<Settled>;
+  /**
+   * Releases the slot a check of a concurrency limit holds (its decision's `slot.id`), once the
+   * request is done (memgate's POST /release). `released` is false when it was free already.
+   */
+  release(event: string, feature: string, id: string): Promise<Released>;
   /** memgate's /peek: the decision a check would get, counting nothing. Always asks memgate, never batched, never remembered. */
   peek(event: string, feature: string, options?: CheckOptions): Promise<ClientDecision>;
   /** Forgets what `feature` has counted for `event` (POST /admin/reset; needs adminToken), and its local denials. */
-  reset(event: string, feature: string): Promise<{ reset: true; event: string }>;
+  reset(event: string, feature: string): Promise<ResetAnswer>;
   /** Takes back a counted cost (POST /admin/refund; needs adminToken), and forgets the feature's local denials. */
-  refund(event: string, feature: string, options: RefundOptions): Promise<{ refunded: boolean; event: string }>;
+  refund(event: string, feature: string, options: RefundOptions): Promise<Refunded>;
   /** Waits for the checks under way, then closes the connections; later calls reject with `client_closed`. */
   close(): Promise<void>;
   readonly stats: ClientStats;
-}
-
-interface CheckBody {
-  readonly event: string;
-  readonly feature: string;
-  readonly cost?: number;
-  readonly tier?: string;
 }
 
 /** One check's fate at memgate. */
@@ -250,7 +252,7 @@ export function createClient(options: ClientOptions): MemgateClient {
       return { kind: 'off' };
     }
     const decision = settle(outcomeOf(answer.status, answer.body, '/lease/batch'));
-    const { lease, ...rest } = decision as ClientDecision & { lease?: { id: string; units: number; seconds: number } };
+    const { lease, ...rest } = decision as ClientDecision & { lease?: Lease };
     return { kind: 'decision', decision: rest, lease };
   };
 
@@ -381,6 +383,26 @@ export function createClient(options: ClientOptions): MemgateClient {
         })(),
       );
     },
+    release(event, feature, id) {
+      return track(
+        (async () => {
+          openOrThrow();
+          const body = checkBody(event, feature, {});
+          if (typeof id !== 'string' || id.length === 0)
+            throw new MemgateClientError('unknown_slot', 'memgate client: id must be the slot’s id');
+          let answer: HttpAnswer;
+          try {
+            answer = await post('/release', { event: body.event, feature: body.feature, id });
+          } catch (error) {
+            if (error instanceof TransportFailure)
+              throw new MemgateClientError('unreachable', `memgate client: ${error.message}`);
+            throw error;
+          }
+          if (answer.status === 200) return answer.body as Released;
+          throw errorOf(answer.status, answer.body, '/release');
+        })(),
+      );
+    },
     peek(event, feature, checkOptions) {
       return track(
         (async () => {
@@ -404,7 +426,7 @@ export function createClient(options: ClientOptions): MemgateClient {
         (async () => {
           openOrThrow();
           const { event: e, feature: f } = checkBody(event, feature, undefined);
-          const answer = await admin<{ reset: true; event: string }>('/admin/reset', { event: e, feature: f });
+          const answer = await admin<ResetAnswer>('/admin/reset', { event: e, feature: f });
           denials.forget(e, f);
           return answer;
         })(),
@@ -422,7 +444,7 @@ export function createClient(options: ClientOptions): MemgateClient {
               `memgate client: refund needs at, the epoch milliseconds the check was counted (got ${String(at)})`,
             );
           }
-          const answer = await admin<{ refunded: boolean; event: string }>('/admin/refund', { ...body, at });
+          const answer = await admin<Refunded>('/admin/refund', { ...body, at });
           denials.forget(body.event, body.feature);
           return answer;
         })(),

@@ -6,16 +6,11 @@
  * admits beyond the limit; what it costs others is that its unspent units are refused to
  * them until it is returned.
  */
-import type { Decision, LimitStatus } from '../shared/decision.js';
+import type { Decision, Lease, LimitStatus } from '../shared/contract.js';
 import type { ClientDecision } from './local-denials.js';
 
-/** A lease as memgate granted it. */
-export interface GrantedLease {
-  readonly id: string;
-  readonly units: number;
-  /** The lease's life in seconds. */
-  readonly seconds: number;
-}
+/** A lease as memgate granted it (its expiresAt is on memgate's clock: the client keeps its own). */
+export type GrantedLease = Pick<Lease, 'id' | 'units' | 'seconds'>;
 
 /** What asking memgate for a lease came to. */
 export type LeaseAnswer =

@@ -2,13 +2,15 @@
 // and prints what it costs Memcached, before you deploy it.
 //   memgate policies config/policies.yaml
 //   memgate policies envoy/ratelimit.yaml       (or a directory of them)
-import { readFile, stat } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
 import { isMap, parseDocument } from 'yaml';
 import { formatPath } from '../config/document-order.js';
 import { describeCalendarWindow } from '../config/calendar-window.js';
 import { formatDuration } from '../config/duration.js';
+import { textBoundsProblem } from '../config/policy-bounds.js';
+import { FileReadError, readBoundedText } from '../config/policy-files.js';
 import { ENVOY_UNIT_SECONDS, loadEnvoyConfig, type EnvoyDescriptor, type EnvoyDomain } from '../config/envoy-config.js';
-import { envoyLimitEvents, type EnvoyLimitEvent } from '../config/envoy-events.js';
+import { countedEnvoyLimits, type EnvoyLimitEvent } from '../config/envoy-events.js';
 import { formatRate, parsePolicyText, PolicyError, PolicySet } from '../config/policies.js';
 import { planEvents } from '../counting/plan.js';
 import { policySizing } from '../counting/sizing.js';
@@ -23,7 +25,9 @@ const USAGE = `usage: memgate policies FILE
 Prints each limit with the keys a check reads and the Memcached items an active feature
 keeps (for an Envoy configuration, every descriptor of every domain, with the memgate
 event its limit counts under), and exits 0; exits 1 listing every problem of an invalid
-file, 2 when FILE cannot be read.`;
+file, 2 when FILE cannot be read. A valid file's warnings (rules that never match where
+they are used, such as an IPv6 address at a /gate that counts IPv6 clients by network)
+are listed on standard error; it still exits 0, as the service still loads it.`;
 
 /** Runs `memgate policies` on `args`, the arguments after its name. */
 export function runPolicies(args: readonly string[]): void {
@@ -42,9 +46,12 @@ export function runPolicies(args: readonly string[]): void {
       const found = await stat(path).catch((error: unknown) => fail(`cannot read ${path}: ${fileProblem(error)}`));
       if (found.isDirectory()) return listingProblems(() => checkEnvoyConfig(path));
       if (!found.isFile()) fail(`${path} is neither a file nor a directory`);
-      const text = await readFile(path, 'utf8').catch((error: unknown) =>
-        fail(`cannot read ${path}: ${fileProblem(error)}`),
+      const text = await readBoundedText(path).catch((error: unknown) =>
+        fail(`cannot read ${path}: ${error instanceof FileReadError ? error.message : fileProblem(error)}`),
       );
+      // Bounded before any parse, the sniffing one included.
+      const unbounded = textBoundsProblem(text);
+      if (unbounded !== undefined) fail(`${path}: ${unbounded}`);
       if (isEnvoyFile(text)) return listingProblems(() => checkEnvoyConfig(path));
       return listingProblems(() => {
         checkPolicyFile(text, path);
@@ -106,8 +113,13 @@ function checkPolicyFile(text: string, path: string): void {
         : `  ${event.event}: ${increments} and up to ${event.keysPerCheck.max} keys per check, ${event.itemsPerFeature} items per active feature`,
     ]);
   }
-  console.log(`${path}: ${sizing.events.length} events, valid\n`);
+  const { warnings } = policies;
+  console.log(
+    `${path}: ${sizing.events.length} events, valid${warnings.length > 0 ? `, with ${warnings.length} warning${warnings.length === 1 ? '' : 's'}` : ''}\n`,
+  );
   printTable(rows);
+  // Loaded all the same by the service (which logs them too): on standard error, after the table.
+  if (warnings.length > 0) console.error(`\nwarnings:\n${warnings.map((warning) => `  - ${warning}`).join('\n')}`);
 }
 
 type EventSizing = ReturnType<typeof policySizing>['events'][number];
@@ -177,7 +189,7 @@ function descriptorTree(domains: Iterable<EnvoyDomain>): DescriptorAt[] {
 async function checkEnvoyConfig(path: string): Promise<void> {
   const config = await loadEnvoyConfig(path);
   const tree = descriptorTree(config.domains.values());
-  const limitOf = new Map(envoyLimitEvents(config).map((limit) => [limit.descriptor, limit]));
+  const limitOf = new Map(countedEnvoyLimits(config).map((limit) => [limit.descriptor, limit]));
   const sizingOf = sizeEnvoyLimits(tree, limitOf, path);
 
   const rows = [['descriptor', 'limit', 'event', 'counters', ...SIZING_HEADER, 'notes']];

@@ -54,8 +54,6 @@ export const DEFAULTS = {
   /** How often an eviction watch looks at every server's `evictions`. */
   evictionWatchIntervalMs: 30_000,
 
-  /** How often each Memcached server's clock is read again (it and this host's monotonic clock drift apart). */
-  clockSyncIntervalMs: 30_000,
   /** MEMGATE_MAX_CLOCK_SKEW_MS: how far apart instances' clocks may be. */
   maxClockSkewMs: 2000,
   /** MEMGATE_CACHE_MB: memory for features' settled counts and denials, every event together, in MiB. */
@@ -73,6 +71,8 @@ export const DEFAULTS = {
 
   /** MEMGATE_MAX_EVENT_LOOP_DELAY_MS: checks are shed while the event loop lags more. */
   maxEventLoopDelayMs: 1000,
+  /** How often the event loop's lag is sampled (the mean over the last period decides shedding). */
+  eventLoopSampleMs: 1000,
   /**
    * Largest request body but a batch's: one check or lease of the longest event (64 bytes) and
    * feature (1024 UTF-8 bytes), even written with every byte escaped as `\u00XX` (6.4 KB).
@@ -102,6 +102,36 @@ export const DEFAULTS = {
   policyWatchSettleMs: 200,
   /** How often the watched folders are looked at again: one removed and made again is watched anew. */
   policyWatchRecheckMs: 10_000,
+  /** Largest policy or Envoy file read: 20,000 client rules fit with room. */
+  policyFileMaxBytes: 4 * 1024 * 1024,
+  /**
+   * Deepest nesting of a policy or Envoy file (maps, lists): a policy file needs 7, Envoy's
+   * descriptors a few more a level; thousands overflow the parser's stack.
+   */
+  policyFileMaxDepth: 64,
+  /**
+   * Most values (keys, items, as the bound counts them) a policy or Envoy file may hold:
+   * 20,000 overrides of two limits each count about 460,000.
+   */
+  policyFileMaxValues: 1_000_000,
+  /**
+   * The old space of the thread that parses policy and Envoy files: a file of 20,000
+   * overrides took about 250 MiB to parse; a file that needs more is refused.
+   */
+  policyParseHeapMb: 512,
+  /** Longest parsing the files may take (20,000 overrides: a few seconds). */
+  policyParseDeadlineMs: 30_000,
+  /** The longest the serving thread plans a reload's policies before it lets checks through. */
+  planSliceMs: 5,
+  /**
+   * How far apart instances sharing the counters may put the same policy files in use (a
+   * ConfigMap reaches each pod at its kubelet's next sync): a reload's transition trusts bucket
+   * sizes new to it only from this long after it, and keeps counting the old ones this long
+   * after it ends (docs/operations.md, Changing policies).
+   */
+  reloadSpreadSeconds: 120,
+  /** Longest a policy file's read may take: a hung network file system fails the load, never blocks the next. */
+  policyReadDeadlineMs: 5000,
   /** MEMGATE_SHUTDOWN_DRAIN_MS: after SIGTERM, how long requests are still answered (with Connection: close). */
   shutdownDrainMs: 5000,
   /**
@@ -114,6 +144,13 @@ export const DEFAULTS = {
   shutdownQuietMaxMs: 1000,
   /** After the drain, how long gRPC calls in flight may take to finish before they are cut. */
   grpcCloseMs: 5000,
+
+  /** How long a request of a concurrency limit may hold its slot when the policy names no `timeout`: then it frees itself. */
+  concurrencyTimeoutSeconds: 60,
+  /** Longest `timeout` a concurrency limit may set: a slot lost with its instance frees itself within it. */
+  concurrencyMaxTimeoutSeconds: 86_400,
+  /** Most requests in flight a concurrency limit may allow: every check reads each of its slots. */
+  concurrencyMaxLimit: 1000,
 
   /** A lease's life when the policy's `lease` names none: the client returns what it did not spend by then. */
   leaseLifeSeconds: 5,
@@ -166,5 +203,21 @@ export const DEFAULTS = {
   usageTopMaxLimit: 1000,
   /** How long a write to Graphite or a read from graphite-web may take. */
   graphiteTimeoutMs: 5000,
+
+  /**
+   * `memgate what-if`: the longest log line it reads, in bytes; a longer one is skipped and
+   * counted. nginx's request line is at most 8 KiB by default, a referer and a user agent as
+   * long again.
+   */
+  whatIfMaxLineBytes: 64 * 1024,
+  /** How far behind the newest line read a log line may be and still be replayed in its place. */
+  whatIfReorderSeconds: 60,
+  /** The most the lines held for that may weigh, in bytes: past it the oldest are replayed early. */
+  whatIfReorderBytes: 16 * 1024 * 1024,
+  /**
+   * `memgate what-if`: the most points each event's denials over time has (in the report and
+   * its chart), whatever span the log covers: the step grows from a minute to keep within it.
+   */
+  whatIfChartPoints: 500,
 
 } as const;

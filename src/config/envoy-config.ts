@@ -1,4 +1,4 @@
-import { readdir, readFile, stat } from 'node:fs/promises';
+import { readdir, stat } from 'node:fs/promises';
 import { extname, join } from 'node:path';
 import { Ajv, type ErrorObject } from 'ajv';
 import { isScalar, parseDocument, visit } from 'yaml';
@@ -6,6 +6,8 @@ import { AJV_CODE_OPTIONS } from './defaults.js';
 import { asRecord, compareRanks, formatPath, pathOf, rankIn, valueAt } from './document-order.js';
 import { CALENDAR_NOMINAL_SECONDS, calendarWindowOf, type CalendarWindow } from './calendar-window.js';
 import { formatDuration, parseDuration } from './duration.js';
+import { textBoundsProblem } from './policy-bounds.js';
+import { readBoundedText } from './policy-files.js';
 import { PolicyError, reservationPolicyOf, type Algorithm, type OnStoreError, type ReservationPolicy } from './policies.js';
 
 /**
@@ -53,7 +55,8 @@ export interface EnvoyRateLimit {
   /** Seconds: `window` when given, else the unit's length. */
   readonly window: number;
   /** `fixed` (the default, as envoyproxy/ratelimit: windows aligned to multiples of their length since the epoch) or `sliding`. */
-  readonly algorithm: Algorithm;
+  /** Envoy's limits count in windows of time. */
+  readonly algorithm: EnvoyAlgorithm;
   /** Seconds; equals `window` for fixed windows. */
   readonly granularity: number;
   readonly onStoreError: OnStoreError;
@@ -118,7 +121,14 @@ export class EnvoyConfig {
   }
 }
 
-const ALGORITHMS: readonly Algorithm[] = ['fixed', 'sliding'];
+/** Whether a limit counts each window in one bucket (a fixed window, a calendar period), which frees all at once when it ends. */
+export function countsInOneBucket(limit: Pick<EnvoyRateLimit, 'algorithm' | 'calendar'>): boolean {
+  return limit.algorithm === 'fixed' || limit.calendar !== undefined;
+}
+
+/** The algorithms an Envoy rate_limit may name: windows of time, as envoyproxy/ratelimit counts. */
+export type EnvoyAlgorithm = Extract<Algorithm, 'fixed' | 'sliding'>;
+const ALGORITHMS: readonly EnvoyAlgorithm[] = ['fixed', 'sliding'];
 const ON_STORE_ERROR: readonly OnStoreError[] = ['allow', 'deny'];
 const duration = { type: ['string', 'integer'] } as const;
 
@@ -389,7 +399,7 @@ function parseRateLimit(raw: Record<string, unknown> | undefined, place: readonl
   }
   // envoyproxy/ratelimit reads a missing requests_per_unit as 0, a limit that denies everything: refused here as a likely slip.
   if (raw.requests_per_unit === undefined) fault('requests_per_unit', 'missing: give the number of requests per unit (0 denies every request)');
-  const algorithm = (sound(field('algorithm')) ? (raw.algorithm as Algorithm | undefined) : undefined) ?? 'fixed';
+  const algorithm = (sound(field('algorithm')) ? (raw.algorithm as EnvoyAlgorithm | undefined) : undefined) ?? 'fixed';
   let granularity = window;
   if (raw.granularity !== undefined && sound(field('granularity'))) {
     if (algorithm === 'fixed') fault('granularity', 'applies to sliding windows only (algorithm: sliding); a fixed window is one counter');
@@ -475,6 +485,11 @@ const STRING_FIELDS = new Set(['domain', 'key', 'value', 'name']);
  * take them; a key given twice in one mapping is a fault.
  */
 function parseFileText(text: string, file: string, report: Reporter): EnvoyDomain | undefined {
+  const unbounded = textBoundsProblem(text);
+  if (unbounded !== undefined) {
+    report.at([], unbounded);
+    return undefined;
+  }
   const document = parseDocument(text, { uniqueKeys: true, prettyErrors: false });
   if (document.errors.length > 0) {
     for (const error of document.errors) report.at([], `not valid YAML: ${error.message.split('\n')[0]}`);
@@ -536,9 +551,9 @@ export async function readEnvoyFiles(path: string): Promise<[string, string][]> 
   const unreadable: string[] = [];
   for (const file of files) {
     try {
-      texts.push([file, await readFile(file, 'utf8')]);
+      texts.push([file, await readBoundedText(file)]);
     } catch (error) {
-      unreadable.push(`${file}: cannot read the file: ${(error as Error).message}`);
+      unreadable.push(`${file}: ${(error as Error).message}`);
     }
   }
   if (unreadable.length > 0) throw new PolicyError(path, unreadable);

@@ -3,7 +3,7 @@ import { ENVOY_EVENT_PREFIX, envoyEventName } from './envoy-match.js';
 import { NAME_PATTERN } from './policy-schema.js';
 import { PolicySet, type EventPolicy } from './policies.js';
 
-/** One counted limit of an Envoy configuration, with the event memgate counts it under. */
+/** One limit of an Envoy configuration, with the event memgate decides it under. */
 export interface EnvoyLimitEvent {
   readonly domain: string;
   /** Composite keys from the domain down to the descriptor: `['tenant_acme', 'route']`. */
@@ -15,17 +15,17 @@ export interface EnvoyLimitEvent {
 const LIMIT_NAME = new RegExp(NAME_PATTERN);
 
 /**
- * Every descriptor of the configuration whose limit counts, as a memgate event of one limit
- * (see envoyEventName), taking reservations when its rate_limit has a `reservations` section.
- * Unlimited descriptors count nothing, and a limit of 0 requests denies every request without
- * counting: neither needs an event.
+ * Every descriptor of the configuration with a limit, as a memgate event of one limit (see
+ * envoyEventName), taking reservations when its rate_limit has a `reservations` section. A limit
+ * of 0 requests is an event too, whose every check can never pass (the limiter decides and
+ * reports it, counting nothing); unlimited descriptors count nothing and need none.
  */
 export function envoyLimitEvents(config: EnvoyConfig): EnvoyLimitEvent[] {
   const found: EnvoyLimitEvent[] = [];
   const walk = (domain: EnvoyDomain, descriptors: Iterable<EnvoyDescriptor>) => {
     for (const descriptor of descriptors) {
       const limit = descriptor.rateLimit;
-      if (limit && !limit.unlimited && limit.requestsPerUnit > 0) {
+      if (limit && !limit.unlimited) {
         const event = envoyEventName(domain.domain, descriptor.path);
         // The limit's name is in RateLimit headers, so it must be safe there; the event's is.
         const name = limit.name !== undefined && LIMIT_NAME.test(limit.name) ? limit.name : event.slice(ENVOY_EVENT_PREFIX.length);
@@ -56,6 +56,11 @@ export function envoyLimitEvents(config: EnvoyConfig): EnvoyLimitEvent[] {
   };
   for (const domain of config.domains.values()) walk(domain, domain.descriptors.byKey.values());
   return found;
+}
+
+/** The limits of the configuration that count: all but those of 0 requests, which deny without counting. */
+export function countedEnvoyLimits(config: EnvoyConfig): EnvoyLimitEvent[] {
+  return envoyLimitEvents(config).filter((limit) => limit.descriptor.rateLimit?.requestsPerUnit !== 0);
 }
 
 /**

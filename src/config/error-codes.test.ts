@@ -13,7 +13,6 @@ describe('the table of error codes', () => {
       'cost_exceeds_limit',
       'invalid_tier',
       'unknown_tier',
-      'algorithm_unsupported',
       'invalid_time',
       'lease_off',
       'unknown_lease',
@@ -21,6 +20,8 @@ describe('the table of error codes', () => {
       'lease_expired',
       'reserve_off',
       'unknown_reservation',
+      'release_off',
+      'unknown_slot',
       'reservation_settled',
       'reservation_expired',
     ]);

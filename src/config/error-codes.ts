@@ -37,10 +37,6 @@ export const ERROR_CODES = {
     when: '`tier` is empty, not a string or not well-formed Unicode; on `/gate`, the tier header was sent twice',
   },
   unknown_tier: { status: 400, when: '`tier` names no tier of the event (or the event has no `tiers`): never a silent default' },
-  algorithm_unsupported: {
-    status: 400,
-    when: 'a token-bucket event asked for what only counted windows do: decided together with other checks (the library\'s `checkTogether`)',
-  },
   lease_off: { status: 400, when: '`/lease`, `/lease/return`: the event has no `lease` section in the policy file' },
   unknown_lease: {
     status: 404,
@@ -64,6 +60,11 @@ export const ERROR_CODES = {
     status: 409,
     when: `\`/settle\`: more than the reservation's life and ${DEFAULTS.leaseReturnGraceSeconds} s have passed since it was made; it stays counted as reserved`,
   },
+  release_off: {
+    status: 400,
+    when: '`/release`: the event holds no requests in flight (only `algorithm: concurrency` does); its checks are over when decided',
+  },
+  unknown_slot: { status: 404, when: '`/release`: the slot id is not one memgate gave' },
   invalid_request: {
     status: 400,
     when: `an unknown field, a body that is not a JSON object or nests arrays and objects more than ${DEFAULTS.jsonMaxDepth} deep, or a URL that is not valid percent-encoding`,
@@ -110,7 +111,10 @@ export const ERROR_CODES = {
     when: "`/readyz`, and `/admin/reset`, which must reach Memcached: a server did not answer within `MEMCACHED_TIMEOUT_MS`; `retry-after: 1`. `/check`, `/peek` and `/gate` answer by the event's `onStoreError` rule instead, with `\"degraded\": true`",
   },
   usage_store_unavailable: { status: 502, when: '`/usage` with `MEMGATE_GRAPHITE_WEB`: graphite-web did not answer, or answered an error' },
-  draining: { status: 503, when: '`/readyz` only: the instance is shutting down (see [Shutdown](docs/operations.md#shutdown)); other routes still answer' },
+  draining: {
+    status: 503,
+    when: '`/readyz` and `/admin/reload` only: the instance is shutting down (see [Shutdown](docs/operations.md#shutdown)); a reload then loads nothing; other routes still answer',
+  },
   internal_error: { status: 500, when: 'a bug in memgate (logged)' },
 } as const satisfies Readonly<Record<string, ErrorCodeSpec>>;
 
@@ -126,7 +130,6 @@ export const INPUT_ERROR_CODES = [
   'cost_exceeds_limit',
   'invalid_tier',
   'unknown_tier',
-  'algorithm_unsupported',
   'invalid_time',
   'lease_off',
   'unknown_lease',
@@ -134,6 +137,8 @@ export const INPUT_ERROR_CODES = [
   'lease_expired',
   'reserve_off',
   'unknown_reservation',
+  'release_off',
+  'unknown_slot',
   'reservation_settled',
   'reservation_expired',
 ] as const satisfies readonly ErrorCode[];

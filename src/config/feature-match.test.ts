@@ -134,7 +134,7 @@ describe('a match as the policy file writes it', () => {
   it('names a rule given twice, whatever the spelling of its network', () => {
     const parse = (raw: unknown) => parseClientMatch(raw, 'm', []) as ClientMatch;
     expect(duplicateMatches([parse({ cidr: '10.1.2.3/8' }), parse({ cidr: '10.0.0.0/8' }), parse({ feature: 'a' })])).toEqual([
-      'cidr 10.0.0.0/8',
+      { text: 'cidr 10.0.0.0/8', note: '' },
     ]);
   });
 });

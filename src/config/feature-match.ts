@@ -4,9 +4,12 @@
  * (`prefix`), or every address in a network (`cidr`, IPv4 or IPv6). The most specific wins:
  * the exact name; else the narrowest network holding the feature, when it is an IP address;
  * else the longest prefix. Two rules of one kind never tie: the same name, network or prefix
- * twice is refused when the file is read.
+ * twice is refused when the file is read, an address however it is written (`::ffff:10.9.9.9`
+ * and `10.9.9.9` are one client: shared/client-address.ts). Features reach `match` in that one
+ * spelling too (counting/resolve.ts), so an exact rule and a network hold the same clients.
  */
 import ipaddr from 'ipaddr.js';
+import { canonicalFeature } from '../shared/client-address.js';
 import { MAX_FEATURE_BYTES } from '../shared/feature-name.js';
 
 export type ClientMatch =
@@ -55,10 +58,12 @@ export function parseClientMatch(raw: unknown, where: string, problems: string[]
     }
     return { cidr: network.text };
   }
-  return kind === 'feature' ? { feature: value } : { prefix: value };
+  // A feature is matched in its one spelling, as every request's is (resolve.ts): `2001:DB8::7`
+  // and `::ffff:10.9.9.9` in a file match the clients they name, and name them once.
+  return kind === 'feature' ? { feature: canonicalFeature(value) } : { prefix: value };
 }
 
-/** The match's kind and key as the file wrote it, for messages: `cidr 10.0.0.0/8`. */
+/** The match's kind and key in its one spelling, for messages: `cidr 10.0.0.0/8`. */
 export function describeMatch(match: ClientMatch): string {
   if ('feature' in match) return `feature ${JSON.stringify(match.feature)}`;
   if ('prefix' in match) return `prefix ${JSON.stringify(match.prefix)}`;
@@ -172,7 +177,7 @@ export function parseClientLists(
     });
   }
   for (const twice of duplicateMatches([...lists.allow, ...lists.deny])) {
-    report(['deny'], `${twice} is listed more than once (in allow, deny or both); list each client once`);
+    report(['deny'], `${twice.text} is listed more than once (in allow, deny or both)${twice.note}; list each client once`);
     faulty = true;
   }
   return faulty ? undefined : lists;
@@ -187,13 +192,20 @@ export function listMatcher(lists: ClientLists | undefined): FeatureMatcher<'all
   ]);
 }
 
+/** For a message about two rules naming one client: an address is one however it is written. */
+export function sameClientNote(match: ClientMatch): string {
+  return 'feature' in match && (isAddress(match.feature) || match.feature.includes(':'))
+    ? ' (an address is one client however it is written: IPv6 in lower case and compressed, an IPv4-mapped address as IPv4)'
+    : '';
+}
+
 /** Refuses rules of one kind with the same key: which would apply would be a guess. */
-export function duplicateMatches(matches: readonly ClientMatch[]): string[] {
+export function duplicateMatches(matches: readonly ClientMatch[]): { text: string; note: string }[] {
   const seen = new Set<string>();
-  const twice: string[] = [];
+  const twice: { text: string; note: string }[] = [];
   for (const match of matches) {
     const key = describeMatch(match);
-    if (seen.has(key)) twice.push(key);
+    if (seen.has(key)) twice.push({ text: key, note: sameClientNote(match) });
     seen.add(key);
   }
   return twice;

@@ -1,6 +1,7 @@
 import proxyAddr from '@fastify/proxy-addr';
 import { DEFAULTS } from './defaults.js';
 import { formatPath } from './document-order.js';
+import { clientAddressFeature, ipv6PrefixLength } from '../shared/client-address.js';
 import { listMatcher, parseClientLists, type ClientMatch } from './feature-match.js';
 import type { PathErrorCode } from './error-codes.js';
 import { normalisePath, PATH_READINGS, type PathReading } from './gateway-path.js';
@@ -113,9 +114,16 @@ export function parseGateway(raw: RawGateway, events: ReadonlySet<string>, probl
     tierHeader = /^header:([A-Za-z0-9!#$%&'*+.^_`|~-]+)$/.exec(raw.tier)?.[1]?.toLowerCase();
     if (tierHeader === undefined) report('tier', `must be header:<name>, a header your gateway sets from an authenticated identity (got ${JSON.stringify(raw.tier)})`);
   }
+  const ipv6Subnet = typeof raw.ipv6Subnet === 'number' || raw.ipv6Subnet === false ? raw.ipv6Subnet : DEFAULTS.ipv6Subnet;
   const lists = parseClientLists({ allow: raw.allow, deny: raw.deny }, (path, text) => {
     report(formatPath(path), text);
   }) ?? { allow: [], deny: [] };
+  // The gateway's lists hold only at /gate: an entry that can never match a client there is a mistake.
+  for (const list of ['allow', 'deny'] as const)
+    lists[list].forEach((match, index) => {
+      const missed = missedAtGate(match, { feature, ipv6Subnet });
+      if (missed) report(`${list}[${index}]`, `${missed}; as written it would never ${list === 'deny' ? 'refuse' : 'let through'} anyone`);
+    });
   const matcher = listMatcher(lists);
   const decided = !refused.has('routes') && !refused.has('event') && !refused.has('unmatched');
   if (decided && routes.length === 0 && event.from === 'routes' && unmatched === 'allow') {
@@ -123,7 +131,7 @@ export function parseGateway(raw: RawGateway, events: ReadonlySet<string>, probl
   }
   return {
     feature,
-    ipv6Subnet: typeof raw.ipv6Subnet === 'number' || raw.ipv6Subnet === false ? raw.ipv6Subnet : DEFAULTS.ipv6Subnet,
+    ipv6Subnet,
     trustedProxies,
     trusts,
     uri,
@@ -139,6 +147,27 @@ export function parseGateway(raw: RawGateway, events: ReadonlySet<string>, probl
     deny: lists.deny,
     listed: matcher ? (feature) => matcher.match(feature) : () => undefined,
   };
+}
+
+/**
+ * Why a rule can never hold a client /gate names by its address (`feature: client-ip`) while it
+ * names an IPv6 client by its network of `ipv6Subnet` bits (`2001:db8:bad::/56`): an exact IPv6
+ * address or another network as a `feature` (never that name), or a `cidr` narrower than the
+ * prefix (never holding a whole one). Undefined when it can match.
+ */
+export function missedAtGate(match: ClientMatch, gateway: Pick<GatewayPolicy, 'feature' | 'ipv6Subnet'>): string | undefined {
+  const grouped = gateway.ipv6Subnet;
+  if (gateway.feature.from !== 'client-ip' || grouped === false || grouped === 128 || 'prefix' in match) return undefined;
+  const written = 'feature' in match ? match.feature : match.cidr;
+  const length = ipv6PrefixLength(written);
+  // A network holds every /56 within it; a feature is one client's name.
+  if (length === undefined || ('cidr' in match ? length <= grouped : length === grouped)) return undefined;
+  const [address = written] = written.split('/');
+  const instead =
+    length > grouped
+      ? `{ cidr: ${clientAddressFeature(address, grouped)} } (every address of that /${grouped})`
+      : `{ cidr: ${written} }`;
+  return `${length === 128 ? `${written} is one IPv6 address` : `${written} is a /${length}`}, but /gate counts IPv6 clients by their /${grouped} (gateway.ipv6Subnet), so it never holds one; match ${instead}, or set gateway.ipv6Subnet: false to count each address alone`;
 }
 
 /** A hop count trusts that many proxies whatever their address; a list trusts only those addresses. */

@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
-import { planEvents } from '../counting/plan.js';
+import { planEvents, type WindowsPlan } from '../counting/plan.js';
 import { loadPolicyFile, parsePolicies, parsePolicyText, PolicyError, type PolicySet } from './policies.js';
 
 function problemsOf(document: unknown): readonly string[] {
@@ -154,6 +154,88 @@ describe('parsePolicies', () => {
     });
   });
 
+  describe('client addresses in rules (issue 38: one client, one name)', () => {
+    const limits = [{ limit: 1, window: 60 }];
+
+    it('reads an address in a rule in its one spelling, so that it matches every spelling a request sends', () => {
+      const policies = parsePolicies({
+        events: {
+          api: {
+            limits,
+            overrides: [{ match: { feature: '::FFFF:10.9.9.8' }, limits }],
+            deny: [{ feature: '2001:DB8:BAD:0:0:0:0:2' }],
+          },
+        },
+      });
+      expect(policies.events.get('api')?.overrides?.[0]?.match).toEqual({ feature: '10.9.9.8' });
+      expect(policies.events.get('api')?.deny).toEqual([{ feature: '2001:db8:bad::2' }]);
+      const gateway = parsePolicies({
+        events: { api: { limits } },
+        gateway: { unmatched: 'api', deny: [{ feature: '2001:DB8:BAD::/56' }, { feature: '::ffff:192.0.2.1' }] },
+      }).gateway;
+      expect(gateway?.deny).toEqual([{ feature: '2001:db8:bad::/56' }, { feature: '192.0.2.1' }]);
+      expect(gateway?.listed('2001:db8:bad::/56')).toBe('deny');
+    });
+
+    it('refuses one address written two ways: it is one client', () => {
+      expect(
+        problemsOf({
+          events: {
+            api: {
+              limits,
+              overrides: [
+                { match: { feature: '10.9.9.8' }, limits },
+                { match: { feature: '::ffff:10.9.9.8' }, limits },
+              ],
+              allow: [{ feature: '2001:db8::7' }],
+              deny: [{ feature: '2001:DB8:0::7' }],
+            },
+          },
+        }),
+      ).toEqual([
+        'event "api", field overrides[1].match: feature "10.9.9.8" is matched by an override before this one (an address is one client however it is written: IPv6 in lower case and compressed, an IPv4-mapped address as IPv4); which would apply is a guess',
+        'event "api", field deny: feature "2001:db8::7" is listed more than once (in allow, deny or both) (an address is one client however it is written: IPv6 in lower case and compressed, an IPv4-mapped address as IPv4); list each client once',
+      ]);
+    });
+
+    it('refuses a gateway list entry /gate never matches: an IPv6 address or a narrower network, while IPv6 clients are counted by their /56', () => {
+      expect(
+        problemsOf({
+          events: { api: { limits } },
+          gateway: {
+            unmatched: 'api',
+            deny: [{ feature: '2001:DB8:BAD::2' }, { cidr: '2001:db8:bad::/64' }, { cidr: '2001:db8:bad::/48' }, { feature: '203.0.113.9' }],
+            allow: [{ feature: '2001:db8::/48' }],
+          },
+        }),
+      ).toEqual([
+        'gateway, field allow[0]: 2001:db8::/48 is a /48, but /gate counts IPv6 clients by their /56 (gateway.ipv6Subnet), so it never holds one; match { cidr: 2001:db8::/48 }, or set gateway.ipv6Subnet: false to count each address alone; as written it would never let through anyone',
+        'gateway, field deny[0]: 2001:db8:bad::2 is one IPv6 address, but /gate counts IPv6 clients by their /56 (gateway.ipv6Subnet), so it never holds one; match { cidr: 2001:db8:bad::/56 } (every address of that /56), or set gateway.ipv6Subnet: false to count each address alone; as written it would never refuse anyone',
+        'gateway, field deny[1]: 2001:db8:bad::/64 is a /64, but /gate counts IPv6 clients by their /56 (gateway.ipv6Subnet), so it never holds one; match { cidr: 2001:db8:bad::/56 } (every address of that /56), or set gateway.ipv6Subnet: false to count each address alone; as written it would never refuse anyone',
+      ]);
+      // Each address alone, or clients named by a header: an exact address matches.
+      for (const gateway of [{ ipv6Subnet: false }, { ipv6Subnet: 128 }, { feature: 'header:x-client' }])
+        expect(parsePolicies({ events: { api: { limits } }, gateway: { unmatched: 'api', deny: [{ feature: '2001:db8:bad::2' }], ...gateway } }).gateway?.deny).toHaveLength(1);
+    });
+
+    it('warns of an event’s rule /gate never matches, in the file’s order, and loads it: a /check naming the address matches it', () => {
+      const policies = parsePolicies({
+        events: {
+          api: { limits, overrides: [{ match: { cidr: '2001:db8:bad::/120' }, limits }], deny: [{ feature: '2001:db8:bad::2' }] },
+          login: { limits, deny: [{ feature: '2001:db8:bad::3' }] },
+          unrouted: { limits, deny: [{ feature: '2001:db8:bad::4' }] },
+        },
+        gateway: { routes: [{ prefix: '/api/', event: 'api' }], unmatched: 'login' },
+      });
+      expect(policies.warnings).toEqual([
+        'event "api", field overrides[0].match.cidr: 2001:db8:bad::/120 is a /120, but /gate counts IPv6 clients by their /56 (gateway.ipv6Subnet), so it never holds one; match { cidr: 2001:db8:bad::/56 } (every address of that /56), or set gateway.ipv6Subnet: false to count each address alone. Loaded: it matches at /check, which names the client as sent, never at /gate',
+        'event "api", field deny[0].feature: 2001:db8:bad::2 is one IPv6 address, but /gate counts IPv6 clients by their /56 (gateway.ipv6Subnet), so it never holds one; match { cidr: 2001:db8:bad::/56 } (every address of that /56), or set gateway.ipv6Subnet: false to count each address alone. Loaded: it matches at /check, which names the client as sent, never at /gate',
+        'event "login", field deny[0].feature: 2001:db8:bad::3 is one IPv6 address, but /gate counts IPv6 clients by their /56 (gateway.ipv6Subnet), so it never holds one; match { cidr: 2001:db8:bad::/56 } (every address of that /56), or set gateway.ipv6Subnet: false to count each address alone. Loaded: it matches at /check, which names the client as sent, never at /gate',
+      ]);
+      expect(parsePolicies({ events: { api: { limits, deny: [{ feature: '2001:db8:bad::2' }] } } }).warnings).toEqual([]);
+    });
+  });
+
   it('reads an event’s lease section, with defaults from the tightest limit', () => {
     const set = parsePolicies({
       events: {
@@ -200,7 +282,7 @@ describe('parsePolicies', () => {
     ['a granularity on a fixed window', { events: { a: { algorithm: 'fixed', limits: [{ limit: 1, window: '1m', granularity: '1s' }] } } }, 'event "a", field limits[0].granularity: applies to sliding windows only'],
     ['an unknown edge rule', { events: { a: { edge: 'half', limits: [{ limit: 1, window: 1 }] } } }, 'event "a", field edge: must be one of whole, drop, weighted (got "half")'],
     ['an edge rule on a fixed window', { events: { a: { algorithm: 'fixed', edge: 'drop', limits: [{ limit: 1, window: 60 }] } } }, 'event "a", field edge: applies to sliding windows only'],
-    ['an unknown algorithm', { events: { a: { algorithm: 'leaky', limits: [{ limit: 1, window: 1 }] } } }, 'event "a", field algorithm: must be one of sliding, fixed, token-bucket (got "leaky")'],
+    ['an unknown algorithm', { events: { a: { algorithm: 'leaky', limits: [{ limit: 1, window: 1 }] } } }, 'event "a", field algorithm: must be one of sliding, fixed, token-bucket, concurrency (got "leaky")'],
     ['empty events', { events: {} }, 'field events: defines no events'],
     ['no events key', {}, 'top level: missing required key "events"'],
     ['an empty limits list', { events: { a: { limits: [] } } }, 'event "a", field limits: must NOT have fewer than 1 items'],
@@ -227,7 +309,7 @@ describe('parsePolicies', () => {
       'event "a", field limits[0].limit: must be >= 1 (got 0)',
       'event "a", field limits[0].window: must be a positive whole duration like 30s, 5m, 1h, 1d or a number of seconds (got "1y")',
       'event "a", field limits[0]: "onStoreError" belongs to the event, not to a limit',
-      'event "b", field algorithm: must be one of sliding, fixed, token-bucket (got "leaky")',
+      'event "b", field algorithm: must be one of sliding, fixed, token-bucket, concurrency (got "leaky")',
       'event "c", field limits[0].window: 1m is not a multiple of the granularity 7s',
       'event "d", field edge: applies to sliding windows only; a fixed window has no partial bucket',
       'event "d", field limits[0].granularity: applies to sliding windows only; a fixed window is one counter per window',
@@ -399,6 +481,7 @@ describe('per-client rules in a policy file', () => {
       - { match: { prefix: a, feature: b }, limits: [{ limit: 1, window: 1m }] }
       - { match: { feature: c }, limits: [{ limit: 1, window: 1m }], until: "2026-12-31 00:00" }
       - { match: { feature: c }, limits: [{ limit: 2, window: 1m }] }
+      - { match: { feature: d }, limits: [{ limit: 1, window: 1m }], until: "2026-02-31T23:59:59Z" }
     allow: [{ feature: x }, { cidr: nope }]
     deny: [{ feature: x }]
 `),
@@ -409,8 +492,9 @@ describe('per-client rules in a policy file', () => {
       'event "api", field overrides[2].match.cidr: must be a network such as 203.0.113.0/24 or 2001:db8::/48 (got "10.0.0.300/8")',
       'event "api", field overrides[2].tier: "gold" is not a tier of this event; its tiers are pro',
       'event "api", field overrides[3].match: give exactly one of feature, prefix or cidr (got feature and prefix)',
-      'event "api", field overrides[4].until: must be an ISO 8601 time with its zone, such as 2026-12-31T23:59:59Z or 2026-12-31T18:00:00-05:00 (got "2026-12-31 00:00")',
+      'event "api", field overrides[4].until: must be an ISO 8601 time with its zone, on a day and at an hour that exist, such as 2026-12-31T23:59:59Z or 2026-12-31T18:00:00-05:00 (got "2026-12-31 00:00")',
       'event "api", field overrides[5].match: feature "c" is matched by an override before this one; which would apply is a guess',
+      'event "api", field overrides[6].until: must be an ISO 8601 time with its zone, on a day and at an hour that exist, such as 2026-12-31T23:59:59Z or 2026-12-31T18:00:00-05:00 (got "2026-02-31T23:59:59Z")',
       'event "api", field allow[1].cidr: must be a network such as 203.0.113.0/24 or 2001:db8::/48 (got "nope")',
       'event "api", field deny: feature "x" is listed more than once (in allow, deny or both); list each client once',
     ]);
@@ -519,7 +603,9 @@ describe('calendar windows', () => {
   });
 
   it('plans one bucket a period, named by its window in keys', () => {
-    const plan = planEvents(parsePolicies(fixed({ window: '1mo', anchor: 15, timezone: 'Europe/Berlin' }))).get('quota');
+    const plan = planEvents(parsePolicies(fixed({ window: '1mo', anchor: 15, timezone: 'Europe/Berlin' }))).get(
+      'quota',
+    ) as WindowsPlan | undefined;
     const second = Date.parse('2026-03-29T12:00:00Z') / 1000;
     const [run] = plan?.limits[0]?.cover(second) ?? [];
     expect(run).toMatchObject({ start: Date.parse('2026-03-14T23:00:00Z') / 1000, count: 1 });
@@ -568,5 +654,29 @@ describe('token buckets', () => {
   ])('refuses %s, saying why', (_case, document, expected) => {
     const found = problems(document);
     expect(found.some((problem) => problem.startsWith(expected)), found.join('\n')).toBe(true);
+  });
+});
+
+describe('the most a file may hold', () => {
+  const event = (overrides: number, lists: number) => ({
+    limits: [{ limit: 10, window: '1m' }],
+    overrides: Array.from({ length: overrides }, (_, i) => ({ match: { feature: `u${i}` }, limits: [{ limit: 5, window: '1m' }] })),
+    deny: Array.from({ length: lists }, (_, i) => ({ feature: `d${i}` })),
+  });
+
+  it('takes 20,000 client rules in a file, 10,000 of them in one event', () => {
+    const policies = parsePolicies({ events: { a: event(10_000, 0), b: event(5_000, 5_000) } });
+    expect(policies.events.get('a')?.overrides).toHaveLength(10_000);
+  });
+
+  it('refuses more, counting every event’s overrides and lists and the gateway’s lists', () => {
+    const refused = () =>
+      parsePolicies({
+        events: { a: event(8_000, 0), b: event(8_000, 0), c: event(0, 4_000) },
+        gateway: { event: 'a', deny: [{ feature: 'x' }] },
+      });
+    expect(refused).toThrow(
+      'the file holds 20001 client rules (overrides, allow and deny entries), more than the 20000 a file may hold',
+    );
   });
 });

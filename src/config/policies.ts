@@ -1,7 +1,5 @@
-import { readFile } from 'node:fs/promises';
 import { extname } from 'node:path';
 import { Ajv, type ErrorObject } from 'ajv';
-import { parse as parseYaml } from 'yaml';
 import { AJV_CODE_OPTIONS, DEFAULTS } from './defaults.js';
 import { asRecord, compareRanks, formatPath, pathOf, rankIn, valueAt } from './document-order.js';
 import {
@@ -11,15 +9,20 @@ import {
   type CalendarWindow,
 } from './calendar-window.js';
 import { formatDuration, parseDuration } from './duration.js';
-import { describeMatch, parseClientLists, parseClientMatch, reportMatchProblems, type ClientMatch } from './feature-match.js';
-import { parseGateway, type GatewayPolicy, type RawGateway } from './gateway-policy.js';
-import { MAX_LIMIT, policyFileSchema } from './policy-schema.js';
+import { parseZonedTime } from './iso-time.js';
+import { textBoundsProblem } from './policy-bounds.js';
+import { readBoundedText } from './policy-files.js';
+import { describeMatch, sameClientNote, parseClientLists, parseClientMatch, reportMatchProblems, type ClientMatch } from './feature-match.js';
+import { missedAtGate, parseGateway, type GatewayPolicy, type RawGateway } from './gateway-policy.js';
+import { MAX_CLIENT_RULES_PER_FILE, MAX_LIMIT, policyFileSchema } from './policy-schema.js';
+import { parseYamlText, YamlTextError } from './policy-yaml.js';
 
 /**
  * `sliding` (the default): the last `window` seconds, summed from buckets. `fixed`: windows
  * aligned to the epoch, or calendar periods. `token-bucket`: GCRA, a rate with a burst.
+ * `concurrency`: at most `limit` requests in flight at once, each released when done.
  */
-export type Algorithm = 'sliding' | 'fixed' | 'token-bucket';
+export type Algorithm = 'sliding' | 'fixed' | 'token-bucket' | 'concurrency';
 
 /** A token bucket's rate: `count` tokens every `periodSeconds` (`10/s`, `600/1m`). */
 export interface TokenRate {
@@ -66,6 +69,11 @@ export interface LimitPolicy {
    * never refusing; the decision names it in `shadowDenied` when it would have.
    */
   readonly shadow?: true;
+  /**
+   * A concurrency limit (`algorithm: concurrency`): `limit` requests in flight at once;
+   * `window` is its `timeout`, after which a request never released frees its slot.
+   */
+  readonly inFlight?: true;
 }
 
 /** Quota leases of an event (see docs/client.md#leases): off unless the event has a `lease` section. */
@@ -127,6 +135,13 @@ export class PolicySet {
     /** Where the policies came from (a file path), for error messages and logs. */
     readonly source: string,
     readonly gateway?: GatewayPolicy,
+    /**
+     * What the file says that memgate takes but the operator should know, one line each, in
+     * the file's order: rules that never match where they are used (an event's IPv6 address at
+     * a /gate that counts IPv6 clients by their network). The service logs them at each load;
+     * `memgate policies` prints them.
+     */
+    readonly warnings: readonly string[] = [],
   ) {
     this.events = new Map([...events].map((policy) => [policy.event, policy]));
   }
@@ -189,8 +204,57 @@ export function parsePolicies(document: unknown, source = 'policies'): PolicySet
     gateway = parseGateway(soundFields, new Set(Object.keys(rawEvents)), gatewayProblems, incomplete);
     problems.push(...gatewayProblems.map((text) => ({ path: ['gateway'], text })));
   }
+  const rules = clientRules(root);
+  if (rules > MAX_CLIENT_RULES_PER_FILE) {
+    problems.push({
+      path: [],
+      text: `the file holds ${rules} client rules (overrides, allow and deny entries), more than the ${MAX_CLIENT_RULES_PER_FILE} a file may hold`,
+    });
+  }
   if (problems.length > 0 || !root) throw new PolicyError(source, inFileOrder(problems, document).map((problem) => problem.text));
-  return new PolicySet(events, source, gateway);
+  const warnings = gateway ? missedAtGateByEvents(events, gateway) : [];
+  return new PolicySet(events, source, gateway, inFileOrder(warnings, document).map((warning) => warning.text));
+}
+
+/**
+ * An event's rules that never match at /gate, when /gate names IPv6 clients by their network
+ * (gateway-policy.ts, missedAtGate): warned, not refused, since a /check naming the address
+ * itself still matches them. Only events /gate can count are looked at (its routes' and
+ * unmatched's, or every event when a header names it).
+ */
+function missedAtGateByEvents(events: readonly EventPolicy[], gateway: GatewayPolicy): Problem[] {
+  const routed =
+    gateway.event.from === 'header'
+      ? undefined
+      : new Set([...gateway.routes.map((route) => route.event), ...(typeof gateway.unmatched === 'object' ? [gateway.unmatched.event] : [])]);
+  const warnings: Problem[] = [];
+  const warn = (event: string, path: readonly string[], match: ClientMatch) => {
+    const missed = missedAtGate(match, gateway);
+    if (!missed) return;
+    const at = [...path, 'feature' in match ? 'feature' : 'cidr'];
+    warnings.push({
+      path: ['events', event, ...at],
+      text: `event "${event}", field ${formatPath(at)}: ${missed}. Loaded: it matches at /check, which names the client as sent, never at /gate`,
+    });
+  };
+  for (const policy of events) {
+    if (routed && !routed.has(policy.event)) continue;
+    policy.overrides?.forEach((override, index) => {
+      warn(policy.event, ['overrides', String(index), 'match'], override.match);
+    });
+    for (const list of ['allow', 'deny'] as const)
+      policy[list]?.forEach((match, index) => {
+        warn(policy.event, [list, String(index)], match);
+      });
+  }
+  return warnings;
+}
+
+/** The overrides and list entries of every event and of the gateway. */
+function clientRules(root: Record<string, unknown> | undefined): number {
+  const count = (value: unknown) => (Array.isArray(value) ? value.length : 0);
+  const sections = [...Object.values(asRecord(root?.events) ?? {}), root?.gateway].map(asRecord);
+  return sections.reduce((sum, section) => sum + count(section?.overrides) + count(section?.allow) + count(section?.deny), 0);
 }
 
 /**
@@ -237,6 +301,18 @@ function parseEvent(
       report(['lease'], 'applies to sliding and fixed windows; a token bucket is taken a request at a time');
       return undefined;
     }
+  }
+  if (algorithm === 'concurrency') {
+    // One set of slots per client: two limits of one request in flight would each hold it.
+    if (limitSets.some((set) => set.length > 1)) {
+      report(['limits'], 'a concurrency event has one limit per set (its slots); give another limit an event of its own');
+      return undefined;
+    }
+    for (const section of ['lease', 'reservations'] as const)
+      if (raw[section] !== undefined) {
+        report([section], 'applies to limits over time; a concurrency limit holds each request until it is released');
+        return undefined;
+      }
   }
   if (raw.lease !== undefined && limitSets.some((set) => set.some((limit) => limit.shadow))) {
     // A lease counts its units before they are spent: a limit that never refuses has nothing to lease.
@@ -289,7 +365,7 @@ function parseLimitSet(
     const rawLimit = asRecord(value);
     if (!rawLimit) return;
     const path = (field: string) => [...at, String(index), field];
-    const required = algorithm === 'token-bucket' ? ['rate'] : ['limit', 'window'];
+    const required = algorithm === 'token-bucket' ? ['rate'] : algorithm === 'concurrency' ? ['limit'] : ['limit', 'window'];
     const missing = required.filter((key) => rawLimit[key] === undefined);
     if (algorithm !== undefined && missing.length > 0) {
       for (const key of missing) report([...at, String(index)], `missing required key "${key}"`);
@@ -317,7 +393,6 @@ function parseLimitSet(
 }
 
 /** An ISO 8601 time with its zone: a boost must not end at a time that depends on where memgate runs. */
-const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:\d{2})$/;
 
 /** An event's overrides, or undefined when any is faulty. */
 function parseOverrides(
@@ -359,9 +434,9 @@ function parseOverrides(
     let until: number | undefined;
     if (entry.until !== undefined && sound([...at, 'until'])) {
       const text = entry.until as string;
-      until = ISO_TIME.test(text) ? Date.parse(text) : Number.NaN;
+      until = parseZonedTime(text) ?? Number.NaN;
       if (Number.isNaN(until)) {
-        report([...at, 'until'], `must be an ISO 8601 time with its zone, such as 2026-12-31T23:59:59Z or 2026-12-31T18:00:00-05:00 (got ${JSON.stringify(text)})`);
+        report([...at, 'until'], `must be an ISO 8601 time with its zone, on a day and at an hour that exist, such as 2026-12-31T23:59:59Z or 2026-12-31T18:00:00-05:00 (got ${JSON.stringify(text)})`);
         faulty = true;
       }
     }
@@ -370,7 +445,7 @@ function parseOverrides(
       continue;
     }
     if (matched.has(describeMatch(match))) {
-      report([...at, 'match'], `${describeMatch(match)} is matched by an override before this one; which would apply is a guess`);
+      report([...at, 'match'], `${describeMatch(match)} is matched by an override before this one${sameClientNote(match)}; which would apply is a guess`);
       faulty = true;
     }
     matched.add(describeMatch(match));
@@ -468,9 +543,46 @@ function parseTokenBucket(
   return { limit: burst, window, granularity: window, rate };
 }
 
+/**
+ * A concurrency limit: `limit` requests in flight, and `timeout` (default 60 s, at most a day),
+ * after which a request never released frees its slot.
+ */
+function parseConcurrency(
+  raw: Record<string, unknown>,
+  sound: (field: string) => boolean,
+  report: (field: string, message: string) => void,
+): Omit<LimitPolicy, 'name'> | undefined {
+  for (const field of ['window', 'granularity', 'anchor', 'timezone', 'rate', 'burst'] as const)
+    if (raw[field] !== undefined) {
+      report(field, 'a concurrency limit takes limit and timeout: limit: 20, timeout: 30s is 20 requests in flight at once, each freed 30 s after it began if never released');
+      return undefined;
+    }
+  if (!sound('limit') || !sound('timeout')) return undefined;
+  const limit = raw.limit as number;
+  let timeout: number = DEFAULTS.concurrencyTimeoutSeconds;
+  if (raw.timeout !== undefined) {
+    const parsed = parseDuration(raw.timeout);
+    if (parsed === undefined) {
+      report('timeout', `${DURATION_HINT} (got ${JSON.stringify(raw.timeout)})`);
+      return undefined;
+    }
+    timeout = parsed;
+  }
+  if (timeout > DEFAULTS.concurrencyMaxTimeoutSeconds) {
+    report('timeout', `${formatDuration(timeout)} is longer than the ${formatDuration(DEFAULTS.concurrencyMaxTimeoutSeconds)} a slot may be held`);
+    return undefined;
+  }
+  if (limit > DEFAULTS.concurrencyMaxLimit) {
+    report('limit', `${limit} requests in flight: at most ${DEFAULTS.concurrencyMaxLimit}, as every check reads each slot`);
+    return undefined;
+  }
+  return { limit, window: timeout, granularity: timeout, inFlight: true };
+}
+
 /** A limit's window as a name says it: `1m`, a calendar window's word, `1mo`, or a rate's, `10per1s`. */
 function windowWord(limit: Omit<LimitPolicy, 'name'>): string {
   if (limit.rate) return formatRate(limit.rate).replace('/', 'per');
+  if (limit.inFlight) return 'inflight';
   const unit = limit.calendar?.unit;
   return Object.keys(CALENDAR_WINDOWS).find((word) => CALENDAR_WINDOWS[word] === unit) ?? formatDuration(limit.window);
 }
@@ -537,6 +649,11 @@ function parseLimit(
   report: (field: string, message: string) => void,
 ): Omit<LimitPolicy, 'name'> | undefined {
   if (algorithm === 'token-bucket') return parseTokenBucket(raw, sound, report);
+  if (algorithm === 'concurrency') return parseConcurrency(raw, sound, report);
+  if (raw.timeout !== undefined) {
+    report('timeout', 'applies to algorithm: concurrency; a window counts `limit` per `window`');
+    return undefined;
+  }
   for (const field of ['rate', 'burst'] as const)
     if (raw[field] !== undefined) {
       report(field, 'applies to algorithm: token-bucket; a window counts `limit` per `window`');
@@ -608,23 +725,43 @@ export async function loadPolicyFile(path: string): Promise<PolicySet> {
 /** A policy file's text; PolicyError when it cannot be read. */
 export async function readPolicyText(path: string): Promise<string> {
   try {
-    return await readFile(path, 'utf8');
+    return await readBoundedText(path);
   } catch (error) {
-    throw new PolicyError(path, [`cannot read the file: ${(error as Error).message}`]);
+    throw new PolicyError(path, [(error as Error).message]);
   }
 }
 
 /** Validates the text of a policy file: JSON when `source` ends in .json, else YAML. */
 export function parsePolicyText(text: string, source: string): PolicySet {
+  return parsePolicies(parsePolicyDocument(text, source), source);
+}
+
+/** The document a policy file's text holds (JSON when `source` ends in .json, else YAML), not yet validated. */
+export function parsePolicyDocument(text: string, source: string): unknown {
   const json = extname(source).toLowerCase() === '.json';
-  let document: unknown;
+  const unbounded = textBoundsProblem(text);
+  if (unbounded !== undefined) throw new PolicyError(source, [unbounded]);
   try {
-    document = json ? JSON.parse(text) : parseYaml(text);
+    return json ? JSON.parse(text) : parseYamlText(text);
   } catch (error) {
-    const message = (error as Error).message;
+    if (!(error instanceof SyntaxError || error instanceof YamlTextError)) throw error;
+    const message = error.message;
     throw new PolicyError(source, [`not valid ${json ? 'JSON' : 'YAML'}: ${json ? withLineAndColumn(message, text) : message}`]);
   }
-  return parsePolicies(document, source);
+}
+
+/**
+ * The gateway section (`section`, of a file whose events are `events`) that parsePolicies
+ * accepted, built again: its matchers are
+ * functions, which a structured clone (a parse in another thread) cannot carry.
+ */
+export function gatewayOf(section: unknown, events: Iterable<string>): GatewayPolicy | undefined {
+  const raw = asRecord(section) as RawGateway | undefined;
+  if (!raw) return undefined;
+  const problems: string[] = [];
+  const gateway = parseGateway(raw, new Set(events), problems);
+  if (problems.length > 0) throw new PolicyError('gateway', problems);
+  return gateway;
 }
 
 /**

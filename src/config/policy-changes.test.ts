@@ -78,4 +78,14 @@ describe('what a reload changed for clients', () => {
       'api: tier pro 50/60s by 1s → 80/60s by 1s; override feature "acme" 10/60s by 1s → 20/60s by 1s until 2026-12-31T00:00:00.000Z; override prefix "tenant-" added (tier pro); override cidr 10.0.0.0/8 removed; allow feature "monitor" added; deny prefix "bot-" removed',
     ]);
   });
+
+  it('names ten changes of a kind and counts the rest: a reload of 10,000 overrides is one short line', () => {
+    const overrides = (offset: number) =>
+      Array.from({ length: 10_000 }, (_, i) => `      - { match: { feature: u${i} }, limits: [{ limit: ${i + offset}, window: 1m }] }`).join('\n');
+    const at = (offset: number) => file(`events:\n  api:\n    limits: [{ limit: 5, window: 1m }]\n    overrides:\n${overrides(offset)}\n`);
+    const [line] = policyChanges(at(1), at(2)).changed;
+    expect(line?.split('; ')).toHaveLength(11);
+    expect(line).toMatch(/^api: override feature "u0" 1\/60s by 1s → 2\/60s by 1s; .*; 9990 more override changes$/);
+    expect(line?.length).toBeLessThan(1000);
+  });
 });

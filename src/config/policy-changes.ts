@@ -69,14 +69,25 @@ function keyedChanges(
   { changedToo = true } = {},
 ): string[] {
   const parts: string[] = [];
+  let unnamed = 0;
+  // A few named, the rest counted: 20,000 overrides changed at once made a log line of
+  // megabytes, written while checks waited.
+  const add = (part: () => string) => {
+    if (parts.length < CHANGES_NAMED_PER_KIND) parts.push(part());
+    else unnamed++;
+  };
   for (const [key, shapeNow] of after) {
     const was = before.get(key);
-    if (was === undefined) parts.push(`${kind} ${key} added${shapeNow ? ` (${shapeNow})` : ''}`);
-    else if (changedToo && was !== shapeNow) parts.push(`${kind} ${key} ${was} → ${shapeNow}`);
+    if (was === undefined) add(() => `${kind} ${key} added${shapeNow ? ` (${shapeNow})` : ''}`);
+    else if (changedToo && was !== shapeNow) add(() => `${kind} ${key} ${was} → ${shapeNow}`);
   }
-  for (const key of before.keys()) if (!after.has(key)) parts.push(`${kind} ${key} removed`);
+  for (const key of before.keys()) if (!after.has(key)) add(() => `${kind} ${key} removed`);
+  if (unnamed > 0) parts.push(`${unnamed} more ${kind} changes`);
   return parts;
 }
+
+/** Changes of one kind (overrides, list entries) a reload's line names; the others it counts. */
+const CHANGES_NAMED_PER_KIND = 10;
 
 const setShape = (limits: readonly LimitPolicy[]) => limits.map(shape).join(', ');
 
@@ -84,10 +95,25 @@ function tierShapes(policy: EventPolicy): Map<string, string> {
   return new Map([...(policy.tiers ?? [])].map(([tier, limits]) => [tier, setShape(limits)]));
 }
 
-function overrideShapes(policy: EventPolicy): Map<string, string> {
+/**
+ * Each event's overrides in words, by their match, made once per event policy: the thread
+ * that parses a file makes them (`knownOverrideShapes`), so that a reload of 20,000
+ * overrides compares words on the serving thread instead of writing them there.
+ */
+const shapesOf = new WeakMap<EventPolicy, ReadonlyMap<string, string>>();
+
+export function knownOverrideShapes(policy: EventPolicy, shapes: ReadonlyMap<string, string>): void {
+  shapesOf.set(policy, shapes);
+}
+
+export function overrideShapes(policy: EventPolicy): ReadonlyMap<string, string> {
+  const known = shapesOf.get(policy);
+  if (known) return known;
   const shapeOf = ({ limits, tier, until }: OverridePolicy) =>
     `${limits ? setShape(limits) : `tier ${tier ?? ''}`}${until === undefined ? '' : ` until ${new Date(until).toISOString()}`}`;
-  return new Map((policy.overrides ?? []).map((override) => [describeMatch(override.match), shapeOf(override)]));
+  const shapes = new Map((policy.overrides ?? []).map((override) => [describeMatch(override.match), shapeOf(override)]));
+  shapesOf.set(policy, shapes);
+  return shapes;
 }
 
 /** `5/60s`, with the granularity when it is not the window's own. */

@@ -10,6 +10,12 @@ export const MAX_LIMITS_PER_EVENT = 16;
 /** Most per-client rules (overrides, allow and deny entries) one event or the gateway may hold. */
 export const MAX_CLIENT_RULES = 10_000;
 
+/**
+ * Most per-client rules a whole file may hold, its events' and the gateway's together: the
+ * most a reload parses and plans in bounded time and memory (docs/operations.md).
+ */
+export const MAX_CLIENT_RULES_PER_FILE = 20_000;
+
 /** Most tiers one event may name. */
 export const MAX_TIERS_PER_EVENT = 32;
 
@@ -25,7 +31,7 @@ const limits = {
   items: {
     type: 'object',
     additionalProperties: false,
-    // Required keys depend on the event's algorithm: limit and window, or rate (policies.ts).
+    // Required keys depend on the event's algorithm: limit and window, rate, or limit alone (policies.ts).
     properties: {
       name: { type: 'string', pattern: NAME_PATTERN },
       limit: { type: 'integer', minimum: 1, maximum: MAX_LIMIT },
@@ -38,6 +44,10 @@ const limits = {
       timezone: { type: 'string', maxLength: 64, description: 'the IANA time zone of a calendar window (default UTC)' },
       rate: { type: 'string', description: 'a token bucket\'s tokens per period: 10/s, 600/1m' },
       burst: { type: 'integer', minimum: 1, maximum: MAX_LIMIT, description: 'a token bucket\'s most tokens at once' },
+      timeout: {
+        ...duration,
+        description: 'a concurrency limit\'s: how long a request may hold its slot before it frees itself (default 60s)',
+      },
       mode: { enum: ['enforce', 'shadow'] },
     },
   },
@@ -110,7 +120,7 @@ export const policyFileSchema = {
         additionalProperties: false,
         required: ['limits'],
         properties: {
-          algorithm: { enum: ['sliding', 'fixed', 'token-bucket'] },
+          algorithm: { enum: ['sliding', 'fixed', 'token-bucket', 'concurrency'] },
           edge: { enum: ['whole', 'drop', 'weighted'] },
           onStoreError: { enum: ['allow', 'deny'] },
           mode: { enum: ['enforce', 'shadow'] },

@@ -145,14 +145,16 @@ export const SETTINGS = {
   }),
   memcachedFailoverHoldDownMs: integer('MEMCACHED_FAILOVER_HOLD_DOWN_MS', DEFAULTS.memcachedFailoverHoldDownMs, 0, 3_600_000, 'ms', {
     summary: "least time a failed server's clients stay moved, however soon it answers again",
-    details: 'A server that fails again within 5 minutes of their return stays out twice as long as last time, up to 10 minutes',
+    details:
+      'A server that fails again within 5 minutes of their return stays out twice as long as last time, up to 10 minutes. A total outage (every server down) ends every hold-down: each server is placed again as it answers (see [Failover](docs/operations.md#failover))',
   }),
   memcachedFailoverSettleMs: integer('MEMCACHED_FAILOVER_SETTLE_MS', DEFAULTS.memcachedFailoverSettleMs, 0, 3_600_000, 'ms', {
     summary: "how long a failed server must answer without a break before its clients move back to it",
   }),
   maxEventLoopDelayMs: integer('MEMGATE_MAX_EVENT_LOOP_DELAY_MS', DEFAULTS.maxEventLoopDelayMs, 0, 60_000, 'ms', {
     summary: 'while the event loop lags more than this (CPU overload), `/check` and `/peek` are shed with `503 overloaded`; 0 never sheds',
-    details: 'Shed checks get `retry-after: 1` (@fastify/under-pressure); health and admin routes still answer',
+    details:
+      'The lag is the mean over each second (@fastify/under-pressure); the first two seconds after listening never shed, as their lag is the start\'s own work. Shed checks get `retry-after: 1`; health and admin routes still answer',
   }),
   memcachedMaxInFlight: integer('MEMCACHED_MAX_IN_FLIGHT', DEFAULTS.memcachedMaxInFlight, 1, 1_000_000, '', {
     summary: 'checks that may wait on Memcached at once; past it a check is shed at once with `503 overloaded` instead of queueing',

@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { createEmbeddedStore } from '../store/embedded-store.js';
 import type { CounterStore } from '../store/counter-store.js';
-import type { ObservedDecision } from './check-context.js';
+import type { ObservedDecision } from './report.js';
 import { LimiterInputError } from './errors.js';
 import { createLimiter, type Limiter } from './limiter.js';
 
@@ -149,10 +149,10 @@ describe('allow and deny lists', () => {
   it('allow without counting and refuse for good, the most specific entry of either list winning', async () => {
     const { limiter, observed } = setup(LISTED);
     const allowed = await limiter.check({ event: 'api', feature: '10.1.2.9' });
-    expect(allowed).toEqual({ allowed: true, limits: [], listed: 'allow' });
+    expect(allowed).toEqual({ allowed: true, limits: [], listed: 'allow', policyVersion: limiter.version });
     expect(await admitted(limiter, 'monitor', 20)).toBe(20);
     const denied = await limiter.check({ event: 'api', feature: '10.200.0.1' });
-    expect(denied).toEqual({ allowed: false, limits: [], listed: 'deny' });
+    expect(denied).toEqual({ allowed: false, limits: [], listed: 'deny', policyVersion: limiter.version });
     expect(await admitted(limiter, 'bot-1', 3)).toBe(0);
     // Lists beat overrides: 10.1.2.3 has an override but is in the allow list's /24.
     expect((await limiter.check({ event: 'api', feature: '10.1.2.3' })).listed).toBe('allow');
@@ -162,16 +162,22 @@ describe('allow and deny lists', () => {
     expect(observed.every((o) => o.kind === 'check')).toBe(true);
   });
 
-  it('refuse a denied client a lease; an allowed one takes a lease under its own limits', async () => {
+  it('refuse a denied client a lease; allow an allowed one without one, counting nothing', async () => {
     const { limiter } = setup({ api: { ...LISTED.api, lease: { maxUnits: 2, life: '5s' } } });
     expect(await limiter.lease({ event: 'api', feature: 'bot-9', units: 1 })).toEqual({
       allowed: false,
       limits: [],
       listed: 'deny',
+      policyVersion: limiter.version,
     });
-    const lease = await limiter.lease({ event: 'api', feature: 'monitor', units: 5 });
-    expect(lease.allowed).toBe(true);
-    expect(lease.lease?.units).toBe(2);
+    // Listed, as its checks are: nothing is counted, so there is nothing to lease or return.
+    expect(await limiter.lease({ event: 'api', feature: 'monitor', units: 5 })).toEqual({
+      allowed: true,
+      limits: [],
+      listed: 'allow',
+      policyVersion: limiter.version,
+    });
+    expect(await admitted(limiter, 'monitor', 3)).toBe(3);
   });
 
   it('answer a denied client among checks decided together as never allowed, counting nothing', async () => {
@@ -181,6 +187,8 @@ describe('allow and deny lists', () => {
       { event: 'api', feature: 'bot-2' },
     ]);
     expect(together.allowed).toBe(false);
+    // Each answer is what a lone check of it would be: the listed one says so.
+    expect(together.checks[1]).toEqual({ allowed: false, limits: [], listed: 'deny', policyVersion: limiter.version });
     expect(await admitted(limiter, 'someone', 3)).toBe(2);
     // An allowed client does not hold the others back, and counts nothing itself.
     const allowed = await limiter.checkTogether([
@@ -188,6 +196,7 @@ describe('allow and deny lists', () => {
       { event: 'api', feature: 'fresh' },
     ]);
     expect(allowed.allowed).toBe(true);
+    expect(allowed.checks[0]).toEqual({ allowed: true, limits: [], listed: 'allow', policyVersion: limiter.version });
     expect(await admitted(limiter, 'fresh', 3)).toBe(1);
   });
 });

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { parsePolicies, PolicyError } from '../config/policies.js';
-import { planEvents, TTL_MARGIN_SECONDS } from './plan.js';
+import { planEvents, planEventsInSlices, TTL_MARGIN_SECONDS, type EventPlan, type WindowsPlan } from './plan.js';
 
-const plan = (events: object) => planEvents(parsePolicies({ events }, 'test.yaml'));
+const plan = (events: object) => planEvents(parsePolicies({ events }, 'test.yaml')) as Map<string, WindowsPlan>;
 
 describe('planEvents', () => {
   it('shares bucket levels between an event’s limits, each kept as long as its longest reader needs', () => {
@@ -38,5 +38,48 @@ describe('planEvents', () => {
     expect(() => plan({ slow: { limits: [{ limit: 5, window: 7007, granularity: 7 }] } })).toThrow(
       'event "slow", field limits[0]: a 7007s window in 7s buckets reads up to 1002 keys per check (at most 1000)',
     );
+  });
+});
+
+describe('planEventsInSlices', () => {
+  const overrides = (count: number) =>
+    Array.from({ length: count }, (_, i) => ({
+      match: { feature: `user-${i}` },
+      limits: [
+        { limit: i + 1, window: '1m' },
+        { limit: 10_000 + i, window: '1d' },
+      ],
+    }));
+  const policies = parsePolicies({
+    events: {
+      a: { limits: [{ limit: 100, window: '1m' }], overrides: overrides(5000) },
+      b: { limits: [{ limit: 100, window: '1m' }], overrides: overrides(5000) },
+    },
+  });
+
+  it('plans what planEvents plans, letting the event loop through between slices', async () => {
+    let turns = 0;
+    let planning = true;
+    const turn = () => {
+      turns++;
+      if (planning) setImmediate(turn);
+    };
+    setImmediate(turn);
+    const sliced = await planEventsInSlices(policies, 1);
+    planning = false;
+    const whole = planEvents(policies);
+    expect([...sliced.keys()]).toEqual([...whole.keys()]);
+    for (const [event, plan] of whole) {
+      const chosen = (each: EventPlan, feature: string) =>
+        each.clients?.choose(each, feature, undefined, () => 0, { lists: true });
+      for (const feature of ['user-0', 'user-4999', 'nobody']) {
+        const [a, b] = [chosen(plan, feature), chosen(sliced.get(event) as EventPlan, feature)];
+        expect(typeof a === 'string' ? a : a?.limits.map((limit) => limit.policy)).toEqual(
+          typeof b === 'string' ? b : b?.limits.map((limit) => limit.policy),
+        );
+      }
+    }
+    // 10,000 overrides in slices of 1 ms: the loop ran many times meanwhile.
+    expect(turns).toBeGreaterThan(5);
   });
 });

@@ -1,40 +1,52 @@
-import type { CheckRequest } from './check-request.js';
+// A limiter whose policies can be replaced while it serves: the snapshot in force (a limiter of
+// one policy version) is swapped in one step, and every call goes to the snapshot in force when
+// it starts. A request of several calls takes current() once.
+import type { CheckRequest } from './resolve.js';
 import type { Limiter } from './limiter.js';
 
-/** A limiter whose policies can be replaced while it serves: checks go to the current one. */
 export interface ReloadableLimiter extends Limiter {
+  /** Puts `next` in force: the calls that start from now on are decided under its policies. */
   replace(next: Limiter): void;
 }
 
 /**
- * Wraps a limiter so an admin can load new policies without a restart. A check in flight
- * finishes on the limiter it started on; the next one uses the new policies. The new
- * limiter starts with empty caches, so it reads whole windows once.
+ * Wraps a limiter so an admin can load new policies without a restart. A call in flight
+ * finishes on the snapshot it started on; the next one uses the new policies. The new
+ * snapshot starts with empty caches, so it reads whole windows once.
  */
 export function reloadable(initial: Limiter): ReloadableLimiter {
-  let current = initial;
+  let inForce = initial;
   return {
+    current: () => inForce,
+    get version() {
+      return inForce.version;
+    },
+    get envoy() {
+      return inForce.envoy;
+    },
     get policies() {
-      return current.policies;
+      return inForce.policies;
     },
     get plans() {
-      return current.plans;
+      return inForce.plans;
     },
     get cacheUsage() {
-      return current.cacheUsage;
+      return inForce.cacheUsage;
     },
-    check: (request) => current.check(request),
-    settle: (request) => current.settle(request),
-    checkTogether: (checks) => current.checkTogether(checks),
-    peek: (request: CheckRequest) => current.peek(request),
-    reset: (request: Omit<CheckRequest, 'cost'>) => current.reset(request),
-    refund: (request) => current.refund(request),
-    lease: (request) => current.lease(request),
-    returnLease: (request) => current.returnLease(request),
-    // Every limiter it held shares one store: closing the current one closes it.
-    close: () => current.close(),
+    check: (request) => inForce.check(request),
+    settle: (request) => inForce.settle(request),
+    checkTogether: (checks) => inForce.checkTogether(checks),
+    peek: (request: CheckRequest) => inForce.peek(request),
+    reset: (request: Omit<CheckRequest, 'cost'>) => inForce.reset(request),
+    refund: (request) => inForce.refund(request),
+    lease: (request) => inForce.lease(request),
+    returnLease: (request) => inForce.returnLease(request),
+    gate: (request) => inForce.gate(request),
+    release: (request) => inForce.release(request),
+    // Every snapshot it held shares one store: closing the one in force closes it.
+    close: () => inForce.close(),
     replace(next: Limiter) {
-      current = next;
+      inForce = next;
     },
   };
 }

@@ -5,7 +5,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createEmbeddedStore } from '../store/embedded-store.js';
 import type { CounterStore } from '../store/counter-store.js';
-import type { ObservedDecision } from './check-context.js';
+import type { ObservedDecision } from './report.js';
 import type { Decision } from './decision.js';
 import { createLimiter } from './limiter.js';
 
@@ -33,6 +33,7 @@ describe('an event in shadow', () => {
       allowed: true,
       limits: [],
       shadowLimits: [{ name: 'api-1m', limit: 3, window: 60, remaining: 0, resetSeconds: 60 }],
+      policyVersion: limiter.version,
     });
     expect(observed.map((o) => [o.event, o.decision.shadowDenied?.length ?? 0])).toEqual([
       ['api', 0],

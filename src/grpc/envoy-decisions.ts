@@ -1,8 +1,10 @@
 // What memgate answers Envoy's ShouldRateLimit: each descriptor matched against the Envoy
-// configuration (config/envoy-match.ts), the matched limits decided and counted together by
-// the limiter (one of them reserving, and reservations named settled: envoy-reservations.ts),
-// and the answer in Envoy's terms (docs/envoy.md says how it differs from envoyproxy/ratelimit's).
+// configuration of the limiter's snapshot (config/envoy-match.ts), the matched limits decided
+// and counted together by the limiter in one request (one of them reserving; reservations named
+// settled first: envoy-reservations.ts), and the answer in Envoy's terms (docs/envoy.md says how
+// it differs from envoyproxy/ratelimit's).
 import {
+  countsInOneBucket,
   ENVOY_UNIT_SECONDS,
   RESERVATION_ENTRY,
   type EnvoyConfig,
@@ -17,10 +19,10 @@ import {
   matchEnvoyDescriptor,
   type EnvoyMatch,
 } from '../config/envoy-match.js';
-import { calendarPeriod } from '../counting/calendar.js';
+import { calendarPeriod } from '../counting/algorithms/fixed/calendar.js';
 import type { Decision, LimitStatus } from '../counting/decision.js';
 import { featureName } from '../shared/feature-name.js';
-import type { Reservation, TogetherCheck, TogetherDecision } from '../counting/limiter.js';
+import type { Limiter, TogetherCheck } from '../counting/limiter.js';
 import type { RuntimeLimit } from '../counting/runtime-plans.js';
 import { rateLimitHeaders } from '../http/rate-limit-headers.js';
 import type {
@@ -32,9 +34,12 @@ import type {
   RateLimitResponse,
   RateLimitUnit,
 } from './messages.js';
-import { decideReserving, settleNamed, type EnvoyLimiter, type SettleRefusal } from './envoy-reservations.js';
+import { settleNamed, type SettleRefusal } from './envoy-reservations.js';
 
-export type { EnvoyLimiter, SettleRefusal };
+export type { SettleRefusal };
+
+/** What the decider asks of the limiter: its snapshot in force, once per call. */
+export type EnvoyLimiter = Pick<Limiter, 'current'>;
 
 /** Every unit, shortest first: the one a window's length names, when it names one. */
 const UNITS = Object.keys(ENVOY_UNIT_SECONDS) as EnvoyUnit[];
@@ -48,12 +53,11 @@ function enforcedOf(match: Extract<EnvoyMatch, { kind: 'limit' }>): boolean {
 const UNLIMITED_REMAINING = 0xffff_ffff;
 
 export interface EnvoyDeciderOptions {
-  readonly limiter: EnvoyLimiter;
   /**
-   * The configuration in use, read at each request (a reload replaces it together with the
-   * limiter's policies); undefined when none is configured, which matches no limit.
+   * Its snapshot in force is taken once per call: the Envoy configuration (none matches no
+   * limit), the settles and the checks of one call are all of one policy version.
    */
-  readonly config: () => EnvoyConfig | undefined;
+  readonly limiter: EnvoyLimiter;
   /** Told of each shadow_mode (or quota_mode) descriptor that would have been over its limit. */
   readonly onShadowOverLimit?: (event: string) => void;
   /** Told of each descriptor whose per-request `limit` was applied. */
@@ -106,8 +110,8 @@ function overrideMatch(
   const unit = limit.unit.toLowerCase() as EnvoyUnit;
   const window = ENVOY_UNIT_SECONDS[unit];
   const configured = matched.kind === 'limit' ? matched.rateLimit : undefined;
-  // The configured limit's algorithm where its buckets divide the new window; Envoy's fixed windows otherwise.
-  const sliding = configured?.algorithm === 'sliding' && window % configured.granularity === 0;
+  // The configured limit's sliding window where its buckets divide the new window; Envoy's fixed windows otherwise.
+  const sliding = configured !== undefined && !countsInOneBucket(configured) && window % configured.granularity === 0;
   const rateLimit: EnvoyRateLimit = {
     replaces: [],
     unlimited: false,
@@ -130,10 +134,12 @@ export function createEnvoyDecider(
 ): (request: RateLimitRequest) => Promise<RateLimitResponse> {
   const now = options.now ?? Date.now;
   return async (request) => {
-    const config = options.config();
+    // One snapshot for the whole call: its Envoy configuration, its settles and its checks.
+    const limiter = options.limiter.current();
+    const config = limiter.envoy;
     const onSettleRefused = options.onSettleRefused ?? (() => undefined);
     // Settles first: a settled descriptor is answered OK and decided no further.
-    const { descriptors, settled } = await settleNamed(options.limiter, config, request, onSettleRefused);
+    const { descriptors, settled } = await settleNamed(limiter, config, request, onSettleRefused);
     const found = descriptors.map((descriptor, index): EnvoyMatch => {
       if (settled[index]) return { kind: 'none', reason: 'no-limit' };
       return config
@@ -168,13 +174,7 @@ export function createEnvoyDecider(
     const checks: TogetherCheck[] = [];
     /** Positions in `checks` of the descriptors that would reserve their hits_addend. */
     const reserving: number[] = [];
-    // A limit of 0 requests denies without counting; enforced, it denies the whole request.
-    const deniedOutright = matches.some(
-      (match) => match.kind === 'limit' && match.rateLimit.requestsPerUnit === 0 && match.enforced,
-    );
     const nowMs = now();
-    /** When the enforced limits of 0 requests would reset: they are over until then. */
-    const zeroLimitResetsMs: number[] = [];
     matches.forEach((match, index) => {
       const settledLimit = settled[index];
       // A settle's answer says which limit it settled; counts it has none (ask with hits_addend 0).
@@ -182,51 +182,54 @@ export function createEnvoyDecider(
       else if (match.kind === 'none') statuses[index] = { code: 'OK', limitRemaining: 0 };
       else if (match.kind === 'unlimited') statuses[index] = { code: 'OK', limitRemaining: UNLIMITED_REMAINING };
       else {
-        const { enforced } = match;
-        if (match.rateLimit.requestsPerUnit === 0) {
-          if (!enforced) options.onShadowOverLimit?.(match.event);
-          const status = zeroLimitStatus(match.rateLimit, enforced, nowMs);
-          statuses[index] = status;
-          if (enforced) zeroLimitResetsMs.push(status.durationUntilResetMs ?? 0);
-          return;
-        }
         const descriptor = descriptors[index];
         const hits = descriptor?.hitsAddend ?? Math.max(1, request.hitsAddend);
-        counted.push({ index, event: match.event, rateLimit: match.rateLimit, enforced });
+        counted.push({ index, event: match.event, rateLimit: match.rateLimit, enforced: match.enforced });
         const override = overrides[index];
         // Its limit's own, not a per-request override's; a cost it can hold, not a question (0).
         if (match.rateLimit.reservations && !override && hits > 0 && hits <= match.rateLimit.requestsPerUnit)
           reserving.push(checks.length);
         // A descriptor's own hits_addend of 0 asks without counting (Envoy's API: "check only").
+        // A limit of 0 requests is a check that can never pass: the limiter answers it, counting nothing.
         checks.push({
           event: match.event,
           feature: featureName(match.feature),
           cost: Math.max(1, hits),
           peek: hits === 0,
-          enforced,
+          enforced: match.enforced,
           ...(override ? { limit: runtimeLimitOf(override) } : {}),
         });
       }
     });
-    if (deniedOutright) for (const [i, check] of checks.entries()) checks[i] = { ...check, peek: true };
     // One reservation per call: with several candidates, none reserves (each counts its hits_addend).
-    if (!deniedOutright && reserving.length > 1) options.onReservationsSkipped?.(request.domain);
-    const reserveAt = !deniedOutright && reserving.length === 1 ? reserving[0] : undefined;
-    let together: (TogetherDecision & { readonly reservation?: Reservation }) | undefined;
-    if (reserveAt !== undefined) {
-      together = await decideReserving(options.limiter, checks, reserveAt, (refusal) => {
-        onSettleRefused({ domain: request.domain, ...refusal });
-      });
-    } else if (checks.length > 0) together = await options.limiter.checkTogether(checks);
+    if (reserving.length > 1) options.onReservationsSkipped?.(request.domain);
+    const reserveAt = reserving.length === 1 ? (reserving[0] as number) : undefined;
+    if (reserveAt !== undefined) checks[reserveAt] = { ...(checks[reserveAt] as TogetherCheck), reserve: true };
+    const together = checks.length > 0 ? await limiter.checkTogether(checks) : undefined;
     const limits: LimitStatus[] = [];
+    /** When the enforced limits of 0 requests would reset: they are over until then. */
+    const zeroLimitResetsMs: number[] = [];
     counted.forEach(({ index, event, rateLimit, enforced }, i) => {
       const decision = together?.checks[i] as Decision;
-      const status = decision.limits[0];
+      // A check that does not enforce answers as allowed, its limit's status among its shadow limits.
+      const status = decision.limits[0] ?? decision.shadowLimits?.[0];
+      const over = enforced ? !decision.allowed : (decision.shadowDenied?.length ?? 0) > 0;
+      if (over && !enforced && !decision.degraded) options.onShadowOverLimit?.(event);
+      if (rateLimit.requestsPerUnit === 0) {
+        // Over whatever is asked, until a window that never frees up ends.
+        const resetMs = windowEndMs(rateLimit, nowMs);
+        if (enforced) zeroLimitResetsMs.push(resetMs);
+        statuses[index] = {
+          code: enforced ? 'OVER_LIMIT' : 'OK',
+          ...currentLimitOf(rateLimit),
+          limitRemaining: 0,
+          durationUntilResetMs: resetMs,
+        };
+        return;
+      }
       // Clients see the limits that apply to them: a shadow limit is the operator's to watch.
       if (status && enforced) limits.push(status);
-      const over = !decision.allowed;
-      if (over && !enforced && !decision.degraded) options.onShadowOverLimit?.(event);
-      const resetMs = untilResetMs(rateLimit, decision, nowMs);
+      const resetMs = untilResetMs(rateLimit, decision, status, nowMs);
       statuses[index] = {
         code: over && enforced ? 'OVER_LIMIT' : 'OK',
         ...currentLimitOf(rateLimit),
@@ -234,16 +237,17 @@ export function createEnvoyDecider(
         ...(resetMs === undefined ? {} : { durationUntilResetMs: resetMs }),
       };
     });
-    const allowed = !deniedOutright && (together?.allowed ?? true);
+    const allowed = together?.allowed ?? true;
     const retryAfter = allowed ? undefined : retryAfterOf(zeroLimitResetsMs, together?.retryAfter);
     const headers = rateLimitHeaders({ allowed, limits, ...(retryAfter === undefined ? {} : { retryAfter }) });
-    const reservation = allowed ? together?.reservation : undefined;
+    const reservation = allowed && reserveAt !== undefined ? together?.checks[reserveAt]?.reservation : undefined;
     return {
       overallCode: allowed ? 'OK' : 'OVER_LIMIT',
       statuses: statuses as DescriptorStatus[],
       responseHeadersToAdd: Object.entries(headers).map(([key, value]): HeaderValue => ({ key, value })),
       // For Envoy's stream-done call, which names it in a descriptor entry of the same key.
       ...(reservation ? { dynamicMetadata: { [RESERVATION_ENTRY]: reservation.id } } : {}),
+      policyVersion: limiter.version,
     };
   };
 }
@@ -261,16 +265,6 @@ function runtimeLimitOf(match: LimitedDescriptor): RuntimeLimit {
     algorithm: rateLimit.algorithm,
     granularity: rateLimit.granularity,
     onStoreError: rateLimit.onStoreError,
-  };
-}
-
-/** A limit of 0 requests: over whatever is asked, until a window that never frees up ends. */
-function zeroLimitStatus(rateLimit: EnvoyRateLimit, enforced: boolean, nowMs: number): DescriptorStatus {
-  return {
-    code: enforced ? 'OVER_LIMIT' : 'OK',
-    ...currentLimitOf(rateLimit),
-    limitRemaining: 0,
-    durationUntilResetMs: windowEndMs(rateLimit, nowMs),
   };
 }
 
@@ -296,12 +290,17 @@ function currentLimitOf(rateLimit: EnvoyRateLimit): { currentLimit?: CurrentLimi
  * duration_until_reset: when a fixed window ends, as envoyproxy/ratelimit says; for a sliding
  * window, when a denied request may pass, or when the first counted cost leaves the window.
  */
-function untilResetMs(rateLimit: EnvoyRateLimit, decision: Decision, nowMs: number): number | undefined {
+function untilResetMs(
+  rateLimit: EnvoyRateLimit,
+  decision: Decision,
+  status: LimitStatus | undefined,
+  nowMs: number,
+): number | undefined {
   // Decided without the store, by onStoreError: no count, so no reset; a denial says when to ask again.
   if (decision.degraded) return decision.retryAfter === undefined ? undefined : decision.retryAfter * 1000;
-  if (rateLimit.algorithm === 'fixed') return windowEndMs(rateLimit, nowMs);
+  // A window counted in one bucket resets when it ends, as envoyproxy/ratelimit's do.
+  if (countsInOneBucket(rateLimit)) return windowEndMs(rateLimit, nowMs);
   if (!decision.allowed && decision.retryAfter !== undefined) return decision.retryAfter * 1000;
-  const status = decision.limits[0];
   return status ? status.resetSeconds * 1000 : undefined;
 }
 

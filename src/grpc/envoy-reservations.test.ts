@@ -1,40 +1,22 @@
-// The steps of a reserving Envoy call and of a settling one, against a limiter stand-in that
-// answers as told and records what it was asked: the races and failures a real Memcached does
-// not produce on demand (test/envoy-reservations.test.ts has the real ones).
+// The settles of an Envoy call, against a limiter stand-in that answers as told and records what
+// it was asked: the failures a real Memcached does not produce on demand
+// (test/envoy-reservations.test.ts has the real ones; a reserving call is one request of the
+// limiter's, tested with it).
 import { describe, expect, it } from 'vitest';
 import { parseEnvoyTexts } from '../config/envoy-config.js';
-import type { Decision } from '../counting/decision.js';
 import { LimiterInputError } from '../counting/errors.js';
-import type { CheckOrReserve, SettleRequest, TogetherCheck, TogetherDecision } from '../counting/limiter.js';
+import type { Limiter, SettleRequest } from '../counting/limiter.js';
 import { StoreUnavailableError } from '../store/counter-store.js';
 import { settleRefusalLog } from './rate-limit-service.js';
-import { decideReserving, settleNamed, type EnvoyLimiter, type SettleRefusal } from './envoy-reservations.js';
+import { settleNamed, type SettleRefusal } from './envoy-reservations.js';
 import type { RateLimitRequest } from './messages.js';
 
-const status = (remaining: number, limit = 100) => ({ name: 'l', limit, window: 86_400, remaining, resetSeconds: 0 });
-const allowed = (remaining: number): Decision => ({ allowed: true, limits: [status(remaining)] });
-const denied = (remaining: number): Decision => ({ allowed: false, limits: [status(remaining)], retryAfter: 7 });
 const RESERVATION = { id: '1700000000.AAAAAAAAAAAAAAAAAAAAAA', units: 30, seconds: 300, expiresAt: 0 };
 
-/** A limiter answering each kind of call from its list, in order, and recording every call. */
-function stub(answers: {
-  together?: ((checks: readonly TogetherCheck[]) => TogetherDecision)[];
-  check?: Decision[];
-  settle?: (Error | undefined)[];
-}) {
+/** A limiter answering settles from its list, in order, and recording every call. */
+function stub(answers: { settle?: (Error | undefined)[] }) {
   const calls: { kind: string; request: unknown }[] = [];
-  const limiter: EnvoyLimiter = {
-    checkTogether(checks) {
-      calls.push({ kind: 'together', request: checks });
-      const next = answers.together?.shift();
-      if (!next) throw new Error('unexpected checkTogether');
-      return Promise.resolve(next(checks));
-    },
-    check(request: CheckOrReserve) {
-      calls.push({ kind: 'check', request });
-      const next = answers.check?.shift();
-      return next ? Promise.resolve(next) : Promise.reject(new Error('unexpected check'));
-    },
+  const limiter: Pick<Limiter, 'settle'> = {
     settle(request: SettleRequest) {
       calls.push({ kind: 'settle', request });
       const failure = answers.settle?.shift();
@@ -43,100 +25,6 @@ function stub(answers: {
   };
   return { limiter, calls };
 }
-
-const user: TogetherCheck = { event: 'envoy:d.user', feature: 'u', cost: 1, peek: false, enforced: true };
-const tenant: TogetherCheck = { event: 'envoy:d.tenant', feature: 't', cost: 30, peek: false, enforced: true };
-const all = (decisions: Decision[]) => (): TogetherDecision => ({
-  allowed: decisions.every((d) => d.allowed),
-  checks: decisions,
-});
-
-describe('decideReserving', () => {
-  it('reserves a lone check with Limiter.check, and answers its reservation', async () => {
-    const { limiter, calls } = stub({ check: [{ ...allowed(70), reservation: RESERVATION }] });
-    const outcome = await decideReserving(limiter, [tenant], 0, () => undefined);
-    expect(outcome).toEqual({
-      allowed: true,
-      checks: [{ ...allowed(70), reservation: RESERVATION }],
-      reservation: RESERVATION,
-    });
-    expect(calls).toEqual([{ kind: 'check', request: { event: 'envoy:d.tenant', feature: 't', reserve: 30 } }]);
-  });
-
-  it('asks the whole call first: refused there, it is decided as a call without a reservation', async () => {
-    const { limiter, calls } = stub({ together: [all([denied(0), allowed(100)]), all([denied(0), allowed(100)])] });
-    const outcome = await decideReserving(limiter, [user, tenant], 1, () => undefined);
-    expect(outcome).toEqual({ allowed: false, checks: [denied(0), allowed(100)] });
-    expect(calls.map((call) => call.kind)).toEqual(['together', 'together']);
-    expect((calls[0]?.request as TogetherCheck[]).every((check) => check.peek)).toBe(true);
-    // Counted as any call (a refused one counts nothing), so its refusals are told as checks'.
-    expect(calls[1]?.request).toEqual([user, tenant]);
-    // Allowed after all (room was freed meanwhile): the reserving check counted as a plain hit, no reservation.
-    const raced = stub({ together: [all([denied(0), allowed(100)]), all([allowed(0), allowed(70)])] });
-    expect(await decideReserving(raced.limiter, [user, tenant], 1, () => undefined)).toEqual({
-      allowed: true,
-      checks: [allowed(0), allowed(70)],
-    });
-  });
-
-  it('counts the other checks once the reservation is made, and refuses the call when it is not', async () => {
-    const made = stub({
-      together: [all([allowed(5), allowed(100)]), all([allowed(4)])],
-      check: [{ ...allowed(70), reservation: RESERVATION }],
-    });
-    const outcome = await decideReserving(made.limiter, [user, tenant], 1, () => undefined);
-    expect(outcome).toMatchObject({ allowed: true, reservation: RESERVATION, checks: [allowed(4), allowed(70)] });
-    expect(made.calls.map((c) => c.kind)).toEqual(['together', 'check', 'together']);
-    expect(made.calls[2]?.request).toEqual([user]);
-
-    const refused = stub({ together: [all([allowed(5), allowed(100)])], check: [denied(10)] });
-    const answer = await decideReserving(refused.limiter, [user, tenant], 1, () => undefined);
-    expect(answer).toEqual({ allowed: false, checks: [allowed(5), denied(10)], retryAfter: 7 });
-    expect(refused.calls.map((c) => c.kind)).toEqual(['together', 'check']);
-  });
-
-  it('takes the reservation back when another call took the room meanwhile, showing its counts without it', async () => {
-    const refusals: Omit<SettleRefusal, 'domain'>[] = [];
-    const raced = stub({
-      together: [all([allowed(1), allowed(100)]), all([denied(0)])],
-      check: [{ ...allowed(70), reservation: RESERVATION }],
-    });
-    const outcome = await decideReserving(raced.limiter, [user, tenant], 1, (r) => refusals.push(r));
-    expect(outcome).toEqual({ allowed: false, checks: [denied(0), allowed(100)] });
-    expect(raced.calls[3]).toEqual({
-      kind: 'settle',
-      request: { event: 'envoy:d.tenant', feature: 't', id: RESERVATION.id, cost: 0 },
-    });
-    expect(refusals).toEqual([]);
-
-    // When even that fails, the units stay counted (too strict, never too lenient), and it is told.
-    const stuck = stub({
-      together: [all([allowed(1), allowed(100)]), all([denied(0)])],
-      check: [{ ...allowed(70), reservation: RESERVATION }],
-      settle: [new StoreUnavailableError('127.0.0.1:11211 did not answer')],
-    });
-    await decideReserving(stuck.limiter, [user, tenant], 1, (r) => refusals.push(r));
-    expect(refusals).toMatchObject([{ event: 'envoy:d.tenant', code: 'take_back_failed' }]);
-  });
-
-  it('decides a shadow reservation as if enforced, but never refuses the call for it', async () => {
-    const shadow = { ...tenant, enforced: false };
-    const lone = stub({ check: [denied(10)] });
-    expect(await decideReserving(lone.limiter, [shadow], 0, () => undefined)).toEqual({
-      allowed: true,
-      checks: [denied(10)],
-    });
-    const mixed = stub({
-      // The question refuses nothing for a shadow check: checkTogether leaves it out of `allowed`.
-      together: [() => ({ allowed: true, checks: [allowed(5), denied(10)] }), all([allowed(4)])],
-      check: [denied(10)],
-    });
-    expect(await decideReserving(mixed.limiter, [user, shadow], 1, () => undefined)).toEqual({
-      allowed: true,
-      checks: [allowed(4), denied(10)],
-    });
-  });
-});
 
 const CONFIG = parseEnvoyTexts(
   [

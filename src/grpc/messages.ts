@@ -1,7 +1,7 @@
 // Envoy's rate limit messages as plain typed objects, and their checked conversion from and to what
 // @grpc/proto-loader decodes and encodes (proto/envoy/service/ratelimit/v3/rls.proto). A request
 // that breaks Envoy's own rules or memgate's size limits is refused here, before anything decides.
-import { MAX_FEATURE_BYTES } from '../counting/check-request.js';
+import { MAX_FEATURE_BYTES } from '../counting/resolve.js';
 
 export type RateLimitCode = 'OK' | 'OVER_LIMIT';
 
@@ -70,6 +70,8 @@ export interface RateLimitResponse {
    * (envoy.filters.http.ratelimit): a reservation's id, for the call that settles it.
    */
   readonly dynamicMetadata?: Readonly<Record<string, string>>;
+  /** The version of the policies the call was decided under: sent as the `memgate-policy-version` header, not in the message. */
+  readonly policyVersion?: string;
 }
 
 /**

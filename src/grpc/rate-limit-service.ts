@@ -1,7 +1,6 @@
 // Envoy's rate limit service as memgate serves it: the gRPC server (server.ts) deciding with
 // envoy-decisions.ts, healthy while memgate is ready, as /readyz says.
 import type { Logger } from 'pino';
-import type { EnvoyConfig } from '../config/envoy-config.js';
 import { leavesClientsUncounted, type CounterStore } from '../store/counter-store.js';
 import { createEnvoyDecider, type EnvoyLimiter, type SettleRefusal } from './envoy-decisions.js';
 import { startGrpcServer, type GrpcServer } from './server.js';
@@ -9,9 +8,8 @@ import { startGrpcServer, type GrpcServer } from './server.js';
 export interface RateLimitServiceOptions {
   readonly port: number;
   readonly host: string;
+  /** Whose snapshot in force decides each call: its policies and its Envoy configuration, swapped together on a reload. */
   readonly limiter: EnvoyLimiter;
-  /** The Envoy configuration in use, swapped with the limiter's policies on a reload. */
-  readonly config: () => EnvoyConfig | undefined;
   /** For the health service: the counter servers must answer, as for /readyz. */
   readonly store: Pick<CounterStore, 'health'>;
   /** True once the service drains: health answers NOT_SERVING, so Envoy moves to other instances. */
@@ -63,7 +61,6 @@ export async function startRateLimitService(options: RateLimitServiceOptions): P
     log: logger,
     decide: createEnvoyDecider({
       limiter: options.limiter,
-      config: options.config,
       onShadowOverLimit: options.onShadowOverLimit,
       onLimitOverride: (domain) => {
         // Once per domain: every request of a route with the override carries it.

@@ -65,7 +65,7 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
 
   server.addService(withRequestScanned(definition[RATE_LIMIT_SERVICE] as grpc.ServiceDefinition), {
     ShouldRateLimit: (call: grpc.ServerUnaryCall<unknown, WireResponse>, callback: Callback<WireResponse>) => {
-      answer({ method: 'ShouldRateLimit', callback, log: options.log }, () => shouldRateLimit(call.request, options));
+      answer({ method: 'ShouldRateLimit', callback, log: options.log }, () => shouldRateLimit(call, options));
     },
   });
   server.addService(definition[HEALTH_SERVICE] as grpc.ServiceDefinition, {
@@ -117,10 +117,22 @@ export function withRequestScanned(service: grpc.ServiceDefinition): grpc.Servic
   return { ...service, ShouldRateLimit: { ...method, requestDeserialize } };
 }
 
-async function shouldRateLimit(decoded: unknown, options: GrpcServerOptions): Promise<WireResponse> {
-  const request = requestFromWire(decoded);
+/** The header naming the policy version a call was decided under (docs/envoy.md). */
+export const POLICY_VERSION_HEADER = 'memgate-policy-version';
+
+async function shouldRateLimit(
+  call: grpc.ServerUnaryCall<unknown, WireResponse>,
+  options: GrpcServerOptions,
+): Promise<WireResponse> {
+  const request = requestFromWire(call.request);
   const response = await options.decide(request);
-  return responseToWire(response, request.descriptors.length);
+  const wire = responseToWire(response, request.descriptors.length);
+  if (response.policyVersion !== undefined) {
+    const metadata = new grpc.Metadata();
+    metadata.set(POLICY_VERSION_HEADER, response.policyVersion);
+    call.sendMetadata(metadata);
+  }
+  return wire;
 }
 
 async function healthCheck(service: string, serving: () => Promise<boolean>): Promise<object> {

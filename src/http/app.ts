@@ -11,6 +11,7 @@ import { createErrorHandler, errorBody, handleClientError, handleNotFound } from
 import type { Metrics } from './metrics.js';
 import { registerJsonBodyParser } from './json-body.js';
 import { openapiOptions } from './openapi.js';
+import { registerResponseCheck } from './response-check.js';
 import { registerAdminRoutes, type AdminOptions } from './routes/admin.js';
 import { registerDashboardRoutes } from './routes/dashboard.js';
 import { registerDecisionRoutes } from './routes/decisions.js';
@@ -28,7 +29,10 @@ export interface AppOptions {
   readonly logger?: FastifyBaseLogger;
   /** Turns on /admin/reset and /admin/reload; without it they do not exist. */
   readonly admin?: AdminOptions;
-  /** Shed /check and /peek with 503 while the event loop lags more than this. Default 1000; 0 never. */
+  /**
+   * Shed /check and /peek with 503 while the event loop lags more than this. Default 0, never:
+   * shedding is the service's choice (MEMGATE_MAX_EVENT_LOOP_DELAY_MS), not an embedding's or a test's.
+   */
   readonly maxEventLoopDelayMs?: number;
   /** Serves GET /metrics when given. */
   readonly metrics?: Metrics;
@@ -38,6 +42,11 @@ export interface AppOptions {
   readonly usage?: UsageHistory;
   /** The version of the policies in use, shown by /policies and /readyz (the service's reloader). */
   readonly policyVersion?: () => string;
+  /**
+   * Checks every answer against its route's response schema before it is sent (a mismatch
+   * answers 500): for tests and development, as it costs a validation per answer. Default false.
+   */
+  readonly validateResponses?: boolean;
 }
 
 /** The HTTP face of a limiter. Builds the app without listening, so tests can inject. */
@@ -48,9 +57,10 @@ export function buildApp({
   admin,
   metrics,
   usage,
-  maxEventLoopDelayMs = DEFAULTS.maxEventLoopDelayMs,
+  maxEventLoopDelayMs = 0,
   drain = createDrain(),
   policyVersion,
+  validateResponses = false,
 }: AppOptions): FastifyInstance {
   // memgate logs through its own logger, never fastify's: given one, fastify makes a child
   // logger and listens for the end of every response, to log requests memgate does not
@@ -81,6 +91,7 @@ export function buildApp({
     return503OnClosing: false,
   });
   // Only JSON bodies: anything else is a 415, not a string the schema then refuses.
+  if (validateResponses) registerResponseCheck(app);
   app.removeContentTypeParser('text/plain');
   registerJsonBodyParser(app);
   // app.close() without a drain first: close each keep-alive connection once its last
@@ -94,13 +105,25 @@ export function buildApp({
   void app.register(swaggerUi, { routePrefix: '/docs' });
   app.setErrorHandler(handleError);
   app.setNotFoundHandler(handleNotFound);
+  // The lag sampled over the first periods after listening holds the start's own work
+  // (plugins, schemas, files opened): a fresh instance on a busy host would shed its first
+  // checks for it. Lag counts from two whole periods after the server listens (at once when
+  // it never listens, as under inject).
+  let shedsFrom = 0;
+  app.addHook('onListen', (done) => {
+    shedsFrom = performance.now() + 2 * DEFAULTS.eventLoopSampleMs;
+    done();
+  });
   // Decisions in a scope of their own, so only they are shed when the process is overloaded:
   // health and admin routes keep answering.
   void app.register(async (decisions) => {
     if (maxEventLoopDelayMs > 0) {
       await decisions.register(underPressure, {
         maxEventLoopDelay: maxEventLoopDelayMs,
+        sampleInterval: DEFAULTS.eventLoopSampleMs,
         pressureHandler: (_request, reply, _type, value) => {
+          // Returning nothing lets the request through.
+          if (performance.now() < shedsFrom) return;
           void reply
             .code(503)
             .header('retry-after', '1')
@@ -123,7 +146,7 @@ export function buildApp({
     registerPolicyRoutes(routes, limiter, policyVersion);
     registerUsageRoutes(routes, usage);
     registerDashboardRoutes(routes);
-    if (admin) registerAdminRoutes(routes, limiter, admin, log);
+    if (admin) registerAdminRoutes(routes, limiter, { ...admin, draining: () => drain.draining }, log);
     metrics?.register(routes);
     done();
   });

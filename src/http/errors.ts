@@ -4,23 +4,17 @@ import type { FastifyBaseLogger, FastifyError, FastifyReply, FastifyRequest } fr
 import { DEFAULTS } from '../config/defaults.js';
 import { ERROR_CODES, type ErrorCode, type InputErrorCode } from '../config/error-codes.js';
 import { PolicyError } from '../config/policies.js';
+import type { BatchItemError, ErrorBody } from '../shared/contract.js';
 import { LimiterInputError } from '../counting/errors.js';
 import { StoreOverloadedError, StoreUnavailableError } from '../store/counter-store.js';
 import { UsageQueryError } from '../usage/query-plan.js';
 import { JsonBodyError } from './json-body.js';
 import { UsageStoreUnavailableError } from '../usage/usage-store.js';
 
-export interface ErrorBody {
-  error: { code: ErrorCode; message: string };
-}
+export type { BatchItemError, ErrorBody };
 
 export function errorBody(code: ErrorCode, message: string): ErrorBody {
   return { error: { code, message } };
-}
-
-/** One check of a POST /check/batch that /check would have refused: its error, and the status /check would have sent. */
-export interface BatchItemError extends ErrorBody {
-  status: number;
 }
 
 /**
@@ -41,8 +35,8 @@ export function batchItemError(error: unknown): BatchItemError {
 }
 
 /** Answers `code` with its status from the table of error codes. */
-export function sendError(reply: FastifyReply, code: ErrorCode, message: string): FastifyReply {
-  return reply.code(ERROR_CODES[code].status).send(errorBody(code, message));
+export function sendError<R extends FastifyReply>(reply: R, code: ErrorCode, message: string): R {
+  return reply.code(ERROR_CODES[code].status).send(errorBody(code, message)) as R;
 }
 
 /** Fastify's own 4xx errors, by their code. */
@@ -53,6 +47,9 @@ const FRAMEWORK_ERRORS: Record<string, ErrorCode> = {
   FST_ERR_CTP_BODY_TOO_LARGE: 'payload_too_large',
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'invalid_request',
 };
+
+/** @fastify/response-validation's error, when an answer does not fit its route's response schema. */
+const RESPONSE_MISMATCH = 'FST_RESPONSE_VALIDATION_FAILED_VALIDATION';
 
 /** Error codes of the limiter for each request field, so HTTP and the library agree. */
 const FIELD_CODES: Record<string, InputErrorCode> = {
@@ -106,6 +103,11 @@ function handleError(
   if (error instanceof StoreUnavailableError) {
     log.warn({ err: error, reqId: request.id }, 'counter store unavailable');
     return sendError(reply.header('retry-after', '1'), 'store_unavailable', error.message);
+  }
+  if (error.code === RESPONSE_MISMATCH) {
+    // Only with AppOptions.validateResponses: the route's answer broke its own schema (a bug).
+    log.error({ err: error, reqId: request.id }, 'answer does not fit its schema');
+    return sendError(reply, 'internal_error', `memgate's answer does not fit its schema: ${error.message}`);
   }
   if (error.validation) {
     const [first] = error.validation;

@@ -13,6 +13,9 @@ export interface Example {
 
 const error = (code: string, message: string) => ({ error: { code, message } });
 
+/** The version of docs/api-policies.yaml the examples were decided under, as memgate names it in each decision. */
+export const EXAMPLE_POLICY_VERSION = '5d41402abc4b';
+
 export const decisionExamples = {
   allowed: {
     summary: 'Allowed: the first login from 203.0.113.7 this minute',
@@ -22,6 +25,7 @@ export const decisionExamples = {
         { name: 'login-1m', limit: 5, window: 60, remaining: 4, resetSeconds: 60 },
         { name: 'login-1d', limit: 100, window: 86400, remaining: 99, resetSeconds: 86400 },
       ],
+      policyVersion: EXAMPLE_POLICY_VERSION,
     },
   },
   allowedCost: {
@@ -29,11 +33,12 @@ export const decisionExamples = {
     value: {
       allowed: true,
       limits: [{ name: 'url_shorten-1m', limit: 100, window: 60, remaining: 97, resetSeconds: 60 }],
+      policyVersion: EXAMPLE_POLICY_VERSION,
     },
   },
   degradedAllowed: {
     summary: 'Allowed without counting: Memcached did not answer and url_shorten has onStoreError: allow',
-    value: { allowed: true, limits: [], degraded: true },
+    value: { allowed: true, limits: [], degraded: true, policyVersion: EXAMPLE_POLICY_VERSION },
   },
   denied: {
     summary: 'Denied: the sixth login from 203.0.113.7 within a minute',
@@ -44,11 +49,12 @@ export const decisionExamples = {
         { name: 'login-1d', limit: 100, window: 86400, remaining: 95, resetSeconds: 86400 },
       ],
       retryAfter: 60,
+      policyVersion: EXAMPLE_POLICY_VERSION,
     },
   },
   degradedDenied: {
     summary: 'Denied without counting: Memcached did not answer and login has onStoreError: deny',
-    value: { allowed: false, limits: [], retryAfter: 1, degraded: true },
+    value: { allowed: false, limits: [], retryAfter: 1, degraded: true, policyVersion: EXAMPLE_POLICY_VERSION },
   },
   peekUntouched: {
     summary: 'Would be allowed: a client that has not logged in today',
@@ -58,6 +64,7 @@ export const decisionExamples = {
         { name: 'login-1m', limit: 5, window: 60, remaining: 5, resetSeconds: 0 },
         { name: 'login-1d', limit: 100, window: 86400, remaining: 100, resetSeconds: 0 },
       ],
+      policyVersion: EXAMPLE_POLICY_VERSION,
     },
   },
   peekDenied: {
@@ -69,11 +76,12 @@ export const decisionExamples = {
         { name: 'login-1d', limit: 100, window: 86400, remaining: 95, resetSeconds: 86400 },
       ],
       retryAfter: 60,
+      policyVersion: EXAMPLE_POLICY_VERSION,
     },
   },
   unmatched: {
     summary: 'Allowed without counting: no route matches the path and gateway.unmatched is allow',
-    value: { allowed: true, limits: [] },
+    value: { allowed: true, limits: [], policyVersion: EXAMPLE_POLICY_VERSION },
   },
 } satisfies Record<string, Example>;
 
@@ -86,7 +94,7 @@ export const batchExamples = {
       decisionExamples.allowed.value,
       decisionExamples.allowedCost.value,
       {
-        error: { code: 'unknown_event', message: 'unknown event "signup"; known events: login, url_shorten' },
+        error: { code: 'unknown_event', message: 'unknown event "signup"; known events: login, url_shorten, export' },
         status: 400,
       },
     ],
@@ -117,6 +125,7 @@ export const leaseExamples = {
         allowed: true,
         limits: [{ name: 'url_shorten-1m', limit: 100, window: 60, remaining: 90, resetSeconds: 60 }],
         lease: { id: '1795427730.q8Yc3hJd0mWn2LxTf5RkAw', units: 10, seconds: 5, expiresAt: 1795427735250 },
+        policyVersion: EXAMPLE_POLICY_VERSION,
       },
     },
   },
@@ -127,6 +136,7 @@ export const leaseExamples = {
         allowed: false,
         limits: [{ name: 'url_shorten-1m', limit: 100, window: 60, remaining: 0, resetSeconds: 60 }],
         retryAfter: 7,
+        policyVersion: EXAMPLE_POLICY_VERSION,
       },
     },
   },
@@ -162,6 +172,7 @@ export const leaseBatchExamples = {
           allowed: true,
           limits: [{ name: 'url_shorten-1m', limit: 100, window: 60, remaining: 90, resetSeconds: 60 }],
           lease: { id: '1795427730.q8Yc3hJd0mWn2LxTf5RkAw', units: 10, seconds: 5, expiresAt: 1795427735250 },
+          policyVersion: EXAMPLE_POLICY_VERSION,
         },
         {
           error: { code: 'lease_off', message: 'event login takes no leases: its policy has no lease section' },
@@ -187,7 +198,7 @@ export const leaseBatchErrorExamples = {
 export const inputErrorExamples = {
   unknownEvent: {
     summary: 'An event the policy file does not have',
-    value: error('unknown_event', 'unknown event "signup"; known events: login, url_shorten'),
+    value: error('unknown_event', 'unknown event "signup"; known events: login, url_shorten, export'),
   },
   emptyEvent: { summary: 'An empty event', value: error('invalid_event', 'event must be a non-empty string') },
   emptyFeature: { summary: 'An empty feature', value: error('invalid_feature', 'feature must be a non-empty string') },
@@ -236,6 +247,7 @@ export const settleExamples = {
       allowed: true,
       limits: [{ name: 'url_shorten-1m', limit: 100, window: 60, remaining: 80, resetSeconds: 60 }],
       reservation: { id: '1795427730.q8Yc3hJd0mWn2LxTf5RkAw', units: 20, seconds: 5, expiresAt: 1795427735250 },
+      policyVersion: EXAMPLE_POLICY_VERSION,
     },
   },
   settled: {
@@ -253,6 +265,35 @@ export const settleExamples = {
   settledTwice: {
     summary: 'The same reservation settled a second time',
     value: error('reservation_settled', 'the reservation was settled already'),
+  },
+} satisfies Record<string, Example>;
+
+/** POST /release, and the /check of a concurrency limit whose slot it releases. */
+export const releaseExamples = {
+  holding: {
+    summary: 'Allowed: an export of user-42 in flight, holding one of its 2 slots until released, 30 s at most',
+    value: {
+      allowed: true,
+      limits: [{ name: 'export-inflight', limit: 2, window: 30, remaining: 1, resetSeconds: 30 }],
+      slot: { id: '1.1vdd71vim1', expiresAt: 1795427760250 },
+      policyVersion: EXAMPLE_POLICY_VERSION,
+    },
+  },
+  released: { summary: 'The export is done: its slot is free again', value: { released: true } },
+  freeAlready: {
+    summary: 'Released twice, or after its timeout freed it: nothing changes',
+    value: { released: false },
+  },
+  releaseOff: {
+    summary: 'An event that holds no requests in flight',
+    value: error(
+      'release_off',
+      'event login holds no requests in flight to release: its checks are over once decided (only algorithm: concurrency holds slots)',
+    ),
+  },
+  unknownSlot: {
+    summary: 'An id memgate never gave',
+    value: error('unknown_slot', 'the slot id is not one memgate gave'),
   },
 } satisfies Record<string, Example>;
 
@@ -465,6 +506,26 @@ export const policiesExamples = {
             ],
           },
         },
+        {
+          event: 'export',
+          algorithm: 'concurrency',
+          onStoreError: 'allow',
+          incrementsPerCheck: 1,
+          keysPerCheck: { max: 2 },
+          itemsPerFeature: 2,
+          limits: [
+            {
+              name: 'export-inflight',
+              limit: 2,
+              window: 30,
+              granularity: 30,
+              inFlight: true,
+              bucketSizes: [],
+              keysPerCheck: { max: 2, mean: 2 },
+              itemsPerFeature: 2,
+            },
+          ],
+        },
       ],
     },
   },
@@ -483,7 +544,11 @@ export const adminExamples = {
   reset: { summary: 'The counts of 203.0.113.7 for login are forgotten', value: { reset: true, event: 'login' } },
   reloaded: {
     summary: 'The policy file was read again',
-    value: { reloaded: true, source: 'docs/api-policies.yaml', events: ['login', 'url_shorten'] },
+    value: { reloaded: true, source: 'docs/api-policies.yaml', events: ['login', 'url_shorten', 'export'] },
+  },
+  reloadWhileDraining: {
+    summary: 'The instance is shutting down',
+    value: error('draining', 'memgate is shutting down: reloads are refused; reload the instances that keep serving'),
   },
   invalidPolicies: {
     summary: 'The policy file on disk is invalid: the policies in use stay',
@@ -569,7 +634,10 @@ export const usageExamples = {
         step: 60,
         // Every count known: no minute had more clients than the heaviest kept.
         points: [
-          ...USAGE_POINTS.map((point) => ({ ...point, tracked: { allowed: true, denied: true } })),
+          ...USAGE_POINTS.map((point) => ({
+            ...point,
+            tracked: { allowed: true, denied: true },
+          })),
           {
             t: 1795428000,
             allowed: 5,

@@ -1,7 +1,7 @@
 import { getHeapStatistics } from 'node:v8';
 import type { FastifyInstance } from 'fastify';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { CacheUsage } from '../counting/feature-cache.js';
+import type { CacheUsage } from '../counting/algorithms/windows/feature-cache.js';
 import type { ObservedDecision, SettledReservation } from '../counting/limiter.js';
 import type { StoreOperation } from '../store/memcached/memcached-store.js';
 import type { PlacementChange } from '../store/memcached/placement.js';

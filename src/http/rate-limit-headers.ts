@@ -5,26 +5,32 @@ import type { Limiter } from '../counting/limiter.js';
 
 export { closestToExhaustion, rateLimitHeaders } from '../shared/rate-limit-headers.js';
 
+/** The snapshot of the policies a decision was made under: its headers are built from the same. */
+export type DecidedUnder = Pick<Limiter, 'policies' | 'plans'>;
+
 /**
  * Sets decisions' headers on replies. An event's RateLimit-Policy never changes while its
- * policies are loaded, so it is built once per event and loaded policy set (an admin may
+ * policies are loaded, so it is built once per event and snapshot of the policies (an admin may
  * reload them); not for an event with tiers or overrides, whose clients have limits of their own.
  */
-export function rateLimitHeaderWriter(
-  limiter: Pick<Limiter, 'policies' | 'plans'>,
-): (reply: FastifyReply, event: string, decision: Decision) => void {
+export function rateLimitHeaderWriter(): (
+  reply: FastifyReply,
+  snapshot: DecidedUnder,
+  event: string,
+  decision: Decision,
+) => void {
   /** Per event, its policy header, or null when it depends on the client. */
   const byPolicies = new WeakMap<object, Map<string, string | null>>();
   // A decision repeated as the same object (a denial from memory) has the same headers.
   const byDecision = new WeakMap<Decision, Record<string, string>>();
-  return (reply, event, decision) => {
+  return (reply, snapshot, event, decision) => {
     let headers = byDecision.get(decision);
     if (!headers) {
-      let policies = byPolicies.get(limiter.policies);
-      if (!policies) byPolicies.set(limiter.policies, (policies = new Map<string, string | null>()));
+      let policies = byPolicies.get(snapshot.policies);
+      if (!policies) byPolicies.set(snapshot.policies, (policies = new Map<string, string | null>()));
       let policy = policies.get(event);
       if (policy === undefined && decision.limits.length > 0) {
-        policy = limiter.plans.get(event)?.clients ? null : policyHeader(decision.limits);
+        policy = snapshot.plans.get(event)?.clients ? null : policyHeader(decision.limits);
         policies.set(event, policy);
       }
       headers = rateLimitHeaders(decision, policy ?? undefined);

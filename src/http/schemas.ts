@@ -9,6 +9,41 @@
  */
 import { DEFAULTS } from '../config/defaults.js';
 import {
+  CheckBatch,
+  CheckBatchAnswer,
+  CheckBody,
+  CheckQuery,
+  CheckRequest,
+  Decision,
+  ErrorBody,
+  LeaseBatchAnswer,
+  LeaseBatchBody,
+  LeaseBody,
+  LeaseDecision,
+  LeaseReturnBody,
+  LeaseReturned,
+  PeekQuery,
+  RefundBody,
+  Refunded,
+  Released,
+  ReleaseBody,
+  Reloaded,
+  ResetAnswer,
+  ResetBody,
+  Settled,
+  SettleBody,
+} from '../shared/contract.js';
+import {
+  Policies,
+  Readiness,
+  Status,
+  UsageEvents,
+  UsageQuery,
+  UsageSeries,
+  UsageTop,
+  UsageTopQuery,
+} from '../shared/contract-service.js';
+import {
   adminExamples,
   batchErrorExamples,
   batchExamples,
@@ -23,6 +58,7 @@ import {
   leaseExamples,
   leaseReturnExamples,
   settleExamples,
+  releaseExamples,
   checkQueryErrorExamples,
   metricsExample,
   overloadedExample,
@@ -34,515 +70,6 @@ import {
   usageExamples,
   type Example,
 } from './examples.js';
-
-// ---------------------------------------------------------------------------------------
-// Shapes
-
-const event = { type: 'string', description: 'An event of the policy file, e.g. login', examples: ['login'] } as const;
-const feature = {
-  type: 'string',
-  description: 'Who is doing it: an IP, a user id, an e-mail; up to 1024 UTF-8 bytes',
-  examples: ['203.0.113.7'],
-} as const;
-
-const tier = {
-  type: 'string',
-  description:
-    "The client's tier (one of the event's tiers: free, pro, ...), as a caller memgate trusts knows it; an override naming the client wins over it. Unknown: 400 unknown_tier",
-  examples: ['pro'],
-} as const;
-
-export const peekQuerystring = {
-  type: 'object',
-  additionalProperties: false,
-  required: ['event', 'feature'],
-  properties: {
-    event,
-    feature,
-    cost: { type: 'string', pattern: '^[0-9]{1,16}$', description: 'A positive integer, 1 by default' },
-    tier,
-  },
-} as const;
-
-const RESERVE =
-  'Reserves this cost (instead of `cost`) for a request whose actual cost is known only later: counted now, with a `reservation` to settle with `POST /settle`. For events with a `reservations` section';
-
-export const checkQuerystring = {
-  ...peekQuerystring,
-  properties: {
-    ...peekQuerystring.properties,
-    reserve: { type: 'string', pattern: '^[0-9]{1,16}$', description: RESERVE },
-  },
-} as const;
-
-export const peekBody = {
-  type: 'object',
-  additionalProperties: false,
-  required: ['event', 'feature'],
-  properties: { event, feature, cost: { type: 'integer', description: 'A positive integer, 1 by default' }, tier },
-  examples: [{ event: 'login', feature: '203.0.113.7' }],
-} as const;
-
-export const checkBody = {
-  ...peekBody,
-  properties: { ...peekBody.properties, reserve: { type: 'integer', description: RESERVE } },
-} as const;
-
-export const settleBody = {
-  type: 'object',
-  additionalProperties: false,
-  required: ['event', 'feature', 'id', 'cost'],
-  properties: {
-    event,
-    feature,
-    tier,
-    id: { type: 'string', description: 'The reservation’s id, from the /check that made it' },
-    cost: { type: 'integer', description: 'What the request actually cost: 0 and up, more or less than reserved' },
-  },
-  examples: [{ event: 'url_shorten', feature: 'user-42', id: '1795427730.q8Yc3hJd0mWn2LxTf5RkAw', cost: 17 }],
-} as const;
-
-export interface SettleBody {
-  event: string;
-  feature: string;
-  tier?: string;
-  id: string;
-  cost: number;
-}
-
-export const checkBatchBody = {
-  type: 'array',
-  minItems: 1,
-  maxItems: DEFAULTS.batchMaxChecks,
-  items: checkBody,
-  examples: [
-    [
-      { event: 'login', feature: '203.0.113.7' },
-      { event: 'url_shorten', feature: 'user-42', cost: 3 },
-    ],
-  ],
-} as const;
-
-const units = (description: string, minimum: 0 | 1) => ({ type: 'integer', minimum, description }) as const;
-
-export const leaseBody = {
-  type: 'object',
-  additionalProperties: false,
-  required: ['event', 'feature', 'units'],
-  properties: {
-    event,
-    feature,
-    tier,
-    units: units(
-      'How many units the client would like; memgate grants at most what remains and the policy’s maxUnits',
-      1,
-    ),
-  },
-  examples: [{ event: 'url_shorten', feature: 'user-42', units: 10 }],
-} as const;
-
-export interface LeaseBody {
-  event: string;
-  feature: string;
-  tier?: string;
-  units: number;
-}
-
-export const leaseReturnBody = {
-  type: 'object',
-  additionalProperties: false,
-  required: ['event', 'feature', 'id', 'unused'],
-  properties: {
-    event,
-    feature,
-    id: { type: 'string', description: 'The id /lease gave', maxLength: 64 },
-    unused: units('Units the client did not spend', 0),
-  },
-  examples: [{ event: 'url_shorten', feature: 'user-42', id: '1795427730.q8Yc3hJd0mWn2LxTf5RkAw', unused: 4 }],
-} as const;
-
-export interface LeaseReturnBody {
-  event: string;
-  feature: string;
-  id: string;
-  unused: number;
-}
-
-export const leaseBatchBody = {
-  type: 'object',
-  additionalProperties: false,
-  properties: {
-    take: { type: 'array', maxItems: DEFAULTS.batchMaxChecks, items: leaseBody },
-    return: { type: 'array', maxItems: DEFAULTS.batchMaxChecks, items: leaseReturnBody },
-  },
-  examples: [
-    {
-      take: [{ event: 'url_shorten', feature: 'user-42', units: 10 }],
-      return: [{ event: 'url_shorten', feature: 'user-7', id: '1795427730.q8Yc3hJd0mWn2LxTf5RkAw', unused: 4 }],
-    },
-  ],
-} as const;
-
-export interface LeaseBatchBody {
-  take?: LeaseBody[];
-  return?: LeaseReturnBody[];
-}
-
-export const refundBody = {
-  type: 'object',
-  additionalProperties: false,
-  required: ['event', 'feature', 'at'],
-  properties: {
-    event,
-    feature,
-    cost: { type: 'integer', description: 'The cost the check counted, 1 by default' },
-    at: { type: 'integer', minimum: 0, description: 'When the check was counted, in milliseconds since the epoch' },
-  },
-  examples: [{ event: 'login', feature: '203.0.113.7', at: 1795427730250 }],
-} as const;
-
-export interface RefundBody {
-  event: string;
-  feature: string;
-  cost?: number;
-  at: number;
-}
-
-export interface CheckQuerystring {
-  event: string;
-  feature: string;
-  cost?: string;
-  tier?: string;
-  reserve?: string;
-}
-
-export interface CheckBody {
-  event: string;
-  feature: string;
-  cost?: number;
-  tier?: string;
-  reserve?: number;
-}
-
-export const errorResponse = {
-  type: 'object',
-  required: ['error'],
-  properties: {
-    error: {
-      type: 'object',
-      required: ['code', 'message'],
-      properties: {
-        code: { type: 'string', description: 'What went wrong, for programs: the README lists every code' },
-        message: { type: 'string', description: 'What went wrong, for people' },
-      },
-    },
-  },
-} as const;
-
-/** How one limit stands after a decision. */
-const limitStatus = {
-  type: 'object',
-  required: ['name', 'limit', 'window', 'remaining', 'resetSeconds'],
-  properties: {
-    name: { type: 'string' },
-    limit: { type: 'integer', description: 'most cost admitted per window' },
-    window: { type: 'integer', description: 'seconds' },
-    remaining: {
-      type: 'integer',
-      description: 'cost still admissible now (after this check counted, if it did)',
-    },
-    resetSeconds: { type: 'integer', description: 'seconds until some counted cost leaves the window' },
-  },
-} as const;
-
-export const decisionResponse = {
-  type: 'object',
-  required: ['allowed', 'limits'],
-  properties: {
-    allowed: { type: 'boolean' },
-    limits: {
-      type: 'array',
-      description:
-        'Every enforced limit of the event, in policy-file order; empty when the decision is degraded or listed',
-      items: limitStatus,
-    },
-    retryAfter: {
-      type: 'integer',
-      description: 'seconds until this request would be allowed, if nothing else arrives; only on a deny',
-    },
-    degraded: {
-      type: 'boolean',
-      description: "true when the store could not answer and the event's onStoreError rule decided",
-    },
-    shadowLimits: {
-      type: 'array',
-      description:
-        "The event's limits in mode: shadow, decided and counted as if enforced but never refusing (never in the RateLimit headers); absent when it has none",
-      items: limitStatus,
-    },
-    shadowDenied: {
-      type: 'array',
-      items: { type: 'string' },
-      description: 'The shadow limits that would have refused this request, had they been enforced',
-    },
-    reservation: {
-      type: 'object',
-      description: 'The reservation, when `reserve` was asked and allowed: settle it with POST /settle within its life',
-      required: ['id', 'units', 'seconds', 'expiresAt'],
-      properties: {
-        id: { type: 'string', description: 'Names the reservation in its settle; only its holder knows it' },
-        units: { type: 'integer', description: 'The cost counted: what was reserved' },
-        seconds: { type: 'integer', description: 'The reservation’s life: settle it by then' },
-        expiresAt: {
-          type: 'integer',
-          description: 'When its life ends, in milliseconds since the epoch on memgate’s clock',
-        },
-      },
-    },
-    listed: {
-      type: 'string',
-      enum: ['allow', 'deny'],
-      description:
-        "The policy's allow or deny list holds the client: allowed without counting, or refused for good (no retryAfter); limits is empty",
-    },
-  },
-} as const;
-
-/** A check of a batch that /check would have refused: its error, and the status /check would have answered. */
-export const batchItemErrorResponse = {
-  type: 'object',
-  required: ['error', 'status'],
-  properties: {
-    ...errorResponse.properties,
-    status: { type: 'integer', description: 'the status /check would have answered: 400 for its input, 503 when shed' },
-  },
-} as const;
-
-export const leaseResponse = {
-  ...decisionResponse,
-  properties: {
-    ...decisionResponse.properties,
-    lease: {
-      type: 'object',
-      description: 'The lease, when allowed: spend its units within its life, then return what is left',
-      required: ['id', 'units', 'seconds', 'expiresAt'],
-      properties: {
-        id: { type: 'string', description: 'Names the lease in its return; only its holder knows it' },
-        units: {
-          type: 'integer',
-          description: 'Units counted for the holder: at most what was asked, what remained and maxUnits',
-        },
-        seconds: { type: 'integer', description: 'The lease’s life' },
-        expiresAt: {
-          type: 'integer',
-          description: 'When its life ends, in milliseconds since the epoch on memgate’s clock',
-        },
-      },
-    },
-  },
-} as const;
-
-export const leaseReturnedResponse = {
-  type: 'object',
-  required: ['returned', 'spent'],
-  properties: {
-    returned: { type: 'integer', description: 'Units taken back: others may use them now' },
-    spent: { type: 'integer', description: 'Units counted again at this second, where the window keeps them longest' },
-  },
-} as const;
-
-export const leaseBatchResponse = {
-  type: 'object',
-  required: ['returned', 'taken'],
-  properties: {
-    returned: {
-      type: 'array',
-      description: 'One answer per return, in order: as /lease/return’s 200 body, or its error and status',
-      items: { anyOf: [leaseReturnedResponse, batchItemErrorResponse] },
-    },
-    taken: {
-      type: 'array',
-      description:
-        'One answer per take, in order: the decision (with the lease when allowed) as /lease answers it, or its error and status',
-      items: { anyOf: [leaseResponse, batchItemErrorResponse] },
-    },
-  },
-} as const;
-
-export const refundResponse = {
-  type: 'object',
-  required: ['refunded', 'event'],
-  properties: {
-    refunded: {
-      type: 'boolean',
-      description:
-        'false when that second has left every window, or the feature was reset since: nothing was counted there any more',
-    },
-    event: { type: 'string' },
-  },
-} as const;
-
-export const statusResponse = {
-  type: 'object',
-  required: ['status'],
-  properties: { status: { type: 'string' } },
-} as const;
-
-/** /readyz: every counter server with whether it answers; `error` when some do not, or while draining (no servers then). */
-export const readinessResponse = {
-  type: 'object',
-  required: ['status', 'store'],
-  properties: {
-    status: { type: 'string', description: 'ready, unavailable, or draining (shutting down)' },
-    store: { type: 'string', description: 'memcached or embedded' },
-    policyVersion: {
-      type: 'string',
-      description:
-        'the version of the policies in use: a hash of the policy file and MEMGATE_ENVOY_CONFIG, the same on every instance that runs the same files',
-    },
-    clockOffsetMs: {
-      type: 'integer',
-      description:
-        "the store's clock, which memgate counts by, minus this host's, in milliseconds (the servers' median; 0 for the embedded store)",
-    },
-    servers: {
-      type: 'array',
-      items: {
-        type: 'object',
-        required: ['server', 'up'],
-        properties: {
-          server: { type: 'string' },
-          up: { type: 'boolean' },
-          error: { type: 'string' },
-          evictions: {
-            type: 'integer',
-            description: 'items evicted since the server started: raise its memory if this grows',
-          },
-          clockOffsetMs: {
-            type: 'integer',
-            description: "this server's clock minus this host's, in milliseconds, as last measured",
-          },
-          state: {
-            type: 'string',
-            enum: ['up', 'down', 'failed-over'],
-            description:
-              "where this server's clients are counted: `up` on it; `down` nowhere, their checks decided by each event's onStoreError; `failed-over` on the servers in failedOverTo (MEMCACHED_FAILOVER), until it has answered for MEMCACHED_FAILOVER_SETTLE_MS",
-          },
-          failedOverTo: {
-            type: 'array',
-            items: { type: 'string' },
-            description: 'while failed over: the servers after it on the ring, which count its clients (from zero)',
-          },
-          returnsInMs: {
-            type: 'integer',
-            description: 'failed over and answering again: how long until its clients move back, if it keeps answering',
-          },
-        },
-      },
-    },
-    error: errorResponse.properties.error,
-  },
-} as const;
-
-const keysPerCheck = {
-  type: 'object',
-  properties: { max: { type: 'integer' }, mean: { type: 'number' } },
-} as const;
-
-const limitSizing = {
-  type: 'array',
-  items: {
-    type: 'object',
-    properties: {
-      name: { type: 'string' },
-      limit: { type: 'integer' },
-      window: { type: 'integer' },
-      granularity: { type: 'integer' },
-      bucketSizes: { type: 'array', items: { type: 'integer' } },
-      keysPerCheck,
-      itemsPerFeature: { type: 'integer' },
-    },
-  },
-} as const;
-
-export const policiesResponse = {
-  type: 'object',
-  properties: {
-    version: {
-      type: 'string',
-      description:
-        'a hash of the policy file and MEMGATE_ENVOY_CONFIG: the same on every instance that runs the same files, new on each reload that changed them',
-    },
-    source: { type: 'string', description: 'the policy file' },
-    events: {
-      type: 'array',
-      items: {
-        type: 'object',
-        properties: {
-          event: { type: 'string' },
-          algorithm: { type: 'string' },
-          edge: { type: 'string' },
-          onStoreError: { type: 'string' },
-          lease: {
-            type: 'object',
-            description: 'present when clients may take leases of this event',
-            properties: {
-              maxUnits: { type: 'integer', description: 'most units one lease may take' },
-              life: { type: 'integer', description: 'seconds a lease lives' },
-            },
-          },
-          reservations: {
-            type: 'object',
-            description: 'present when checks of this event may reserve a cost and settle it later',
-            properties: { life: { type: 'integer', description: 'seconds a reservation may wait for its settle' } },
-          },
-          incrementsPerCheck: { type: 'integer' },
-          keysPerCheck,
-          itemsPerFeature: { type: 'integer', description: 'Memcached items one active feature keeps alive' },
-          limits: limitSizing,
-          tiers: {
-            type: 'object',
-            description: "present when the event has tiers: each tier's limits",
-            additionalProperties: limitSizing,
-          },
-          overrides: {
-            type: 'object',
-            description: 'present when the event has overrides: how many, and how many are past their until',
-            properties: { count: { type: 'integer' }, lapsed: { type: 'integer' } },
-          },
-          allow: { type: 'integer', description: 'entries of the allow list, when it has one' },
-          deny: { type: 'integer', description: 'entries of the deny list, when it has one' },
-        },
-      },
-    },
-  },
-} as const;
-
-export const resetBody = {
-  type: 'object',
-  additionalProperties: false,
-  required: ['event', 'feature'],
-  properties: { event, feature },
-  examples: [{ event: 'login', feature: '203.0.113.7' }],
-} as const;
-
-export type ResetBody = Omit<CheckBody, 'cost'>;
-
-export const resetResponse = {
-  type: 'object',
-  required: ['reset', 'event'],
-  properties: { reset: { type: 'boolean' }, event: { type: 'string' } },
-} as const;
-
-export const reloadResponse = {
-  type: 'object',
-  required: ['reloaded', 'source', 'events'],
-  properties: {
-    reloaded: { type: 'boolean' },
-    source: { type: 'string' },
-    events: { type: 'array', items: { type: 'string' } },
-  },
-} as const;
 
 // ---------------------------------------------------------------------------------------
 // Answers, as the OpenAPI document describes them
@@ -595,7 +122,7 @@ const GATEWAY_ERROR_HEADER = {
 } as const satisfies Record<string, HeaderDoc>;
 
 const overloaded = answer(
-  errorResponse,
+  ErrorBody,
   '`overloaded`: memgate sheds this check rather than queue it. Either `MEMCACHED_MAX_IN_FLIGHT` checks are already waiting on Memcached (a slow or hung server), or the event loop lags more than `MEMGATE_MAX_EVENT_LOOP_DELAY_MS`. Nothing was counted; retry in a second',
   overloadedExample,
   RETRY_SOON,
@@ -608,7 +135,11 @@ function decisionAnswers(route: '/check' | '/peek', via: Via) {
   const { allowed, allowedCost, degradedAllowed, denied, degradedDenied, peekUntouched, peekDenied } = decisionExamples;
   const check = route === '/check';
   const admitted = check
-    ? { allowed, ...(via === 'body' ? { allowedCost, reserved: settleExamples.reserved } : {}), degradedAllowed }
+    ? {
+        allowed,
+        ...(via === 'body' ? { allowedCost, reserved: settleExamples.reserved, holding: releaseExamples.holding } : {}),
+        degradedAllowed,
+      }
     : { peekUntouched, degradedAllowed };
   const refused = check ? { denied, degradedDenied } : { peekDenied, degradedDenied };
   const badInput = {
@@ -619,31 +150,31 @@ function decisionAnswers(route: '/check' | '/peek', via: Via) {
   };
   return {
     200: answer(
-      decisionResponse,
+      Decision,
       `${check ? 'Allowed: the request fits every limit of the event, and its cost is counted' : 'A request of this cost would be allowed now; nothing is counted'}. A degraded decision (\`degraded: true\`, no limits, no RateLimit headers) was made by the event's \`onStoreError\` rule because Memcached did not answer in time`,
       admitted,
       RATE_LIMIT_HEADERS,
     ),
     429: answer(
-      decisionResponse,
+      Decision,
       `${check ? 'Denied: the request does not fit some limit of the event, and nothing was counted' : 'A request of this cost would be denied now'}. \`retryAfter\` and \`Retry-After\` say when it would fit, exact to the policy’s granularity; a degraded denial says 1`,
       refused,
       DENIAL_HEADERS,
     ),
     400: answer(
-      errorResponse,
+      ErrorBody,
       'The request is not one memgate can decide (see the examples); nothing was counted',
       badInput,
     ),
     ...(via === 'body'
       ? {
           413: answer(
-            errorResponse,
+            ErrorBody,
             `\`payload_too_large\`: the body is over ${DEFAULTS.bodyLimitBytes / 1024} KB`,
             payloadTooLargeExample,
           ),
           415: answer(
-            errorResponse,
+            ErrorBody,
             '`unsupported_media_type`: the body is not `application/json`',
             unsupportedMediaTypeExample,
           ),
@@ -666,7 +197,7 @@ export const checkQueryRoute = {
   summary: 'Decide and count a request',
   description: `${CHECK}\n\nThe same as \`POST /check\`, with the fields in the query string.`,
   tags: ['decisions'],
-  querystring: checkQuerystring,
+  querystring: CheckQuery,
   response: decisionAnswers('/check', 'query'),
 };
 
@@ -674,7 +205,7 @@ export const checkBodyRoute = {
   summary: 'Decide and count a request (JSON body)',
   description: `${CHECK}\n\nThe same as \`GET /check\`, with the fields in a JSON object (\`cost\` a JSON integer).`,
   tags: ['decisions'],
-  body: checkBody,
+  body: CheckBody,
   response: decisionAnswers('/check', 'body'),
 };
 
@@ -682,7 +213,7 @@ export const peekQueryRoute = {
   summary: 'The decision /check would make, counting nothing',
   description: `${PEEK}\n\nThe same as \`POST /peek\`, with the fields in the query string.`,
   tags: ['decisions'],
-  querystring: peekQuerystring,
+  querystring: PeekQuery,
   response: decisionAnswers('/peek', 'query'),
 };
 
@@ -690,7 +221,7 @@ export const peekBodyRoute = {
   summary: 'The decision /check would make, counting nothing (JSON body)',
   description: `${PEEK}\n\nThe same as \`GET /peek\`, with the fields in a JSON object.`,
   tags: ['decisions'],
-  body: peekBody,
+  body: CheckRequest,
   response: decisionAnswers('/peek', 'body'),
 };
 
@@ -700,41 +231,33 @@ export const checkBatchRoute = {
 
 The answer is always 200 with an array in the order of the checks: a decision (\`allowed\` true or false, as \`/check\`'s 200 and 429 bodies) or, for a check \`/check\` would have refused, its error with the \`status\` \`/check\` would have answered (400 for its input, 503 when it was shed). A body that is not such an array, or a check of the wrong shape, is a 400 for the whole batch, and nothing is counted. No RateLimit headers: they describe one decision.`,
   tags: ['decisions'],
-  body: checkBatchBody,
+  body: CheckBatch,
   response: {
     200: answer(
-      { type: 'array', items: { anyOf: [decisionResponse, batchItemErrorResponse] } },
+      CheckBatchAnswer,
       'The decisions, in the order of the checks; a check /check would have refused holds its error and status instead',
       batchExamples,
     ),
     400: answer(
-      errorResponse,
+      ErrorBody,
       'The body is not a JSON array of 1 to 100 checks, or a check is not an object with a string event and feature (and an integer cost); nothing was counted',
       { ...batchErrorExamples, invalidJson: bodyErrorExamples.invalidJson },
     ),
     413: answer(
-      errorResponse,
+      ErrorBody,
       `\`payload_too_large\`: the body is over ${DEFAULTS.batchBodyLimitBytes / 1024} KB`,
       payloadTooLargeExample,
     ),
-    415: answer(
-      errorResponse,
-      '`unsupported_media_type`: the body is not `application/json`',
-      unsupportedMediaTypeExample,
-    ),
+    415: answer(ErrorBody, '`unsupported_media_type`: the body is not `application/json`', unsupportedMediaTypeExample),
   },
 };
 
 const leaseInputErrors = (extra: Record<string, Example>) =>
-  answer(
-    errorResponse,
-    'The request is not one memgate can take (see the examples); nothing was counted or taken back',
-    {
-      ...extra,
-      unknownEvent: inputErrorExamples.unknownEvent,
-      invalidJson: bodyErrorExamples.invalidJson,
-    },
-  );
+  answer(ErrorBody, 'The request is not one memgate can take (see the examples); nothing was counted or taken back', {
+    ...extra,
+    unknownEvent: inputErrorExamples.unknownEvent,
+    invalidJson: bodyErrorExamples.invalidJson,
+  });
 
 export const leaseRoute = {
   summary: 'Take a quota lease: several units counted at once, spent by the client',
@@ -744,16 +267,11 @@ Nothing is ever admitted beyond the limit: the units are counted before they are
 
 200 with the decision and the \`lease\` when units were counted; 429 with the decision, as \`/check\`'s, when not even one unit fits. \`memgate/client\` takes and returns leases itself (docs/client.md).`,
   tags: ['leases'],
-  body: leaseBody,
+  body: LeaseBody,
   response: {
-    200: answer(leaseResponse, 'Units were counted: the `lease` says how many, and until when', leaseExamples.granted),
+    200: answer(LeaseDecision, 'Units were counted: the `lease` says how many, and until when', leaseExamples.granted),
     400: leaseInputErrors({ leaseOff: leaseExamples.leaseOff }),
-    429: answer(
-      decisionResponse,
-      'Not even one unit fits: the decision, as /check’s',
-      leaseExamples.denied,
-      DENIAL_HEADERS,
-    ),
+    429: answer(Decision, 'Not even one unit fits: the decision, as /check’s', leaseExamples.denied, DENIAL_HEADERS),
     503: overloaded,
   },
 };
@@ -762,24 +280,20 @@ export const leaseReturnRoute = {
   summary: 'Return a lease: take back its unused units',
   description: `Takes back the units a lease did not spend, and counts its spent ones at this second instead of the lease's. A lease is returned once, within its life and ${DEFAULTS.leaseReturnGraceSeconds} s; after that its units stay counted until they leave the window. After a reset of the feature (\`/admin/reset\`) at or after the lease's second, nothing is taken back (\`returned: 0\`): the reset forgot the units already.`,
   tags: ['leases'],
-  body: leaseReturnBody,
+  body: LeaseReturnBody,
   response: {
-    200: answer(leaseReturnedResponse, 'The unused units are free again; the spent ones count from now', {
+    200: answer(LeaseReturned, 'The unused units are free again; the spent ones count from now', {
       returned: leaseReturnExamples.returned,
     }),
     400: leaseInputErrors({ leaseOff: leaseExamples.leaseOff }),
-    404: answer(errorResponse, '`unknown_lease`: no lease of this id for this event and feature', {
+    404: answer(ErrorBody, '`unknown_lease`: no lease of this id for this event and feature', {
       unknownLease: leaseReturnExamples.unknownLease,
     }),
-    409: answer(
-      errorResponse,
-      '`lease_returned`: returned already (a lease is returned once); `lease_expired`: too late',
-      {
-        returnedTwice: leaseReturnExamples.returnedTwice,
-      },
-    ),
+    409: answer(ErrorBody, '`lease_returned`: returned already (a lease is returned once); `lease_expired`: too late', {
+      returnedTwice: leaseReturnExamples.returnedTwice,
+    }),
     503: answer(
-      errorResponse,
+      ErrorBody,
       '`store_unavailable`: Memcached did not answer in time; the units stay counted',
       { storeUnavailable: adminExamples.storeUnavailable },
       RETRY_SOON,
@@ -787,41 +301,56 @@ export const leaseReturnRoute = {
   },
 };
 
-export const settledResponse = {
-  type: 'object',
-  required: ['reserved', 'cost', 'counted'],
-  properties: {
-    reserved: { type: 'integer', description: 'What the reservation counted' },
-    cost: { type: 'integer', description: 'What is counted instead, at the settle’s second' },
-    counted: {
-      type: 'integer',
-      description: 'What the settle changed the counts by: cost − reserved (negative: a refund)',
-    },
+export const releaseRoute = {
+  summary: 'Release the slot a request of a concurrency limit holds',
+  description:
+    'For an event with `algorithm: concurrency`: a `/check` that is allowed holds a `slot` while its request is in flight; release it here once the request is done, so that the client may have another in flight. A slot never released frees itself when the limit’s `timeout` has passed since it was taken (an instance that stopped, a caller that forgot). Releasing a slot that is free already answers `released: false` and changes nothing.',
+  tags: ['decisions'],
+  body: ReleaseBody,
+  response: {
+    200: answer(Released, 'Released: the slot is free for another request of the client', {
+      released: releaseExamples.released,
+      freeAlready: releaseExamples.freeAlready,
+    }),
+    400: answer(ErrorBody, 'The request is not one memgate can release (see the examples); nothing changed', {
+      releaseOff: releaseExamples.releaseOff,
+      unknownEvent: inputErrorExamples.unknownEvent,
+      invalidJson: bodyErrorExamples.invalidJson,
+    }),
+    404: answer(ErrorBody, '`unknown_slot`: the id is not one memgate gave', {
+      unknownSlot: releaseExamples.unknownSlot,
+    }),
+    503: answer(
+      ErrorBody,
+      '`store_unavailable`: Memcached did not answer in time; the slot stays held until released or timed out',
+      { storeUnavailable: adminExamples.storeUnavailable },
+      RETRY_SOON,
+    ),
   },
-} as const;
+};
 
 export const settleRoute = {
   summary: 'Settle a reservation with what its request actually cost',
-  description: `For a reservation made by \`/check\` with \`reserve\`: counts the actual \`cost\` at this second and takes back what was reserved from the reservation's second, so the client's counts change by the difference (a refund when the cost is smaller). A larger cost than reserved can put the client over its limits, and its next check sees it. A reservation is settled once, within its life and ${DEFAULTS.leaseReturnGraceSeconds} s; one never settled stays counted as reserved until it leaves the window. After a reset of the feature at or after the reservation's second, only the actual cost is counted.`,
+  description: `For a reservation made by \`/check\` with \`reserve\`: counts the actual \`cost\` at this second and takes back what was reserved from the reservation's second, so the client's counts change by the difference (a refund when the cost is smaller). A larger cost than reserved can put the client over its limits, and its next check sees it. A reservation is settled once, within its life and ${DEFAULTS.leaseReturnGraceSeconds} s; one never settled stays counted as reserved until it leaves the window. After a reset of the feature at or after the reservation's second, only the actual cost is counted. It settles under the plan it was reserved under (the tier or override that applied then, for a token bucket its rate then), whatever \`tier\` the settle names.`,
   tags: ['decisions'],
-  body: settleBody,
+  body: SettleBody,
   response: {
-    200: answer(settledResponse, 'Settled: the counts changed by `counted`', { settled: settleExamples.settled }),
-    400: answer(errorResponse, 'The request is not one memgate can settle (see the examples); nothing was counted', {
+    200: answer(Settled, 'Settled: the counts changed by `counted`', { settled: settleExamples.settled }),
+    400: answer(ErrorBody, 'The request is not one memgate can settle (see the examples); nothing was counted', {
       reserveOff: settleExamples.reserveOff,
       unknownEvent: inputErrorExamples.unknownEvent,
       invalidJson: bodyErrorExamples.invalidJson,
     }),
-    404: answer(errorResponse, '`unknown_reservation`: no reservation of this id for this event and feature', {
+    404: answer(ErrorBody, '`unknown_reservation`: no reservation of this id for this event and feature', {
       unknownReservation: settleExamples.unknownReservation,
     }),
     409: answer(
-      errorResponse,
+      ErrorBody,
       '`reservation_settled`: settled already (a reservation is settled once); `reservation_expired`: too late',
       { settledTwice: settleExamples.settledTwice },
     ),
     503: answer(
-      errorResponse,
+      ErrorBody,
       '`store_unavailable`: Memcached did not answer in time; the reservation stays counted as reserved',
       { storeUnavailable: adminExamples.storeUnavailable },
       RETRY_SOON,
@@ -835,20 +364,20 @@ export const leaseBatchRoute = {
 
 The answer is always 200 with \`returned\` and \`taken\`, in the order asked: each an answer of \`/lease/return\` or \`/lease\` (a take not granted is its decision with \`allowed: false\`), or the error and \`status\` those routes would have answered. A body of the wrong shape is a 400 for the whole batch, and nothing is counted or taken back.`,
   tags: ['leases'],
-  body: leaseBatchBody,
+  body: LeaseBatchBody,
   response: {
     200: answer(
-      leaseBatchResponse,
+      LeaseBatchAnswer,
       'The answers, in the order asked; an item those routes would have refused holds its error and status instead',
       leaseBatchExamples,
     ),
     400: answer(
-      errorResponse,
+      ErrorBody,
       'The body is not `take` and `return` arrays of 1 to 100 items together, or an item is not of their shape; nothing was counted or taken back',
       leaseBatchErrorExamples,
     ),
     413: answer(
-      errorResponse,
+      ErrorBody,
       `\`payload_too_large\`: the body is over ${DEFAULTS.batchBodyLimitBytes / 1024} KB`,
       payloadTooLargeExample,
     ),
@@ -857,7 +386,7 @@ The answer is always 200 with \`returned\` and \`taken\`, in the order asked: ea
 
 const gatewayDenied = (status: string, examples: Record<string, Example>) =>
   answer(
-    decisionResponse,
+    Decision,
     `Denied, when \`gateway.denyStatus\` is ${status}: the guarded request does not fit some limit of its event, or a degraded decision by \`onStoreError\` refused it; nothing was counted`,
     examples,
     DENIAL_HEADERS,
@@ -865,7 +394,7 @@ const gatewayDenied = (status: string, examples: Record<string, Example>) =>
 
 const gatewayInvalid = (status: string, examples: Record<string, Example>) =>
   answer(
-    errorResponse,
+    ErrorBody,
     `Input memgate cannot place, when \`gateway.invalidStatus\` is ${status}: the URI header missing or sent twice, a path that is not valid percent-encoding or that servers read as different routes, no usable client, an unknown event in an event header, an unmatched path under \`unmatched: deny\`. Nothing was counted`,
     examples,
     GATEWAY_ERROR_HEADER,
@@ -889,7 +418,7 @@ export const gateRoute = {
   tags: ['gateway'],
   response: {
     200: answer(
-      decisionResponse,
+      Decision,
       'Allowed: the guarded request fits every limit of its event (counted), or no route matches its path and `gateway.unmatched` is allow (nothing counted, `limits` empty), or a degraded decision by `onStoreError`',
       {
         allowed: decisionExamples.allowed,
@@ -901,11 +430,7 @@ export const gateRoute = {
     400: gatewayInvalid('400 (the default)', { missingUri, badEncoding, ambiguous, clientNotAnIp }),
     401: gatewayInvalid('401 (for nginx)', { unmatchedPath, uriTwice }),
     403: gatewayDenied('403 (for nginx)', { denied: decisionExamples.denied }),
-    404: answer(
-      errorResponse,
-      '`not_found`: the policy file has no `gateway` section, so /gate is off',
-      gatewayOffExample,
-    ),
+    404: answer(ErrorBody, '`not_found`: the policy file has no `gateway` section, so /gate is off', gatewayOffExample),
     429: gatewayDenied('429 (the default)', {
       denied: decisionExamples.denied,
       degradedDenied: decisionExamples.degradedDenied,
@@ -919,7 +444,7 @@ export const healthRoute = {
   description:
     'Answers 200 while the process runs, asking nothing of Memcached, and also while it drains before stopping, so that nothing kills an instance that is finishing its requests.',
   tags: ['operations'],
-  response: { 200: answer(statusResponse, 'The process is running', healthExamples) },
+  response: { 200: answer(Status, 'The process is running', healthExamples) },
 };
 
 const { readyMemcached, readyEmbedded, failedOver, unavailable, draining } = readinessExamples;
@@ -930,13 +455,13 @@ export const readinessRoute = {
     "Asks every Memcached server and lists each with whether it answers, where its clients are counted (`state`), its evictions and its clock's offset from this host (memgate counts by the servers' clocks). 200 when every client is counted somewhere: every server answers, or a down one's clients are failed over to the others; 503 when a down server's clients are not (`store_unavailable`, with each such server's reason: failover is off, or no other server answers), and at once, without asking, while the instance drains before stopping (`draining`). Load balancers should send checks only to instances that answer 200.",
   tags: ['operations'],
   response: {
-    200: answer(readinessResponse, 'Ready: every client is counted, on its own server or the one it failed over to', {
+    200: answer(Readiness, 'Ready: every client is counted, on its own server or the one it failed over to', {
       readyMemcached,
       readyEmbedded,
       failedOver,
     }),
     503: answer(
-      readinessResponse,
+      Readiness,
       'Not ready: a Memcached server did not answer within `MEMCACHED_TIMEOUT_MS` and its clients could not fail over (`store_unavailable`, with `Retry-After: 1`), or the instance is shutting down (`draining`)',
       { unavailable, draining },
       { 'Retry-After': { type: 'integer', description: '1, when a server is down; absent while draining' } },
@@ -950,7 +475,7 @@ export const policiesRoute = {
     'The policies in use (after any reload: a change of the files, `SIGHUP` or `/admin/reload`), with their `version`, and with what each event and limit costs: Memcached keys a check reads (`keysPerCheck`: the most, and on average), increments per check, and items one active feature keeps alive (`itemsPerFeature`), to size a cluster. `npm run policies -- FILE` prints the same for a file.',
   tags: ['operations'],
   response: {
-    200: answer(policiesResponse, 'The loaded policies, event by event and limit by limit', policiesExamples),
+    200: answer(Policies, 'The loaded policies, event by event and limit by limit', policiesExamples),
   },
 };
 
@@ -973,7 +498,7 @@ const ADMIN = `Needs \`Authorization: Bearer <MEMGATE_ADMIN_TOKEN>\`; without th
 
 const adminRefusals = {
   401: answer(
-    errorResponse,
+    ErrorBody,
     '`unauthorized`: no bearer token, or the wrong one (counted against this address)',
     { unauthorized: adminExamples.unauthorized },
     {
@@ -981,7 +506,7 @@ const adminRefusals = {
     },
   ),
   429: answer(
-    errorResponse,
+    ErrorBody,
     '`too_many_failures`: this address gave a wrong token 10 times within 60 s; every admin request from it is refused until those failures leave the window',
     { tooManyFailures: adminExamples.tooManyFailures },
     { 'Retry-After': { type: 'integer', description: 'Seconds until this address may try again' } },
@@ -996,23 +521,19 @@ export const adminResetRoute = {
   description: `Forgets every count of \`feature\` for \`event\`, on every instance (the counts live in Memcached): its next check starts from nothing.\n\n${ADMIN}`,
   tags: ['admin'],
   security: [{ adminToken: [] }],
-  body: resetBody,
+  body: ResetBody,
   response: {
-    200: answer(resetResponse, 'The counts are forgotten', { reset: adminExamples.reset }),
+    200: answer(ResetAnswer, 'The counts are forgotten', { reset: adminExamples.reset }),
     400: answer(
-      errorResponse,
+      ErrorBody,
       'The body is not an event and a feature memgate knows (see the examples); nothing was changed',
       { unknownEvent, missingFeature, invalidJson },
     ),
     ...adminRefusals,
-    413: answer(errorResponse, '`payload_too_large`: the body is over 16 KB', payloadTooLargeExample),
-    415: answer(
-      errorResponse,
-      '`unsupported_media_type`: the body is not `application/json`',
-      unsupportedMediaTypeExample,
-    ),
+    413: answer(ErrorBody, '`payload_too_large`: the body is over 16 KB', payloadTooLargeExample),
+    415: answer(ErrorBody, '`unsupported_media_type`: the body is not `application/json`', unsupportedMediaTypeExample),
     503: answer(
-      errorResponse,
+      ErrorBody,
       '`store_unavailable`: Memcached did not answer in time, so the counts may not be forgotten; retry',
       { storeUnavailable: adminExamples.storeUnavailable },
       RETRY_SOON,
@@ -1027,19 +548,19 @@ export const adminRefundRoute = {
 ${ADMIN}`,
   tags: ['admin'],
   security: [{ adminToken: [] }],
-  body: refundBody,
+  body: RefundBody,
   response: {
-    200: answer(refundResponse, 'Taken back, or nothing to take back any more', {
+    200: answer(Refunded, 'Taken back, or nothing to take back any more', {
       refunded: adminExamples.refunded,
     }),
-    400: answer(errorResponse, 'The body is not a check memgate knows, or `at` is in the future; nothing was changed', {
+    400: answer(ErrorBody, 'The body is not a check memgate knows, or `at` is in the future; nothing was changed', {
       unknownEvent,
       missingFeature,
       futureAt: adminExamples.futureAt,
     }),
     ...adminRefusals,
     503: answer(
-      errorResponse,
+      ErrorBody,
       '`store_unavailable`: Memcached did not answer in time, so nothing may be taken back; retry',
       { storeUnavailable: adminExamples.storeUnavailable },
       RETRY_SOON,
@@ -1053,9 +574,12 @@ export const adminReloadRoute = {
   tags: ['admin'],
   security: [{ adminToken: [] }],
   response: {
-    200: answer(reloadResponse, 'The new policies are in use', { reloaded: adminExamples.reloaded }),
-    400: answer(errorResponse, '`invalid_policies`: the file is invalid; the policies in use are unchanged', {
+    200: answer(Reloaded, 'The new policies are in use', { reloaded: adminExamples.reloaded }),
+    400: answer(ErrorBody, '`invalid_policies`: the file is invalid; the policies in use are unchanged', {
       invalidPolicies: adminExamples.invalidPolicies,
+    }),
+    503: answer(ErrorBody, '`draining`: the instance is shutting down; nothing was loaded', {
+      draining: adminExamples.reloadWhileDraining,
     }),
     ...adminRefusals,
   },
@@ -1063,179 +587,6 @@ export const adminReloadRoute = {
 
 // ---------------------------------------------------------------------------------------
 // Usage history
-
-const usageTime = (which: 'from' | 'until', fallback: string) =>
-  ({
-    type: 'string',
-    description: `Epoch seconds, ISO 8601 (\`2026-11-23T10:00:00Z\`), or relative to now (\`-1h\`, \`-30d\`, \`-2y\`, \`now\`; units s, min or m, h, d, w, y). Default ${fallback}`,
-    examples: [which === 'from' ? '-1h' : 'now'],
-  }) as const;
-
-export const usageQuerystring = {
-  type: 'object',
-  additionalProperties: false,
-  required: ['event'],
-  properties: {
-    event: { ...event, description: 'An event of the policy file, or one with usage recorded (GET /usage/events)' },
-    feature: {
-      ...feature,
-      description:
-        'One client: its curve, from the minutes it was among the heaviest (MEMGATE_USAGE_TOP). Omitted, the whole event',
-    },
-    from: usageTime('from', 'an hour before `until`'),
-    until: usageTime('until', '`now`, which counts the current second'),
-    step: {
-      type: 'string',
-      description:
-        'Seconds per point, rounded up to a multiple of the resolution kept that far back (1 s for 6 hours, 1 min for 30 days, 1 h for 2 years by default). Default: a round step giving at most `maxDataPoints` points',
-      examples: ['60'],
-    },
-    maxDataPoints: {
-      type: 'string',
-      description: 'The most points wanted when no `step` is given, up to 10000. Default 60',
-      examples: ['300'],
-    },
-  },
-} as const;
-
-export interface UsageQuerystring {
-  event: string;
-  feature?: string;
-  from?: string;
-  until?: string;
-  step?: string;
-  maxDataPoints?: string;
-}
-
-export const usageTopQuerystring = {
-  type: 'object',
-  additionalProperties: false,
-  required: ['event'],
-  properties: {
-    event: usageQuerystring.properties.event,
-    from: usageTime('from', 'an hour before `until`'),
-    until: usageTime('until', '`now`'),
-    limit: { type: 'string', description: 'Clients listed per outcome, up to 1000. Default 20', examples: ['10'] },
-  },
-} as const;
-
-export interface UsageTopQuerystring {
-  event: string;
-  from?: string;
-  until?: string;
-  limit?: string;
-}
-
-const counts = {
-  allowed: { type: 'integer', description: 'decisions that admitted the request' },
-  denied: { type: 'integer', description: 'decisions that refused it' },
-  degraded: {
-    type: 'integer',
-    description: "decisions made by the event's onStoreError rule, without counts, because the store did not answer",
-  },
-  shadow_denied: {
-    type: 'integer',
-    description:
-      "of the allowed decisions, those a limit in `mode: shadow` would have denied (counted in `allowed` too); 0 on a client's curve, as it is counted per event only",
-  },
-  settled: {
-    type: 'integer',
-    description:
-      "reservations settled in this step (`POST /settle`, and Envoy's at a stream's end), counted at the settle's second; 0 on a client's curve, as settles are counted per event only",
-  },
-  settled_cost: {
-    type: 'integer',
-    description:
-      "the sum of those settles' actual `cost`, in the units the event's limits count (tokens, say), not decisions; 0 on a client's curve",
-  },
-} as const;
-
-export const usageResponse = {
-  type: 'object',
-  required: ['event', 'feature', 'from', 'until', 'step', 'points'],
-  properties: {
-    event: { type: 'string' },
-    feature: { type: ['string', 'null'], description: 'the client asked for, or null for the whole event' },
-    from: { type: 'integer', description: 'the range asked, in epoch seconds' },
-    until: { type: 'integer', description: 'its end, in epoch seconds (not included)' },
-    step: { type: 'integer', description: 'seconds per point' },
-    points: {
-      type: 'array',
-      description:
-        'One per step from the step holding `from` while before `until`, zero-filled, oldest first; they include what instances have not written yet',
-      items: {
-        type: 'object',
-        required: ['t', 'allowed', 'denied', 'degraded', 'shadow_denied', 'settled', 'settled_cost'],
-        properties: {
-          t: { type: 'integer', description: "the step's first second, in epoch seconds" },
-          ...counts,
-          tracked: {
-            type: 'object',
-            description:
-              "A client's curve only: for each outcome, whether its count is known. False where, in some minute (or hour, for older history) of this step, the client was not among the heaviest the history names while other clients went unnamed: its count there is unknown, so the point's count is a lower bound (0: unknown, not none)",
-            required: ['allowed', 'denied'],
-            properties: { allowed: { type: 'boolean' }, denied: { type: 'boolean' } },
-          },
-        },
-      },
-    },
-  },
-} as const;
-
-const clientList = {
-  type: 'array',
-  description:
-    'most first; a count is never more than the client got (exact unless a minute had more clients than memgate follows)',
-  items: {
-    type: 'object',
-    required: ['feature', 'count'],
-    properties: { feature: { type: 'string' }, count: { type: 'integer' } },
-  },
-} as const;
-
-export const usageTopResponse = {
-  type: 'object',
-  required: ['event', 'from', 'until', 'allowed', 'denied'],
-  properties: {
-    event: { type: 'string' },
-    from: {
-      type: 'integer',
-      description:
-        'the start of the range as counted: `from` rounded down to the minute, or to the hour past a day (clients are kept per minute and hour)',
-    },
-    until: { type: 'integer' },
-    allowed: clientList,
-    denied: clientList,
-  },
-} as const;
-
-export const usageEventsResponse = {
-  type: 'object',
-  required: ['events', 'retention'],
-  properties: {
-    events: {
-      type: 'array',
-      items: {
-        type: 'object',
-        required: ['event', 'from', 'until'],
-        properties: {
-          event: { type: 'string' },
-          from: { type: 'integer', description: 'its oldest data still kept, in epoch seconds' },
-          until: { type: 'integer', description: 'the end of its newest data' },
-        },
-      },
-    },
-    retention: {
-      type: 'array',
-      description: 'the resolutions kept, finest first (MEMGATE_USAGE_RETENTION)',
-      items: {
-        type: 'object',
-        required: ['resolution', 'keepSeconds'],
-        properties: { resolution: { type: 'integer' }, keepSeconds: { type: 'integer' } },
-      },
-    },
-  },
-} as const;
 
 const USAGE_UNAVAILABLE =
   '`usage_store_unavailable`: graphite-web (`MEMGATE_GRAPHITE_WEB`) did not answer, or answered an error';
@@ -1246,16 +597,16 @@ export const usageRoute = {
   description:
     "Allowed, denied and degraded decisions of an event, or of one of its clients, one point per step over any range: from the finest resolution still kept for the range (1 s points for 6 hours, 1 min for 30 days, 1 h for 2 years by default). Counts are exact, and current: they include what this instance has counted and not yet written (it writes every `MEMGATE_USAGE_FLUSH_S`). With several instances, read it from Graphite (`MEMGATE_GRAPHITE_WEB`). A client has a curve for the minutes it was among the `MEMGATE_USAGE_TOP` heaviest of the event; each of its points says, per outcome, whether its count is known (`tracked`): where it was below the heaviest in part of the step while others went unnamed, the count is a lower bound, and a 0 means unknown. `shadow_denied` is the part of `allowed` that a limit in `mode: shadow` would have denied (per event: 0 on a client's curve). `settled` and `settled_cost` are the reservations settled in the step and the sum of their actual costs, in the limits' units (per event: 0 on a client's curve).",
   tags: ['usage'],
-  querystring: usageQuerystring,
+  querystring: UsageQuery,
   response: {
-    200: answer(usageResponse, 'The points, one a step, zero-filled', usageExamples.series),
+    200: answer(UsageSeries, 'The points, one a step, zero-filled', usageExamples.series),
     400: answer(
-      errorResponse,
+      ErrorBody,
       'A range or time memgate cannot read, an event it knows nothing of, or a range that would read more of the history than one query may (`usage_query_too_large`: ask for a shorter one)',
       usageExamples.seriesErrors,
     ),
-    404: answer(errorResponse, USAGE_OFF, usageExamples.off),
-    502: answer(errorResponse, USAGE_UNAVAILABLE, usageExamples.unavailable),
+    404: answer(ErrorBody, USAGE_OFF, usageExamples.off),
+    502: answer(ErrorBody, USAGE_UNAVAILABLE, usageExamples.unavailable),
   },
 };
 
@@ -1264,16 +615,16 @@ export const usageTopRoute = {
   description:
     'The clients with the most allowed and the most denied decisions of an event over a range, from the heaviest of each minute (`MEMGATE_USAGE_TOP` per minute and outcome).',
   tags: ['usage'],
-  querystring: usageTopQuerystring,
+  querystring: UsageTopQuery,
   response: {
-    200: answer(usageTopResponse, 'The clients, most first', usageExamples.top),
+    200: answer(UsageTop, 'The clients, most first', usageExamples.top),
     400: answer(
-      errorResponse,
+      ErrorBody,
       'A range or time memgate cannot read, an event it knows nothing of, or a range that would read more of the history than one query may (`usage_query_too_large`: ask for a shorter one)',
       usageExamples.topErrors,
     ),
-    404: answer(errorResponse, USAGE_OFF, usageExamples.off),
-    502: answer(errorResponse, USAGE_UNAVAILABLE, usageExamples.unavailable),
+    404: answer(ErrorBody, USAGE_OFF, usageExamples.off),
+    502: answer(ErrorBody, USAGE_UNAVAILABLE, usageExamples.unavailable),
   },
 };
 
@@ -1282,8 +633,8 @@ export const usageEventsRoute = {
   description: 'Each event with usage still kept, and the range its data covers; and the resolutions kept.',
   tags: ['usage'],
   response: {
-    200: answer(usageEventsResponse, 'The events, each with the range of its data', usageExamples.events),
-    404: answer(errorResponse, USAGE_OFF, usageExamples.off),
-    502: answer(errorResponse, USAGE_UNAVAILABLE, usageExamples.unavailable),
+    200: answer(UsageEvents, 'The events, each with the range of its data', usageExamples.events),
+    404: answer(ErrorBody, USAGE_OFF, usageExamples.off),
+    502: answer(ErrorBody, USAGE_UNAVAILABLE, usageExamples.unavailable),
   },
 };

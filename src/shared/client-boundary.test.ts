@@ -2,6 +2,9 @@
 // (packages/client, built from these folders), without the service: src/client,
 // src/integrations and src/shared import nothing else of memgate, and no package that
 // memgate-client does not declare. What they share with the service lives in src/shared.
+// The HTTP contract's schemas (src/shared/contract*.ts) are TypeBox's, which memgate-client
+// does not depend on: the client side takes their types only, which its build writes out
+// (scripts/flat-contract-types.mjs), and the package leaves their code out.
 import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 
@@ -37,6 +40,9 @@ function sources(folder: string): string[] {
   return readdirSync(new URL(`${folder}/`, SRC)).filter((name) => name.endsWith('.ts') && !name.endsWith('.test.ts'));
 }
 
+/** The contract's modules: the service's code, the client's types. */
+const isContract = (name: string) => /^contract(-[a-z]+)?\.ts$/.test(name);
+
 describe("the client's side of memgate", () => {
   it.each(CLIENT_SIDE)('src/%s imports only src/client, src/integrations and src/shared', (folder) => {
     const names = sources(folder);
@@ -56,6 +62,7 @@ describe("the client's side of memgate", () => {
     (folder) => {
       const undeclared: string[] = [];
       for (const name of sources(folder)) {
+        if (folder === 'shared' && isContract(name)) continue;
         for (const specifier of specifiers(readFileSync(new URL(`${folder}/${name}`, SRC), 'utf8'))) {
           if (specifier.startsWith('.') || specifier.startsWith('node:')) continue;
           if (!DECLARED.has(packageName(specifier))) undeclared.push(`${name}: ${specifier}`);
@@ -64,4 +71,24 @@ describe("the client's side of memgate", () => {
       expect(undeclared).toEqual([]);
     },
   );
+
+  it("takes only types from the contract's modules", () => {
+    const statements: string[] = [];
+    for (const folder of CLIENT_SIDE) {
+      for (const name of sources(folder)) {
+        if (folder === 'shared' && isContract(name)) continue;
+        const text = readFileSync(new URL(`${folder}/${name}`, SRC), 'utf8');
+        const pattern = /^(?:import|export)\b[^;]*?\bfrom\s+'[^']*\/contract(?:-[a-z]+)?\.js'/gm;
+        for (const [statement] of text.matchAll(pattern)) statements.push(`${folder}/${name}: ${statement}`);
+      }
+    }
+    expect(statements.length).toBeGreaterThan(2);
+    expect(statements.filter((statement) => !/: (?:import|export) type\b/.test(statement))).toEqual([]);
+  });
+
+  it("leaves the contract's code out of memgate-client's package", () => {
+    const files = (CLIENT_PACKAGE as unknown as { files: string[] }).files;
+    expect(files).toContain('!dist/shared/contract*.js');
+    expect(sources('shared').filter(isContract).length).toBe(3);
+  });
 });

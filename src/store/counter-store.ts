@@ -48,7 +48,8 @@ export type StoreVersion = bigint;
 
 /**
  * Where counters live. The one seam between counting and storage: the limiter decides,
- * the store only adds, subtracts, reads and compare-and-swaps integers with a lifetime.
+ * the store only adds, subtracts, reads, compare-and-swaps and compare-and-deletes integers
+ * with a lifetime.
  *
  * Keys carry a hash tag (see counting/keys.ts); keys with the same tag must be served by
  * one server, so that one call on them is one round trip.
@@ -94,6 +95,13 @@ export interface CounterStore {
    * arguments out of range reject with a RangeError, before anything is sent.
    */
   swap(key: string, value: number, ttlSeconds: number, expected: StoreVersion | undefined): Promise<boolean>;
+  /**
+   * Deletes `key` only if it still holds `expected` (a version from readVersioned): true when
+   * deleted, false when another writer changed or deleted it first (or it expired). Rejects
+   * with StoreUnavailableError when the server does not answer in time: the delete may or may
+   * not have landed.
+   */
+  remove(key: string, expected: StoreVersion): Promise<boolean>;
   /** Resolves when every server answers; rejects with StoreUnavailableError otherwise. */
   ping(): Promise<void>;
   /** Each server and whether it answers now, for /readyz. */

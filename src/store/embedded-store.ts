@@ -152,6 +152,15 @@ export function createEmbeddedStore(options: EmbeddedStoreOptions = {}): Counter
       return Promise.resolve(true);
     },
 
+    remove(key: string, expected: StoreVersion): Promise<boolean> {
+      const nowMs = now();
+      sweep(nowMs);
+      const item = live(key, nowMs);
+      if (item === undefined || BigInt(item.version) !== expected) return Promise.resolve(false);
+      items.delete(key);
+      return Promise.resolve(true);
+    },
+
     ping: () => Promise.resolve(),
     health: () => Promise.resolve([{ server: 'embedded', up: true }]),
 

@@ -1,6 +1,7 @@
 import { DEFAULTS } from '../config/defaults.js';
 import type { ErrorCode } from '../config/error-codes.js';
 import { seconds, type Archive } from '../config/retention.js';
+import { dayExists, timeExists } from '../config/iso-time.js';
 
 /** A /usage question memgate cannot answer as asked: a 400 with this code. */
 export class UsageQueryError extends Error {
@@ -65,9 +66,13 @@ export function parseTime(text: string, nowSeconds: number, name: string): numbe
     ) ?? [];
   if (year !== undefined && (time !== undefined || zone === undefined)) {
     const ms = Date.parse(time !== undefined && zone === undefined ? `${written}Z` : written);
-    // Date.parse reads February 30th as March 2nd: the day must exist.
-    const date = new Date(Date.UTC(Number(year), Number(month) - 1, Number(day)));
-    if (Number.isFinite(ms) && date.getUTCMonth() === Number(month) - 1 && date.getUTCDate() === Number(day)) {
+    // Date.parse reads February 30th as March 2nd: the day and the time must exist.
+    const [hours = 0, minutes = 0, secs = 0] = (time?.slice(1).split(':') ?? []).map(Number);
+    if (
+      Number.isFinite(ms) &&
+      dayExists(Number(year), Number(month), Number(day)) &&
+      timeExists(hours, minutes, Math.floor(secs))
+    ) {
       return Math.floor(ms / 1000);
     }
   }

@@ -1,5 +1,11 @@
 import { DEFAULTS } from '../config/defaults.js';
 import type { Archive } from '../config/retention.js';
+import { canonicalFeature } from '../shared/client-address.js';
+import type {
+  UsagePoint as AnsweredPoint,
+  UsageSeries as SeriesAnswer,
+  UsageTop as TopAnswer,
+} from '../shared/contract-service.js';
 import {
   coarsest,
   endOfSecond,
@@ -33,33 +39,9 @@ export interface UsageHistoryOptions {
   readonly now?: () => number;
 }
 
-/** A point of /usage: the step's counts, and for a client's curve which of them are known. */
-export interface AnsweredPoint extends Omit<SeriesPoint, 'unnamed'> {
-  /**
-   * A client's curve only. False for an outcome where, in some part of this step (a minute, or
-   * an hour of older history), the client was not among the clients the history names while
-   * others went unnamed: its count is then unknown there, so the point's count is only what
-   * the rest of the step holds (0 if the client was unnamed in all of it), a lower bound.
-   */
-  readonly tracked?: { readonly allowed: boolean; readonly denied: boolean };
-}
-
-export interface SeriesAnswer {
-  readonly event: string;
-  readonly feature: string | null;
-  readonly from: number;
-  readonly until: number;
-  readonly step: number;
-  readonly points: readonly AnsweredPoint[];
-}
-
-export interface TopAnswer {
-  readonly event: string;
-  readonly from: number;
-  readonly until: number;
-  readonly allowed: readonly ClientCount[];
-  readonly denied: readonly ClientCount[];
-}
+// What /usage and /usage/top answer is the contract's (src/shared/contract-service.ts): a
+// client's point says with `tracked` which of its counts are known (see SeriesPoint.unnamed).
+export type { AnsweredPoint, SeriesAnswer, TopAnswer };
 
 /** What /usage, /usage/top and /usage/events answer, from the store and this instance's memory. */
 export interface UsageHistory {
@@ -92,7 +74,9 @@ export function createUsageHistory({
     retention: archives,
     async series(params) {
       const event = await knownEvent(params.event);
-      const feature = params.feature === undefined || params.feature === '' ? undefined : params.feature;
+      // Recorded as checks name it, in its one spelling: an address asked for however it is written.
+      const feature =
+        params.feature === undefined || params.feature === '' ? undefined : canonicalFeature(params.feature);
       const nowMs = now();
       const plan = planSeries({ ...params, perClient: feature !== undefined }, archives, nowMs);
       const { firstPoint, until, step, resolution } = plan;

@@ -1,5 +1,6 @@
+import { Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { parseAccessLine, parseAccessLog } from './access-log.js';
+import { parseAccessLine, parseAccessLog, readAccessLog, type LoggedRequest } from './access-log.js';
 
 describe('access log lines', () => {
   it('reads the Common and Combined formats: host, time in its zone, method and target', () => {
@@ -46,5 +47,66 @@ describe('access log lines', () => {
     );
     expect(log.requests.map((r) => r.target)).toEqual(['/a1', '/a2', '/b']);
     expect([log.unparseable, log.firstUnparseable]).toEqual([1, 'not a line']);
+  });
+});
+
+describe('an access log read as it streams', () => {
+  const at = (second: number, host = 'h', target = '/') =>
+    `${host} - - [01/Aug/1995:00:00:${String(second).padStart(2, '0')} +0000] "GET ${target} HTTP/1.0" 200 1`;
+
+  /** `lines` read in chunks of `chunkBytes`: the requests in the order handed on, and the summary. */
+  async function read(lines: readonly string[], chunkBytes: number, reorderMs = 10_000) {
+    const bytes = Buffer.from(lines.join('\n'));
+    const chunks: Buffer[] = [];
+    for (let start = 0; start < bytes.length; start += chunkBytes)
+      chunks.push(bytes.subarray(start, start + chunkBytes));
+    const requests: LoggedRequest[] = [];
+    const summary = await readAccessLog(Readable.from(chunks), {
+      maxLineBytes: 100,
+      reorderMs,
+      reorderBytes: 1024 * 1024,
+      onRequest: (request) => requests.push(request),
+    });
+    return { requests, summary };
+  }
+
+  it('hands on requests in time order and skips, counts and places what it cannot replay', async () => {
+    const lines = [
+      at(20, 'a'),
+      at(18, 'b'), // within 10 s: put in its place
+      'garbage',
+      at(21, 'c', `/${'x'.repeat(100)}`), // too long
+      at(35, 'd'), // releases what is more than 10 s behind it
+      at(19, 'e'), // 16 s behind line 5, older than a line released: out of order
+      '',
+      'more garbage',
+      at(36, 'f'),
+    ];
+    for (const chunkBytes of [1, 7, 64, 4096]) {
+      const { requests, summary } = await read(lines, chunkBytes);
+      expect(requests.map((r) => [r.host, r.line])).toEqual([
+        ['b', 2],
+        ['a', 1],
+        ['d', 5],
+        ['f', 9],
+      ]);
+      expect(summary).toEqual({
+        requests: 4,
+        firstMs: Date.UTC(1995, 7, 1, 0, 0, 18),
+        lastMs: Date.UTC(1995, 7, 1, 0, 0, 36),
+        skipped: {
+          'not an access log line': { lines: 2, firstLine: 3, firstText: 'garbage' },
+          'too long': { lines: 1, firstLine: 4 },
+          'out of time order': { lines: 1, firstLine: 6 },
+        },
+      });
+    }
+  });
+
+  it('reads a log of no request to an empty summary', async () => {
+    expect((await read(['nothing here'], 4096)).summary).toEqual({
+      requests: 0,
+      skipped: { 'not an access log line': { lines: 1, firstLine: 1, firstText: 'nothing here' } },
+    });
   });
 });

@@ -1,7 +1,8 @@
 // `memgate what-if`'s answer: a log replayed through the policies in use and the new ones, and
 // per event what changes: requests, denials, and the clients newly refused or newly admitted.
-import type { AccessLog } from './access-log.js';
+import type { AccessLogSummary, LoggedRequest, SkipReason, SkippedLines } from './access-log.js';
 import type { ExactReplay, UncountedReason } from './exact-replay.js';
+import { Timeline, type TimelinePoint } from './timeline.js';
 
 /** One client's requests of an event, and its denials under each policy set. */
 export interface ClientChange {
@@ -30,16 +31,16 @@ export interface EventChange {
   /** Clients with fewer denials under the new policies. */
   readonly newlyAdmitted: readonly ClientChange[];
   readonly newlyAdmittedCount: number;
-  /** Denials per minute (`t`: its start, epoch seconds), for a chart. */
-  readonly perMinute: readonly { readonly t: number; readonly current: number; readonly new: number }[];
+  /** Denials per step of the report's `stepSeconds` (`t`: its start, epoch seconds), every step of the log, for a chart. */
+  readonly deniedOverTime: readonly TimelinePoint[];
 }
 
 export interface WhatIfReport {
   readonly trace: {
     readonly path: string;
     readonly requests: number;
-    readonly unreadable: number;
-    readonly firstUnreadable?: string;
+    /** Lines not replayed, by why. */
+    readonly skipped: Readonly<Partial<Record<SkipReason, SkippedLines>>>;
     /** Epoch seconds of the first and last request. */
     readonly from?: number;
     readonly until?: number;
@@ -47,6 +48,8 @@ export interface WhatIfReport {
   readonly current: { readonly source: string; readonly uncounted: Readonly<Partial<Record<UncountedReason, number>>> };
   readonly new: { readonly source: string; readonly uncounted: Readonly<Partial<Record<UncountedReason, number>>> };
   readonly events: readonly EventChange[];
+  /** The step of every event's `deniedOverTime`, in seconds: a minute, or more when the log spans more than the chart's points. */
+  readonly stepSeconds: number;
 }
 
 /** The policies in use (0) and the new ones (1). */
@@ -57,39 +60,44 @@ interface Tally {
   denied: [number, number];
   shadowDenied: [number, number];
   clients: Map<string, { requests: [number, number]; denied: [number, number] }>;
-  minutes: Map<number, [number, number]>;
 }
 
-/** Replays `log` through both policy sets, in time order, and compares them. */
-export function compareReplays(
-  path: string,
-  log: AccessLog,
-  current: ExactReplay,
-  next: ExactReplay,
-  { top = 10 }: { top?: number } = {},
-): WhatIfReport {
-  const tallies = new Map<string, Tally>();
-  const uncounted: [Partial<Record<UncountedReason, number>>, Partial<Record<UncountedReason, number>>] = [{}, {}];
-  const tallyOf = (event: string): Tally => {
-    let tally = tallies.get(event);
-    if (!tally)
-      tallies.set(
-        event,
-        (tally = { requests: [0, 0], denied: [0, 0], shadowDenied: [0, 0], clients: new Map(), minutes: new Map() }),
-      );
-    return tally;
-  };
-  for (const request of log.requests) {
-    const both = [current.replay(request), next.replay(request)] as const;
+/**
+ * Both policy sets' replays of one log, fed its requests in time order as it is read: what it
+ * keeps grows with the log's clients and events, not with its requests.
+ */
+export class Comparison {
+  readonly #tallies = new Map<string, Tally>();
+  readonly #timeline: Timeline;
+  readonly #uncounted: [Partial<Record<UncountedReason, number>>, Partial<Record<UncountedReason, number>>] = [{}, {}];
+
+  constructor(
+    private readonly current: ExactReplay,
+    private readonly next: ExactReplay,
+    private readonly options: {
+      /** Clients listed per event as newly refused and newly admitted. */
+      readonly top: number;
+      /** The most points each event's denials over time may have, whatever span the log covers. */
+      readonly chartPoints: number;
+    },
+  ) {
+    this.#timeline = new Timeline(options.chartPoints);
+  }
+
+  /** Replays one request under both sets. */
+  add(request: LoggedRequest): void {
+    const both = [this.current.replay(request), this.next.replay(request)] as const;
+    const second = Math.floor(request.ms / 1000);
+    this.#timeline.reach(second);
     for (const side of SIDES) {
       const replayed = both[side];
       const { placement } = replayed;
       if (placement.kind === 'uncounted') {
-        const reasons = uncounted[side];
+        const reasons = this.#uncounted[side];
         reasons[placement.reason] = (reasons[placement.reason] ?? 0) + 1;
         continue;
       }
-      const tally = tallyOf(placement.event);
+      const tally = this.#tallyOf(placement.event);
       tally.requests[side]++;
       let client = tally.clients.get(placement.feature);
       if (!client) tally.clients.set(placement.feature, (client = { requests: [0, 0], denied: [0, 0] }));
@@ -97,34 +105,44 @@ export function compareReplays(
       if (!replayed.allowed) {
         tally.denied[side]++;
         client.denied[side]++;
-        const minute = Math.floor(request.ms / 60_000) * 60;
-        let perMinute = tally.minutes.get(minute);
-        if (!perMinute) tally.minutes.set(minute, (perMinute = [0, 0]));
-        perMinute[side]++;
+        this.#timeline.count(placement.event, side, second);
       }
       if (replayed.shadowDenied) tally.shadowDenied[side]++;
     }
   }
-  return {
-    trace: {
-      path,
-      requests: log.requests.length,
-      unreadable: log.unparseable,
-      ...(log.firstUnparseable === undefined ? {} : { firstUnreadable: log.firstUnparseable }),
-      ...(log.requests.length > 0
-        ? {
-            from: Math.floor((log.requests[0]?.ms ?? 0) / 1000),
-            until: Math.floor((log.requests.at(-1)?.ms ?? 0) / 1000),
-          }
-        : {}),
-    },
-    current: { source: current.policies.source, uncounted: uncounted[0] },
-    new: { source: next.policies.source, uncounted: uncounted[1] },
-    events: [...tallies].sort(([a], [b]) => a.localeCompare(b)).map(([event, tally]) => eventChange(event, tally, top)),
-  };
+
+  /** The report, once the log `path` has been read to its end. */
+  report(path: string, log: AccessLogSummary): WhatIfReport {
+    return {
+      trace: {
+        path,
+        requests: log.requests,
+        skipped: log.skipped,
+        ...(log.firstMs === undefined || log.lastMs === undefined
+          ? {}
+          : { from: Math.floor(log.firstMs / 1000), until: Math.floor(log.lastMs / 1000) }),
+      },
+      current: { source: this.current.policies.source, uncounted: this.#uncounted[0] },
+      new: { source: this.next.policies.source, uncounted: this.#uncounted[1] },
+      events: [...this.#tallies]
+        .sort(([a], [b]) => a.localeCompare(b))
+        .map(([event, tally]) => eventChange(event, tally, this.options.top, this.#timeline.points(event))),
+      stepSeconds: this.#timeline.step,
+    };
+  }
+
+  #tallyOf(event: string): Tally {
+    let tally = this.#tallies.get(event);
+    if (!tally)
+      this.#tallies.set(
+        event,
+        (tally = { requests: [0, 0], denied: [0, 0], shadowDenied: [0, 0], clients: new Map() }),
+      );
+    return tally;
+  }
 }
 
-function eventChange(event: string, tally: Tally, top: number): EventChange {
+function eventChange(event: string, tally: Tally, top: number, deniedOverTime: readonly TimelinePoint[]): EventChange {
   const changes = [...tally.clients].map(
     // Both sides place a client's requests on the same event unless the routes changed: the larger count.
     ([client, { requests, denied }]): ClientChange => ({
@@ -149,8 +167,6 @@ function eventChange(event: string, tally: Tally, top: number): EventChange {
     newlyRefusedCount: refused.length,
     newlyAdmitted: admitted.slice(0, top),
     newlyAdmittedCount: admitted.length,
-    perMinute: [...tally.minutes]
-      .sort(([a], [b]) => a - b)
-      .map(([t, [currentCount, newCount]]) => ({ t, current: currentCount, new: newCount })),
+    deniedOverTime,
   };
 }

@@ -7,7 +7,7 @@ import { parsePolicies, type PolicySet } from '../config/policies.js';
 import { createLimiter } from '../counting/limiter.js';
 import { createEmbeddedStore } from '../store/embedded-store.js';
 import type { LoggedRequest } from './access-log.js';
-import { compareReplays } from './compare.js';
+import { Comparison } from './compare.js';
 import { ExactReplay, GATEWAY_DENY_LIST } from './exact-replay.js';
 
 const T0 = Date.UTC(2026, 10, 26, 12, 0, 0);
@@ -97,12 +97,14 @@ describe('an exact replay', () => {
       ...[0, 1, 2, 3, 4, 5].map((s) => at(s, 'small')),
       ...[0, 1, 2, 3, 4, 5].map((s) => at(s, 'big')),
     ].sort((a, b) => a.ms - b.ms);
-    const report = compareReplays('log', { requests, unparseable: 0 }, new ExactReplay(current), new ExactReplay(next));
+    const comparison = new Comparison(new ExactReplay(current), new ExactReplay(next), { top: 10, chartPoints: 500 });
+    for (const request of requests) comparison.add(request);
+    const report = comparison.report('log', { requests: requests.length, skipped: {} });
     const [api] = report.events;
     expect(api).toMatchObject({ event: 'api', requests: { current: 12, new: 12 }, denied: { current: 4, new: 4 } });
     expect(api?.newlyRefused).toEqual([{ client: 'small', requests: 6, deniedNow: 2, deniedNew: 4 }]);
     expect(api?.newlyAdmitted).toEqual([{ client: 'big', requests: 6, deniedNow: 2, deniedNew: 0 }]);
-    expect(api?.perMinute).toEqual([{ t: T0 / 1000, current: 4, new: 4 }]);
+    expect(api?.deniedOverTime).toEqual([{ t: T0 / 1000, current: 4, new: 4 }]);
   });
 });
 

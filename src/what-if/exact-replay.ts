@@ -11,10 +11,10 @@ import { FeatureMatcher, listMatcher } from '../config/feature-match.js';
 import type { EventPolicy, LimitPolicy, OverridePolicy, PolicySet } from '../config/policies.js';
 import { clientAddressFeature } from '../shared/client-address.js';
 import { CLIENT_DEFAULTS } from '../shared/defaults.js';
-import { calendarLevel } from '../counting/calendar.js';
-import { planLimit } from '../counting/plan.js';
-import type { TokenBucketPlan } from '../counting/plan-types.js';
-import { gcraStep } from '../counting/token-bucket.js';
+import { calendarLevel } from '../counting/algorithms/fixed/calendar.js';
+import { planTokenBucketLimit } from '../counting/algorithms/token-bucket/gcra.js';
+import type { TokenBucketLimitPlan } from '../counting/plan-types.js';
+import { gcraStep } from '../counting/algorithms/token-bucket/gcra.js';
 import type { LoggedRequest } from './access-log.js';
 
 /** Where /gate would put a logged request. */
@@ -105,10 +105,10 @@ function fits(limit: LimitPolicy, algorithm: EventPolicy['algorithm'], log: Seco
 }
 
 /** A token bucket's constants, as memgate plans them. */
-const buckets = new WeakMap<LimitPolicy, TokenBucketPlan>();
-function bucketOf(limit: LimitPolicy): TokenBucketPlan {
+const buckets = new WeakMap<LimitPolicy, TokenBucketLimitPlan>();
+function bucketOf(limit: LimitPolicy): TokenBucketLimitPlan {
   let bucket = buckets.get(limit);
-  if (!bucket) buckets.set(limit, (bucket = planLimit(limit, 'token-bucket').tokenBucket as TokenBucketPlan));
+  if (!bucket) buckets.set(limit, (bucket = planTokenBucketLimit(limit)));
   return bucket;
 }
 

@@ -110,6 +110,44 @@ export async function counterWrites(servers: string): Promise<number> {
   return (s.incr_hits ?? 0) + (s.incr_misses ?? 0) + (s.decr_hits ?? 0) + (s.decr_misses ?? 0) + (s.total_items ?? 0);
 }
 
+/**
+ * Every item the server holds, but the clocks' own (`memgate:clock:<second>`, one a second
+ * while a memgate instance runs): each counter key with its CAS unique, which every write to
+ * it (a set, an increment, a decrement) changes. Equal before and after: nothing was written.
+ */
+export async function counterItems(servers: string): Promise<Map<string, string>> {
+  const [host = '127.0.0.1', port = '11211'] = (servers.split(',')[0] ?? '').split(':');
+  // `hash` walks the hash table, so every item is listed once; a crawl already running
+  // (memcached's own LRU crawler) answers BUSY: asked again.
+  const dump = () =>
+    new Promise<string>((resolve, reject) => {
+      let received = '';
+      const socket = createConnection({ host, port: Number(port) }, () =>
+        socket.write('lru_crawler metadump hash\r\n'),
+      );
+      socket.on('data', (chunk) => {
+        received += chunk.toString('latin1');
+        if (received.endsWith('END\r\n') || /^(BUSY|ERROR|CLIENT_ERROR)[^\n]*\r\n$/.test(received)) {
+          socket.end();
+          resolve(received);
+        }
+      });
+      socket.once('error', reject);
+    });
+  let text = await dump();
+  for (let tries = 0; text.startsWith('BUSY') && tries < 100; tries++) {
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    text = await dump();
+  }
+  if (!text.endsWith('END\r\n')) throw new Error(`memcached did not list its items: ${text.trim()}`);
+  const items = new Map<string, string>();
+  for (const [, key, cas] of text.matchAll(/^key=(\S+) .*\bcas=(\d+)/gm)) {
+    const name = decodeURIComponent(key as string);
+    if (!name.startsWith('memgate:clock:')) items.set(name, cas as string);
+  }
+  return items;
+}
+
 /** Every key the server was asked to read, hit or miss. */
 export async function counterReads(servers: string): Promise<number> {
   const s = await memcachedStats(servers);

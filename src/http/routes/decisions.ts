@@ -1,5 +1,5 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
-import type { Decision } from '../../counting/decision.js';
 import type { CheckOrReserve, Limiter } from '../../counting/limiter.js';
 import { DEFAULTS } from '../../config/defaults.js';
 import type { ErrorCode } from '../../config/error-codes.js';
@@ -11,11 +11,10 @@ import {
   checkQueryRoute,
   peekBodyRoute,
   peekQueryRoute,
+  releaseRoute,
   settleRoute,
-  type CheckBody,
-  type SettleBody,
-  type CheckQuerystring,
 } from '../schemas.js';
+import type { CheckQuery } from '../../shared/contract.js';
 
 /** The code a query parameter that does not decode is refused with: its field's, as JSON's. */
 const FIELD_CODES: ReadonlyMap<string, ErrorCode> = new Map([
@@ -57,42 +56,47 @@ function decodes(text: string): boolean {
  * /check decides and counts; /peek gives the same decision and counts nothing. Both take
  * the query string (GET) or a JSON body (POST) and answer 200 when allowed, 429 when not.
  */
-export function registerDecisionRoutes(app: FastifyInstance, limiter: Limiter): void {
+export function registerDecisionRoutes(fastify: FastifyInstance, limiter: Limiter): void {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   // /check and /peek answer by one schema.
-  const send = decisionSender(limiter);
-  const routes: [string, (request: CheckOrReserve) => Promise<Decision>, { query: object; body: object }][] = [
-    ['/check', (request) => limiter.check(request), { query: checkQueryRoute, body: checkBodyRoute }],
-    // /peek's schemas take no `reserve`.
-    ['/peek', (request) => limiter.peek(request), { query: peekQueryRoute, body: peekBodyRoute }],
-  ];
-  for (const [url, decide, schema] of routes) {
-    app.get<{ Querystring: CheckQuerystring }>(url, { schema: schema.query }, async (request, reply) => {
+  const send = decisionSender();
+  const check = (snapshot: Limiter, request: CheckOrReserve) => snapshot.check(request);
+  const peek = (snapshot: Limiter, request: CheckOrReserve) => snapshot.peek(request);
+  /** A query string's request: its numbers as numbers, in one shape, no spread (this runs for every GET /check). */
+  const fromQuery = ({ event, feature, cost, tier, reserve }: CheckQuery): CheckOrReserve => ({
+    event,
+    feature,
+    cost: cost === undefined ? undefined : Number(cost),
+    tier,
+    reserve: reserve === undefined ? undefined : Number(reserve),
+  });
+  // Each request is decided under the snapshot of the policies in force when it arrives, and its headers built from it.
+  for (const [url, decide, schema] of [
+    ['/check', check, checkQueryRoute],
+    ['/peek', peek, peekQueryRoute],
+  ] as const) {
+    app.get(url, { schema }, async (request, reply) => {
       const problem = queryProblem(request.url);
       if (problem) return reply.code(400).send(problem);
-      const { event, feature, cost, tier, reserve } = request.query;
-      return send(
-        reply,
-        event,
-        await decide({
-          event,
-          feature,
-          cost: cost === undefined ? undefined : Number(cost),
-          tier,
-          // One shape for every request, no spread: this runs for every GET /check.
-          reserve: reserve === undefined ? undefined : Number(reserve),
-        }),
-      );
-    });
-    app.post<{ Body: CheckBody }>(url, { schema: schema.body }, async (request, reply) => {
-      return send(reply, request.body.event, await decide(request.body));
+      const snapshot = limiter.current();
+      return send(reply, snapshot, request.query.event, await decide(snapshot, fromQuery(request.query)));
     });
   }
-  app.post<{ Body: SettleBody }>('/settle', { schema: settleRoute }, async (request) => limiter.settle(request.body));
+  for (const [url, decide, schema] of [
+    ['/check', check, checkBodyRoute],
+    ['/peek', peek, peekBodyRoute],
+  ] as const) {
+    app.post(url, { schema }, async (request, reply) => {
+      const snapshot = limiter.current();
+      return send(reply, snapshot, request.body.event, await decide(snapshot, request.body));
+    });
+  }
+  app.post('/settle', { schema: settleRoute }, async (request) => limiter.settle(request.body));
+  app.post('/release', { schema: releaseRoute }, async (request) => limiter.release(request.body));
   // Each check of a batch is decided on its own, as concurrent /checks would be: one refused
-  // or shed answers its own error, and the others stand.
-  app.post<{ Body: CheckBody[] }>(
-    '/check/batch',
-    { schema: checkBatchRoute, bodyLimit: DEFAULTS.batchBodyLimitBytes },
-    async (request) => Promise.all(request.body.map((check) => limiter.check(check).catch(batchItemError))),
-  );
+  // or shed answers its own error, and the others stand. All under one snapshot of the policies.
+  app.post('/check/batch', { schema: checkBatchRoute, bodyLimit: DEFAULTS.batchBodyLimitBytes }, async (request) => {
+    const snapshot = limiter.current();
+    return Promise.all(request.body.map((body) => snapshot.check(body).catch(batchItemError)));
+  });
 }

@@ -5,7 +5,6 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import type { ErrorCode } from '../../config/error-codes.js';
 import type { GatewayPolicy, PathOutcome } from '../../config/gateway-policy.js';
 import { clientAddressFeature } from '../../shared/client-address.js';
-import { listedDecision } from '../../counting/decision.js';
 import { LimiterInputError } from '../../counting/errors.js';
 import type { Limiter } from '../../counting/limiter.js';
 import { errorBody, sendError, type ErrorHandler } from '../errors.js';
@@ -33,7 +32,7 @@ export const isGateUrl = (url: string): boolean => /^\/gate(?:[/?]|$)/.test(url)
  * `invalidStatus`, its code also in a `memgate-error` header (nginx cannot read bodies).
  */
 export function registerGatewayRoutes(app: FastifyInstance, limiter: Limiter, handleError: ErrorHandler): void {
-  const setHeaders = rateLimitHeaderWriter(limiter);
+  const setHeaders = rateLimitHeaderWriter();
   // Envoy asks with the guarded request's own method (PROPFIND, PURGE, ...): /gate answers them all.
   for (const method of METHODS)
     if (method !== 'CONNECT' && !app.supportedMethods.includes(method)) app.addHttpMethod(method);
@@ -51,22 +50,26 @@ export function registerGatewayRoutes(app: FastifyInstance, limiter: Limiter, ha
       return refuse(reply, gateway, ours ? error.code : 'invalid_request', error.message);
     });
     const handler = async (request: FastifyRequest, reply: FastifyReply) => {
-      const gateway = limiter.policies.gateway;
+      // One snapshot for the whole request: the gateway section, its lists and the event's limits.
+      const snapshot = limiter.current();
+      const gateway = snapshot.policies.gateway;
       if (!gateway) return sendError(reply, 'not_found', 'the policy file has no gateway section, so /gate is off');
       const outcome = outcomeOf(request, gateway);
       if (outcome.action === 'refuse') throw new GatewayInputError(outcome.code, outcome.message);
       const feature = outcome.action === 'allow' ? listedOnly(request, gateway) : featureOf(request, gateway);
-      // The gateway's lists hold for every path, before any event's limits.
-      const listed = feature === undefined ? undefined : gateway.listed(feature);
-      if (listed !== undefined)
-        return reply.code(listed === 'allow' ? 200 : gateway.denyStatus).send(listedDecision(listed));
-      if (outcome.action === 'allow' || feature === undefined) return { allowed: true, limits: [] };
+      if (feature === undefined) return { allowed: true, limits: [], policyVersion: snapshot.version };
+      const event = outcome.action === 'allow' ? undefined : outcome.event;
       // The gateway sends the tier with every request; an event without tiers has one limit set for all.
       const tiered =
-        gateway.tierHeader !== undefined && (limiter.plans.get(outcome.event)?.clients?.tiers.size ?? 0) > 0;
-      const tier = tiered ? textHeader(request, gateway.tierHeader, 'invalid_tier') : undefined;
-      const decision = await limiter.check({ event: outcome.event, feature, tier });
-      setHeaders(reply.code(decision.allowed ? 200 : gateway.denyStatus), outcome.event, decision);
+        event !== undefined &&
+        gateway.tierHeader !== undefined &&
+        (snapshot.plans.get(event)?.clients?.tiers.size ?? 0) > 0;
+      const tier = tiered && gateway.tierHeader ? textHeader(request, gateway.tierHeader, 'invalid_tier') : undefined;
+      // The gateway's lists hold for every path, before any event's limits (Limiter.gate).
+      const decision = await snapshot.gate({ event, feature, tier });
+      const status = decision.allowed ? 200 : gateway.denyStatus;
+      if (event === undefined || decision.listed) return reply.code(status).send(decision);
+      setHeaders(reply.code(status), snapshot, event, decision);
       return decision;
     };
     gate.all('/gate', { schema: gateRoute }, handler);

@@ -9,6 +9,8 @@ export function registerPolicyRoutes(app: FastifyInstance, limiter: Limiter, pol
   const bodies = new WeakMap<object, ReturnType<typeof policySizing>>();
   app.get('/policies', { schema: policiesRoute }, () => {
     let body = bodies.get(limiter.policies);
+    // While a reload's transition lasts, its time until exact is of now.
+    if (body?.events.some((event) => event.reload)) body = policySizing(limiter.policies, limiter.plans);
     if (!body) bodies.set(limiter.policies, (body = policySizing(limiter.policies, limiter.plans)));
     return policyVersion ? { version: policyVersion(), ...body } : body;
   });

@@ -95,6 +95,28 @@ export function swapCounter(
 }
 
 /**
+ * DELETE of a key only over the item of CAS unique `expected`: true when deleted. Memcached
+ * answers KEY_EXISTS when another write replaced the item, KEY_NOT_FOUND when it is gone.
+ */
+export function removeCounter(connection: ServerConnection, key: string, expected: StoreVersion): Promise<boolean> {
+  return command(
+    connection,
+    (opaque) => encodeRequest(Opcode.delete, key, NO_EXTRAS, '', opaque, expected),
+    (reply) => {
+      switch (reply.status) {
+        case Status.ok:
+          return true;
+        case Status.keyExists:
+        case Status.keyNotFound:
+          return false;
+        default:
+          return refused(connection, reply);
+      }
+    },
+  );
+}
+
+/**
  * One request, one reply, within the connection's deadline; fails at once while the server
  * is down. `answer` reads the reply while it is valid (see Reply), and returns the result
  * or the error to reject with.

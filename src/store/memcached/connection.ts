@@ -57,6 +57,8 @@ const KEEP_ALIVE_MS = 30_000;
 const SASL_OPAQUE = 0;
 /** The first byte of every reply. */
 const RESPONSE_MAGIC = 0x81;
+/** Why a server whose bytes are not replies of the binary protocol is down. */
+const NOT_MEMCACHED = "it answers with bytes that are not Memcached's binary protocol: another service on this port?";
 
 /** An exchange on its way: sent, waiting, perhaps late, until complete or failed. */
 interface Pending {
@@ -220,40 +222,52 @@ export class ServerConnection {
     return socket;
   }
 
-  /** Reads every whole reply the bytes hold, keeping the start of an incomplete one for the next chunk. */
+  /**
+   * Reads every whole reply the bytes hold, keeping the start of an incomplete one for the next
+   * chunk. Bytes that do not start a binary-protocol reply (another service on the port) close
+   * the connection without counting as an answer: the server stays down, told once, rather
+   * than "answering again" at every probe.
+   */
   private onData(socket: Socket, chunk: Buffer): void {
-    this.lastHeardAt = performance.now();
-    // A server that speaks again is up: the replies it owes follow in order.
-    this.markUp();
     const bytes = this.partial ? Buffer.concat([this.partial, chunk]) : chunk;
     this.partial = undefined;
+    if (bytes[0] !== RESPONSE_MAGIC) {
+      socket.destroy(new Error(NOT_MEMCACHED));
+      return;
+    }
+    this.lastHeardAt = performance.now();
     let offset = 0;
     while (bytes.length - offset >= HEADER_BYTES) {
       if (bytes[offset] !== RESPONSE_MAGIC) {
-        socket.destroy(new Error(`memcached ${this.label} sent bytes that are not a binary-protocol reply`));
+        socket.destroy(new Error(NOT_MEMCACHED));
         return;
       }
       const end = offset + HEADER_BYTES + bytes.readUInt32BE(offset + 8);
       if (end > bytes.length) break;
       this.reply.readFrom(bytes, offset);
-      this.dispatch(socket, this.reply);
+      if (!this.dispatch(socket, this.reply)) break;
       offset = end;
     }
     // Copied: a view would keep the whole chunk the socket read (up to 64 KiB) alive with it.
-    if (offset < bytes.length) this.partial = Buffer.from(bytes.subarray(offset));
+    if (offset < bytes.length && !socket.destroyed) this.partial = Buffer.from(bytes.subarray(offset));
     this.reply.release();
   }
 
-  private dispatch(socket: Socket, reply: Reply): void {
-    if (reply.opaque === SASL_OPAQUE) {
-      // The server refused the credentials: every request after them would be refused too.
-      if (reply.status !== Status.ok)
-        socket.destroy(new Error(`refused the credentials (SASL PLAIN: ${reply.text() || `status ${reply.status}`})`));
-      return;
+  /** One reply; false when it closed the connection (refused credentials). */
+  private dispatch(socket: Socket, reply: Reply): boolean {
+    if (reply.opaque === SASL_OPAQUE && reply.status !== Status.ok) {
+      // The server refused the credentials: every request after them would be refused too,
+      // and a server that refuses them is not up (its probes would say so every 100 ms).
+      socket.destroy(new Error(`refused the credentials (SASL PLAIN: ${reply.text() || `status ${reply.status}`})`));
+      return false;
     }
+    // A server that answers again is up: the replies it owes follow in order.
+    this.markUp();
+    if (reply.opaque === SASL_OPAQUE) return true;
     const pending = this.waitingFor(reply.opaque);
     // A reply for an exchange that failed already (its socket closed) has no one to read it.
     if (pending?.exchange.onReply(reply)) this.end(pending);
+    return true;
   }
 
   /** The exchanges still waiting, oldest first. */

@@ -16,7 +16,7 @@ import {
   type VersionedValue,
 } from '../counter-store.js';
 import { PLAIN_BATCH, runBatch, type BatchOptions, type BatchReplies } from './batch.js';
-import { deleteKey, readVersioned, setCounter, swapCounter } from './command.js';
+import { deleteKey, readVersioned, removeCounter, setCounter, swapCounter } from './command.js';
 import { syncClock, type ClockSync, type SyncedClock } from './clock-sync.js';
 import { ServerConnection } from './connection.js';
 import { serverStats } from './stats.js';
@@ -70,7 +70,7 @@ const NO_OP: BatchRequest = { increments: [], decrements: [], reads: [] };
 /** The bits of a version that are Memcached's CAS unique; above them, the server's tag. */
 const CAS_BITS = 2n ** 64n - 1n;
 
-export type StoreOperation = 'incrementAndRead' | 'decrement' | 'reset' | 'readVersioned' | 'swap';
+export type StoreOperation = 'incrementAndRead' | 'decrement' | 'reset' | 'readVersioned' | 'swap' | 'remove';
 
 /** The part of one call that goes to one server, with where each answer belongs in the call. */
 interface ServerShare {
@@ -519,19 +519,41 @@ export function createMemcachedStore(options: MemcachedStoreOptions): CounterSto
       );
     },
 
+    remove(key: string, expected: StoreVersion): Promise<boolean> {
+      const tag = servers.length === 1 ? undefined : Number(expected >> 64n) - 1;
+      const version = tag === undefined ? expected : expected & CAS_BITS;
+      if (version <= 0n || tag === -1)
+        return Promise.reject(new RangeError(`remove: ${expected} is not a version readVersioned answers`));
+      // Read on a server that has since left placement, or come back: the key there is not the one read.
+      if (tag !== undefined && tag !== serverOf(key)) return Promise.resolve(false);
+      return timed(
+        'remove',
+        onServerOf(
+          key,
+          (server) => removeCounter(server, key, version),
+          () => Promise.resolve(false),
+        ),
+      );
+    },
+
     async ping(): Promise<void> {
       await pLimit(maxParallelServers).map(servers, (server) =>
         runBatch(server, { increments: [], decrements: [], reads: [] }),
       );
     },
 
-    health(): Promise<ServerHealth[]> {
-      return pLimit(maxParallelServers).map(servers, async (server, i) => {
-        const { label } = server;
+    async health(): Promise<ServerHealth[]> {
+      const answers = await pLimit(maxParallelServers).map(servers, answerOf);
+      // A server found down just now (by these very questions, as a frozen one is) may be
+      // leaving placement while the others are asked whether they answer (see onUnsure): its
+      // place is known once they have, within a deadline. Read before, it would say "down",
+      // and /readyz answer 503 for a server whose clients are about to be counted elsewhere.
+      if (confirming) await confirming;
+      return servers.map((server, i) => {
         const offset = clockOf(i).offsetFromWallMs;
         const clockOffset = offset === undefined ? {} : { clockOffsetMs: Math.round(offset) };
-        const answer = await answerOf(server);
-        return { server: label, ...answer, ...placeOf(i, answer.up), ...clockOffset };
+        const answer = answers[i] as Awaited<ReturnType<typeof answerOf>>;
+        return { server: server.label, ...answer, ...placeOf(i, answer.up), ...clockOffset };
       });
     },
 

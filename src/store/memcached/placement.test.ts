@@ -123,14 +123,79 @@ describe('Placement', () => {
   it('keeps a server in placement while no other answers, and takes back one that answers at once', () => {
     const { placement: ring, servers } = placement();
     ring.down(0, 'gone');
-    ring.down(1, 'gone');
-    ring.down(2, 'gone'); // the last: nobody to fail over to
-    expect(ring.placeOf(2)).toEqual({ state: 'down' });
-    expect(new Set(servers())).toEqual(new Set(['c:11211']));
-    ring.up(0); // every placed server is down: a server that answers comes back without settling
-    expect(ring.isPlaced(0)).toBe(true);
-    expect(ring.isPlaced(2)).toBe(false); // and c, still down, fails over to it
+    ring.down(1, 'gone'); // c answers and is placed: b leaves for it
+    expect(ring.isPlaced(1)).toBe(false);
+    ring.down(2, 'gone'); // nobody answers: every server is placed again, down
+    ring.up(2); // c comes back first: a and b, still down, leave for it
+    expect(ring.placeOf(0)).toMatchObject({ state: 'failed-over', to: ['c:11211'] });
+    vi.advanceTimersByTime(10_000);
+    ring.up(0); // a answers after the settle time: it settles
+    expect(ring.isPlaced(0)).toBe(false);
+    ring.down(2, 'gone'); // the last placed one, while a (out) answers
+    expect(ring.isPlaced(0)).toBe(true); // no placed server answers: a is back without settling
+    expect(ring.placeOf(2)).toEqual({ state: 'failed-over', to: ['a:11211'] });
     expect(new Set(servers())).toEqual(new Set(['a:11211']));
+  });
+
+  it('places every server again when none answers, whatever order they died in, and forgets their hold-downs', () => {
+    const orders = [
+      [0, 1, 2],
+      [2, 1, 0],
+      [1, 2, 0],
+    ];
+    const views = orders.map((order) => {
+      const { placement: ring, servers, changes } = placement();
+      // a flap first, on one of them only: its doubled hold-down must not outlive the outage
+      if (order[0] === 1) {
+        ring.down(1, 'flap');
+        ring.up(1);
+        vi.advanceTimersByTime(40_000);
+        ring.down(1, 'flap');
+        ring.up(1);
+      }
+      for (const index of order) {
+        ring.down(index, 'killed');
+        vi.advanceTimersByTime(300);
+      }
+      expect([0, 1, 2].map((index) => ring.placeOf(index))).toEqual([
+        { state: 'down' },
+        { state: 'down' },
+        { state: 'down' },
+      ]);
+      expect(changes.filter((change) => change.kind === 'returned' && change.whileDown)).not.toEqual([]);
+      return { ring, servers };
+    });
+    vi.advanceTimersByTime(60_000);
+    // A staggered return, seen alike by all three: a first, b 2 s later (within the settle: together), c 12 s later.
+    const states = () => views.map(({ ring }) => [0, 1, 2].map((index) => ring.placeOf(index).state).join(','));
+    for (const { ring } of views) ring.up(0);
+    expect(new Set(states())).toEqual(new Set(['up,failed-over,failed-over']));
+    vi.advanceTimersByTime(2_000);
+    for (const { ring } of views) ring.up(1);
+    expect(new Set(states())).toEqual(new Set(['up,up,failed-over']));
+    vi.advanceTimersByTime(10_000);
+    for (const { ring } of views) ring.up(2);
+    // c came after the window: it settles, and no sooner than the hold-down from the outage's end
+    for (const { ring } of views) expect(ring.placeOf(2)).toMatchObject({ state: 'failed-over', returnsInMs: 18_000 });
+    vi.advanceTimersByTime(18_000);
+    expect(new Set(states())).toEqual(new Set(['up,up,up']));
+    expect(new Set(views.map(({ servers }) => servers().join()))).toHaveProperty('size', 1);
+  });
+
+  it('places two servers that come back together alike, whichever answered first', () => {
+    const first = placement();
+    const second = placement();
+    for (const { placement: ring } of [first, second]) for (const index of [0, 1, 2]) ring.down(index, 'killed');
+    first.placement.up(0);
+    first.placement.up(1);
+    second.placement.up(1);
+    second.placement.up(0);
+    for (const { placement: ring } of [first, second])
+      expect([0, 1, 2].map((index) => ring.placeOf(index).state)).toEqual(['up', 'up', 'failed-over']);
+    // Back once more within the window after leaving again: settles as any other return.
+    first.placement.down(1, 'flap');
+    first.placement.up(1);
+    expect(first.placement.placeOf(1)).toMatchObject({ state: 'failed-over' });
   });
 
   it('moves nothing while no other server has been heard from lately, until one answers a question', () => {
@@ -162,10 +227,11 @@ describe('Placement', () => {
     ring.down(1, 'gone again');
     expect(changes.map((change) => change.kind)).toEqual(['left', 'answering', 'unsettled']);
     changes.length = 0;
+    ring.up(1);
     ring.down(0, 'gone');
     ring.down(2, 'gone'); // the last placed one: it stays
     ring.up(1); // the only one answering comes back at once, and the others leave for it
-    expect(changes.map((change) => change.kind)).toEqual(['left', 'returned', 'left']);
+    expect(changes.map((change) => change.kind)).toEqual(['answering', 'left', 'returned', 'left']);
   });
 
   it('knows for a while which keys moved at the last change, so that a take-back never reaches a server that did not count', () => {

@@ -57,7 +57,11 @@ export type PlacementChange =
   | { readonly kind: 'answering'; readonly server: string; readonly returnsInMs: number }
   /** It stopped answering again before its clients moved back: its settle starts over when it answers. */
   | { readonly kind: 'unsettled'; readonly server: string; readonly reason: string }
-  | { readonly kind: 'returned'; readonly server: string; readonly awayMs: number };
+  /**
+   * Its clients are on it again. `whileDown`: every server stopped answering, so there is
+   * nowhere to fail over to: it holds its clients again, down, and they are decided by onStoreError until it answers.
+   */
+  | { readonly kind: 'returned'; readonly server: string; readonly awayMs: number; readonly whileDown?: true };
 
 interface Node {
   readonly label: string;
@@ -76,6 +80,14 @@ interface Node {
   holdDownMs: number;
 }
 
+/** Since when every server has been down (a total outage), and when the first answered after it. */
+interface Outage {
+  /** Every server stopped answering: all are placed again, down, and the next one to answer ends it. */
+  whole: boolean;
+  /** When the first server answered after the last total outage (-Infinity: none yet). */
+  endedAt: number;
+}
+
 /**
  * Which Memcached server holds a key. Keys route by consistent (ketama) hashing of their
  * hash tag, so every bucket of one event+feature is on one server, and a change of servers
@@ -90,7 +102,23 @@ interface Node {
  * seconds. When no placed server answers, a server that answers again comes back at once:
  * settling protects counts, and there are none to protect while every check is degraded.
  *
- * Each instance judges the servers for itself, from its own calls and probes.
+ * Each instance judges the servers for itself, from its own calls and probes, so placement
+ * is made a function of what every instance sees alike, never of the order it saw it in:
+ *
+ * - **A total outage leaves no history.** When no server answers, there is nothing to fail
+ *   over to: every server is placed again (down), its hold-down and flap history dropped.
+ *   Instances that saw the servers die in different orders (the last one seen dying stayed
+ *   placed, the others had left) all end the outage in the same placement: every server home.
+ * - **The servers that come back together are placed together.** After a total outage, a
+ *   server that answers within `settleMs` of the first one to answer is placed as soon as it
+ *   answers, like the first; one that has not answered by then is out, and comes back as any
+ *   other (settle and hold-down, counted from when the outage ended). Otherwise which of two
+ *   servers that restarted together was seen first would decide, per instance, which one is
+ *   held out for the hold-down.
+ *
+ * So instances that saw the same failures and returns place alike, apart from the time it
+ * takes each to see a server answer (a probe every 100 ms) and a server that comes back just
+ * as the window closes (within that time of `settleMs` after the first).
  */
 export class Placement {
   private readonly options: PlacementOptions;
@@ -115,6 +143,7 @@ export class Placement {
   private previous: { readonly out: ReadonlySet<number>; readonly at: number } | undefined;
   private returnTimer: NodeJS.Timeout | undefined;
   private stopped = false;
+  private readonly outage: Outage = { whole: false, endedAt: -Infinity };
 
   constructor(options: PlacementOptions) {
     this.options = options;
@@ -218,6 +247,10 @@ export class Placement {
     if (!node || node.answering) return;
     node.answering = true;
     node.answeringSince = this.clock();
+    if (this.outage.whole) {
+      this.outage.whole = false;
+      this.outage.endedAt = node.answeringSince;
+    }
     this.reconsider();
     // Said only when it settles first: a server that came back at once was told of as returned.
     if (node.out && this.failingOver)
@@ -241,6 +274,7 @@ export class Placement {
   /** Moves servers out of placement and back until nothing more changes, then waits for the next return. */
   private reconsider(): void {
     if (!this.failingOver || this.stopped) return;
+    this.recallAll();
     for (let round = 0; round <= this.nodes.length; round++) if (!this.leaveDown() && !this.returnDue()) break;
     this.scheduleReturn();
   }
@@ -275,6 +309,32 @@ export class Placement {
     return true;
   }
 
+  /**
+   * No server answers: every one is placed again, down, with no hold-down (see the class).
+   * A server out of placement holds its clients again; each answers again as itself.
+   */
+  private recallAll(): void {
+    if (this.nodes.some((node) => node.answering)) return;
+    this.outage.whole = true;
+    if (this.outCount === 0) return;
+    const now = this.clock();
+    this.remember();
+    const recalled = this.nodes.filter((node) => node.out);
+    for (const node of this.nodes) {
+      node.out = false;
+      node.holdDownMs = this.timing.holdDownMs;
+      node.returnedAt = -Infinity;
+    }
+    this.rebuild();
+    for (const node of recalled)
+      this.options.onChange?.({
+        kind: 'returned',
+        server: node.label,
+        awayMs: Math.round(now - node.leftAt),
+        whileDown: true,
+      });
+  }
+
   /** One server out of placement comes back: it has settled, or no placed server answers. */
   private returnDue(): boolean {
     const noneAnswers = !this.nodes.some((node) => !node.out && node.answering);
@@ -293,8 +353,19 @@ export class Placement {
 
   /** How long until an answering server out of placement comes back. */
   private returnsInMs(node: Node): number {
+    if (this.cameBackTogether(node)) return 0;
     const at = Math.max(node.answeringSince + this.timing.settleMs, node.leftAt + node.holdDownMs);
     return Math.max(0, Math.ceil(at - this.clock()));
+  }
+
+  /**
+   * Whether `node` left as the cluster came back from a total outage (it was still down when
+   * the first server answered) and answered within `settleMs` of that first one, not having
+   * come back since: it is placed as it answers, as the first was.
+   */
+  private cameBackTogether(node: Node): boolean {
+    const { endedAt } = this.outage;
+    return node.leftAt >= endedAt && node.returnedAt < endedAt && node.answeringSince < endedAt + this.timing.settleMs;
   }
 
   private scheduleReturn(): void {

@@ -1,0 +1,72 @@
+import { describe, expect, it } from 'vitest';
+import { parsePolicies } from '../../../config/policies.js';
+import { CLIENT_CACHE_BYTES, FeatureCache, stateCacheBytes } from './feature-cache.js';
+import { planEvents } from '../../plan.js';
+import type { WindowsPlan } from '../../plan-types.js';
+
+const plans = planEvents(
+  parsePolicies(
+    {
+      events: {
+        a: { limits: [{ limit: 5, window: '1m' }] },
+        b: {
+          limits: [
+            { limit: 5, window: '1m' },
+            { limit: 50, window: '1h' },
+          ],
+        },
+        c: { limits: [{ limit: 5, window: '10s' }] },
+      },
+    },
+    'test.yaml',
+  ),
+);
+const plan = (event: string) => {
+  const found = plans.get(event) as WindowsPlan | undefined;
+  if (!found) throw new Error(`no plan ${event}`);
+  return found;
+};
+const SKEW = 2;
+const client = (name: string, ...events: string[]) =>
+  CLIENT_CACHE_BYTES + 2 * name.length + events.reduce((sum, event) => sum + stateCacheBytes(plan(event), SKEW), 0);
+
+describe('FeatureCache', () => {
+  it('counts a client once, and each event it was checked for', () => {
+    const cache = new FeatureCache('p', 2 ** 30, SKEW);
+    cache.state(plan('a'), 'ann');
+    expect(cache.usage).toEqual({ features: 1, bytes: client('ann', 'a') });
+    // A second and a third event of the same client add their states: they take heap too.
+    cache.state(plan('b'), 'ann');
+    cache.state(plan('c'), 'ann');
+    expect(cache.usage).toEqual({ features: 3, bytes: client('ann', 'a', 'b', 'c') });
+    // Asked again, nothing is added.
+    expect(cache.state(plan('b'), 'ann')).toBe(cache.state(plan('b'), 'ann'));
+    expect(cache.usage.bytes).toBe(client('ann', 'a', 'b', 'c'));
+  });
+
+  it('makes room for a client’s new event by forgetting the least recently checked clients', () => {
+    const cache = new FeatureCache('p', client('ann', 'a') + client('bob', 'a') + 100, SKEW);
+    const ann = cache.state(plan('a'), 'ann');
+    cache.state(plan('a'), 'bob');
+    expect(cache.usage.features).toBe(2);
+    // ann, checked for a second event, outgrows the room left: bob, checked less recently, goes.
+    cache.state(plan('a'), 'ann');
+    cache.state(plan('c'), 'ann');
+    expect(cache.usage).toEqual({ features: 2, bytes: client('ann', 'a', 'c') });
+    expect(cache.state(plan('a'), 'ann')).toBe(ann);
+  });
+
+  it('counts a plan at its worst case: a state, each limit, each bucket its windows can hold and those ahead', () => {
+    // 1 min in 1 s buckets: at most 60 keys read, and 2 + the skew ahead of now.
+    expect(stateCacheBytes(plan('a'), SKEW)).toBe(1700 + 300 + 120 * (60 + 4));
+    expect(stateCacheBytes(plan('b'), SKEW)).toBe(
+      1700 + 2 * 300 + 120 * (plan('b').limits.reduce((sum, limit) => sum + limit.keysPerCheck.max, 0) + 2 * 4),
+    );
+  });
+
+  it('keeps nothing with a budget of 0', () => {
+    const cache = new FeatureCache('p', 0, SKEW);
+    expect(cache.state(plan('a'), 'ann')).not.toBe(cache.state(plan('a'), 'ann'));
+    expect(cache.usage).toEqual({ features: 0, bytes: 0 });
+  });
+});
