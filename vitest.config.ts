@@ -7,6 +7,10 @@ import { defineConfig } from 'vitest/config';
  */
 const SLOW = [
   'test/clock.test.ts',
+  // Two instances' clocks within 20 ms of each other.
+  'test/clock-agreement.test.ts',
+  // A node's clients counted elsewhere within a second of its death.
+  'test/failover.test.ts',
   'test/faults.test.ts',
   'test/fuzz.test.ts',
   'test/memory.test.ts',
