@@ -105,6 +105,20 @@ export interface Transition {
   readonly skewSeconds: number;
 }
 
+/**
+ * Windows after a reload from a token bucket (windows/bucket-carry.ts): until `until`, each
+ * limit also counts the most the old bucket can have admitted within its window, read from the
+ * client's bucket value (its theoretical arrival time).
+ */
+export interface BucketCarry {
+  /** The smallest emission interval of the old plans (µs): the most admissions per second. */
+  readonly emissionUs: number;
+  /** The largest burst of the old plans. */
+  readonly burst: number;
+  /** From this second on, no old bucket can hold an admission inside any window. */
+  readonly until: number;
+}
+
 /** What every event's plan has, whatever its algorithm. */
 interface PlanFields<L extends LimitPlan, Self extends EventPlan> {
   readonly event: string;
@@ -152,6 +166,8 @@ export interface WindowsPlan extends PlanFields<WindowLimitPlan, WindowsPlan> {
   readonly holdSeconds?: number | undefined;
   /** A reload's transition: the limits are judged on complete buckets until it is exact (carry-over.ts). */
   readonly transition?: Transition | undefined;
+  /** After a reload from a token bucket: what the old buckets may have admitted, counted beside the windows. */
+  readonly fromBucket?: BucketCarry | undefined;
 }
 
 /** An event whose clients each hold one token bucket (GCRA): one value per client, no buckets of time. */

@@ -17,6 +17,7 @@ import type {
   WindowLimitPlan,
 } from '../../plan-types.js';
 import { bucketStart, levelName, type BucketRun } from './buckets.js';
+import { bucketCarry } from './bucket-carry.js';
 import { countedAt, type WindowCounters } from './plan.js';
 
 /** When and how a reload is planned: its second (this instance's clock), the clocks' skew and how far apart instances may reload. */
@@ -55,8 +56,9 @@ export function carryCounters(
   const R = moment.second;
   const spread = moment.spreadSeconds ?? DEFAULTS.reloadSpreadSeconds;
   const longestNew = Math.max(0, ...limits.map(windowOf));
+  if (previous.algorithm === 'token-bucket') return { ...counters, ...bucketCarry(previous, longestNew, R, spread) };
   if (previous.algorithm !== 'sliding' && previous.algorithm !== 'fixed') {
-    // A token bucket's or a concurrency limit's state says nothing of buckets of time.
+    // A concurrency limit's state says nothing of buckets of time.
     return {
       ...counters,
       carry: {

@@ -11,6 +11,8 @@ export interface LimitCounts {
   readonly buckets: readonly CountedBucket[];
   /** The oldest buckets, summed once when their counts can no longer change. */
   readonly settled?: SettledPrefix | undefined;
+  /** Counted beside the buckets: what a token bucket before a reload may have admitted within the window (bucket-carry.ts). */
+  readonly carried?: number | undefined;
 }
 
 /** The request a decision is about, and whether deciding it counts it. */
@@ -67,8 +69,8 @@ export function windowTotals(limits: readonly LimitCounts[], now: number): numbe
 }
 
 /** What a limit's window holds at second `now`: its buckets, the oldest weighted by the edge rule. */
-function countedTotal({ plan, buckets, settled }: LimitCounts, now: number): number {
-  let total = settled?.total ?? 0;
+function countedTotal({ plan, buckets, settled, carried }: LimitCounts, now: number): number {
+  let total = (settled?.total ?? 0) + (carried ?? 0);
   for (let i = settled?.length ?? 0; i < buckets.length; i++) total += (buckets[i] as CountedBucket).count;
   const oldest = buckets[0];
   return oldest ? total - oldest.count * (1 - plan.oldestWeight(now)) : total;

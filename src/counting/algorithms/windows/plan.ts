@@ -14,7 +14,7 @@ export function countedAt(level: CounterLevel, second: number): boolean {
 /** What every plan of an event's windows shares: how it counts, in which levels, and how long units stay movable. */
 export type WindowCounters = Pick<
   WindowsPlan,
-  'algorithm' | 'edge' | 'levels' | 'lease' | 'holdSeconds' | 'transition' | 'carry'
+  'algorithm' | 'edge' | 'levels' | 'lease' | 'holdSeconds' | 'transition' | 'carry' | 'fromBucket'
 >;
 
 /** The counters of an event's windows: the levels `limits` count in, and the holds of its leases and reservations. */

@@ -6,7 +6,7 @@
 import type { Context } from '../../context.js';
 import type { Decision } from '../../decision.js';
 import { bucketKey, recordUnitsKey, resetMarkerKey, TTL_MARGIN_SECONDS } from '../../keys.js';
-import type { WindowsPlan } from '../../plan-types.js';
+import type { BucketCarry, WindowsPlan } from '../../plan-types.js';
 import { StoreMovedError, StoreUnavailableError, type IncrementAndReadResult } from '../../../store/counter-store.js';
 import type { AlgorithmPart, Counter, CounterRound, RoundMode } from '../part.js';
 import { levelName, levelStart } from './buckets.js';
@@ -16,7 +16,8 @@ import { decide, windowTotals } from './counts.js';
 import { exactDenial, takeBack, type DeniedCounts } from './denial.js';
 import type { FeatureState } from './feature-cache.js';
 import { itemsPerFeature, type WindowCounters } from './plan.js';
-import { carriedLimit, carryCounters } from './carry-over.js';
+import { carriedLimit, carryCounters, windowOf } from './carry-over.js';
+import { bucketCarryAt, readOldBucket, withOldBucket } from './bucket-carry.js';
 
 /** How often one round's call is built again because its server failed over (a second server failing meanwhile is rare). */
 const MAX_MOVES = 2;
@@ -148,6 +149,8 @@ async function windowRound(
   let window: ReturnType<Context['features']['windowAt']>;
   let call: CounterCall;
   let answer: IncrementAndReadResult;
+  let fromBucket: BucketCarry | undefined;
+  let oldTatUs = 0;
   for (let moves = 0; ; moves++) {
     nowMs = counter.foundAtMs ?? context.now(state.base);
     counter.foundAtMs = undefined;
@@ -161,8 +164,15 @@ async function windowRound(
     });
     counter.keysRead += call.keys.length;
     if (window.readsSettled(call.reads)) counter.settledMiss = true;
+    fromBucket = bucketCarryAt(plan.fromBucket, second);
     try {
-      answer = await context.store.incrementAndRead(call.increments, call.keys, call.options);
+      const reading = context.store.incrementAndRead(call.increments, call.keys, call.options);
+      if (fromBucket) {
+        counter.keysRead += 1;
+        [answer, oldTatUs] = await Promise.all([reading, readOldBucket(context, state.base)]);
+      } else {
+        answer = await reading;
+      }
       break;
     } catch (error) {
       // The store cannot answer in time: the event's onStoreError rule decides (any other error is a bug).
@@ -173,7 +183,9 @@ async function windowRound(
       return degradedRound(context.answers.degraded(plan.onStoreError), peekCosts);
     }
   }
-  const counts = countsOf(call, answer);
+  const counts = fromBucket
+    ? withOldBucket(countsOf(call, answer), fromBucket, oldTatUs, second, windowOf)
+    : countsOf(call, answer);
   // A read asks whether the counter's cost fits now (a lease: whether one unit does).
   const asked = !counting && counter.takesWhatRemains ? 1 : Math.max(1, counter.cost);
   const { version } = context.answers;
