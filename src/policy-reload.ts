@@ -15,7 +15,8 @@ import { readEnvoyFiles, type EnvoyConfig } from './config/envoy-config.js';
 import { withEnvoyLimits } from './config/envoy-events.js';
 import { parseOffThread } from './config/parse-off-thread.js';
 import { PolicyError, readPolicyText, type PolicySet } from './config/policies.js';
-import { describeChanges, policyChanges } from './config/policy-changes.js';
+import { inSlices } from './config/in-slices.js';
+import { describeChanges, policyChangeSteps } from './config/policy-changes.js';
 import type { ReloadCarried } from './shared/contract.js';
 
 /** What asked for a reload. */
@@ -123,7 +124,7 @@ export async function createPolicyReloader(options: PolicyReloaderOptions): Prom
     // Each stage on the serving thread takes tens of ms for the largest file: checks waiting
     // are answered between them, not after all of them.
     await setImmediate();
-    const described = describeChanges(policyChanges(current.counted, next.counted));
+    const described = describeChanges(await inSlices(policyChangeSteps(current.counted, next.counted)));
     await setImmediate();
     const changes =
       described === 'no change'

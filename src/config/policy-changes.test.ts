@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parsePolicyText } from './policies.js';
-import { describeChanges, policyChanges } from './policy-changes.js';
+import { describeChanges, policyChangeSteps, policyChanges } from './policy-changes.js';
 
 const file = (text: string) => parsePolicyText(text, 'policies.yaml');
 const BEFORE = file(`events:
@@ -83,8 +83,16 @@ describe('what a reload changed for clients', () => {
     const overrides = (offset: number) =>
       Array.from({ length: 10_000 }, (_, i) => `      - { match: { feature: u${i} }, limits: [{ limit: ${i + offset}, window: 1m }] }`).join('\n');
     const at = (offset: number) => file(`events:\n  api:\n    limits: [{ limit: 5, window: 1m }]\n    overrides:\n${overrides(offset)}\n`);
-    const [line] = policyChanges(at(1), at(2)).changed;
+    const [before, after] = [at(1), at(2)];
+    const [line] = policyChanges(before, after).changed;
     expect(line?.split('; ')).toHaveLength(11);
+    // Compared a few hundred overrides a step (a reload runs the steps in slices, between checks).
+    const steps = policyChangeSteps(before, after);
+    let taken = 0;
+    let step = steps.next();
+    for (; !step.done; step = steps.next()) taken++;
+    expect(taken).toBeGreaterThanOrEqual(10_000 / 256);
+    expect(step.value.changed).toEqual([line]);
     expect(line).toMatch(/^api: override feature "u0" 1\/60s by 1s → 2\/60s by 1s; .*; 9990 more override changes$/);
     expect(line?.length).toBeLessThan(1000);
   });

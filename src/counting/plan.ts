@@ -1,13 +1,13 @@
 // Plans every event of a policy set once, at load: each limit by its algorithm's part, the
 // event's tiers and overrides as plans of their own, shadow limits beside enforced ones as a
 // plan of their own, and how a client's plan is chosen (client-plans.ts).
-import { setImmediate } from 'node:timers/promises';
 import { DEFAULTS } from '../config/defaults.js';
 import { formatDuration } from '../config/duration.js';
 import { PolicyError, type LimitPolicy, type PolicySet } from '../config/policies.js';
 import { partFor } from './algorithms/parts.js';
 import { MAX_KEYS_PER_CHECK } from './algorithms/windows/plan.js';
 import { ClientPlans, type OverridePlan } from './client-plans.js';
+import { allAtOnce, inSlices } from '../config/in-slices.js';
 import type { ReloadMoment } from './algorithms/windows/carry-over.js';
 import type { AnyLimitPlan, EventPlan, PlanCommon, ReservationPlan } from './plan-types.js';
 
@@ -31,36 +31,23 @@ export { MAX_KEYS_PER_CHECK };
  * (an override added, a tier named) finds what it has counted already, mid-window.
  */
 export function planEvents(policies: PolicySet, reload?: ReloadFrom): Map<string, EventPlan> {
-  const steps = planEventSteps(policies, reload);
-  for (;;) {
-    const step = steps.next();
-    if (step.done) return step.value;
-  }
+  return allAtOnce(planEventSteps(policies, reload));
 }
 
 /**
  * planEvents with the event loop let through every `sliceMs` at most: a reload of 20,000
  * overrides plans for about 200 ms, which on the serving thread would hold every check.
  */
-export async function planEventsInSlices(
+export function planEventsInSlices(
   policies: PolicySet,
   sliceMs: number = DEFAULTS.planSliceMs,
   reload?: ReloadFrom,
 ): Promise<Map<string, EventPlan>> {
-  const steps = planEventSteps(policies, reload);
-  let sliceStart = performance.now();
-  for (;;) {
-    const step = steps.next();
-    if (step.done) return step.value;
-    if (performance.now() - sliceStart >= sliceMs) {
-      await setImmediate();
-      sliceStart = performance.now();
-    }
-  }
+  return inSlices(planEventSteps(policies, reload), sliceMs);
 }
 
 /** Overrides planned between two looks at the clock. */
-const OVERRIDES_PER_STEP = 64;
+const OVERRIDES_PER_STEP = 8;
 
 /**
  * A reload: the plans in force before it, and when it happens. Each event's counters keep what
@@ -111,10 +98,15 @@ function* planEventSteps(policies: PolicySet, reload?: ReloadFrom): Generator<vo
     // apart (<event>~shadow), only what enforcing them would have admitted; a set with no
     // enforced limit counts under the event's own key, as if its limits were enforced, so that
     // enforcing them later keeps those counts.
+    // Each a step of its own: with 10,000 overrides, each looks through 20,000 limits.
+    yield;
     const main = { event, counters: part.counters(allLimits, policy) };
+    yield;
     const previous = reload?.previous.get(event);
-    if (previous && reload && part.carryOver)
+    if (previous && reload && part.carryOver) {
       main.counters = part.carryOver(main.counters, allLimits, previous, reload.moment);
+      yield;
+    }
     const apart = {
       event: shadowEvent(event),
       counters: part.counters(
@@ -166,6 +158,7 @@ function* planEventSteps(policies: PolicySet, reload?: ReloadFrom): Generator<vo
       if (index % OVERRIDES_PER_STEP === OVERRIDES_PER_STEP - 1) yield;
     }
     const lists = { allow: policy.allow ?? [], deny: policy.deny ?? [] };
+    yield;
     plans.set(event, planOf(own, new ClientPlans({ tiers, overrides, lists })));
     yield;
   }

@@ -42,17 +42,23 @@ export function windowCounters(
 /** A limit may read at most this many buckets per check; more would make every check slow. */
 export const MAX_KEYS_PER_CHECK = 1000;
 
-/** The levels `limits` count in, one per name, each living as long as the longest-lived asks; coarsest first. */
+/**
+ * The levels `limits` count in, one per name, each living as long as the longest-lived asks;
+ * coarsest first. One pass, a level made only when it outlives the one kept: an event of
+ * 10,000 overrides has 20,000 limits to look through on the serving thread at each reload.
+ */
 export function sharedLevels(limits: readonly WindowLimitPlan[]): CounterLevel[] {
-  return mergeLevels(
-    limits.flatMap((limit) =>
-      limit.levels.map((size) => ({
-        size,
-        ttlSeconds: limit.retention(size) + TTL_MARGIN_SECONDS,
-        ...(limit.calendar ? { calendar: limit.calendar } : {}),
-      })),
-    ),
-  );
+  const byName = new Map<number | string, CounterLevel>();
+  for (const limit of limits) {
+    for (const size of limit.levels) {
+      const ttlSeconds = limit.retention(size) + TTL_MARGIN_SECONDS;
+      const name = limit.calendar ? limit.calendar.tag : size;
+      const known = byName.get(name);
+      if (known && known.ttlSeconds >= ttlSeconds) continue;
+      byName.set(name, { size, ttlSeconds, ...(limit.calendar ? { calendar: limit.calendar } : {}) });
+    }
+  }
+  return sortedCoarsestFirst(byName);
 }
 
 /** One level per name (a size, or a calendar window), living as long as the longest-lived asks; coarsest first. */
@@ -63,6 +69,10 @@ export function mergeLevels(levels: readonly CounterLevel[]): CounterLevel[] {
     const known = byName.get(name);
     if (!known || known.ttlSeconds < level.ttlSeconds) byName.set(name, { ...level });
   }
+  return sortedCoarsestFirst(byName);
+}
+
+function sortedCoarsestFirst(byName: ReadonlyMap<number | string, CounterLevel>): CounterLevel[] {
   return [...byName.values()].sort((a, b) => b.size - a.size);
 }
 
