@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { createLimiter, type Limiter } from '../src/counting/limiter.js';
 import { reloadable, type ReloadableLimiter } from '../src/counting/reloadable-limiter.js';
+import { reloadCarries } from '../src/counting/sizing.js';
 import type { CounterStore } from '../src/store/counter-store.js';
 import { createMemcachedStore } from '../src/store/memcached/memcached-store.js';
 import { uniquePrefix, useMemcached } from './helpers/memcached.js';
@@ -65,6 +66,45 @@ describe('the issue examples, on memcached', () => {
     // Once they have left the window the client is admitted again: judged, not locked out.
     clock.ms += 60_000;
     expect(await admitted(limiter, 10)).toBe(10);
+  });
+
+  it('a shadow limit beside an enforced one keeps what it counted: 1 s → 10 s granularity', async () => {
+    const events = (granularity: string) => ({
+      events: {
+        api: {
+          limits: [
+            { limit: 1000, window: '1m' },
+            { name: 'trial', limit: 10, window: '1m', granularity, mode: 'shadow' },
+          ],
+        },
+      },
+    });
+    const { clock, limiters, reload } = cluster(events('1s'));
+    const [limiter] = limiters as [ReloadableLimiter];
+    const shadowDenials = async (n: number) => {
+      let denied = 0;
+      for (let i = 0; i < n; i++) {
+        const decision = await limiter.check({ event: 'api', feature: 'client' });
+        expect(decision.allowed).toBe(true);
+        if ((decision.shadowDenied ?? []).length > 0) denied++;
+      }
+      return denied;
+    };
+    clock.ms += 12_000;
+    expect(await shadowDenials(10)).toBe(0);
+    clock.ms += 8_000;
+    reload(limiter, events('10s'));
+    // The shadow limit's ten were counted within the last minute until T0 + 72 s: enforced, it
+    // would refuse every request until then.
+    for (let s = 0; s < 51; s += 3) {
+      clock.ms += 3_000;
+      expect(await shadowDenials(2)).toBe(2);
+    }
+    expect(limiter.plans.get('api')?.shadow?.carry?.how).toBe('conservative');
+    expect(reloadCarries(limiter.plans, clock.ms).map(({ event }) => event)).toEqual(['api', 'api~shadow']);
+    // Once they have left the window, enforcing it would admit its ten again.
+    clock.ms += 60_000;
+    expect(await shadowDenials(10)).toBe(0);
   });
 
   it('1,000/min, then a 10/day override after 50 admitted: denied', async () => {

@@ -6,6 +6,7 @@ import { partOf } from './algorithms/parts.js';
 import type { Context } from './context.js';
 import { LimiterInputError } from './errors.js';
 import { counterKeyBase, resetMarkerKey } from './keys.js';
+import { apartPlanOf } from './plan.js';
 import type { EventPlan } from './plan-types.js';
 import { correctedPlan, eventPlan, validCost, validFeature, type WallClock } from './resolve.js';
 
@@ -61,7 +62,7 @@ export async function reset(
   const plan = eventPlan(plans, request.event);
   const feature = validFeature(request.feature);
   // Shadow limits beside enforced ones count apart (plan.ts): their counters are the feature's too.
-  const apart = [plan, ...(plan.clients?.plans ?? [])].map((each) => each.shadow).find((each) => each !== undefined);
+  const apart = apartPlanOf(plan);
   for (const counted of apart ? [plan, apart] : [plan]) {
     const part = partOf(counted);
     const key = counterKeyBase(context.keyPrefix, counted.event, feature);

@@ -107,13 +107,16 @@ function* planEventSteps(policies: PolicySet, reload?: ReloadFrom): Generator<vo
       main.counters = part.carryOver(main.counters, allLimits, previous, reload.moment);
       yield;
     }
-    const apart = {
-      event: shadowEvent(event),
-      counters: part.counters(
-        allLimits.filter((limit) => limit.policy.shadow === true),
-        policy,
-      ),
-    };
+    const shadowLimits = allLimits.filter((limit) => limit.policy.shadow === true);
+    const apart = { event: shadowEvent(event), counters: part.counters(shadowLimits, policy) };
+    // What shadow limits counted apart is carried as the event's own counts are. Where nothing
+    // was counted apart before (no shadow limit beside an enforced one), they start from zero:
+    // their old counts, under the event's own key, are not the requests they would have admitted.
+    const previousApart = previous && apartPlanOf(previous);
+    if (previousApart && reload && part.carryOver) {
+      apart.counters = part.carryOver(apart.counters, shadowLimits, previousApart, reload.moment);
+      yield;
+    }
     const reservations: ReservationPlan | undefined = policy.reservations
       ? {
           lifeSeconds: policy.reservations.life,
@@ -164,6 +167,11 @@ function* planEventSteps(policies: PolicySet, reload?: ReloadFrom): Generator<vo
   }
   if (problems.length > 0) throw new PolicyError(policies.source, problems);
   return plans;
+}
+
+/** The plan an event's shadow limits count apart in (under shadowEvent), when any plan of it has one: they share its counters. */
+export function apartPlanOf(plan: EventPlan): EventPlan | undefined {
+  return [plan, ...(plan.clients?.plans ?? [])].map((each) => each.shadow).find((each) => each !== undefined);
 }
 
 /** The event shadow limits count under, beside enforced ones: a name no policy event can have. */

@@ -2,6 +2,7 @@
 // active feature keeps alive, as each event's algorithm counts them (its part's sizing).
 import type { EventPolicy, PolicySet } from '../config/policies.js';
 import { partOf } from './algorithms/parts.js';
+import { apartPlanOf } from './plan.js';
 import type { AnyLimitPlan, EventPlan, ReloadCarry } from './plan-types.js';
 
 /** Served at /policies and printed by `memgate policies`. */
@@ -65,7 +66,10 @@ function reloadReport({ how, since, exactAt, reasons }: ReloadCarry, now: number
  * the reload's log line and its answer (docs/operations.md, Changing policies).
  */
 export function reloadCarries(plans: ReadonlyMap<string, EventPlan>, now = Date.now()) {
-  return [...plans.values()].flatMap((plan) =>
-    plan.carry && plan.carry.exactAt * 1000 > now ? [{ event: plan.event, ...reloadReport(plan.carry, now) }] : [],
-  );
+  // An event's shadow limits counted apart are carried on their own, under `<event>~shadow`.
+  return [...plans.values()]
+    .flatMap((plan) => [plan, apartPlanOf(plan)])
+    .flatMap((plan) =>
+      plan?.carry && plan.carry.exactAt * 1000 > now ? [{ event: plan.event, ...reloadReport(plan.carry, now) }] : [],
+    );
 }
