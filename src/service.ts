@@ -94,6 +94,7 @@ export async function startService(
     maxClockSkewMs: settings.maxClockSkewMs,
     cacheBytes: settings.cacheMb * 2 ** 20,
     maxDenialCacheMs: settings.maxDenialCacheMs,
+    reloadSpreadSeconds: settings.reloadSpreadSeconds,
     onRollbackError: warnings.rollbackFailed,
     onStoreUnavailable: storeTrouble.onStoreUnavailable,
     onDecision: recorder ? recordingDecisions(metrics.onDecision, recorder) : metrics.onDecision,
