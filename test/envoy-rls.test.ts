@@ -95,6 +95,8 @@ describe('ShouldRateLimit against the service', () => {
     // Fixed windows end at the next whole minute since the epoch.
     const untilMinute = 60 - (Math.floor(Date.now() / 1000) % 60);
     expect(Math.abs((first?.duration_until_reset?.seconds ?? -99) - untilMinute)).toBeLessThanOrEqual(1);
+    // Whole seconds, as upstream computes them from its clock's whole seconds.
+    expect(first?.duration_until_reset?.nanos ?? 0).toBe(0);
     const over = headerMap(answers[3]?.response_headers_to_add ?? []);
     expect(over['ratelimit-policy']).toBe('"per-address";q=3;w=60');
     expect(over.ratelimit).toMatch(/^"per-address";r=0;t=\d+$/);
@@ -189,6 +191,12 @@ describe('ShouldRateLimit against the service', () => {
       descriptors: [{ entries: [{ key: 'loose', value: 'h1' }], hits_addend: { value: 0 } }],
     };
     expect((await client.shouldRateLimit(peek)).statuses[0]).toMatchObject({ code: 'OK', limit_remaining: 1 });
+    expect((await client.shouldRateLimit(peek)).statuses[0]).toMatchObject({ code: 'OK', limit_remaining: 1 });
+    // More than the room left: over, and 0 left as upstream reports (Envoy's X-RateLimit-Remaining), nothing counted.
+    expect((await client.shouldRateLimit({ ...request, hits_addend: 3 })).statuses[0]).toMatchObject({
+      code: 'OVER_LIMIT',
+      limit_remaining: 0,
+    });
     expect((await client.shouldRateLimit(peek)).statuses[0]).toMatchObject({ code: 'OK', limit_remaining: 1 });
     // More than the limit can ever hold: over, and nothing counted.
     expect((await client.shouldRateLimit({ ...request, hits_addend: 6 })).overall_code).toBe('OVER_LIMIT');
@@ -331,6 +339,7 @@ describe('ShouldRateLimit against the service', () => {
     const { client } = await start();
     expect(await client.health()).toBe('SERVING');
     expect(await client.health('envoy.service.ratelimit.v3.RateLimitService')).toBe('SERVING');
+    expect(await client.health('ratelimit')).toBe('SERVING');
     const error = await client.health('some.Other').then(
       () => undefined,
       (e: unknown) => e as grpc.ServiceError,

@@ -98,7 +98,7 @@ const echo: Decide = (request) =>
         unit: descriptor.limit?.unit ?? 'WEEK',
       },
       limitRemaining: descriptor.hitsAddend ?? request.hitsAddend,
-      durationUntilResetMs: 1500.25 + index * 1000,
+      durationUntilResetSeconds: 2 + index,
     })),
     responseHeadersToAdd: [
       { key: 'ratelimit-policy', value: `${request.descriptors.length};w=60` },
@@ -148,13 +148,13 @@ describe('ShouldRateLimit round trips', () => {
         code: 'OK',
         current_limit: { name: 'edge:remote_address=10.0.0.1', requests_per_unit: 100, unit: 'WEEK' },
         limit_remaining: 0,
-        duration_until_reset: { seconds: 1, nanos: 500_250_000 },
+        duration_until_reset: { seconds: 2, nanos: 0 },
       },
       {
         code: 'OVER_LIMIT',
         current_limit: { name: 'edge:generic_key=over,path=/api/orders', requests_per_unit: 101, unit: 'WEEK' },
         limit_remaining: 0,
-        duration_until_reset: { seconds: 2, nanos: 500_250_000 },
+        duration_until_reset: { seconds: 3, nanos: 0 },
       },
     ]);
     expect(reply.response_headers_to_add).toEqual([
@@ -314,8 +314,11 @@ describe('the gRPC health service', () => {
     expect(await call(harness.health, 'Check', { service: 'envoy.service.ratelimit.v3.RateLimitService' })).toEqual({
       status: 'SERVING',
     });
+    // The name envoyproxy/ratelimit registers, which its users' Envoy clusters health-check.
+    expect(await call(harness.health, 'Check', { service: 'ratelimit' })).toEqual({ status: 'SERVING' });
     serving = false;
     expect(await call(harness.health, 'Check', { service: '' })).toEqual({ status: 'NOT_SERVING' });
+    expect(await call(harness.health, 'Check', { service: 'ratelimit' })).toEqual({ status: 'NOT_SERVING' });
     const unknown = await callError(harness.health, 'Check', { service: 'other.Service' });
     expect(unknown.code).toBe(grpc.status.NOT_FOUND);
   });

@@ -103,7 +103,7 @@ const OK: RateLimitResponse = {
       code: 'OK',
       currentLimit: { name: 'per-client', requestsPerUnit: 100, unit: 'MINUTE' },
       limitRemaining: 99,
-      durationUntilResetMs: 42_500,
+      durationUntilResetSeconds: 43,
     },
   ],
   responseHeadersToAdd: [
@@ -119,7 +119,7 @@ const OVER_LIMIT: RateLimitResponse = {
       code: 'OVER_LIMIT',
       currentLimit: { name: 'tight', requestsPerUnit: 1, unit: 'SECOND' },
       limitRemaining: 0,
-      durationUntilResetMs: 300,
+      durationUntilResetSeconds: 1,
     },
   ],
   responseHeadersToAdd: [

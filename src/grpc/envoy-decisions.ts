@@ -223,7 +223,7 @@ export function createEnvoyDecider(
           code: enforced ? 'OVER_LIMIT' : 'OK',
           ...currentLimitOf(rateLimit),
           limitRemaining: 0,
-          durationUntilResetMs: resetMs,
+          durationUntilResetSeconds: upstreamSeconds(resetMs),
         };
         return;
       }
@@ -233,8 +233,10 @@ export function createEnvoyDecider(
       statuses[index] = {
         code: over && enforced ? 'OVER_LIMIT' : 'OK',
         ...currentLimitOf(rateLimit),
-        limitRemaining: status?.remaining ?? 0,
-        ...(resetMs === undefined ? {} : { durationUntilResetMs: resetMs }),
+        // Over its limit, a descriptor has 0 left, shadow ones too, as upstream answers (Envoy
+        // passes it on as X-RateLimit-Remaining): hits_addend beyond the room left admits none.
+        limitRemaining: over ? 0 : (status?.remaining ?? 0),
+        ...(resetMs === undefined ? {} : { durationUntilResetSeconds: upstreamSeconds(resetMs) }),
       };
     });
     const allowed = together?.allowed ?? true;
@@ -302,6 +304,14 @@ function untilResetMs(
   if (countsInOneBucket(rateLimit)) return windowEndMs(rateLimit, nowMs);
   if (!decision.allowed && decision.retryAfter !== undefined) return decision.retryAfter * 1000;
   return status ? status.resetSeconds * 1000 : undefined;
+}
+
+/**
+ * A reset in whole seconds, as envoyproxy/ratelimit computes it from whole seconds of its clock
+ * (the window's length less the seconds it has run: 1 to the length, never 0).
+ */
+function upstreamSeconds(ms: number): number {
+  return Math.max(1, Math.ceil(ms / 1000));
 }
 
 /**

@@ -51,7 +51,8 @@ export interface DescriptorStatus {
   /** Absent when no limit applies to the descriptor. */
   readonly currentLimit?: CurrentLimit;
   readonly limitRemaining: number;
-  readonly durationUntilResetMs?: number;
+  /** Whole seconds, as envoyproxy/ratelimit sends them (a window's length less the seconds it has run). */
+  readonly durationUntilResetSeconds?: number;
 }
 
 export interface HeaderValue {
@@ -222,9 +223,9 @@ function statusToWire(status: DescriptorStatus, where: string): WireDescriptorSt
     currentLimit = { name, unit, requestsPerUnit: uint32(requestsPerUnit, `${where}.currentLimit.requestsPerUnit`) };
   }
   const durationUntilReset =
-    status.durationUntilResetMs === undefined
+    status.durationUntilResetSeconds === undefined
       ? null
-      : duration(status.durationUntilResetMs, `${where}.durationUntilResetMs`);
+      : wholeSeconds(status.durationUntilResetSeconds, `${where}.durationUntilResetSeconds`);
   return {
     code: status.code,
     currentLimit,
@@ -238,9 +239,8 @@ function uint32(count: number, field: string): number {
   return Math.min(count, UINT32_MAX);
 }
 
-function duration(ms: number, field: string): WireDuration {
-  if (!Number.isFinite(ms) || ms < 0) throw new Error(`${field} ${ms} is not a duration`);
-  const totalNanos = Math.round(ms * 1e6);
-  const seconds = Math.floor(totalNanos / 1e9);
-  return { seconds, nanos: totalNanos - seconds * 1e9 };
+function wholeSeconds(seconds: number, field: string): WireDuration {
+  if (!Number.isInteger(seconds) || seconds < 0)
+    throw new Error(`${field} ${seconds} is not a whole number of seconds`);
+  return { seconds, nanos: 0 };
 }

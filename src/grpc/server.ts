@@ -135,8 +135,15 @@ async function shouldRateLimit(
   return wire;
 }
 
+/**
+ * The names health is asked for: the server's as a whole (""), the rate limit service's full
+ * name, and `ratelimit`, the name envoyproxy/ratelimit registers (what its users' Envoy
+ * clusters health-check).
+ */
+const HEALTH_NAMES = new Set(['', RATE_LIMIT_SERVICE, 'ratelimit']);
+
 async function healthCheck(service: string, serving: () => Promise<boolean>): Promise<object> {
-  if (service !== '' && service !== RATE_LIMIT_SERVICE) {
+  if (!HEALTH_NAMES.has(service)) {
     throw new GrpcStatusError(grpc.status.NOT_FOUND, `unknown service ${JSON.stringify(service.slice(0, 128))}`);
   }
   return { status: (await serving()) ? 'SERVING' : 'NOT_SERVING' };
