@@ -16,7 +16,7 @@ import { writeSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { inspect } from 'node:util';
 import { DEFAULTS } from './config/defaults.js';
-import { loadSettings, SettingsError, USAGE, type Settings } from './config/settings.js';
+import { loadSettings, SettingsError, USAGE, type LoadedSettings, type Settings } from './config/settings.js';
 import { VERSION } from './config/version.js';
 // Types only: the service's modules are loaded by the process that serves (see serve()).
 import type { Logger } from 'pino';
@@ -66,7 +66,7 @@ function fail(code: number, text: string): never {
   process.exit(code);
 }
 
-function readSettings(args: readonly string[]): Settings & { readonly help: boolean; readonly version: boolean } {
+function readSettings(args: readonly string[]): LoadedSettings {
   try {
     return loadSettings(process.env, args);
   } catch (error) {
@@ -175,7 +175,7 @@ function launch(settings: Settings): void {
 
 /** Starts the service, stops it on the signals `onSignal` reports, and exits. */
 async function serve(
-  settings: Settings,
+  settings: LoadedSettings,
   heapLimit: HeapLimit,
   onSignal: (stop: (signal: NodeJS.Signals) => void) => void,
 ): Promise<void> {
@@ -203,6 +203,13 @@ async function serve(
     },
     pino.destination({ dest: 1, sync: true }),
   );
+  // A deployment of envoyproxy/ratelimit brought its variables: say which were read as memgate's.
+  if (settings.fromUpstream.length > 0) {
+    logger.info(
+      { fromUpstream: settings.fromUpstream },
+      `read envoyproxy/ratelimit's settings: ${settings.fromUpstream.join(', ')}`,
+    );
+  }
   let stopping: { signal: NodeJS.Signals; at: number } | undefined;
   let service: RunningService | undefined;
   onSignal((signal) => {

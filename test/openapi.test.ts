@@ -710,6 +710,8 @@ const REPLAYS: Record<string, Replay> = {
   'GET /readyz 200 failedOver': { world: 'failedOver', ask: { method: 'GET', url: '/readyz' }, compare: 'digits' },
   'GET /readyz 503 unavailable': { world: 'storeDown', ask: { method: 'GET', url: '/readyz' }, compare: 'digits' },
   'GET /readyz 503 draining': { world: 'draining', ask: { method: 'GET', url: '/readyz' }, absent: ['Retry-After'] },
+  'GET /healthcheck 200 example': { world: 'counting', ask: { method: 'GET', url: '/healthcheck' }, compare: 'lines' },
+  'GET /healthcheck 500 example': { world: 'draining', ask: { method: 'GET', url: '/healthcheck' }, compare: 'lines' },
   'GET /policies 200 loaded': { world: 'counting', ask: { method: 'GET', url: '/policies' } },
   'GET /metrics 200 example': {
     world: 'counting',

@@ -1,12 +1,14 @@
-// The README's tables of error codes and settings are generated from the tables in
-// src/config. When one is stale this fails with the difference; to write them again:
+// The README's tables of error codes and settings, and docs/envoy.md's of envoyproxy/ratelimit's
+// variables, are generated from the tables in src/config. When one is stale this fails with the difference; to write them again:
 //   npx vitest run src/config/reference-docs.test.ts -u
 import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { ERROR_CODES } from './error-codes.js';
 import { READ_BY_OTHER_TOOLS, REPLACED_SETTINGS, SERVICE_LINK, SETTINGS, type Setting } from './settings.js';
+import { UPSTREAM_VARIABLES } from './upstream-env.js';
 
 const README = new URL('../../README.md', import.meta.url);
+const ENVOY_DOC = new URL('../../docs/envoy.md', import.meta.url);
 const DOCS = new URL('../../docs/', import.meta.url);
 const documents = () => [
   { name: 'README.md', text: readFileSync(README, 'utf8') },
@@ -21,7 +23,7 @@ function withSection(text: string, name: string, body: string): string {
   const end = `<!-- end: ${name} -->\n`;
   const from = text.indexOf(begin);
   const to = text.indexOf(end, from);
-  if (from === -1 || to === -1) throw new Error(`README.md has no section ${JSON.stringify(begin.trim())} … ${JSON.stringify(end.trim())}`);
+  if (from === -1 || to === -1) throw new Error(`no section ${JSON.stringify(begin.trim())} … ${JSON.stringify(end.trim())}`);
   return text.slice(0, from + begin.length) + body + text.slice(to);
 }
 
@@ -49,6 +51,20 @@ describe('the README', () => {
   it('lists every error code from src/config/error-codes.ts', async () => {
     const readme = readFileSync(README, 'utf8');
     await expect(withSection(readme, 'error codes', errorTable())).toMatchFileSnapshot(README.pathname);
+  });
+});
+
+function upstreamTable(): string {
+  const rows = UPSTREAM_VARIABLES.map(({ names, handling, memgate }) => {
+    return `| ${names.map((name) => `\`${name}\``).join(', ')} | ${handling} | ${memgate} |`;
+  });
+  return ['| upstream variable | memgate | what it does |', '|---|---|---|', ...rows, ''].join('\n');
+}
+
+describe('docs/envoy.md', () => {
+  it("lists every envoyproxy/ratelimit variable from src/config/upstream-env.ts", async () => {
+    const doc = readFileSync(ENVOY_DOC, 'utf8');
+    await expect(withSection(doc, 'upstream environment', upstreamTable())).toMatchFileSnapshot(ENVOY_DOC.pathname);
   });
 });
 

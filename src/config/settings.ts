@@ -5,6 +5,7 @@ import leven from 'leven';
 import { DEFAULTS, KEY_PREFIX_PATTERN } from './defaults.js';
 import { parseServerList, ServerListError, type Credentials } from './memcached-servers.js';
 import { parseRetention, type Archive } from './retention.js';
+import { fromUpstream } from './upstream-env.js';
 
 type Env = Readonly<Record<string, string | undefined>>;
 
@@ -398,7 +399,10 @@ export const USAGE = [
  * The settings, or a SettingsError listing every setting that cannot be used (and a bad
  * command line). `help` is true for --help.
  */
-export function loadSettings(env: Env, argv: readonly string[]): Settings & { readonly help: boolean; readonly version: boolean } {
+export function loadSettings(
+  env: Env,
+  argv: readonly string[],
+): Settings & { readonly help: boolean; readonly version: boolean; readonly fromUpstream: readonly string[] } {
   let args;
   try {
     args = parseArgs({
@@ -412,6 +416,10 @@ export function loadSettings(env: Env, argv: readonly string[]): Settings & { re
   }
   const problems: string[] = Object.entries(REPLACED_SETTINGS).flatMap(([name, message]) => (value(env, name) === undefined ? [] : [message]));
   problems.push(...unknownVariables(env));
+  // envoyproxy/ratelimit's variables, read as memgate's (or refused): memgate's own, where set, agree.
+  const upstream = fromUpstream(env);
+  problems.push(...upstream.problems);
+  env = { ...upstream.env, ...env };
   const settings: Record<string, unknown> = {};
   for (const [key, setting] of Object.entries(SETTINGS) as [string, Setting<unknown>][]) {
     try {
@@ -426,8 +434,16 @@ export function loadSettings(env: Env, argv: readonly string[]): Settings & { re
   }
   if (problems.length > 0) throw new SettingsError(problems);
   if (args.values.config !== undefined) settings.configPath = args.values.config;
-  return { ...(settings as Settings), help: args.values.help ?? false, version: args.values.version ?? false };
+  return {
+    ...(settings as Settings),
+    help: args.values.help ?? false,
+    version: args.values.version ?? false,
+    fromUpstream: upstream.honoured,
+  };
 }
+
+/** The settings as the service starts with them: with the envoyproxy/ratelimit variables read as memgate's, in words. */
+export type LoadedSettings = ReturnType<typeof loadSettings>;
 
 /** A variable's trimmed value; unset and empty both mean "use the default". */
 function value(env: Env, name: string): string | undefined {

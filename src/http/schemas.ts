@@ -479,6 +479,26 @@ export const policiesRoute = {
   },
 };
 
+export const upstreamHealthRoute = {
+  summary: "envoyproxy/ratelimit's health check",
+  description:
+    'The probe envoyproxy/ratelimit serves, for deployments that switch to memgate unchanged: `OK` with 200 when memgate is ready (as `/readyz` decides), an empty 500 otherwise (the store cannot count every client, or the instance is draining), as upstream answers. `/healthz` and `/readyz` say more.',
+  tags: ['operations'],
+  produces: ['text/plain'],
+  response: {
+    200: {
+      type: 'string',
+      'x-response-description': 'Ready: every client is counted somewhere, as /readyz decides',
+      examples: ['OK'],
+    },
+    500: {
+      type: 'string',
+      'x-response-description': 'Not ready: draining, or a store server whose clients are not counted',
+      examples: [''],
+    },
+  },
+};
+
 export const metricsRoute = {
   summary: 'Prometheus metrics',
   description:

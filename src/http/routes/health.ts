@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { leavesClientsUncounted, type CounterStore, type ServerHealth } from '../../store/counter-store.js';
 import type { Drain } from '../drain.js';
 import { errorBody } from '../errors.js';
-import { healthRoute, readinessRoute } from '../schemas.js';
+import { healthRoute, readinessRoute, upstreamHealthRoute } from '../schemas.js';
 
 /**
  * /healthz: the process answers. /readyz: every client's counters answer too, on its own
@@ -10,12 +10,17 @@ import { healthRoute, readinessRoute } from '../schemas.js';
  * where its clients are, and a 503 names the down servers whose clients are not counted. While the service
  * drains, /readyz answers 503 at once, without asking the store, so that load balancers
  * send no more; /healthz still answers 200, so that nothing kills the draining process.
+ * /healthcheck: envoyproxy/ratelimit's probe, with its answers, for deployments that keep it.
  */
 export function registerHealthRoutes(
   app: FastifyInstance,
   { store, drain, policyVersion }: { store: CounterStore; drain: Drain; policyVersion?: (() => string) | undefined },
 ): void {
   app.get('/healthz', { schema: healthRoute }, () => ({ status: 'ok' }));
+  app.get('/healthcheck', { schema: upstreamHealthRoute }, async (_request, reply) => {
+    const ready = !drain.draining && !(await store.health()).some(leavesClientsUncounted);
+    return ready ? reply.type('text/plain').send('OK') : reply.code(500).type('text/plain').send('');
+  });
   app.get('/readyz', { schema: readinessRoute }, async (_request, reply) => {
     // Which policies this instance runs: instances on the same files answer the same.
     const policies = policyVersion ? { policyVersion: policyVersion() } : {};

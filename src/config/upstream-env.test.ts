@@ -1,0 +1,103 @@
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { loadSettings, SettingsError } from './settings.js';
+import { fromUpstream, isUpstreamVariable, UPSTREAM_VARIABLES } from './upstream-env.js';
+
+/** upstream's docker-compose.yml for Memcached, as an operator switching would keep it. */
+const MEMCACHE_DEPLOYMENT = {
+  USE_STATSD: 'false',
+  LOG_LEVEL: 'debug',
+  BACKEND_TYPE: 'memcache',
+  MEMCACHE_HOST_PORT: 'memcached:11211',
+  RUNTIME_ROOT: '/data',
+  RUNTIME_SUBDIRECTORY: 'ratelimit',
+  RUNTIME_WATCH_ROOT: 'false',
+  GRPC_PORT: '8081',
+};
+
+const problemsOf = (env: Record<string, string>) => {
+  try {
+    loadSettings(env, []);
+    return [];
+  } catch (error) {
+    if (error instanceof SettingsError) return error.problems;
+    throw error;
+  }
+};
+
+describe("envoyproxy/ratelimit's environment", () => {
+  it("starts an upstream Memcached deployment unchanged, its variables read as memgate's", () => {
+    const settings = loadSettings(MEMCACHE_DEPLOYMENT, []);
+    expect(settings.memcachedServers).toBe('memcached:11211');
+    expect(settings.grpcPort).toBe(8081);
+    expect(settings.envoyConfigPath).toBe(join('/data', 'ratelimit', 'config'));
+    expect(settings.logLevel).toBe('debug');
+    expect(settings.fromUpstream).toEqual([
+      'GRPC_PORT as MEMGATE_GRPC_PORT',
+      'RUNTIME_ROOT, RUNTIME_SUBDIRECTORY as MEMGATE_ENVOY_CONFIG',
+      'MEMCACHE_HOST_PORT as MEMCACHED_SERVERS',
+    ]);
+  });
+
+  it("takes upstream's defaults for the runtime directories it is not given", () => {
+    // And gRPC on upstream's port, where upstream serves it without being told.
+    expect(fromUpstream({ RUNTIME_SUBDIRECTORY: 'rl' }).env).toEqual({
+      MEMGATE_ENVOY_CONFIG: join('/srv/runtime_data/current', 'rl', 'config'),
+      MEMGATE_GRPC_PORT: '8081',
+    });
+    expect(fromUpstream({ RUNTIME_ROOT: '/etc/rl', RUNTIME_APPDIRECTORY: 'limits', MEMGATE_GRPC_PORT: '9000' }).env).toEqual({
+      MEMGATE_ENVOY_CONFIG: join('/etc/rl', 'limits'),
+    });
+    expect(fromUpstream({ CACHE_KEY_PREFIX: 'edge:' }).env).toEqual({ MEMGATE_KEY_PREFIX: 'edge:' });
+  });
+
+  it("agrees with memgate's own names, or says they disagree", () => {
+    expect(problemsOf({ MEMCACHE_HOST_PORT: 'a:11211', MEMCACHED_SERVERS: 'a:11211' })).toEqual([]);
+    expect(problemsOf({ MEMCACHE_HOST_PORT: 'a:11211', MEMCACHED_SERVERS: 'b:11211' })).toEqual([
+      'MEMCACHE_HOST_PORT and MEMCACHED_SERVERS disagree ("a:11211" and "b:11211"): set one of them',
+    ]);
+  });
+
+  it("refuses, naming memgate's equivalent, what memgate would otherwise do differently", () => {
+    const refused = (env: Record<string, string>) => fromUpstream(env).problems;
+    // Redis is upstream's default backend.
+    expect(refused({ REDIS_URL: 'redis:6379', REDIS_SOCKET_TYPE: 'tcp' })).toEqual([
+      'REDIS_SOCKET_TYPE, REDIS_URL: memgate has no Redis backend; it counts in Memcached (set BACKEND_TYPE=memcache and MEMCACHE_HOST_PORT, or MEMCACHED_SERVERS)',
+    ]);
+    expect(refused({ REDIS_URL: 'redis:6379', BACKEND_TYPE: 'memcache' })).toEqual([]);
+    expect(refused({ BACKEND_TYPE: 'redis' })[0]).toMatch(/^BACKEND_TYPE=redis: memgate counts in Memcached only/);
+    // statsd is on by default upstream: its host alone means it sends.
+    expect(refused({ STATSD_HOST: 'statsd' })[0]).toMatch(/^STATSD_HOST: memgate sends no statsd yet.*GET \/metrics/);
+    expect(refused({ STATSD_HOST: 'statsd', USE_STATSD: 'false' })).toEqual([]);
+    expect(refused({ STATSD_HOST: 'statsd', DISABLE_STATS: 'true' })).toEqual([]);
+    expect(refused({ SHADOW_MODE: 'true' })[0]).toMatch(/^SHADOW_MODE=true: .*shadow_mode: true on the descriptors/);
+    expect(refused({ SHADOW_MODE: 'false', QUOTA_MODE: '0', TRACING_ENABLED: 'F' })).toEqual([]);
+    expect(refused({ SHADOW_MODE: 'yes' })).toEqual([
+      'SHADOW_MODE must be true or false, as envoyproxy/ratelimit reads it (got "yes")',
+    ]);
+    expect(refused({ GRPC_HOST: '10.0.0.1', HOST: '0.0.0.0' })[0]).toMatch(/^GRPC_HOST=10.0.0.1: memgate serves gRPC on HOST/);
+    expect(refused({ GRPC_HOST: '0.0.0.0' })).toEqual([]);
+    expect(refused({ LOG_FORMAT: 'text' })[0]).toMatch(/JSON lines/);
+    expect(refused({ LOG_FORMAT: 'json' })).toEqual([]);
+    expect(refused({ EXPIRATION_JITTER_MAX_SECONDS: '300' })).toHaveLength(1);
+    expect(refused({ EXPIRATION_JITTER_MAX_SECONDS: '0' })).toEqual([]);
+    expect(refused({ USE_PROMETHEUS: 'true', PROMETHEUS_ADDR: ':9090' })[0]).toMatch(/GET \/metrics on PORT/);
+    expect(refused({ CONFIG_TYPE: 'GRPC_XDS_SOTW' })[0]).toMatch(/files only/);
+  });
+
+  it('stops the start with every refusal at once', () => {
+    const problems = problemsOf({ ...MEMCACHE_DEPLOYMENT, SHADOW_MODE: 'true', DEBUG_PORT: '6070' });
+    expect(problems).toHaveLength(2);
+    expect(problems.join('\n')).toMatch(/SHADOW_MODE/);
+    expect(problems.join('\n')).toMatch(/DEBUG_PORT=6070: memgate has no debug listener/);
+  });
+
+  it("names each of upstream's variables once", () => {
+    const names = UPSTREAM_VARIABLES.flatMap((row) => row.names);
+    expect(new Set(names).size).toBe(names.length);
+    for (const name of ['MEMCACHE_TLS', 'GRPC_SERVER_USE_TLS', 'NEAR_LIMIT_RATIO', 'RESPONSE_DYNAMIC_METADATA'])
+      expect(isUpstreamVariable(name)).toBe(true);
+    expect(isUpstreamVariable('REDIS_PERSECOND_URL')).toBe(true);
+    expect(isUpstreamVariable('MEMGATE_GRPC_PORT')).toBe(false);
+  });
+});
