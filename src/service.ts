@@ -167,6 +167,8 @@ export async function startService(
         store,
         draining: () => drain.draining,
         onShadowOverLimit: metrics.onShadowOverLimit,
+        shadowAll: settings.envoyShadowMode,
+        limitHeaders: settings.envoyLimitHeaders,
         onSettleRefused: metrics.onEnvoySettleRefused,
         logger,
       });

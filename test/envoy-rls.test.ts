@@ -82,6 +82,46 @@ describe('months over gRPC', () => {
   });
 });
 
+describe("upstream's global settings", () => {
+  it('SHADOW_MODE: every call OK, a descriptor over its limit still OVER_LIMIT, and counted as shadow', async () => {
+    const { client, url } = await start({ env: { SHADOW_MODE: 'true' } });
+    const request = oneDescriptor('edge', ['remote_address', '192.0.2.50']);
+    const answers = [];
+    for (let i = 0; i < 5; i++) answers.push(await client.shouldRateLimit(request));
+    expect(answers.map((a) => a.overall_code)).toEqual(['OK', 'OK', 'OK', 'OK', 'OK']);
+    expect(answers.map((a) => a.statuses[0]?.code)).toEqual(['OK', 'OK', 'OK', 'OVER_LIMIT', 'OVER_LIMIT']);
+    expect(answers.map((a) => a.statuses[0]?.limit_remaining)).toEqual([2, 1, 0, 0, 0]);
+    const metrics = await (await fetch(`${url}/metrics`)).text();
+    expect(metrics).toMatch(/memgate_envoy_shadow_over_limit_total\{event="envoy:edge\.remote_address"\} 2\n/);
+  });
+
+  it("LIMIT_RESPONSE_HEADERS_ENABLED: the closest descriptor's limit, remaining and reset, under the names given", async () => {
+    const { client } = await start({
+      env: { LIMIT_RESPONSE_HEADERS_ENABLED: 'true', LIMIT_REMAINING_HEADER: 'X-RateLimit-Remaining' },
+    });
+    const both: WireRequestIn = {
+      domain: 'edge',
+      descriptors: [{ entries: [{ key: 'loose', value: 'lh' }] }, { entries: [{ key: 'tight', value: 'lh' }] }],
+    };
+    const first = headerMap((await client.shouldRateLimit(both)).response_headers_to_add);
+    const untilMinute = 60 - (Math.floor(Date.now() / 1000) % 60);
+    // The tight limit has 0 left of 1, the loose 4 of 5: the tight one is closest.
+    expect(first).toMatchObject({ 'RateLimit-Limit': '1', 'X-RateLimit-Remaining': '0' });
+    expect(Math.abs(Number(first['RateLimit-Reset']) - untilMinute)).toBeLessThanOrEqual(1);
+    expect(Object.keys(first).sort()).toEqual(['RateLimit-Limit', 'RateLimit-Reset', 'X-RateLimit-Remaining']);
+    const loose = headerMap(
+      (await client.shouldRateLimit(oneDescriptor('edge', ['loose', 'lh2']))).response_headers_to_add,
+    );
+    expect(loose).toMatchObject({ 'RateLimit-Limit': '5', 'X-RateLimit-Remaining': '4' });
+    const over = await client.shouldRateLimit(both);
+    expect(over.overall_code).toBe('OVER_LIMIT');
+    expect(headerMap(over.response_headers_to_add)).toMatchObject({
+      'RateLimit-Limit': '1',
+      'X-RateLimit-Remaining': '0',
+    });
+  });
+});
+
 describe('ShouldRateLimit against the service', () => {
   it('admits exactly requests_per_unit per address and reports the limit as envoyproxy/ratelimit does', async () => {
     const { client } = await start();

@@ -130,6 +130,8 @@ export const DEFAULTS = {
    * after it ends (docs/operations.md, Changing policies).
    */
   reloadSpreadSeconds: 120,
+  /** envoyproxy/ratelimit's limit headers' names, its defaults (MEMGATE_ENVOY_LIMIT_HEADERS=on). */
+  envoyLimitHeaders: { limit: 'RateLimit-Limit', remaining: 'RateLimit-Remaining', reset: 'RateLimit-Reset' },
   /** Longest a policy file's read may take: a hung network file system fails the load, never blocks the next. */
   policyReadDeadlineMs: 5000,
   /** MEMGATE_SHUTDOWN_DRAIN_MS: after SIGTERM, how long requests are still answered (with Connection: close). */

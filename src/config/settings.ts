@@ -9,6 +9,9 @@ import { fromUpstream } from './upstream-env.js';
 
 type Env = Readonly<Record<string, string | undefined>>;
 
+/** An HTTP header's name (RFC 9110's token). */
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+
 /**
  * One environment variable (or a pair read together): how it is read, and how `--help`
  * and the README's table of settings describe it. Both are generated from SETTINGS.
@@ -95,6 +98,30 @@ export const SETTINGS = {
     summary: "Envoy's rate limit descriptors, as envoyproxy/ratelimit reads them; unset, no descriptor has a limit",
     details: "A directory's `.yaml` and `.yml` files are read, not its subdirectories or dot files. Checked at start like the policy file, and read again with it on a reload (see [Envoy](docs/envoy.md))",
     read: (env): string | undefined => value(env, 'MEMGATE_ENVOY_CONFIG'),
+  },
+  envoyShadowMode: onOff('MEMGATE_ENVOY_SHADOW_MODE', false, {
+    summary: "every Envoy descriptor in shadow, as envoyproxy/ratelimit's `SHADOW_MODE` (read under that name too): each is decided and counted as a `shadow_mode` one, a descriptor over its limit still says `OVER_LIMIT`, and every call is answered `OK`",
+    details: '`memgate_envoy_shadow_over_limit_total{event}` counts what would have been refused (see [Envoy](docs/envoy.md#shadow-mode))',
+  }),
+  envoyLimitHeaders: {
+    env: ['MEMGATE_ENVOY_LIMIT_HEADERS'],
+    default: 'off',
+    values: '`off`, `on`, or three header names `limit,remaining,reset`',
+    summary: "envoyproxy/ratelimit's limit headers in Envoy's answers, in place of memgate's `RateLimit-Policy` and `RateLimit`: the limit, remaining and reset (seconds) of the descriptor closest to its limit; `on` names them `RateLimit-Limit`, `RateLimit-Remaining`, `RateLimit-Reset`",
+    details: "Read from upstream's `LIMIT_RESPONSE_HEADERS_ENABLED` and `LIMIT_LIMIT_HEADER`, `LIMIT_REMAINING_HEADER`, `LIMIT_RESET_HEADER` too",
+    read: (env): { limit: string; remaining: string; reset: string } | undefined => {
+      const given = value(env, 'MEMGATE_ENVOY_LIMIT_HEADERS');
+      if (given === undefined || given === 'off') return undefined;
+      if (given === 'on') return { ...DEFAULTS.envoyLimitHeaders };
+      const names = given.split(',').map((name) => name.trim());
+      const [limit, remaining, reset] = names;
+      if (names.length !== 3 || !limit || !remaining || !reset || names.some((name) => !HEADER_NAME.test(name))) {
+        throw new SettingsError([
+          `MEMGATE_ENVOY_LIMIT_HEADERS must be off, on, or three header names "limit,remaining,reset" (got ${JSON.stringify(given)})`,
+        ]);
+      }
+      return { limit, remaining, reset };
+    },
   },
   memcachedServers: {
     env: ['MEMCACHED_SERVERS'],

@@ -51,6 +51,23 @@ describe("envoyproxy/ratelimit's environment", () => {
     expect(fromUpstream({ CACHE_KEY_PREFIX: 'edge:' }).env).toEqual({ MEMGATE_KEY_PREFIX: 'edge:' });
   });
 
+  it('reads the global shadow mode and the limit headers, with their names', () => {
+    expect(loadSettings({ SHADOW_MODE: 'true' }, []).envoyShadowMode).toBe(true);
+    expect(loadSettings({ SHADOW_MODE: 'false' }, []).envoyShadowMode).toBe(false);
+    expect(loadSettings({ LIMIT_RESPONSE_HEADERS_ENABLED: 'true' }, []).envoyLimitHeaders).toEqual({
+      limit: 'RateLimit-Limit',
+      remaining: 'RateLimit-Remaining',
+      reset: 'RateLimit-Reset',
+    });
+    const named = { LIMIT_RESPONSE_HEADERS_ENABLED: '1', LIMIT_REMAINING_HEADER: 'X-RateLimit-Remaining' };
+    expect(loadSettings(named, []).envoyLimitHeaders?.remaining).toBe('X-RateLimit-Remaining');
+    expect(loadSettings({ LIMIT_REMAINING_HEADER: 'X-Left' }, []).envoyLimitHeaders).toBeUndefined();
+    expect(problemsOf({ MEMGATE_ENVOY_LIMIT_HEADERS: 'a,b' })[0]).toMatch(/three header names/);
+    expect(problemsOf({ LIMIT_RESPONSE_HEADERS_ENABLED: 'true', LIMIT_LIMIT_HEADER: 'bad header' })[0]).toMatch(
+      /three header names/,
+    );
+  });
+
   it("agrees with memgate's own names, or says they disagree", () => {
     expect(problemsOf({ MEMCACHE_HOST_PORT: 'a:11211', MEMCACHED_SERVERS: 'a:11211' })).toEqual([]);
     expect(problemsOf({ MEMCACHE_HOST_PORT: 'a:11211', MEMCACHED_SERVERS: 'b:11211' })).toEqual([
@@ -70,7 +87,7 @@ describe("envoyproxy/ratelimit's environment", () => {
     expect(refused({ STATSD_HOST: 'statsd' })[0]).toMatch(/^STATSD_HOST: memgate sends no statsd yet.*GET \/metrics/);
     expect(refused({ STATSD_HOST: 'statsd', USE_STATSD: 'false' })).toEqual([]);
     expect(refused({ STATSD_HOST: 'statsd', DISABLE_STATS: 'true' })).toEqual([]);
-    expect(refused({ SHADOW_MODE: 'true' })[0]).toMatch(/^SHADOW_MODE=true: .*shadow_mode: true on the descriptors/);
+    expect(refused({ QUOTA_MODE: 'true' })[0]).toMatch(/^QUOTA_MODE=true: memgate has no global quota mode yet/);
     expect(refused({ SHADOW_MODE: 'false', QUOTA_MODE: '0', TRACING_ENABLED: 'F' })).toEqual([]);
     expect(refused({ SHADOW_MODE: 'yes' })).toEqual([
       'SHADOW_MODE must be true or false, as envoyproxy/ratelimit reads it (got "yes")',
@@ -86,9 +103,9 @@ describe("envoyproxy/ratelimit's environment", () => {
   });
 
   it('stops the start with every refusal at once', () => {
-    const problems = problemsOf({ ...MEMCACHE_DEPLOYMENT, SHADOW_MODE: 'true', DEBUG_PORT: '6070' });
+    const problems = problemsOf({ ...MEMCACHE_DEPLOYMENT, QUOTA_MODE: 'true', DEBUG_PORT: '6070' });
     expect(problems).toHaveLength(2);
-    expect(problems.join('\n')).toMatch(/SHADOW_MODE/);
+    expect(problems.join('\n')).toMatch(/QUOTA_MODE/);
     expect(problems.join('\n')).toMatch(/DEBUG_PORT=6070: memgate has no debug listener/);
   });
 

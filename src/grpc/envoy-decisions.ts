@@ -68,6 +68,24 @@ export interface EnvoyDeciderOptions {
   readonly onReservationsSkipped?: (domain: string) => void;
   /** Milliseconds since the epoch, for when fixed windows end. Default Date.now. */
   readonly now?: () => number;
+  /**
+   * Every descriptor in shadow (upstream's global SHADOW_MODE): each is decided and counted as
+   * a `shadow_mode` one is, a descriptor over its limit still says OVER_LIMIT, and the call is
+   * answered OK.
+   */
+  readonly shadowAll?: boolean;
+  /**
+   * upstream's LIMIT_RESPONSE_HEADERS_ENABLED: these three headers, of the descriptor closest
+   * to its limit (an over-limit one first), in place of memgate's RateLimit headers.
+   */
+  readonly limitHeaders?: LimitHeaderNames;
+}
+
+/** The names of the limit, remaining and reset headers (upstream's LIMIT_*_HEADER). */
+export interface LimitHeaderNames {
+  readonly limit: string;
+  readonly remaining: string;
+  readonly reset: string;
 }
 
 /** A descriptor whose limit counts: the check it becomes, and how to report it. */
@@ -129,10 +147,16 @@ function overrideMatch(
   return { kind: 'limit', rateLimit, enforced: true, ...counter };
 }
 
+/** Under a global shadow, a per-request limit is in shadow too: nothing refuses the call. */
+function inShadow(override: LimitedDescriptor | undefined, shadowAll: boolean): LimitedDescriptor | undefined {
+  return override && shadowAll ? { ...override, enforced: false } : override;
+}
+
 export function createEnvoyDecider(
   options: EnvoyDeciderOptions,
 ): (request: RateLimitRequest) => Promise<RateLimitResponse> {
   const now = options.now ?? Date.now;
+  const shadowAll = options.shadowAll ?? false;
   return async (request) => {
     // One snapshot for the whole call: its Envoy configuration, its settles and its checks.
     const limiter = options.limiter.current();
@@ -148,7 +172,7 @@ export function createEnvoyDecider(
     });
     const overrides = descriptors.map((descriptor, index) =>
       config && !settled[index]
-        ? overrideMatch(config, request.domain, descriptor, found[index] as EnvoyMatch)
+        ? inShadow(overrideMatch(config, request.domain, descriptor, found[index] as EnvoyMatch), shadowAll)
         : undefined,
     );
     // An overridden descriptor neither replaces nor is replaced: its limit has no name.
@@ -164,7 +188,7 @@ export function createEnvoyDecider(
               event: match.event,
               feature: match.feature,
               rateLimit: match.rateLimit,
-              enforced: enforcedOf(match),
+              enforced: !shadowAll && enforcedOf(match),
             }
           : match),
     );
@@ -231,7 +255,8 @@ export function createEnvoyDecider(
       if (status && enforced) limits.push(status);
       const resetMs = untilResetMs(rateLimit, decision, status, nowMs);
       statuses[index] = {
-        code: over && enforced ? 'OVER_LIMIT' : 'OK',
+        // A descriptor's own shadow_mode answers OK; the global shadow only the call's code, as upstream.
+        code: over && (enforced || shadowAll) ? 'OVER_LIMIT' : 'OK',
         ...currentLimitOf(rateLimit),
         // Over its limit, a descriptor has 0 left, shadow ones too, as upstream answers (Envoy
         // passes it on as X-RateLimit-Remaining): hits_addend beyond the room left admits none.
@@ -241,7 +266,9 @@ export function createEnvoyDecider(
     });
     const allowed = together?.allowed ?? true;
     const retryAfter = allowed ? undefined : retryAfterOf(zeroLimitResetsMs, together?.retryAfter);
-    const headers = rateLimitHeaders({ allowed, limits, ...(retryAfter === undefined ? {} : { retryAfter }) });
+    const headers = options.limitHeaders
+      ? upstreamLimitHeaders(statuses as DescriptorStatus[], options.limitHeaders)
+      : rateLimitHeaders({ allowed, limits, ...(retryAfter === undefined ? {} : { retryAfter }) });
     const reservation = allowed && reserveAt !== undefined ? together?.checks[reserveAt]?.reservation : undefined;
     return {
       overallCode: allowed ? 'OK' : 'OVER_LIMIT',
@@ -251,6 +278,27 @@ export function createEnvoyDecider(
       ...(reservation ? { dynamicMetadata: { [RESERVATION_ENTRY]: reservation.id } } : {}),
       policyVersion: limiter.version,
     };
+  };
+}
+
+/**
+ * upstream's limit headers (LIMIT_RESPONSE_HEADERS_ENABLED): of the descriptor with a limit and
+ * the least remaining, or the last one over its limit; none when no descriptor has a limit.
+ */
+function upstreamLimitHeaders(statuses: readonly DescriptorStatus[], names: LimitHeaderNames): Record<string, string> {
+  let closest: DescriptorStatus | undefined;
+  for (const status of statuses) {
+    if (!status.currentLimit) continue;
+    const closer = closest?.code !== 'OVER_LIMIT' && (!closest || status.limitRemaining < closest.limitRemaining);
+    if (status.code === 'OVER_LIMIT' || closer) closest = status;
+  }
+  if (!closest?.currentLimit) return {};
+  return {
+    [names.limit]: String(closest.currentLimit.requestsPerUnit),
+    [names.remaining]: String(closest.limitRemaining),
+    [names.reset]: String(
+      closest.durationUntilResetSeconds ?? ENVOY_UNIT_SECONDS[closest.currentLimit.unit.toLowerCase() as EnvoyUnit],
+    ),
   };
 }
 

@@ -2,7 +2,7 @@
 // envoy-decisions.ts, healthy while memgate is ready, as /readyz says.
 import type { Logger } from 'pino';
 import { leavesClientsUncounted, type CounterStore } from '../store/counter-store.js';
-import { createEnvoyDecider, type EnvoyLimiter, type SettleRefusal } from './envoy-decisions.js';
+import { createEnvoyDecider, type EnvoyLimiter, type LimitHeaderNames, type SettleRefusal } from './envoy-decisions.js';
 import { startGrpcServer, type GrpcServer } from './server.js';
 
 export interface RateLimitServiceOptions {
@@ -15,6 +15,10 @@ export interface RateLimitServiceOptions {
   /** True once the service drains: health answers NOT_SERVING, so Envoy moves to other instances. */
   readonly draining: () => boolean;
   readonly onShadowOverLimit: (event: string) => void;
+  /** Every descriptor in shadow (MEMGATE_ENVOY_SHADOW_MODE, upstream's SHADOW_MODE). */
+  readonly shadowAll?: boolean;
+  /** upstream's limit headers in place of memgate's (MEMGATE_ENVOY_LIMIT_HEADERS). */
+  readonly limitHeaders?: LimitHeaderNames | undefined;
   /** Told of each reservation a call named and memgate did not settle (for a metric); they are logged too. */
   readonly onSettleRefused?: (refusal: SettleRefusal) => void;
   readonly logger: Logger;
@@ -62,6 +66,8 @@ export async function startRateLimitService(options: RateLimitServiceOptions): P
     decide: createEnvoyDecider({
       limiter: options.limiter,
       onShadowOverLimit: options.onShadowOverLimit,
+      ...(options.shadowAll ? { shadowAll: true } : {}),
+      ...(options.limitHeaders ? { limitHeaders: options.limitHeaders } : {}),
       onLimitOverride: (domain) => {
         // Once per domain: every request of a route with the override carries it.
         if (overridden.has(domain)) return;
