@@ -168,6 +168,7 @@ export async function startService(
         draining: () => drain.draining,
         onShadowOverLimit: metrics.onShadowOverLimit,
         shadowAll: settings.envoyShadowMode,
+        quotaAll: settings.envoyQuotaMode,
         limitHeaders: settings.envoyLimitHeaders,
         onSettleRefused: metrics.onEnvoySettleRefused,
         logger,

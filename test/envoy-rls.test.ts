@@ -35,6 +35,12 @@ descriptors:
     rate_limit: { unit: minute, requests_per_unit: 1 }
   - key: loose
     rate_limit: { unit: minute, requests_per_unit: 5 }
+  - key: quota_a
+    quota_mode: true
+    rate_limit: { unit: minute, requests_per_unit: 1 }
+  - key: quota_b
+    quota_mode: true
+    rate_limit: { unit: minute, requests_per_unit: 1 }
   - key: closed
     rate_limit: { unit: minute, requests_per_unit: 0 }
   - key: sliding
@@ -93,6 +99,49 @@ describe("upstream's global settings", () => {
     expect(answers.map((a) => a.statuses[0]?.limit_remaining)).toEqual([2, 1, 0, 0, 0]);
     const metrics = await (await fetch(`${url}/metrics`)).text();
     expect(metrics).toMatch(/memgate_envoy_shadow_over_limit_total\{event="envoy:edge\.remote_address"\} 2\n/);
+  });
+
+  it('quota_mode: over only when every quota descriptor of the call is, each saying OVER_LIMIT when over', async () => {
+    const { client } = await start();
+    const call = (a: string, b: string) =>
+      client.shouldRateLimit({
+        domain: 'edge',
+        descriptors: [{ entries: [{ key: 'quota_a', value: a }] }, { entries: [{ key: 'quota_b', value: b }] }],
+      });
+    expect((await call('q1', 'q1')).overall_code).toBe('OK');
+    // quota_a of q1 is over, quota_b of q2 is not: the call passes, as upstream answers it.
+    const one = await call('q1', 'q2');
+    expect([one.overall_code, ...one.statuses.map((status) => status.code)]).toEqual(['OK', 'OVER_LIMIT', 'OK']);
+    // Both over: the call is.
+    const both = await call('q1', 'q2');
+    expect([both.overall_code, ...both.statuses.map((status) => status.code)]).toEqual([
+      'OVER_LIMIT',
+      'OVER_LIMIT',
+      'OVER_LIMIT',
+    ]);
+    // A descriptor enforced by itself still refuses alone.
+    const mixed = await client.shouldRateLimit({
+      domain: 'edge',
+      descriptors: [{ entries: [{ key: 'quota_a', value: 'q3' }] }, { entries: [{ key: 'closed', value: 'q3' }] }],
+    });
+    expect(mixed.overall_code).toBe('OVER_LIMIT');
+  });
+
+  it('QUOTA_MODE: every descriptor in quota mode, the call over only when all are', async () => {
+    const { client } = await start({ env: { QUOTA_MODE: 'true' } });
+    const both: WireRequestIn = {
+      domain: 'edge',
+      descriptors: [{ entries: [{ key: 'tight', value: 'qm' }] }, { entries: [{ key: 'loose', value: 'qm' }] }],
+    };
+    expect((await client.shouldRateLimit(both)).overall_code).toBe('OK');
+    const tightOver = await client.shouldRateLimit(both);
+    expect([tightOver.overall_code, ...tightOver.statuses.map((status) => status.code)]).toEqual([
+      'OK',
+      'OVER_LIMIT',
+      'OK',
+    ]);
+    const alone = await client.shouldRateLimit(oneDescriptor('edge', ['tight', 'qm']));
+    expect(alone.overall_code).toBe('OVER_LIMIT');
   });
 
   it("LIMIT_RESPONSE_HEADERS_ENABLED: the closest descriptor's limit, remaining and reset, under the names given", async () => {
@@ -420,7 +469,7 @@ describe('ShouldRateLimit against the service', () => {
     const { lines } = await start();
     const started = JSON.parse(lines[0] ?? '{}') as { msg: string; envoy: { domains: string[]; limits: number } };
     expect(started.msg).toMatch(/gRPC on 127\.0\.0\.1:\d+/);
-    expect(started.envoy).toMatchObject({ domains: ['edge'], limits: 10 });
+    expect(started.envoy).toMatchObject({ domains: ['edge'], limits: 12 });
     const bad = await configFile(
       'domain: edge\ndescriptors:\n  - key: a\n    rate_limit: { unit: minute }\n  - key: b\n    rate_limit: { unit: day, requests_per_unit: -1 }\n',
     );

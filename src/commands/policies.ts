@@ -287,7 +287,7 @@ function notesOf(descriptor: EnvoyDescriptor): string[] {
   else if (limit.unlimited) notes.push('answers OK, counts nothing');
   else if (limit.requestsPerUnit === 0) notes.push('denies every request, counts nothing');
   if (descriptor.shadowMode) notes.push('shadow mode: counted as if enforced, always answers OK');
-  if (descriptor.quotaMode) notes.push('quota mode: answered as shadow mode');
+  if (descriptor.quotaMode) notes.push('quota mode: over only when every quota descriptor of a call is');
   if (descriptor.shareThreshold) notes.push('matching values share one counter');
   if (limit?.name !== undefined) notes.push(`name "${limit.name}"`);
   if (limit && limit.replaces.length > 0)

@@ -103,6 +103,10 @@ export const SETTINGS = {
     summary: "every Envoy descriptor in shadow, as envoyproxy/ratelimit's `SHADOW_MODE` (read under that name too): each is decided and counted as a `shadow_mode` one, a descriptor over its limit still says `OVER_LIMIT`, and every call is answered `OK`",
     details: '`memgate_envoy_shadow_over_limit_total{event}` counts what would have been refused (see [Envoy](docs/envoy.md#shadow-mode))',
   }),
+  envoyQuotaMode: onOff('MEMGATE_ENVOY_QUOTA_MODE', false, {
+    summary: "every Envoy descriptor in quota mode, as envoyproxy/ratelimit's `QUOTA_MODE` (read under that name too): a call is over only when every one of its descriptors is",
+    details: 'A descriptor over its limit says `OVER_LIMIT` in its status either way (see [Envoy](docs/envoy.md#shadow-mode))',
+  }),
   envoyLimitHeaders: {
     env: ['MEMGATE_ENVOY_LIMIT_HEADERS'],
     default: 'off',

@@ -54,6 +54,7 @@ describe("envoyproxy/ratelimit's environment", () => {
   it('reads the global shadow mode and the limit headers, with their names', () => {
     expect(loadSettings({ SHADOW_MODE: 'true' }, []).envoyShadowMode).toBe(true);
     expect(loadSettings({ SHADOW_MODE: 'false' }, []).envoyShadowMode).toBe(false);
+    expect(loadSettings({ QUOTA_MODE: 'true' }, []).envoyQuotaMode).toBe(true);
     expect(loadSettings({ LIMIT_RESPONSE_HEADERS_ENABLED: 'true' }, []).envoyLimitHeaders).toEqual({
       limit: 'RateLimit-Limit',
       remaining: 'RateLimit-Remaining',
@@ -87,7 +88,7 @@ describe("envoyproxy/ratelimit's environment", () => {
     expect(refused({ STATSD_HOST: 'statsd' })[0]).toMatch(/^STATSD_HOST: memgate sends no statsd yet.*GET \/metrics/);
     expect(refused({ STATSD_HOST: 'statsd', USE_STATSD: 'false' })).toEqual([]);
     expect(refused({ STATSD_HOST: 'statsd', DISABLE_STATS: 'true' })).toEqual([]);
-    expect(refused({ QUOTA_MODE: 'true' })[0]).toMatch(/^QUOTA_MODE=true: memgate has no global quota mode yet/);
+    expect(refused({ MERGE_DOMAIN_CONFIG: 'true' })[0]).toMatch(/^MERGE_DOMAIN_CONFIG=true: memgate refuses a domain in two files/);
     expect(refused({ SHADOW_MODE: 'false', QUOTA_MODE: '0', TRACING_ENABLED: 'F' })).toEqual([]);
     expect(refused({ SHADOW_MODE: 'yes' })).toEqual([
       'SHADOW_MODE must be true or false, as envoyproxy/ratelimit reads it (got "yes")',
@@ -103,9 +104,9 @@ describe("envoyproxy/ratelimit's environment", () => {
   });
 
   it('stops the start with every refusal at once', () => {
-    const problems = problemsOf({ ...MEMCACHE_DEPLOYMENT, QUOTA_MODE: 'true', DEBUG_PORT: '6070' });
+    const problems = problemsOf({ ...MEMCACHE_DEPLOYMENT, TRACING_ENABLED: 'true', DEBUG_PORT: '6070' });
     expect(problems).toHaveLength(2);
-    expect(problems.join('\n')).toMatch(/QUOTA_MODE/);
+    expect(problems.join('\n')).toMatch(/TRACING_ENABLED/);
     expect(problems.join('\n')).toMatch(/DEBUG_PORT=6070: memgate has no debug listener/);
   });
 

@@ -252,7 +252,15 @@ export const UPSTREAM_VARIABLES: readonly UpstreamVariable[] = [
       if (read.isTrue('SHADOW_MODE', false)) read.give('MEMGATE_ENVOY_SHADOW_MODE', 'on', 'SHADOW_MODE');
     },
   },
-  offOnly('QUOTA_MODE', 'memgate has no global quota mode yet; unset QUOTA_MODE', 'no global quota mode yet'),
+  {
+    names: ['QUOTA_MODE'],
+    handling: 'honoured',
+    memgate:
+      'read as `MEMGATE_ENVOY_QUOTA_MODE`: true puts every descriptor in quota mode, so that a call is over only when all of its descriptors are',
+    read: (read) => {
+      if (read.isTrue('QUOTA_MODE', false)) read.give('MEMGATE_ENVOY_QUOTA_MODE', 'on', 'QUOTA_MODE');
+    },
+  },
   offOnly('RESPONSE_DYNAMIC_METADATA', "memgate does not send descriptors' metadata yet; unset RESPONSE_DYNAMIC_METADATA", "memgate sends dynamic metadata only to name a reservation"),
   offOnly('MERGE_DOMAIN_CONFIG', 'memgate refuses a domain in two files; merge them and unset MERGE_DOMAIN_CONFIG', 'a domain in two files is refused at load; merge the files'),
   {

@@ -44,9 +44,20 @@ export type EnvoyLimiter = Pick<Limiter, 'current'>;
 /** Every unit, shortest first: the one a window's length names, when it names one. */
 const UNITS = Object.keys(ENVOY_UNIT_SECONDS) as EnvoyUnit[];
 
-/** Whether a matched limit's denial refuses the request: shadow_mode and quota_mode answer OK. */
-function enforcedOf(match: Extract<EnvoyMatch, { kind: 'limit' }>): boolean {
-  return !match.shadowMode && !match.descriptor.quotaMode;
+/**
+ * Whether a matched limit's denial refuses the request by itself: shadow_mode ones never do,
+ * and quota_mode ones only together (quotaRefuses).
+ */
+function enforcedOf(match: Extract<EnvoyMatch, { kind: 'limit' }>, quota: boolean): boolean {
+  return !match.shadowMode && !quota;
+}
+
+/**
+ * upstream's quota rule: a call is over when any descriptor enforced by itself is, or when it
+ * has quota_mode descriptors and every one of them is over.
+ */
+function quotaRefuses(quota: readonly { readonly over: boolean }[]): boolean {
+  return quota.length > 0 && quota.every(({ over }) => over);
 }
 
 /** What an unlimited descriptor reports as remaining, as envoyproxy/ratelimit does. */
@@ -74,6 +85,8 @@ export interface EnvoyDeciderOptions {
    * answered OK.
    */
   readonly shadowAll?: boolean;
+  /** Every descriptor in quota mode (upstream's global QUOTA_MODE): the call is over only when all of them are. */
+  readonly quotaAll?: boolean;
   /**
    * upstream's LIMIT_RESPONSE_HEADERS_ENABLED: these three headers, of the descriptor closest
    * to its limit (an over-limit one first), in place of memgate's RateLimit headers.
@@ -94,6 +107,9 @@ interface Counted {
   readonly event: string;
   readonly rateLimit: EnvoyRateLimit;
   readonly enforced: boolean;
+  /** quota_mode: over only with all the call's quota descriptors (and then says OVER_LIMIT), unless in shadow. */
+  readonly quota: boolean;
+  readonly shadow: boolean;
 }
 
 /** A descriptor whose limit counts, from the file or from the request's own `limit`. */
@@ -105,6 +121,8 @@ interface LimitedDescriptor {
   readonly rateLimit: EnvoyRateLimit;
   /** Its denial refuses the request (not shadow_mode nor quota_mode). */
   readonly enforced: boolean;
+  readonly quota: boolean;
+  readonly shadow: boolean;
 }
 
 /** What one descriptor of a request comes to. */
@@ -144,12 +162,12 @@ function overrideMatch(
     matched.kind === 'limit'
       ? { event: matched.event, feature: matched.feature }
       : { event: envoyOverrideEvent(domain), feature: entriesFeature(descriptor.entries) };
-  return { kind: 'limit', rateLimit, enforced: true, ...counter };
+  return { kind: 'limit', rateLimit, enforced: true, quota: false, shadow: false, ...counter };
 }
 
 /** Under a global shadow, a per-request limit is in shadow too: nothing refuses the call. */
 function inShadow(override: LimitedDescriptor | undefined, shadowAll: boolean): LimitedDescriptor | undefined {
-  return override && shadowAll ? { ...override, enforced: false } : override;
+  return override && shadowAll ? { ...override, enforced: false, shadow: true } : override;
 }
 
 export function createEnvoyDecider(
@@ -157,6 +175,7 @@ export function createEnvoyDecider(
 ): (request: RateLimitRequest) => Promise<RateLimitResponse> {
   const now = options.now ?? Date.now;
   const shadowAll = options.shadowAll ?? false;
+  const quotaAll = options.quotaAll ?? false;
   return async (request) => {
     // One snapshot for the whole call: its Envoy configuration, its settles and its checks.
     const limiter = options.limiter.current();
@@ -188,7 +207,9 @@ export function createEnvoyDecider(
               event: match.event,
               feature: match.feature,
               rateLimit: match.rateLimit,
-              enforced: !shadowAll && enforcedOf(match),
+              enforced: !shadowAll && enforcedOf(match, quotaAll || match.descriptor.quotaMode),
+              quota: quotaAll || match.descriptor.quotaMode,
+              shadow: shadowAll || match.shadowMode,
             }
           : match),
     );
@@ -208,7 +229,8 @@ export function createEnvoyDecider(
       else {
         const descriptor = descriptors[index];
         const hits = descriptor?.hitsAddend ?? Math.max(1, request.hitsAddend);
-        counted.push({ index, event: match.event, rateLimit: match.rateLimit, enforced: match.enforced });
+        const { event, rateLimit, enforced, quota, shadow } = match;
+        counted.push({ index, event, rateLimit, enforced, quota, shadow });
         const override = overrides[index];
         // Its limit's own, not a per-request override's; a cost it can hold, not a question (0).
         if (match.rateLimit.reservations && !override && hits > 0 && hits <= match.rateLimit.requestsPerUnit)
@@ -233,7 +255,11 @@ export function createEnvoyDecider(
     const limits: LimitStatus[] = [];
     /** When the enforced limits of 0 requests would reset: they are over until then. */
     const zeroLimitResetsMs: number[] = [];
-    counted.forEach(({ index, event, rateLimit, enforced }, i) => {
+    /** The call's quota_mode descriptors, and whether each is over (under QUOTA_MODE, those no limit matched too). */
+    const quota: { over: boolean }[] = quotaAll
+      ? matches.filter((m) => m.kind === 'none').map(() => ({ over: false }))
+      : [];
+    counted.forEach(({ index, event, rateLimit, enforced, quota: inQuota, shadow }, i) => {
       const decision = together?.checks[i] as Decision;
       // A check that does not enforce answers as allowed, its limit's status among its shadow limits.
       const status = decision.limits[0] ?? decision.shadowLimits?.[0];
@@ -243,8 +269,10 @@ export function createEnvoyDecider(
         // Over whatever is asked, until a window that never frees up ends.
         const resetMs = windowEndMs(rateLimit, nowMs);
         if (enforced) zeroLimitResetsMs.push(resetMs);
+        const zeroSaysOver = enforced || shadowAll || (inQuota && !shadow);
+        if (inQuota) quota.push({ over: zeroSaysOver });
         statuses[index] = {
-          code: enforced ? 'OVER_LIMIT' : 'OK',
+          code: zeroSaysOver ? 'OVER_LIMIT' : 'OK',
           ...currentLimitOf(rateLimit),
           limitRemaining: 0,
           durationUntilResetSeconds: upstreamSeconds(resetMs),
@@ -254,9 +282,11 @@ export function createEnvoyDecider(
       // Clients see the limits that apply to them: a shadow limit is the operator's to watch.
       if (status && enforced) limits.push(status);
       const resetMs = untilResetMs(rateLimit, decision, status, nowMs);
+      // A descriptor's own shadow_mode answers OK; the global shadow only the call's code, as upstream.
+      const saysOver = over && (enforced || shadowAll || (inQuota && !shadow));
+      if (inQuota) quota.push({ over: saysOver });
       statuses[index] = {
-        // A descriptor's own shadow_mode answers OK; the global shadow only the call's code, as upstream.
-        code: over && (enforced || shadowAll) ? 'OVER_LIMIT' : 'OK',
+        code: saysOver ? 'OVER_LIMIT' : 'OK',
         ...currentLimitOf(rateLimit),
         // Over its limit, a descriptor has 0 left, shadow ones too, as upstream answers (Envoy
         // passes it on as X-RateLimit-Remaining): hits_addend beyond the room left admits none.
@@ -264,7 +294,7 @@ export function createEnvoyDecider(
         ...(resetMs === undefined ? {} : { durationUntilResetSeconds: upstreamSeconds(resetMs) }),
       };
     });
-    const allowed = together?.allowed ?? true;
+    const allowed = (together?.allowed ?? true) && !quotaRefuses(quota);
     const retryAfter = allowed ? undefined : retryAfterOf(zeroLimitResetsMs, together?.retryAfter);
     const headers = options.limitHeaders
       ? upstreamLimitHeaders(statuses as DescriptorStatus[], options.limitHeaders)

@@ -17,6 +17,8 @@ export interface RateLimitServiceOptions {
   readonly onShadowOverLimit: (event: string) => void;
   /** Every descriptor in shadow (MEMGATE_ENVOY_SHADOW_MODE, upstream's SHADOW_MODE). */
   readonly shadowAll?: boolean;
+  /** Every descriptor in quota mode (MEMGATE_ENVOY_QUOTA_MODE, upstream's QUOTA_MODE). */
+  readonly quotaAll?: boolean;
   /** upstream's limit headers in place of memgate's (MEMGATE_ENVOY_LIMIT_HEADERS). */
   readonly limitHeaders?: LimitHeaderNames | undefined;
   /** Told of each reservation a call named and memgate did not settle (for a metric); they are logged too. */
@@ -67,6 +69,7 @@ export async function startRateLimitService(options: RateLimitServiceOptions): P
       limiter: options.limiter,
       onShadowOverLimit: options.onShadowOverLimit,
       ...(options.shadowAll ? { shadowAll: true } : {}),
+      ...(options.quotaAll ? { quotaAll: true } : {}),
       ...(options.limitHeaders ? { limitHeaders: options.limitHeaders } : {}),
       onLimitOverride: (domain) => {
         // Once per domain: every request of a route with the override carries it.

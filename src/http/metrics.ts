@@ -30,7 +30,7 @@ export interface Metrics {
   readonly onSettle: (settled: SettledReservation) => void;
   /** An Envoy call's settle memgate could not make (answered OK all the same), by its code. */
   readonly onEnvoySettleRefused: (refusal: { readonly event: string | undefined; readonly code: string }) => void;
-  /** An Envoy descriptor in shadow_mode (or quota_mode) would have been over its limit, and was answered OK. */
+  /** An Envoy descriptor in shadow_mode (or quota_mode) was over its limit, and did not refuse the call by itself. */
   readonly onShadowOverLimit: (event: string) => void;
   /** The policies: a version put in use (memgate_policy_version_info), and a reload refused. */
   readonly policies: {
@@ -143,7 +143,7 @@ export function createMetrics(): Metrics {
 
   const shadowOverLimit = new Counter({
     name: 'memgate_envoy_shadow_over_limit_total',
-    help: 'Envoy descriptors in shadow_mode or quota_mode that were over their limit and answered OK: what enforcing them would have refused',
+    help: 'Envoy descriptors in shadow_mode or quota_mode that were over their limit and did not refuse the call by themselves: what enforcing them would have refused',
     labelNames: ['event'] as const,
     registers: [registry],
   });
