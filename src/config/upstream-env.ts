@@ -59,6 +59,19 @@ function offOnly(name: string, why: string, memgate: string, also: readonly stri
   };
 }
 
+/** A variable read as memgate's `setting`, its value as it is. */
+function readAs(name: string, setting: string, memgate: string): UpstreamVariable {
+  return {
+    names: [name],
+    handling: 'honoured',
+    memgate: `read as \`${setting}\`${memgate}`,
+    read: (read) => {
+      const given = read.get(name);
+      if (given !== undefined) read.give(setting, given, name);
+    },
+  };
+}
+
 const STATSD = ['STATSD_HOST', 'STATSD_PORT', 'USE_DOG_STATSD', 'USE_DOG_STATSD_MOGRIFIERS', 'EXTRA_TAGS', 'STATS_FLUSH_INTERVAL'];
 const statsdOff = (read: UpstreamRead) => read.isTrue('DISABLE_STATS', false) || !read.isTrue('USE_STATSD', true);
 const PROMETHEUS = ['PROMETHEUS_ADDR', 'PROMETHEUS_PATH', 'PROMETHEUS_MAPPER_YAML', 'PROMETHEUS_RESPONSE_TIME_AS_MILLISECONDS'];
@@ -74,15 +87,7 @@ export const UPSTREAM_VARIABLES: readonly UpstreamVariable[] = [
     memgate: "memgate's own names and defaults (0.0.0.0, 8080); the HTTP port serves memgate's API (`/check`, `/metrics`, `/healthcheck`, …)",
     read: () => undefined,
   },
-  {
-    names: ['GRPC_PORT'],
-    handling: 'honoured',
-    memgate: 'read as `MEMGATE_GRPC_PORT`: the gRPC server (Envoy\'s rate limit service and health) on that port. Unset, gRPC is on upstream\'s 8081 when `RUNTIME_ROOT`, `RUNTIME_SUBDIRECTORY` or `RUNTIME_APPDIRECTORY` says this is upstream\'s deployment, and off otherwise',
-    read: (read) => {
-      const port = read.get('GRPC_PORT');
-      if (port !== undefined) read.give('MEMGATE_GRPC_PORT', port, 'GRPC_PORT');
-    },
-  },
+  readAs('GRPC_PORT', 'MEMGATE_GRPC_PORT', ': the gRPC server (Envoy\'s rate limit service and health) on that port. Unset, gRPC is on upstream\'s 8081 when `RUNTIME_ROOT`, `RUNTIME_SUBDIRECTORY` or `RUNTIME_APPDIRECTORY` says this is upstream\'s deployment, and off otherwise'),
   {
     names: ['GRPC_HOST'],
     handling: 'accepted',
@@ -189,15 +194,7 @@ export const UPSTREAM_VARIABLES: readonly UpstreamVariable[] = [
     memgate: 'refused unless `BACKEND_TYPE=memcache` (then unused, as upstream leaves them): memgate has no Redis backend',
     read: () => undefined,
   },
-  {
-    names: ['MEMCACHE_HOST_PORT'],
-    handling: 'honoured',
-    memgate: 'read as `MEMCACHED_SERVERS` (`host:port,…`); give every instance the same list, as upstream asks. Keys are placed by consistent hashing',
-    read: (read) => {
-      const servers = read.get('MEMCACHE_HOST_PORT');
-      if (servers !== undefined) read.give('MEMCACHED_SERVERS', servers, 'MEMCACHE_HOST_PORT');
-    },
-  },
+  readAs('MEMCACHE_HOST_PORT', 'MEMCACHED_SERVERS', ' (`host:port,…`); give every instance the same list, as upstream asks. Keys are placed by consistent hashing'),
   {
     names: ['MEMCACHE_MAX_IDLE_CONNS', 'MEMCACHE_SRV_REFRESH'],
     handling: 'accepted',
@@ -216,15 +213,7 @@ export const UPSTREAM_VARIABLES: readonly UpstreamVariable[] = [
     'memgate talks to Memcached in clear, SASL for a password (`MEMCACHED_USERNAME`, `MEMCACHED_PASSWORD`)',
     ['MEMCACHE_TLS_CLIENT_CERT', 'MEMCACHE_TLS_CLIENT_KEY', 'MEMCACHE_TLS_CACERT', 'MEMCACHE_TLS_SKIP_HOSTNAME_VERIFICATION'],
   ),
-  {
-    names: ['CACHE_KEY_PREFIX'],
-    handling: 'honoured',
-    memgate: "read as `MEMGATE_KEY_PREFIX`. memgate's keys have their own layout: upstream's counters are not read",
-    read: (read) => {
-      const prefix = read.get('CACHE_KEY_PREFIX');
-      if (prefix !== undefined) read.give('MEMGATE_KEY_PREFIX', prefix, 'CACHE_KEY_PREFIX');
-    },
-  },
+  readAs('CACHE_KEY_PREFIX', 'MEMGATE_KEY_PREFIX', ". memgate's keys have their own layout: upstream's counters are not read"),
   {
     names: ['EXPIRATION_JITTER_MAX_SECONDS'],
     handling: 'refused',
