@@ -35,6 +35,8 @@ export interface PolicyPaths {
   readonly policies: string;
   /** MEMGATE_ENVOY_CONFIG: a file, or a directory of them. */
   readonly envoy?: string | undefined;
+  /** How the Envoy files are read: a domain in several of them merged (MEMGATE_ENVOY_MERGE_DOMAINS). */
+  readonly mergeEnvoyDomains?: boolean;
 }
 
 /** Reads and parses the files once: the version is of the bytes parsed. Rejects with PolicyError. */
@@ -48,7 +50,10 @@ export async function loadPolicies(paths: PolicyPaths): Promise<LoadedPolicies> 
   // Parsed in a thread of its own: the largest file takes seconds and hundreds of MiB.
   const { policies, envoy } = await parseOffThread({
     policies: { text, source: paths.policies },
-    envoy: envoyTexts && paths.envoy !== undefined ? { files: envoyTexts, source: paths.envoy } : undefined,
+    envoy:
+      envoyTexts && paths.envoy !== undefined
+        ? { files: envoyTexts, source: paths.envoy, mergeDomains: paths.mergeEnvoyDomains ?? false }
+        : undefined,
   });
   return { policies, envoy, counted: withEnvoyLimits(policies, envoy), version: hash.digest('hex').slice(0, 12) };
 }

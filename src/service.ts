@@ -63,7 +63,11 @@ export async function startService(
   logger: Logger,
   heapLimit: HeapLimit = { from: 'node' },
 ): Promise<RunningService> {
-  const paths = { policies: settings.configPath, envoy: settings.envoyConfigPath };
+  const paths = {
+    policies: settings.configPath,
+    envoy: settings.envoyConfigPath,
+    mergeEnvoyDomains: settings.envoyMergeDomains,
+  };
   const loaded = await loadPolicies(paths);
   const { policies, envoy } = loaded;
   const log = deferredLog(logger);

@@ -44,6 +44,7 @@ describe('API description', () => {
       '/check/batch',
       '/dashboard',
       '/gate',
+      '/healthcheck',
       '/healthz',
       '/lease',
       '/lease/batch',

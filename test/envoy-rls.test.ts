@@ -1,6 +1,8 @@
 // memgate as Envoy's rate limit service: a grpc-js client makes the calls Envoy's ratelimit
 // filter makes, against the service as main.ts starts it, counting in a real Memcached.
-import { writeFile } from 'node:fs/promises';
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { describe, expect, it } from 'vitest';
 import { oneDescriptor, type RlsClient, type WireRequestIn } from '../scripts/lib/rls-client.js';
@@ -99,6 +101,28 @@ describe("upstream's global settings", () => {
     expect(answers.map((a) => a.statuses[0]?.limit_remaining)).toEqual([2, 1, 0, 0, 0]);
     const metrics = await (await fetch(`${url}/metrics`)).text();
     expect(metrics).toMatch(/memgate_envoy_shadow_over_limit_total\{event="envoy:edge\.remote_address"\} 2\n/);
+  });
+
+  it('MERGE_DOMAIN_CONFIG: a domain in two files of the runtime directory is one domain', async () => {
+    const folder = await mkdtemp(join(tmpdir(), 'memgate-merge-'));
+    await writeFile(
+      join(folder, 'a.yaml'),
+      'domain: split\ndescriptors:\n  - key: a\n    rate_limit: { unit: minute, requests_per_unit: 1 }\n',
+    );
+    await writeFile(
+      join(folder, 'b.yaml'),
+      'domain: split\ndescriptors:\n  - key: b\n    rate_limit: { unit: minute, requests_per_unit: 2 }\n',
+    );
+    await expect(start({ config: folder })).rejects.toThrow(/domain "split" is already defined/);
+    const { client } = await start({ config: folder, env: { MERGE_DOMAIN_CONFIG: 'true' } });
+    const codes = async (key: string, times: number) => {
+      const answers: string[] = [];
+      for (let i = 0; i < times; i++)
+        answers.push((await client.shouldRateLimit(oneDescriptor('split', [key, 'm1']))).overall_code);
+      return answers;
+    };
+    expect(await codes('a', 2)).toEqual(['OK', 'OVER_LIMIT']);
+    expect(await codes('b', 3)).toEqual(['OK', 'OK', 'OVER_LIMIT']);
   });
 
   it('quota_mode: over only when every quota descriptor of the call is, each saying OVER_LIMIT when over', async () => {

@@ -79,7 +79,7 @@ describe("an envoyproxy/ratelimit deployment's environment", () => {
         MEMCACHE_HOST_PORT: inject('sharedMemcached'),
         RUNTIME_ROOT: runtimeDirectory(),
         RUNTIME_SUBDIRECTORY: 'ratelimit',
-        SHADOW_MODE: 'true',
+        TRACING_ENABLED: 'true',
       },
       encoding: 'utf8',
       timeout: 30_000,
@@ -89,6 +89,6 @@ describe("an envoyproxy/ratelimit deployment's environment", () => {
     expect(run.stderr).toContain(
       'memgate: REDIS_SOCKET_TYPE, REDIS_URL: memgate has no Redis backend; it counts in Memcached (set BACKEND_TYPE=memcache and MEMCACHE_HOST_PORT, or MEMCACHED_SERVERS)',
     );
-    expect(run.stderr).toContain('memgate: SHADOW_MODE=true: memgate has no global shadow mode yet');
+    expect(run.stderr).toContain('memgate: TRACING_ENABLED=true: memgate does not trace yet');
   });
 });

@@ -272,6 +272,17 @@ descriptors:
     await expect(loadEnvoyConfig(`${fixtures}clash`)).rejects.toThrow(/clash\/b\.yaml: domain "shared" is already defined in .*clash\/a\.yaml/);
   });
 
+  it('merges a domain defined in two files when asked, as MERGE_DOMAIN_CONFIG does, still refusing a descriptor both define', async () => {
+    const merged = await loadEnvoyConfig(`${fixtures}clash`, { mergeDomains: true });
+    expect([...merged.domains.keys()]).toEqual(['shared']);
+    expect(matchEnvoyDescriptor(merged, 'shared', entries(['k', 'x']))).toMatchObject({ event: 'envoy:shared.k' });
+    expect(matchEnvoyDescriptor(merged, 'shared', entries(['other', 'x']))).toMatchObject({ event: 'envoy:shared.other' });
+    const twice = 'domain: d\ndescriptors:\n  - key: a\n    rate_limit: { unit: second, requests_per_unit: 1 }\n';
+    expect(() => parseEnvoyTexts([['one.yaml', twice], ['two.yaml', twice]], 'config', { mergeDomains: true })).toThrow(
+      /two\.yaml: domain "d": descriptor "a" is already defined in one\.yaml/,
+    );
+  });
+
   it('reads every .yaml and .yml file of a directory, leaving out dot files and other files', async () => {
     const config = await loadEnvoyConfig(`${fixtures}dir`);
     expect([...config.domains.keys()]).toEqual(['edge-api', 'login']);

@@ -506,8 +506,21 @@ function parseFileText(text: string, file: string, report: Reporter): EnvoyDomai
   return parseDomain(document.toJS(), file, report);
 }
 
-/** Validates the files given as text (name → content), refusing a domain defined in two files. */
-export function parseEnvoyTexts(files: Iterable<readonly [string, string]>, source: string): EnvoyConfig {
+export interface EnvoyParseOptions {
+  /**
+   * A domain in several files is one domain, their descriptors together, as envoyproxy/ratelimit
+   * reads them with MERGE_DOMAIN_CONFIG=true; a descriptor two of them define is still refused.
+   * Without it, a domain belongs to one file.
+   */
+  readonly mergeDomains?: boolean;
+}
+
+/** Validates the files given as text (name → content): a domain in two files is refused, or merged. */
+export function parseEnvoyTexts(
+  files: Iterable<readonly [string, string]>,
+  source: string,
+  { mergeDomains = false }: EnvoyParseOptions = {},
+): EnvoyConfig {
   const problems: string[] = [];
   const domains = new Map<string, EnvoyDomain>();
   for (const [file, text] of files) {
@@ -516,20 +529,38 @@ export function parseEnvoyTexts(files: Iterable<readonly [string, string]>, sour
     problems.push(...report.lines());
     if (!domain) continue;
     const earlier = domains.get(domain.domain);
-    // envoyproxy/ratelimit merges them only with MERGE_DOMAIN_CONFIG=true; memgate does not merge.
-    if (earlier) problems.push(`${file}: domain "${domain.domain}" is already defined in ${earlier.source}; each domain belongs to one file`);
-    else domains.set(domain.domain, domain);
+    if (!earlier) domains.set(domain.domain, domain);
+    else if (mergeDomains) domains.set(domain.domain, mergedDomain(earlier, domain, problems));
+    else {
+      problems.push(
+        `${file}: domain "${domain.domain}" is already defined in ${earlier.source}; each domain belongs to one file (MEMGATE_ENVOY_MERGE_DOMAINS=on, upstream's MERGE_DOMAIN_CONFIG=true, merges them)`,
+      );
+    }
   }
   if (problems.length > 0) throw new PolicyError(source, problems);
   return new EnvoyConfig(domains.values(), source);
+}
+
+/** `later`'s top descriptors added to `earlier`'s, as upstream patches a domain; a key both define is a problem. */
+function mergedDomain(earlier: EnvoyDomain, later: EnvoyDomain, problems: string[]): EnvoyDomain {
+  const byKey = new Map(earlier.descriptors.byKey);
+  for (const [key, descriptor] of later.descriptors.byKey) {
+    if (byKey.has(key)) {
+      problems.push(
+        `${later.source}: domain "${later.domain}": descriptor "${key}" is already defined in ${earlier.source}; a merged domain takes each descriptor once`,
+      );
+    } else byKey.set(key, descriptor);
+  }
+  const wildcards = [...earlier.descriptors.wildcards, ...later.descriptors.wildcards];
+  return { domain: earlier.domain, source: earlier.source, descriptors: { byKey, wildcards } };
 }
 
 /**
  * Reads one file, or every .yaml and .yml file of a directory (not its subdirectories,
  * nor dot files), in name order.
  */
-export async function loadEnvoyConfig(path: string): Promise<EnvoyConfig> {
-  return parseEnvoyTexts(await readEnvoyFiles(path), path);
+export async function loadEnvoyConfig(path: string, options: EnvoyParseOptions = {}): Promise<EnvoyConfig> {
+  return parseEnvoyTexts(await readEnvoyFiles(path), path, options);
 }
 
 /** The files of MEMGATE_ENVOY_CONFIG (a file, or a directory's .yaml and .yml files, sorted) with their texts. */

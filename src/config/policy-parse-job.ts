@@ -16,7 +16,14 @@ import { overrideShapes } from './policy-changes.js';
 export interface ParseJob {
   readonly policies: { readonly text: string; readonly source: string };
   /** MEMGATE_ENVOY_CONFIG's files (name, text), and the file or folder it names. */
-  readonly envoy?: { readonly files: readonly (readonly [string, string])[]; readonly source: string } | undefined;
+  readonly envoy?:
+    | {
+        readonly files: readonly (readonly [string, string])[];
+        readonly source: string;
+        /** A domain in several files is merged (MEMGATE_ENVOY_MERGE_DOMAINS). */
+        readonly mergeDomains?: boolean;
+      }
+    | undefined;
 }
 
 export type ParseAnswer =
@@ -37,7 +44,9 @@ export function runParseJob(job: ParseJob): ParseAnswer {
   try {
     const document = parsePolicyDocument(job.policies.text, job.policies.source);
     const { events, source, gateway, warnings } = parsePolicies(document, job.policies.source);
-    const envoy = job.envoy ? parseEnvoyTexts(job.envoy.files, job.envoy.source) : undefined;
+    const envoy = job.envoy
+      ? parseEnvoyTexts(job.envoy.files, job.envoy.source, { mergeDomains: job.envoy.mergeDomains ?? false })
+      : undefined;
     const raw = gateway && (document as { gateway: unknown }).gateway;
     const overrideShapesOf = new Map([...events].map(([event, policy]) => [event, overrideShapes(policy)]));
     return { parsed: { policies: { events, source, warnings }, gateway: raw, envoy, overrideShapes: overrideShapesOf } };

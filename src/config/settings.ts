@@ -99,6 +99,10 @@ export const SETTINGS = {
     details: "A directory's `.yaml` and `.yml` files are read, not its subdirectories or dot files. Checked at start like the policy file, and read again with it on a reload (see [Envoy](docs/envoy.md))",
     read: (env): string | undefined => value(env, 'MEMGATE_ENVOY_CONFIG'),
   },
+  envoyMergeDomains: onOff('MEMGATE_ENVOY_MERGE_DOMAINS', false, {
+    summary: "a domain defined in several files of `MEMGATE_ENVOY_CONFIG` is one domain, their descriptors together, as envoyproxy/ratelimit's `MERGE_DOMAIN_CONFIG` (read under that name too); off, a domain belongs to one file",
+    details: 'A descriptor two of the files define is refused either way',
+  }),
   envoyShadowMode: onOff('MEMGATE_ENVOY_SHADOW_MODE', false, {
     summary: "every Envoy descriptor in shadow, as envoyproxy/ratelimit's `SHADOW_MODE` (read under that name too): each is decided and counted as a `shadow_mode` one, a descriptor over its limit still says `OVER_LIMIT`, and every call is answered `OK`",
     details: '`memgate_envoy_shadow_over_limit_total{event}` counts what would have been refused (see [Envoy](docs/envoy.md#shadow-mode))',

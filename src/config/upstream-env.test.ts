@@ -55,6 +55,7 @@ describe("envoyproxy/ratelimit's environment", () => {
     expect(loadSettings({ SHADOW_MODE: 'true' }, []).envoyShadowMode).toBe(true);
     expect(loadSettings({ SHADOW_MODE: 'false' }, []).envoyShadowMode).toBe(false);
     expect(loadSettings({ QUOTA_MODE: 'true' }, []).envoyQuotaMode).toBe(true);
+    expect(loadSettings({ MERGE_DOMAIN_CONFIG: 'true' }, []).envoyMergeDomains).toBe(true);
     expect(loadSettings({ LIMIT_RESPONSE_HEADERS_ENABLED: 'true' }, []).envoyLimitHeaders).toEqual({
       limit: 'RateLimit-Limit',
       remaining: 'RateLimit-Remaining',
@@ -88,7 +89,7 @@ describe("envoyproxy/ratelimit's environment", () => {
     expect(refused({ STATSD_HOST: 'statsd' })[0]).toMatch(/^STATSD_HOST: memgate sends no statsd yet.*GET \/metrics/);
     expect(refused({ STATSD_HOST: 'statsd', USE_STATSD: 'false' })).toEqual([]);
     expect(refused({ STATSD_HOST: 'statsd', DISABLE_STATS: 'true' })).toEqual([]);
-    expect(refused({ MERGE_DOMAIN_CONFIG: 'true' })[0]).toMatch(/^MERGE_DOMAIN_CONFIG=true: memgate refuses a domain in two files/);
+    expect(refused({ RESPONSE_DYNAMIC_METADATA: 'true' })[0]).toMatch(/^RESPONSE_DYNAMIC_METADATA=true: /);
     expect(refused({ SHADOW_MODE: 'false', QUOTA_MODE: '0', TRACING_ENABLED: 'F' })).toEqual([]);
     expect(refused({ SHADOW_MODE: 'yes' })).toEqual([
       'SHADOW_MODE must be true or false, as envoyproxy/ratelimit reads it (got "yes")',

@@ -251,7 +251,15 @@ export const UPSTREAM_VARIABLES: readonly UpstreamVariable[] = [
     },
   },
   offOnly('RESPONSE_DYNAMIC_METADATA', "memgate does not send descriptors' metadata yet; unset RESPONSE_DYNAMIC_METADATA", "memgate sends dynamic metadata only to name a reservation"),
-  offOnly('MERGE_DOMAIN_CONFIG', 'memgate refuses a domain in two files; merge them and unset MERGE_DOMAIN_CONFIG', 'a domain in two files is refused at load; merge the files'),
+  {
+    names: ['MERGE_DOMAIN_CONFIG'],
+    handling: 'honoured',
+    memgate:
+      'read as `MEMGATE_ENVOY_MERGE_DOMAINS`: true merges a domain defined in several files (a descriptor two of them define is refused, as upstream)',
+    read: (read) => {
+      if (read.isTrue('MERGE_DOMAIN_CONFIG', false)) read.give('MEMGATE_ENVOY_MERGE_DOMAINS', 'on', 'MERGE_DOMAIN_CONFIG');
+    },
+  },
   {
     names: ['LIMIT_RESPONSE_HEADERS_ENABLED', ...LIMIT_HEADERS],
     handling: 'honoured',
