@@ -72,6 +72,18 @@ function readAs(name: string, setting: string, memgate: string): UpstreamVariabl
   };
 }
 
+/** A switch upstream has off by default, read as memgate's on/off `setting` when true. */
+function switchAs(name: string, setting: string, memgate: string): UpstreamVariable {
+  return {
+    names: [name],
+    handling: 'honoured',
+    memgate: `read as \`${setting}\`${memgate}`,
+    read: (read) => {
+      if (read.isTrue(name, false)) read.give(setting, 'on', name);
+    },
+  };
+}
+
 const STATSD = ['STATSD_HOST', 'STATSD_PORT', 'USE_DOG_STATSD', 'USE_DOG_STATSD_MOGRIFIERS', 'EXTRA_TAGS', 'STATS_FLUSH_INTERVAL'];
 const statsdOff = (read: UpstreamRead) => read.isTrue('DISABLE_STATS', false) || !read.isTrue('USE_STATSD', true);
 const PROMETHEUS = ['PROMETHEUS_ADDR', 'PROMETHEUS_PATH', 'PROMETHEUS_MAPPER_YAML', 'PROMETHEUS_RESPONSE_TIME_AS_MILLISECONDS'];
@@ -232,34 +244,10 @@ export const UPSTREAM_VARIABLES: readonly UpstreamVariable[] = [
     memgate: 'refused: no near-limit statistic yet. `limit_remaining`, the `RateLimit` header and usage history show how close a client is',
     read: refuseSet(['NEAR_LIMIT_RATIO'], 'memgate keeps no near-limit statistic yet (limit_remaining and usage history show how close a client is); unset it'),
   },
-  {
-    names: ['SHADOW_MODE'],
-    handling: 'honoured',
-    memgate:
-      'read as `MEMGATE_ENVOY_SHADOW_MODE`: true puts every descriptor in shadow (decided and counted as a `shadow_mode` one, still `OVER_LIMIT` when over), and every call is answered `OK`',
-    read: (read) => {
-      if (read.isTrue('SHADOW_MODE', false)) read.give('MEMGATE_ENVOY_SHADOW_MODE', 'on', 'SHADOW_MODE');
-    },
-  },
-  {
-    names: ['QUOTA_MODE'],
-    handling: 'honoured',
-    memgate:
-      'read as `MEMGATE_ENVOY_QUOTA_MODE`: true puts every descriptor in quota mode, so that a call is over only when all of its descriptors are',
-    read: (read) => {
-      if (read.isTrue('QUOTA_MODE', false)) read.give('MEMGATE_ENVOY_QUOTA_MODE', 'on', 'QUOTA_MODE');
-    },
-  },
+  switchAs('SHADOW_MODE', 'MEMGATE_ENVOY_SHADOW_MODE', ': true puts every descriptor in shadow (decided and counted as a `shadow_mode` one, still `OVER_LIMIT` when over), and every call is answered `OK`'),
+  switchAs('QUOTA_MODE', 'MEMGATE_ENVOY_QUOTA_MODE', ': true puts every descriptor in quota mode, so that a call is over only when all of its descriptors are'),
   offOnly('RESPONSE_DYNAMIC_METADATA', "memgate does not send descriptors' metadata yet; unset RESPONSE_DYNAMIC_METADATA", "memgate sends dynamic metadata only to name a reservation"),
-  {
-    names: ['MERGE_DOMAIN_CONFIG'],
-    handling: 'honoured',
-    memgate:
-      'read as `MEMGATE_ENVOY_MERGE_DOMAINS`: true merges a domain defined in several files (a descriptor two of them define is refused, as upstream)',
-    read: (read) => {
-      if (read.isTrue('MERGE_DOMAIN_CONFIG', false)) read.give('MEMGATE_ENVOY_MERGE_DOMAINS', 'on', 'MERGE_DOMAIN_CONFIG');
-    },
-  },
+  switchAs('MERGE_DOMAIN_CONFIG', 'MEMGATE_ENVOY_MERGE_DOMAINS', ': true merges a domain defined in several files (a descriptor two of them define is refused, as upstream)'),
   {
     names: ['LIMIT_RESPONSE_HEADERS_ENABLED', ...LIMIT_HEADERS],
     handling: 'honoured',
