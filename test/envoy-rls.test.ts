@@ -151,6 +151,37 @@ describe("upstream's global settings", () => {
     expect(mixed.overall_code).toBe('OVER_LIMIT');
   });
 
+  it('SHADOW_MODE with quota descriptors: every call OK, even when all quota descriptors are over', async () => {
+    const { client } = await start({ env: { SHADOW_MODE: 'true' } });
+    const call = () =>
+      client.shouldRateLimit({
+        domain: 'edge',
+        descriptors: [{ entries: [{ key: 'quota_a', value: 'sq' }] }, { entries: [{ key: 'quota_b', value: 'sq' }] }],
+      });
+    await call();
+    const over = await call();
+    expect([over.overall_code, ...over.statuses.map((status) => status.code)]).toEqual([
+      'OK',
+      'OVER_LIMIT',
+      'OVER_LIMIT',
+    ]);
+  });
+
+  it("QUOTA_MODE applies to a descriptor's per-request limit too: one over of two lets the call through", async () => {
+    const { client } = await start({ env: { QUOTA_MODE: 'true' } });
+    const call = () =>
+      client.shouldRateLimit({
+        domain: 'edge',
+        descriptors: [
+          { entries: [{ key: 'loose', value: 'ov' }], limit: { requests_per_unit: 1, unit: 'MINUTE' } },
+          { entries: [{ key: 'loose', value: 'ov2' }] },
+        ],
+      });
+    expect((await call()).overall_code).toBe('OK');
+    const second = await call();
+    expect([second.overall_code, ...second.statuses.map((status) => status.code)]).toEqual(['OK', 'OVER_LIMIT', 'OK']);
+  });
+
   it('QUOTA_MODE: every descriptor in quota mode, the call over only when all are', async () => {
     const { client } = await start({ env: { QUOTA_MODE: 'true' } });
     const both: WireRequestIn = {

@@ -10,6 +10,7 @@ import { formatDuration } from '../config/duration.js';
 import { textBoundsProblem } from '../config/policy-bounds.js';
 import { FileReadError, readBoundedText } from '../config/policy-files.js';
 import { ENVOY_UNIT_SECONDS, loadEnvoyConfig, type EnvoyDescriptor, type EnvoyDomain } from '../config/envoy-config.js';
+import { fromUpstream } from '../config/upstream-env.js';
 import { countedEnvoyLimits, type EnvoyLimitEvent } from '../config/envoy-events.js';
 import { formatRate, parsePolicyText, PolicyError, PolicySet } from '../config/policies.js';
 import { planEvents } from '../counting/plan.js';
@@ -187,7 +188,9 @@ function descriptorTree(domains: Iterable<EnvoyDomain>): DescriptorAt[] {
 }
 
 async function checkEnvoyConfig(path: string): Promise<void> {
-  const config = await loadEnvoyConfig(path);
+  // As the service would read the folder: a domain in several files merged when its settings say so.
+  const env = { ...process.env, ...fromUpstream(process.env).env };
+  const config = await loadEnvoyConfig(path, { mergeDomains: env.MEMGATE_ENVOY_MERGE_DOMAINS?.trim() === 'on' });
   const tree = descriptorTree(config.domains.values());
   const limitOf = new Map(countedEnvoyLimits(config).map((limit) => [limit.descriptor, limit]));
   const sizingOf = sizeEnvoyLimits(tree, limitOf, path);

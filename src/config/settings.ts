@@ -343,7 +343,8 @@ export const SETTINGS = {
     read: (env): LogLevel => {
       // In any case: envoyproxy/ratelimit's operators write WARN.
       const given = value(env, 'LOG_LEVEL') ?? DEFAULTS.logLevel;
-      const level = given.toLowerCase();
+      // logrus's names too, which envoyproxy/ratelimit's deployments use.
+      const level = ({ warning: 'warn', panic: 'fatal' } as Record<string, string>)[given.toLowerCase()] ?? given.toLowerCase();
       if (!isLogLevel(level)) throw new SettingsError([`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')} (got ${JSON.stringify(given)})`]);
       return level;
     },
@@ -454,7 +455,8 @@ export function loadSettings(
   // envoyproxy/ratelimit's variables, read as memgate's (or refused): memgate's own, where set, agree.
   const upstream = fromUpstream(env);
   problems.push(...upstream.problems);
-  env = { ...upstream.env, ...env };
+  // What they give wins over an empty own variable (a chart's default ""); a set one agreed, or was refused.
+  env = { ...env, ...upstream.env };
   const settings: Record<string, unknown> = {};
   for (const [key, setting] of Object.entries(SETTINGS) as [string, Setting<unknown>][]) {
     try {

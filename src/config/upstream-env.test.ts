@@ -70,7 +70,35 @@ describe("envoyproxy/ratelimit's environment", () => {
     );
   });
 
+  it("leaves alone what is not upstream's: Kubernetes service links, a platform's LOG_FORMAT", () => {
+    // A Service named redis, grpc, debug or statsd in the namespace puts these into every pod.
+    const links = {
+      REDIS_PORT: 'tcp://10.0.0.9:6379',
+      REDIS_SERVICE_HOST: '10.0.0.9',
+      REDIS_PORT_6379_TCP_PROTO: 'tcp',
+      GRPC_PORT: 'tcp://10.0.0.10:8081',
+      DEBUG_PORT: 'tcp://10.0.0.11:6070',
+      STATSD_PORT: 'tcp://10.0.0.12:8125',
+      LOG_FORMAT: 'logfmt',
+    };
+    expect(problemsOf(links)).toEqual([]);
+    expect(loadSettings(links, []).grpcPort).toBeUndefined();
+  });
+
+  it('refuses dogstatsd, on with statsd off as upstream runs it', () => {
+    expect(fromUpstream({ USE_DOG_STATSD: 'true', USE_STATSD: 'false' }).problems[0]).toMatch(
+      /memgate sends no statsd yet/,
+    );
+  });
+
+  it("takes logrus's level names, as upstream's deployments write them", () => {
+    expect(loadSettings({ LOG_LEVEL: 'WARNING' }, []).logLevel).toBe('warn');
+    expect(loadSettings({ LOG_LEVEL: 'panic' }, []).logLevel).toBe('fatal');
+  });
+
   it("agrees with memgate's own names, or says they disagree", () => {
+    // An own variable set empty (a chart's default) is unset: the upstream one holds.
+    expect(loadSettings({ GRPC_PORT: '8081', MEMGATE_GRPC_PORT: '' }, []).grpcPort).toBe(8081);
     expect(problemsOf({ MEMCACHE_HOST_PORT: 'a:11211', MEMCACHED_SERVERS: 'a:11211' })).toEqual([]);
     expect(problemsOf({ MEMCACHE_HOST_PORT: 'a:11211', MEMCACHED_SERVERS: 'b:11211' })).toEqual([
       'MEMCACHE_HOST_PORT and MEMCACHED_SERVERS disagree ("a:11211" and "b:11211"): set one of them',
@@ -96,8 +124,6 @@ describe("envoyproxy/ratelimit's environment", () => {
     ]);
     expect(refused({ GRPC_HOST: '10.0.0.1', HOST: '0.0.0.0' })[0]).toMatch(/^GRPC_HOST=10.0.0.1: memgate serves gRPC on HOST/);
     expect(refused({ GRPC_HOST: '0.0.0.0' })).toEqual([]);
-    expect(refused({ LOG_FORMAT: 'text' })[0]).toMatch(/JSON lines/);
-    expect(refused({ LOG_FORMAT: 'json' })).toEqual([]);
     expect(refused({ EXPIRATION_JITTER_MAX_SECONDS: '300' })).toHaveLength(1);
     expect(refused({ EXPIRATION_JITTER_MAX_SECONDS: '0' })).toEqual([]);
     expect(refused({ USE_PROMETHEUS: 'true', PROMETHEUS_ADDR: ':9090' })[0]).toMatch(/GET \/metrics on PORT/);

@@ -85,7 +85,9 @@ function switchAs(name: string, setting: string, memgate: string): UpstreamVaria
 }
 
 const STATSD = ['STATSD_HOST', 'STATSD_PORT', 'USE_DOG_STATSD', 'USE_DOG_STATSD_MOGRIFIERS', 'EXTRA_TAGS', 'STATS_FLUSH_INTERVAL'];
-const statsdOff = (read: UpstreamRead) => read.isTrue('DISABLE_STATS', false) || !read.isTrue('USE_STATSD', true);
+/** Whether upstream would send no statsd: stats disabled, or neither statsd nor dogstatsd on. */
+const statsdOff = (read: UpstreamRead) =>
+  read.isTrue('DISABLE_STATS', false) || (!read.isTrue('USE_STATSD', true) && !read.isTrue('USE_DOG_STATSD', false));
 const PROMETHEUS = ['PROMETHEUS_ADDR', 'PROMETHEUS_PATH', 'PROMETHEUS_MAPPER_YAML', 'PROMETHEUS_RESPONSE_TIME_AS_MILLISECONDS'];
 const LIMIT_HEADERS = ['LIMIT_LIMIT_HEADER', 'LIMIT_REMAINING_HEADER', 'LIMIT_RESET_HEADER'];
 const RUNTIME = ['RUNTIME_ROOT', 'RUNTIME_SUBDIRECTORY', 'RUNTIME_APPDIRECTORY'];
@@ -141,9 +143,9 @@ export const UPSTREAM_VARIABLES: readonly UpstreamVariable[] = [
   },
   {
     names: ['LOG_FORMAT'],
-    handling: 'refused',
-    memgate: 'accepted as `json`; `text` is refused: memgate logs JSON lines (pino; `pino-pretty` prints them as text)',
-    read: refuseSet(['LOG_FORMAT'], 'memgate logs JSON lines (pipe them through pino-pretty for text); set LOG_FORMAT=json or unset it', (read) => read.get('LOG_FORMAT')?.toLowerCase() === 'json'),
+    handling: 'accepted',
+    memgate: 'accepted, whatever its value: memgate logs JSON lines (pino; `pino-pretty` prints them as text). A platform may set it for every process',
+    read: () => undefined,
   },
   {
     names: ['DEBUG_HOST', 'DEBUG_PORT'],
@@ -274,12 +276,12 @@ export const UPSTREAM_VARIABLES: readonly UpstreamVariable[] = [
   {
     names: ['USE_STATSD', 'DISABLE_STATS', ...STATSD],
     handling: 'refused',
-    memgate: 'accepted with `USE_STATSD=false` or `DISABLE_STATS=true` (the others then unused); statsd itself is refused: memgate\'s metrics are Prometheus at `GET /metrics` on `PORT`',
+    memgate: 'accepted with `USE_STATSD=false` and no `USE_DOG_STATSD=true`, or with `DISABLE_STATS=true` (the others then unused); statsd and dogstatsd themselves are refused: memgate\'s metrics are Prometheus at `GET /metrics` on `PORT`',
     read: (read) => {
       if (statsdOff(read)) return;
       const set = ['USE_STATSD', ...STATSD].filter((name) => read.get(name) !== undefined);
       if (set.length > 0) {
-        read.refuse(`${set.join(', ')}: memgate sends no statsd yet; its metrics are Prometheus at GET /metrics on PORT; set USE_STATSD=false`);
+        read.refuse(`${set.join(', ')}: memgate sends no statsd yet; its metrics are Prometheus at GET /metrics on PORT; set USE_STATSD=false (and USE_DOG_STATSD=false)`);
       }
     },
   },
@@ -314,9 +316,11 @@ export function fromUpstream(env: Env): FromUpstream {
   const given: Record<string, string> = {};
   const honoured: string[] = [];
   const problems: string[] = [];
+  // A Kubernetes service named redis, grpc or statsd puts REDIS_PORT=tcp://…, GRPC_PORT=tcp://…
+  // into every pod of its namespace: those are links, not upstream's settings.
   const get = (name: string) => {
     const text = env[name]?.trim();
-    return text === '' ? undefined : text;
+    return text === '' || text === undefined || isServiceLink(name, text) ? undefined : text;
   };
   const read: UpstreamRead = {
     get,
@@ -348,6 +352,14 @@ export function fromUpstream(env: Env): FromUpstream {
     }
   }
   return { env: given, honoured, problems };
+}
+
+/** Kubernetes' service link variables (`<SERVICE>_SERVICE_HOST`, `<SERVICE>_PORT=tcp://…`, …). */
+const LINK_NAME = /_(?:SERVICE_HOST|SERVICE_PORT(?:_[A-Z0-9_]+)?|PORT_[0-9]+_(?:TCP|UDP|SCTP)(?:_PROTO|_PORT|_ADDR)?)$/;
+const LINK_VALUE = /^(?:tcp|udp|sctp):\/\//;
+
+function isServiceLink(name: string, value: string): boolean {
+  return LINK_NAME.test(name) || LINK_VALUE.test(value);
 }
 
 /** Whether `name` is one of envoyproxy/ratelimit's variables. */

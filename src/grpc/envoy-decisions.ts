@@ -165,9 +165,18 @@ function overrideMatch(
   return { kind: 'limit', rateLimit, enforced: true, quota: false, shadow: false, ...counter };
 }
 
-/** Under a global shadow, a per-request limit is in shadow too: nothing refuses the call. */
-function inShadow(override: LimitedDescriptor | undefined, shadowAll: boolean): LimitedDescriptor | undefined {
-  return override && shadowAll ? { ...override, enforced: false, shadow: true } : override;
+/**
+ * A per-request limit under the global modes, and in quota mode where the limit it replaces is
+ * (upstream copies it): under a global shadow nothing refuses the call.
+ */
+function withModes(
+  override: LimitedDescriptor | undefined,
+  matched: EnvoyMatch,
+  { shadowAll, quotaAll }: { readonly shadowAll: boolean; readonly quotaAll: boolean },
+): LimitedDescriptor | undefined {
+  if (!override) return undefined;
+  const quota = quotaAll || (matched.kind === 'limit' && matched.descriptor.quotaMode);
+  return { ...override, enforced: !shadowAll && !quota, quota, shadow: shadowAll };
 }
 
 export function createEnvoyDecider(
@@ -191,7 +200,14 @@ export function createEnvoyDecider(
     });
     const overrides = descriptors.map((descriptor, index) =>
       config && !settled[index]
-        ? inShadow(overrideMatch(config, request.domain, descriptor, found[index] as EnvoyMatch), shadowAll)
+        ? withModes(
+            overrideMatch(config, request.domain, descriptor, found[index] as EnvoyMatch),
+            found[index] as EnvoyMatch,
+            {
+              shadowAll,
+              quotaAll,
+            },
+          )
         : undefined,
     );
     // An overridden descriptor neither replaces nor is replaced: its limit has no name.
@@ -249,7 +265,9 @@ export function createEnvoyDecider(
     });
     // One reservation per call: with several candidates, none reserves (each counts its hits_addend).
     if (reserving.length > 1) options.onReservationsSkipped?.(request.domain);
-    const reserveAt = reserving.length === 1 ? (reserving[0] as number) : undefined;
+    // A call that quota descriptors may refuse after it was counted reserves nothing: its reservation could never be settled.
+    const quotaDecides = counted.some(({ quota }) => quota);
+    const reserveAt = reserving.length === 1 && !quotaDecides ? (reserving[0] as number) : undefined;
     if (reserveAt !== undefined) checks[reserveAt] = { ...(checks[reserveAt] as TogetherCheck), reserve: true };
     const together = checks.length > 0 ? await limiter.checkTogether(checks) : undefined;
     const limits: LimitStatus[] = [];
@@ -294,10 +312,12 @@ export function createEnvoyDecider(
         ...(resetMs === undefined ? {} : { durationUntilResetSeconds: upstreamSeconds(resetMs) }),
       };
     });
-    const allowed = (together?.allowed ?? true) && !quotaRefuses(quota);
+    // The global shadow answers every call OK, whatever the quota rule says (upstream applies it last).
+    const allowed = (together?.allowed ?? true) && (shadowAll || !quotaRefuses(quota));
     const retryAfter = allowed ? undefined : retryAfterOf(zeroLimitResetsMs, together?.retryAfter);
+    const quotaAt = new Set(counted.filter(({ quota }) => quota).map(({ index }) => index));
     const headers = options.limitHeaders
-      ? upstreamLimitHeaders(statuses as DescriptorStatus[], options.limitHeaders)
+      ? upstreamLimitHeaders(statuses as DescriptorStatus[], options.limitHeaders, quotaAt)
       : rateLimitHeaders({ allowed, limits, ...(retryAfter === undefined ? {} : { retryAfter }) });
     const reservation = allowed && reserveAt !== undefined ? together?.checks[reserveAt]?.reservation : undefined;
     return {
@@ -315,13 +335,21 @@ export function createEnvoyDecider(
  * upstream's limit headers (LIMIT_RESPONSE_HEADERS_ENABLED): of the descriptor with a limit and
  * the least remaining, or the last one over its limit; none when no descriptor has a limit.
  */
-function upstreamLimitHeaders(statuses: readonly DescriptorStatus[], names: LimitHeaderNames): Record<string, string> {
+function upstreamLimitHeaders(
+  statuses: readonly DescriptorStatus[],
+  names: LimitHeaderNames,
+  quotaAt: ReadonlySet<number>,
+): Record<string, string> {
   let closest: DescriptorStatus | undefined;
-  for (const status of statuses) {
-    if (!status.currentLimit) continue;
-    const closer = closest?.code !== 'OVER_LIMIT' && (!closest || status.limitRemaining < closest.limitRemaining);
-    if (status.code === 'OVER_LIMIT' || closer) closest = status;
-  }
+  let forced = false;
+  statuses.forEach((status, index) => {
+    if (!status.currentLimit) return;
+    // An over-limit descriptor that refuses by itself is picked whatever comes after; a quota one is not.
+    const overAlone = status.code === 'OVER_LIMIT' && !quotaAt.has(index);
+    const closer = !forced && (!closest || status.limitRemaining < closest.limitRemaining);
+    if (overAlone || closer) closest = status;
+    if (overAlone) forced = true;
+  });
   if (!closest?.currentLimit) return {};
   return {
     [names.limit]: String(closest.currentLimit.requestsPerUnit),
