@@ -312,7 +312,7 @@ describe('memgate policies', () => {
     expect({ code: refused.code, stdout: refused.stdout }).toEqual({ code: 1, stdout: '' });
     expect(lines(refused.stderr)).toEqual([
       `invalid policies in ${clash}:`,
-      `  - ${join(clash, 'b.yaml')}: domain "shared" is already defined in ${join(clash, 'a.yaml')}; each domain belongs to one file`,
+      `  - ${join(clash, 'b.yaml')}: domain "shared" is already defined in ${join(clash, 'a.yaml')}; each domain belongs to one file (MEMGATE_ENVOY_MERGE_DOMAINS=on, upstream's MERGE_DOMAIN_CONFIG=true, merges them)`,
     ]);
     const empty = await mkdtemp(join(tmpdir(), 'memgate-'));
     await writeFile(join(empty, 'notes.txt'), 'domain: not read\n');
