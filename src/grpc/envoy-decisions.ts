@@ -315,9 +315,12 @@ export function createEnvoyDecider(
     // The global shadow answers every call OK, whatever the quota rule says (upstream applies it last).
     const allowed = (together?.allowed ?? true) && (shadowAll || !quotaRefuses(quota));
     const retryAfter = allowed ? undefined : retryAfterOf(zeroLimitResetsMs, together?.retryAfter);
-    const quotaAt = new Set(counted.filter(({ quota }) => quota).map(({ index }) => index));
     const headers = options.limitHeaders
-      ? upstreamLimitHeaders(statuses as DescriptorStatus[], options.limitHeaders, quotaAt)
+      ? upstreamLimitHeaders(
+          statuses as DescriptorStatus[],
+          options.limitHeaders,
+          new Set(counted.filter(({ quota }) => quota).map(({ index }) => index)),
+        )
       : rateLimitHeaders({ allowed, limits, ...(retryAfter === undefined ? {} : { retryAfter }) });
     const reservation = allowed && reserveAt !== undefined ? together?.checks[reserveAt]?.reservation : undefined;
     return {
