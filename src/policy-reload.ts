@@ -13,7 +13,7 @@ import type { Logger } from 'pino';
 import { DEFAULTS } from './config/defaults.js';
 import { readEnvoyFiles, type EnvoyConfig } from './config/envoy-config.js';
 import { withEnvoyLimits } from './config/envoy-events.js';
-import { parseOffThread } from './config/parse-off-thread.js';
+import { parseApart } from './config/parse-apart.js';
 import { PolicyError, readPolicyText, type PolicySet } from './config/policies.js';
 import { inSlices } from './config/in-slices.js';
 import { describeChanges, policyChangeSteps } from './config/policy-changes.js';
@@ -47,8 +47,8 @@ export async function loadPolicies(paths: PolicyPaths): Promise<LoadedPolicies> 
   for (const [file, content] of [[paths.policies, text] as const, ...(envoyTexts ?? [])]) {
     hash.update(`${file}\0${content}\0`);
   }
-  // Parsed in a thread of its own: the largest file takes seconds and hundreds of MiB.
-  const { policies, envoy } = await parseOffThread({
+  // Parsed in a process of its own: the largest file takes seconds and hundreds of MiB.
+  const { policies, envoy } = await parseApart({
     policies: { text, source: paths.policies },
     envoy:
       envoyTexts && paths.envoy !== undefined

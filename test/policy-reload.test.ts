@@ -3,7 +3,7 @@
 // counting what each counter already holds; a bad file keeps the old policies and is counted;
 // SIGHUP reloads; a Kubernetes-style ConfigMap swap is seen.
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, inject, it } from 'vitest';
@@ -255,6 +255,51 @@ describe('reloads that cannot hurt', () => {
     expect(performance.now() - stopped).toBeLessThan(5000);
   });
 
+  it('stops on SIGTERM in the middle of parsing a large file, and leaves no parse process behind', async () => {
+    const path = join(folder(), 'policies.yaml');
+    writeFileSync(path, policy(3));
+    const service = await start({
+      MEMGATE_CONFIG: path,
+      MEMGATE_POLICY_WATCH: 'off',
+      MEMGATE_ADMIN_TOKEN: TOKEN,
+      MEMGATE_SHUTDOWN_DRAIN_MS: '0',
+    });
+    // The largest file allowed: its parse takes seconds, the stop must not.
+    const lines = ['events:'];
+    for (const event of ['api', 'web']) {
+      lines.push(`  ${event}:`, '    limits: [{ limit: 100, window: 1m }]', '    overrides:');
+      for (let i = 0; i < 10_000; i++)
+        lines.push(`      - { match: { feature: "user-${i}" }, limits: [{ limit: ${i + 1}, window: 1m }] }`);
+    }
+    writeFileSync(path, `${lines.join('\n')}\n`);
+    const reloading = adminReload(service).catch(() => undefined);
+    const children = () =>
+      readFileSync(`/proc/${service.servicePid}/task/${service.servicePid}/children`, 'utf8')
+        .trim()
+        .split(/\s+/)
+        .filter(Boolean);
+    await expect.poll(children, { timeout: 10_000, interval: 20 }).toHaveLength(1);
+    const [parser] = children();
+    expect(readFileSync(`/proc/${parser}/cmdline`, 'utf8')).toContain('policy-parse-process');
+    // Inside the parse (past starting node and loading the parser, about 0.3 s of CPU): busy, not listening.
+    const cpuSeconds = () => {
+      const fields = readFileSync(`/proc/${parser}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+      return (Number(fields[11]) + Number(fields[12])) / 100;
+    };
+    await expect.poll(cpuSeconds, { timeout: 20_000, interval: 20 }).toBeGreaterThan(0.6);
+    expect(await service.stop()).toBe(0);
+    await reloading;
+    // Ended with the service (gone, or a zombie awaiting its reaping), not when its parse would have finished.
+    const ended = () => {
+      try {
+        return readFileSync(`/proc/${parser}/stat`, 'utf8').split(') ')[1]?.startsWith('Z') === true;
+      } catch {
+        return true;
+      }
+    };
+    await expect.poll(ended, { timeout: 500, interval: 20 }).toBe(true);
+  });
+
   it('refuses a file nested thousands deep, however often it is sent (10 times), and keeps serving', async () => {
     const path = join(folder(), 'policies.yaml');
     writeFileSync(path, policy(3));
@@ -271,7 +316,7 @@ describe('reloads that cannot hurt', () => {
     expect(service.child.exitCode).toBeNull();
     expect(await version(service)).toBe(before);
     expect(await allowed(service, `deep-${Date.now()}`)).toBe(true);
-    // Each reload parses in a thread of its own, started for it.
+    // Each reload parses in a process of its own, started for it.
   }, 60_000);
 
   it('refuses an admin reload while the instance drains, and loads nothing', async () => {

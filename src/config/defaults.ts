@@ -115,12 +115,18 @@ export const DEFAULTS = {
    */
   policyFileMaxValues: 1_000_000,
   /**
-   * The old space of the thread that parses policy and Envoy files: a file of 20,000
+   * The old space of the process that parses policy and Envoy files: a file of 20,000
    * overrides took about 250 MiB to parse; a file that needs more is refused.
    */
   policyParseHeapMb: 512,
   /** Longest parsing the files may take (20,000 overrides: a few seconds). */
   policyParseDeadlineMs: 30_000,
+  /**
+   * How much nicer the parse process is than the service: below it, so that checks take the cores first
+   * while a large file is parsed, not so low that a busy service starves it past the
+   * deadline (at 10 it keeps about a tenth of a core against a busy one).
+   */
+  policyParseNice: 10,
   /** The longest the serving thread plans a reload's policies before it lets checks through. */
   planSliceMs: 5,
   /**

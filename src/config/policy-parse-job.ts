@@ -1,12 +1,12 @@
 /**
- * What a policy parse thread runs (parse-off-thread.ts): the policy file's and the Envoy
+ * What the policy parse process runs (parse-apart.ts): the policy file's and the Envoy
  * files' texts parsed and validated into values a structured clone carries back (maps,
  * arrays, plain objects; the two classes are made again on the other side, and the
  * gateway section, whose matchers are functions, from its part of the document).
  *
  * The answer crosses in parts (parseMessages): the events without their long lists, then
  * the lists a few hundred items at a time, each sent when the serving thread asks for it.
- * A clone is read back in one go on the thread that receives it: the largest file's, whole,
+ * A clone is read back in one go by the thread that receives it: the largest file's, whole,
  * held that thread 70 to 90 ms, every check waiting behind it.
  */
 import { parseEnvoyTexts, type EnvoyConfig } from './envoy-config.js';

@@ -2,7 +2,7 @@
  * A policy file's YAML text as plain data. js-yaml builds the values straight from the text:
  * about ten times faster than the `yaml` package's document model, in a quarter of the memory
  * (the largest file allowed: 0.3 s and 65 MiB against 3 to 3.6 s and 290 MiB), which on a
- * reload is the difference between a parse thread that takes a core and collects garbage for
+ * reload is the difference between a parse that takes a core and collects garbage for
  * seconds, slowing the checks beside it, and one that does not. YAML 1.2's core schema, as
  * the `yaml` package reads it: no timestamps (`until` stays the text it was), no merge keys,
  * duplicate keys refused. Aliases are shared values: what they expand to is bounded like the
