@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULTS } from '../src/config/defaults.js';
@@ -125,6 +125,8 @@ describe('the memgate process', () => {
     // Old space: the budget plus DEFAULTS.heapBeyondCacheMb (and V8's young generation beside it).
     const cmdline = await readFile(`/proc/${service.servicePid}/cmdline`, 'utf8');
     expect(cmdline.split('\0')).toContain(`--max-old-space-size=${32 + DEFAULTS.heapBeyondCacheMb}`);
+    // V8's helper threads no more than the cores: more only take turns with the serving thread.
+    expect(cmdline.split('\0')).toContain(`--v8-pool-size=${Math.min(4, availableParallelism())}`);
     expect(service.logs[0]?.heapLimitMb).toBeLessThan(32 + DEFAULTS.heapBeyondCacheMb + 64);
     service.child.kill('SIGKILL');
     // Nobody would stop it any more: it notices, and stops by itself.
