@@ -3,16 +3,42 @@
 // check of an event without tiers, overrides or lists never comes here.
 import { FeatureMatcher, listMatcher, type ClientLists, type ClientMatch } from '../config/feature-match.js';
 import { LimiterInputError } from './errors.js';
-import type { ClientChoice, EventPlan, Listed } from './plan-types.js';
+import type { AnyLimitPlan, ClientChoice, EventPlan, Listed } from './plan-types.js';
 
 export type { Listed };
 
-/** An override as the limiter uses it: the plan of its limits (its own or its tier's). */
-export interface OverridePlan {
+/**
+ * An override as the limiter uses it: the plan of its limits (its own or its tier's). An
+ * override of limits of its own is planned when a client first matches it: an event may have
+ * 10,000, few of them in use, and planning them all on a reload's serving thread made garbage
+ * that held checks behind its collections.
+ */
+export class OverridePlan {
   readonly match: ClientMatch;
-  readonly plan: EventPlan;
   /** Milliseconds since the epoch from which it gives way to the next most specific rule. */
   readonly until: number | undefined;
+  #plan: EventPlan | undefined;
+  #planned: (() => EventPlan) | undefined;
+
+  constructor(options: {
+    readonly match: ClientMatch;
+    readonly until: number | undefined;
+    /** The plan, or how to make it at first use. */
+    readonly plan: EventPlan | (() => EventPlan);
+  }) {
+    this.match = options.match;
+    this.until = options.until;
+    if (typeof options.plan === 'function') this.#planned = options.plan;
+    else this.#plan = options.plan;
+  }
+
+  get plan(): EventPlan {
+    if (this.#plan === undefined) {
+      this.#plan = (this.#planned as () => EventPlan)();
+      this.#planned = undefined;
+    }
+    return this.#plan;
+  }
 }
 
 export class ClientPlans implements ClientChoice {
@@ -26,6 +52,9 @@ export class ClientPlans implements ClientChoice {
     readonly tiers: ReadonlyMap<string, EventPlan>;
     readonly overrides: readonly OverridePlan[];
     readonly lists: ClientLists | undefined;
+    /** Every limit of the tiers and overrides, planned. */
+    readonly limits: readonly AnyLimitPlan[];
+    readonly apart?: EventPlan | undefined;
   }) {
     this.#tiers = options.tiers;
     this.#overrides =
@@ -34,15 +63,16 @@ export class ClientPlans implements ClientChoice {
         : undefined;
     this.#lists = listMatcher(options.lists);
     this.#lapses = options.overrides.some((override) => override.until !== undefined);
-    this.plans = [...new Set([...options.tiers.values(), ...options.overrides.map((override) => override.plan)])];
+    this.limits = options.limits;
+    this.apart = options.apart;
   }
 
   get tiers(): ReadonlyMap<string, EventPlan> {
     return this.#tiers;
   }
 
-  /** Every plan a client may be given besides the event's own: its tiers' and overrides'. */
-  readonly plans: readonly EventPlan[];
+  readonly limits: readonly AnyLimitPlan[];
+  readonly apart: EventPlan | undefined;
 
   /**
    * The plan for `feature`, or the list holding it. Precedence: a list (the most specific of

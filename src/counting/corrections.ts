@@ -39,9 +39,7 @@ export async function refund(
     );
   const second = Math.floor(request.at / 1000);
   // The longest window of any plan the client could be on: once the second has left it, nothing is left to take back.
-  const longest = Math.max(
-    ...[base, ...(base.clients?.plans ?? [])].flatMap((each) => each.limits.map((limit) => limit.policy.window)),
-  );
+  const longest = Math.max(...[...base.limits, ...(base.clients?.limits ?? [])].map((limit) => limit.policy.window));
   const plan = correctedPlan(base, feature, request.tier, wallNow);
   const part = partOf(plan);
   const refunded = await part.refund(context, plan, key, { cost, second, now, longestWindow: longest });

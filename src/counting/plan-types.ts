@@ -13,8 +13,13 @@ export type Listed = 'allow' | 'deny';
 export interface ClientChoice {
   /** The event's tiers, each a plan of the event's algorithm. */
   readonly tiers: ReadonlyMap<string, EventPlan>;
-  /** Every plan a client may be given besides the event's own: its tiers' and overrides'. */
-  readonly plans: readonly EventPlan[];
+  /**
+   * Every limit a client may be judged by besides the event's own: its tiers' and overrides'.
+   * Their plans are made when a client first needs one (client-plans.ts).
+   */
+  readonly limits: readonly AnyLimitPlan[];
+  /** The plan shadow limits beside enforced ones count apart in, when a tier or override has them. */
+  readonly apart: EventPlan | undefined;
   choose(
     base: EventPlan,
     feature: string,

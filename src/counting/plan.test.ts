@@ -1,5 +1,6 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { parsePolicies, PolicyError } from '../config/policies.js';
+import { partFor } from './algorithms/parts.js';
 import { planEvents, planEventsInSlices, TTL_MARGIN_SECONDS, type EventPlan, type WindowsPlan } from './plan.js';
 
 const plan = (events: object) => planEvents(parsePolicies({ events }, 'test.yaml')) as Map<string, WindowsPlan>;
@@ -81,5 +82,45 @@ describe('planEventsInSlices', () => {
     }
     // 10,000 overrides in slices of 1 ms: the loop ran many times meanwhile.
     expect(turns).toBeGreaterThan(5);
+  });
+});
+
+describe('override plans', () => {
+  const policies = parsePolicies({
+    events: {
+      api: {
+        limits: [{ limit: 100, window: '1m' }],
+        overrides: Array.from({ length: 1000 }, (_, i) => ({
+          match: { feature: `user-${i}` },
+          limits: [
+            { limit: i + 1, window: '1m' },
+            ...(i === 7 ? [{ name: 'trial', limit: 3, window: '1m', mode: 'shadow' }] : []),
+          ],
+        })),
+      },
+    },
+  });
+
+  it('are made when a client first matches one, once, and answer as a plan made at load would', () => {
+    const made = vi.spyOn(partFor('sliding'), 'eventPlan');
+    const api = planEvents(policies).get('api') as EventPlan;
+    // The event's own plan and the one its shadow limits count apart in; none of 1,000 overrides.
+    expect(made).toHaveBeenCalledTimes(2);
+    const choose = (feature: string) => api.clients?.choose(api, feature, undefined, () => 0, { lists: true });
+    const first = choose('user-41') as EventPlan;
+    expect(made).toHaveBeenCalledTimes(3);
+    made.mockRestore();
+    expect(first.limits.map((limit) => limit.policy.limit)).toEqual([42]);
+    // The same plan object each time: what a client counted in it stays its own.
+    expect(choose('user-41')).toBe(first);
+  });
+
+  it('leave every limit and the shadow plan apart known without making them', () => {
+    const api = planEvents(policies).get('api') as EventPlan;
+    // Every override's limits, for a correction's longest window and a reload's carry.
+    expect(api.clients?.limits).toHaveLength(1001);
+    // Override 7's shadow limit beside its enforced one counts apart, under api~shadow.
+    expect(api.clients?.apart?.event).toBe('api~shadow');
+    expect(api.clients?.apart?.limits.map((limit) => limit.policy.limit)).toEqual([3]);
   });
 });

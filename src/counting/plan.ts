@@ -6,7 +6,7 @@ import { formatDuration } from '../config/duration.js';
 import { PolicyError, type LimitPolicy, type PolicySet } from '../config/policies.js';
 import { partFor } from './algorithms/parts.js';
 import { MAX_KEYS_PER_CHECK } from './algorithms/windows/plan.js';
-import { ClientPlans, type OverridePlan } from './client-plans.js';
+import { ClientPlans, OverridePlan } from './client-plans.js';
 import { allAtOnce, inSlices } from '../config/in-slices.js';
 import type { ReloadMoment } from './algorithms/windows/carry-over.js';
 import type { AnyLimitPlan, EventPlan, PlanCommon, ReservationPlan } from './plan-types.js';
@@ -156,13 +156,31 @@ function* planEventSteps(policies: PolicySet, reload?: ReloadFrom): Generator<vo
     const overrides: OverridePlan[] = [];
     for (const [index, override] of (policy.overrides ?? []).entries()) {
       const set = overrideSets[index];
-      const plan = set ? planOf(set) : tiers.get(override.tier ?? '');
-      if (plan) overrides.push({ match: override.match, plan, until: override.until });
+      const { match, until } = override;
+      // An override's own limits are planned when a client first matches it (client-plans.ts).
+      if (set) overrides.push(new OverridePlan({ match, until, plan: () => planOf(set) }));
+      else {
+        const plan = tiers.get(override.tier ?? '');
+        if (plan) overrides.push(new OverridePlan({ match, until, plan }));
+      }
       if (index % OVERRIDES_PER_STEP === OVERRIDES_PER_STEP - 1) yield;
     }
     const lists = { allow: policy.allow ?? [], deny: policy.deny ?? [] };
+    // Shadow limits beside enforced ones in a tier or an override: one plan of them, for what
+    // reads their counters whatever the client (a reload's carry, its report).
+    const mixed = [...tierSets.map(([, set]) => set), ...overrideSets].find(
+      (set) => set?.some((limit) => limit.policy.shadow === true) && set.some((limit) => limit.policy.shadow !== true),
+    );
+    const apartPlan =
+      mixed &&
+      planOver(
+        mixed.filter((limit) => limit.policy.shadow === true),
+        apart,
+        { shadowOnly: true },
+      );
     yield;
-    plans.set(event, planOf(own, new ClientPlans({ tiers, overrides, lists })));
+    const clientLimits = allLimits.slice(own.length);
+    plans.set(event, planOf(own, new ClientPlans({ tiers, overrides, lists, limits: clientLimits, apart: apartPlan })));
     yield;
   }
   if (problems.length > 0) throw new PolicyError(policies.source, problems);
@@ -171,7 +189,7 @@ function* planEventSteps(policies: PolicySet, reload?: ReloadFrom): Generator<vo
 
 /** The plan an event's shadow limits count apart in (under shadowEvent), when any plan of it has one: they share its counters. */
 export function apartPlanOf(plan: EventPlan): EventPlan | undefined {
-  return [plan, ...(plan.clients?.plans ?? [])].map((each) => each.shadow).find((each) => each !== undefined);
+  return plan.shadow ?? plan.clients?.apart;
 }
 
 /** The event shadow limits count under, beside enforced ones: a name no policy event can have. */

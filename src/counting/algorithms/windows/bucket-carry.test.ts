@@ -58,7 +58,10 @@ describe('bucketCarry', () => {
   it('takes the fastest rate and the largest burst of the event and its tiers, and is exact after them', () => {
     const plan = (emissionUs: number, burst: number) =>
       ({ algorithm: 'token-bucket', limits: [{ emissionUs, burst }] }) as unknown as TokenBucketPlan;
-    const previous = { ...plan(SECOND, 5), clients: { plans: [plan(SECOND / 10, 2), plan(2 * SECOND, 20)] } };
+    const previous = {
+      ...plan(SECOND, 5),
+      clients: { limits: [...plan(SECOND / 10, 2).limits, ...plan(2 * SECOND, 20).limits] },
+    };
     const { fromBucket, carry } = bucketCarry(previous as unknown as TokenBucketPlan, 60, 1000, 120);
     expect(fromBucket).toMatchObject({ emissionUs: SECOND / 10, burst: 20 });
     expect(carry).toMatchObject({ how: 'conservative', since: 1000, exactAt: fromBucket.until });

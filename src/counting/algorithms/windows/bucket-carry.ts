@@ -19,9 +19,7 @@ export function bucketCarry(
   spreadSeconds: number,
 ): { fromBucket: BucketCarry; carry: ReloadCarry } {
   // A tier's or an override's bucket is the client's one value too, moved on at its own rate.
-  const limits = [previous, ...(previous.clients?.plans ?? [])].flatMap(
-    (plan) => plan.limits as readonly Partial<TokenBucketLimitPlan>[],
-  );
+  const limits = [...previous.limits, ...(previous.clients?.limits ?? [])] as readonly Partial<TokenBucketLimitPlan>[];
   const emissionUs = Math.min(...limits.flatMap((limit) => (limit.emissionUs ? [limit.emissionUs] : [])));
   const burst = Math.max(...limits.map((limit) => limit.burst ?? 0));
   // Instances that have not reloaded yet admit through the bucket until the spread ends; a TAT
