@@ -174,6 +174,7 @@ const ask = (due) => {
   const answered = new Promise((resolve) => {
     get(url, { agent }, (answer) => {
       answer.resume();
+      answer.on('error', (error) => { failure = error; resolve(); });
       answer.on('end', () => {
         if (answer.statusCode !== 200) failure = new Error('/check answered ' + answer.statusCode);
         latencies.push(performance.now() - due);

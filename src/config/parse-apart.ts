@@ -4,12 +4,12 @@
  * thread kept that off the event loop, but not off the cores: V8's helper threads, shared by
  * every thread of a process, compiled the fresh thread's code and collected its garbage at the
  * serving thread's priority, and on 2 cores /check waited for them. A process of its own runs
- * at a lower priority (DEFAULTS.policyParseNice), its helpers with it, and has a heap limit
+ * at a lower priority (DEFAULTS.policyParseNice), every thread of it, and has a heap limit
  * and a deadline: past either, the load is refused and the process ended. One per load.
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { createRequire } from 'node:module';
-import { getPriority, setPriority } from 'node:os';
+import { getPriority } from 'node:os';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { DEFAULTS } from './defaults.js';
 import { EnvoyConfig } from './envoy-config.js';
@@ -51,7 +51,9 @@ function startParseProcess(heapMb: number): ChildProcess {
   const loader = fromSource
     ? ['--import', pathToFileURL(createRequire(import.meta.url).resolve('tsx/package.json').replace(/package\.json$/, 'dist/loader.mjs')).href]
     : [];
-  return fork(entry, [], {
+  // Relative to the service's own: one started nice stays above its parse.
+  const nice = Math.min(MAX_NICE, getPriority() + DEFAULTS.policyParseNice);
+  return fork(entry, [String(nice)], {
     execArgv: [...loader, `--max-old-space-size=${heapMb}`],
     // Maps, sets and nested values cross as a structured clone, as they did between threads.
     serialization: 'advanced',
@@ -63,8 +65,13 @@ function startParseProcess(heapMb: number): ChildProcess {
 export function parseApart(job: ParseJob, limits: ParseLimits = PARSE_LIMITS): Promise<ParsedFiles> {
   const source = job.policies.source;
   return new Promise<ParsedFiles>((resolve, reject) => {
-    const parser = startParseProcess(limits.heapMb);
-    lowerPriority(parser);
+    let parser: ChildProcess;
+    try {
+      parser = startParseProcess(limits.heapMb);
+    } catch (error) {
+      reject(new PolicyError(source, [`parsing failed: cannot start the parsing process: ${(error as Error).message}`]));
+      return;
+    }
     endedWithThisProcess(parser);
     let stderrTail = '';
     parser.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
@@ -130,16 +137,26 @@ export function parseApart(job: ParseJob, limits: ParseLimits = PARSE_LIMITS): P
         });
       } else refuse(`parsing failed: ${message.failed}`);
     });
-    // A process that could not start, or whose channel broke under a message.
+    // A process that could not start, or whose channel broke under a message: one that started
+    // is ended, and why is told once it has closed (a heap limit's word comes last).
+    let channelError: Error | undefined;
     parser.on('error', (error: Error) => {
-      refuse(`parsing failed: ${error.message}`);
+      if (parser.pid === undefined) {
+        running.delete(parser);
+        refuse(`parsing failed: cannot start the parsing process: ${error.message}`);
+        return;
+      }
+      channelError ??= error;
+      parser.kill('SIGKILL');
     });
     // After its standard error is read to the end: V8's word on a heap limit is there.
     parser.on('close', (code, signal) => {
       refuse(
         OUT_OF_MEMORY.test(stderrTail)
           ? `parsing took more than the ${limits.heapMb} MiB it may; not used`
-          : `the parsing process ended (${signal ?? `exit ${String(code)}`}) without an answer`,
+          : channelError
+            ? `parsing failed: ${channelError.message}`
+            : `the parsing process ended (${signal ?? `exit ${String(code)}`}) without an answer`,
       );
     });
     parser.send(job);
@@ -152,22 +169,11 @@ const running = new Set<ChildProcess>();
 function endedWithThisProcess(parser: ChildProcess): void {
   if (!process.listeners('exit').includes(endRunning)) process.on('exit', endRunning);
   running.add(parser);
-  parser.once('exit', () => running.delete(parser));
+  parser.once('close', () => running.delete(parser));
 }
 
 function endRunning(): void {
   for (const parser of running) parser.kill('SIGKILL');
-}
-
-/** The parse yields the cores to the serving process whenever both want them (DEFAULTS.policyParseNice). */
-function lowerPriority(parser: ChildProcess): void {
-  if (parser.pid === undefined) return;
-  try {
-    // Relative to the service's own: one started nice stays above its parse.
-    setPriority(parser.pid, Math.min(MAX_NICE, getPriority() + DEFAULTS.policyParseNice));
-  } catch {
-    // Not allowed here (a sandbox without setpriority): parsed at the service's priority.
-  }
 }
 
 /** A part's items, put in their event's list (or its override words). */

@@ -2,9 +2,36 @@
  * The process a load's files are parsed in (parse-apart.ts): the job arrives as the first
  * message, its answer leaves in parts, each sent when the serving process asks for the next.
  * It ends when the serving process ends it, or goes away.
+ *
+ * First it lowers its own priority to the nice value it was given, every thread of it: on
+ * Linux a priority is a thread's, and V8's helper threads, which compile and collect for the
+ * parse, are already running when this code starts (the serving process setting the pid's
+ * would reach the main thread only).
  */
+import { readdirSync } from 'node:fs';
+import { setPriority } from 'node:os';
 import type { ParseJob } from './policy-parse-job.js';
-import { parseMessages } from './policy-parse-job.js';
+
+function lowerEveryThread(nice: number): void {
+  let threads: string[];
+  try {
+    threads = readdirSync('/proc/self/task');
+  } catch {
+    threads = ['0']; // No /proc: this thread only (0 is the caller).
+  }
+  for (const thread of threads) {
+    try {
+      setPriority(Number(thread), nice);
+    } catch {
+      // Ended meanwhile, or not allowed here (a sandbox without setpriority): parsed as it is.
+    }
+  }
+}
+
+const nice = Number(process.argv[2]);
+if (Number.isInteger(nice)) lowerEveryThread(nice);
+
+const { parseMessages } = await import('./policy-parse-job.js');
 
 const send = (message: unknown) => {
   process.send?.(message);

@@ -1,6 +1,7 @@
 // Plans every event of a policy set once, at load: each limit by its algorithm's part, the
-// event's tiers and overrides as plans of their own, shadow limits beside enforced ones as a
-// plan of their own, and how a client's plan is chosen (client-plans.ts).
+// event's tiers and overrides as plans of their own (an override's own when a client first
+// matches it), shadow limits beside enforced ones as a plan of their own, and how a client's
+// plan is chosen (client-plans.ts).
 import { DEFAULTS } from '../config/defaults.js';
 import { formatDuration } from '../config/duration.js';
 import { PolicyError, type LimitPolicy, type PolicySet } from '../config/policies.js';
