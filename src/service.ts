@@ -174,6 +174,7 @@ export async function startService(
         shadowAll: settings.envoyShadowMode,
         quotaAll: settings.envoyQuotaMode,
         limitHeaders: settings.envoyLimitHeaders,
+        describeInMetadata: settings.envoyDynamicMetadata,
         onSettleRefused: metrics.onEnvoySettleRefused,
         logger,
       });

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { describe, expect, it } from 'vitest';
-import { oneDescriptor, type RlsClient, type WireRequestIn } from '../scripts/lib/rls-client.js';
+import { oneDescriptor, type RlsClient, type WireRequestIn, type WireResponseOut } from '../scripts/lib/rls-client.js';
 import { calendarPeriod } from '../src/counting/algorithms/fixed/calendar.js';
 import { envoyConfigFile, useEnvoyServices, type EnvoyServiceOptions } from './helpers/envoy-service.js';
 import { uniquePrefix, useMemcached } from './helpers/memcached.js';
@@ -223,6 +223,118 @@ describe("upstream's global settings", () => {
       'RateLimit-Limit': '1',
       'X-RateLimit-Remaining': '0',
     });
+  });
+});
+
+/** google.protobuf.Value as the client decodes it: protobufjs names the well-known types' fields in camelCase. */
+interface ValueOut {
+  stringValue?: string;
+  numberValue?: number;
+  boolValue?: boolean;
+  nullValue?: string;
+  listValue?: { values: ValueOut[] };
+  structValue?: StructOut;
+}
+interface StructOut {
+  fields: Record<string, ValueOut>;
+}
+const plainValue = (value: ValueOut): unknown => {
+  if (value.structValue) return plainStruct(value.structValue);
+  if (value.listValue) return value.listValue.values.map(plainValue);
+  if (value.nullValue !== undefined && value.nullValue !== '') return null;
+  return value.stringValue ?? value.numberValue ?? value.boolValue;
+};
+const plainStruct = (struct: StructOut | null | undefined): Record<string, unknown> | undefined =>
+  struct
+    ? Object.fromEntries(Object.entries(struct.fields).map(([key, value]) => [key, plainValue(value)]))
+    : undefined;
+
+// Ported from envoyproxy/ratelimit's test/service/ratelimit_test.go (TestMetadataReturnedForPassedDescriptors,
+// TestMetadataReturnedForAllPassedDescriptors, TestOverlappingMetadataReturnsTheFirstValue), against the
+// service over gRPC, the over-limit statuses made by real counts rather than a mocked cache.
+describe("upstream's RESPONSE_DYNAMIC_METADATA", () => {
+  const META = `
+domain: meta
+descriptors:
+  - key: regular
+    rate_limit: { unit: minute, requests_per_unit: 10 }
+    metadata: { name: service_1, labels: { tier: gold } }
+  - key: quota
+    rate_limit: { unit: minute, requests_per_unit: 1 }
+    metadata: { name: service_2 }
+  - key: other
+    rate_limit: { unit: minute, requests_per_unit: 10 }
+    metadata: { some_other_name: service_2, labels: { tier: silver, zone: eu }, weight: 3, flags: [a, b] }
+  - key: free
+    rate_limit: { unlimited: true }
+    metadata: { name: free }
+`;
+  const call = (client: RlsClient, keys: string[], value: string, extra: Partial<WireRequestIn> = {}) =>
+    client.shouldRateLimit({
+      domain: 'meta',
+      descriptors: keys.map((key) => ({ entries: [{ key, value }] })),
+      ...extra,
+    }) as Promise<WireResponseOut & { dynamic_metadata: StructOut | null }>;
+
+  it('takes the metadata of the descriptors that passed only, the first value of a key kept', async () => {
+    const { client } = await start({
+      config: await configFile(META),
+      env: { QUOTA_MODE: 'true', RESPONSE_DYNAMIC_METADATA: 'true' },
+    });
+    const first = await call(client, ['quota', 'regular'], 'p1');
+    expect(first.overall_code).toBe('OK');
+    // Both passed: the quota descriptor's name, first in the request, is kept.
+    expect(plainStruct(first.dynamic_metadata)?.metadata).toEqual({ name: 'service_2', labels: { tier: 'gold' } });
+    const second = await call(client, ['quota', 'regular'], 'p1');
+    // One quota descriptor over of two: the call passes, and only the regular one's metadata is there.
+    expect([second.overall_code, ...second.statuses.map((status) => status.code)]).toEqual(['OK', 'OVER_LIMIT', 'OK']);
+    expect(plainStruct(second.dynamic_metadata)).toEqual({
+      domain: 'meta',
+      descriptors: [{ entries: ['quota=p1'] }, { entries: ['regular=p1'] }],
+      metadata: { name: 'service_1', labels: { tier: 'gold' } },
+    });
+  });
+
+  it('merges the metadata of every passed descriptor, nested mappings too, and describes each descriptor', async () => {
+    const { client } = await start({
+      config: await configFile(META),
+      env: { RESPONSE_DYNAMIC_METADATA: 'true' },
+    });
+    const answer = await client.shouldRateLimit({
+      domain: 'meta',
+      hits_addend: 2,
+      descriptors: [
+        { entries: [{ key: 'regular', value: 'm1' }] },
+        { entries: [{ key: 'other', value: 'm1' }], hits_addend: { value: 1 } },
+        { entries: [{ key: 'free', value: 'm1' }] },
+        { entries: [{ key: 'unknown', value: 'm1' }], limit: { requests_per_unit: 7, unit: 'HOUR' } },
+      ],
+    });
+    expect(answer.overall_code).toBe('OK');
+    expect(plainStruct((answer as { dynamic_metadata?: StructOut }).dynamic_metadata)).toEqual({
+      domain: 'meta',
+      hitsAddend: 2,
+      descriptors: [
+        { entries: ['regular=m1'] },
+        { entries: ['other=m1'], hitsAddend: 1 },
+        { entries: ['free=m1'] },
+        { entries: ['unknown=m1'], limit: 'requests_per_unit:7 unit:HOUR' },
+      ],
+      // The unlimited descriptor's is not there: it neither passed nor was refused.
+      metadata: {
+        name: 'service_1',
+        labels: { tier: 'gold', zone: 'eu' },
+        some_other_name: 'service_2',
+        weight: 3,
+        flags: ['a', 'b'],
+      },
+    });
+  });
+
+  it('sends no dynamic metadata when it is off', async () => {
+    const { client } = await start({ config: await configFile(META) });
+    const answer = await call(client, ['regular'], 'off1');
+    expect(answer.dynamic_metadata ?? null).toBeNull();
   });
 });
 

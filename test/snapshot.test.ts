@@ -95,7 +95,8 @@ describe('a reload between the store calls of one request', () => {
     const { limiter, arm } = reloading();
     const decide = createEnvoyDecider({ limiter });
     const reserved = await decide({ domain: 'edge', hitsAddend: 1, descriptors: [descriptor('tenant', 'beta', 4)] });
-    const id = reserved.dynamicMetadata?.memgate_reservation ?? '';
+    const id = reserved.dynamicMetadata?.memgate_reservation;
+    if (typeof id !== 'string') throw new Error('the call reserved nothing');
     arm();
     const settled = await decide({
       domain: 'edge',

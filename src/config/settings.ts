@@ -111,6 +111,10 @@ export const SETTINGS = {
     summary: "every Envoy descriptor in quota mode, as envoyproxy/ratelimit's `QUOTA_MODE` (read under that name too): a call is over only when every one of its descriptors is",
     details: 'A descriptor over its limit says `OVER_LIMIT` in its status either way (see [Envoy](docs/envoy.md#shadow-mode))',
   }),
+  envoyDynamicMetadata: onOff('MEMGATE_ENVOY_DYNAMIC_METADATA', false, {
+    summary: "each Envoy answer describes its call in `dynamic_metadata`, as envoyproxy/ratelimit's `RESPONSE_DYNAMIC_METADATA` (read under that name too): its `domain`, its `descriptors` (`entries` as `key=value`, a per-request `limit`, their own `hitsAddend`), the call's `hitsAddend`, and the configured `metadata` of the descriptors that passed",
+    details: 'A reservation\'s id is there either way (`memgate_reservation`; see [Envoy](docs/envoy.md#dynamic-metadata))',
+  }),
   envoyLimitHeaders: {
     env: ['MEMGATE_ENVOY_LIMIT_HEADERS'],
     default: 'off',

@@ -248,7 +248,7 @@ export const UPSTREAM_VARIABLES: readonly UpstreamVariable[] = [
   },
   switchAs('SHADOW_MODE', 'MEMGATE_ENVOY_SHADOW_MODE', ': true puts every descriptor in shadow (decided and counted as a `shadow_mode` one, still `OVER_LIMIT` when over), and every call is answered `OK`'),
   switchAs('QUOTA_MODE', 'MEMGATE_ENVOY_QUOTA_MODE', ': true puts every descriptor in quota mode, so that a call is over only when all of its descriptors are'),
-  offOnly('RESPONSE_DYNAMIC_METADATA', "memgate does not send descriptors' metadata yet; unset RESPONSE_DYNAMIC_METADATA", "memgate sends dynamic metadata only to name a reservation"),
+  switchAs('RESPONSE_DYNAMIC_METADATA', 'MEMGATE_ENVOY_DYNAMIC_METADATA', ": true describes each call in the answer's `dynamic_metadata` (its domain, descriptors, hits and the passed descriptors' configured `metadata`), as upstream writes it"),
   switchAs('MERGE_DOMAIN_CONFIG', 'MEMGATE_ENVOY_MERGE_DOMAINS', ': true merges a domain defined in several files (a descriptor two of them define is refused, as upstream)'),
   {
     names: ['LIMIT_RESPONSE_HEADERS_ENABLED', ...LIMIT_HEADERS],

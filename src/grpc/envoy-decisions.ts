@@ -20,6 +20,7 @@ import {
   type EnvoyMatch,
 } from '../config/envoy-match.js';
 import { calendarPeriod } from '../counting/algorithms/fixed/calendar.js';
+import { upstreamDynamicMetadata } from './envoy-metadata.js';
 import type { Decision, LimitStatus } from '../counting/decision.js';
 import { featureName } from '../shared/feature-name.js';
 import type { Limiter, TogetherCheck } from '../counting/limiter.js';
@@ -92,6 +93,8 @@ export interface EnvoyDeciderOptions {
    * to its limit (an over-limit one first), in place of memgate's RateLimit headers.
    */
   readonly limitHeaders?: LimitHeaderNames;
+  /** upstream's RESPONSE_DYNAMIC_METADATA: the call described in the answer's dynamic_metadata (envoy-metadata.ts). */
+  readonly describeInMetadata?: boolean;
 }
 
 /** The names of the limit, remaining and reset headers (upstream's LIMIT_*_HEADER). */
@@ -323,15 +326,34 @@ export function createEnvoyDecider(
         )
       : rateLimitHeaders({ allowed, limits, ...(retryAfter === undefined ? {} : { retryAfter }) });
     const reservation = allowed && reserveAt !== undefined ? together?.checks[reserveAt]?.reservation : undefined;
+    const described = options.describeInMetadata
+      ? upstreamDynamicMetadata(
+          request,
+          matches.map((match, index) => ({
+            status: statuses[index] as DescriptorStatus,
+            unlimited: match.kind === 'unlimited',
+            metadata: configuredMetadata(replaced[index], overrides[index]),
+          })),
+        )
+      : undefined;
+    // The reservation's id for Envoy's stream-done call, which names it in a descriptor entry of the same key.
+    const dynamicMetadata = { ...described, ...(reservation ? { [RESERVATION_ENTRY]: reservation.id } : {}) };
     return {
       overallCode: allowed ? 'OK' : 'OVER_LIMIT',
       statuses: statuses as DescriptorStatus[],
       responseHeadersToAdd: Object.entries(headers).map(([key, value]): HeaderValue => ({ key, value })),
-      // For Envoy's stream-done call, which names it in a descriptor entry of the same key.
-      ...(reservation ? { dynamicMetadata: { [RESERVATION_ENTRY]: reservation.id } } : {}),
+      ...(Object.keys(dynamicMetadata).length > 0 ? { dynamicMetadata } : {}),
       policyVersion: limiter.version,
     };
   };
+}
+
+/** The `metadata` of the configured descriptor that decided: none for a per-request limit, as upstream's GetLimit makes it. */
+function configuredMetadata(
+  match: EnvoyMatch | undefined,
+  override: LimitedDescriptor | undefined,
+): Readonly<Record<string, unknown>> | undefined {
+  return !override && match?.kind === 'limit' ? match.descriptor.metadata : undefined;
 }
 
 /**

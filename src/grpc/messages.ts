@@ -67,10 +67,11 @@ export interface RateLimitResponse {
   readonly responseHeadersToAdd?: readonly HeaderValue[];
   readonly requestHeadersToAdd?: readonly HeaderValue[];
   /**
-   * String values Envoy stores as dynamic metadata under the filter's namespace
-   * (envoy.filters.http.ratelimit): a reservation's id, for the call that settles it.
+   * What Envoy stores as dynamic metadata under the filter's namespace
+   * (envoy.filters.http.ratelimit): a reservation's id, for the call that settles it; with
+   * MEMGATE_ENVOY_DYNAMIC_METADATA, the call's domain, descriptors and limits' metadata.
    */
-  readonly dynamicMetadata?: Readonly<Record<string, string>>;
+  readonly dynamicMetadata?: Readonly<Record<string, MetadataValue>>;
   /** The version of the policies the call was decided under: sent as the `memgate-policy-version` header, not in the message. */
   readonly policyVersion?: string;
 }
@@ -127,9 +128,25 @@ export interface WireDescriptorStatus {
   readonly limitRemaining: number;
   readonly durationUntilReset: WireDuration | null;
 }
-/** google.protobuf.Struct of string values, as proto-loader encodes it. */
+/** A google.protobuf.Value as memgate writes it: JSON's values. */
+export type MetadataValue =
+  string | number | boolean | null | readonly MetadataValue[] | { readonly [key: string]: MetadataValue };
+
+/** A google.protobuf.Struct as memgate writes it. */
+type MetadataFields = Readonly<Record<string, MetadataValue>>;
+
+/** google.protobuf.Value, as proto-loader encodes it: one of its kinds. */
+export type WireValue =
+  | { readonly stringValue: string }
+  | { readonly numberValue: number }
+  | { readonly boolValue: boolean }
+  | { readonly nullValue: 'NULL_VALUE' }
+  | { readonly listValue: { readonly values: readonly WireValue[] } }
+  | { readonly structValue: WireStruct };
+
+/** google.protobuf.Struct, as proto-loader encodes it. */
 export interface WireStruct {
-  readonly fields: Readonly<Record<string, { readonly stringValue: string }>>;
+  readonly fields: Readonly<Record<string, WireValue>>;
 }
 export interface WireResponse {
   readonly overallCode: RateLimitCode;
@@ -208,10 +225,22 @@ export function responseToWire(response: RateLimitResponse, descriptorCount: num
   };
 }
 
-function structToWire(values: Readonly<Record<string, string>> | undefined): WireStruct | null {
-  const entries = Object.entries(values ?? {});
-  if (entries.length === 0) return null;
-  return { fields: Object.fromEntries(entries.map(([key, value]) => [key, { stringValue: value }])) };
+function structToWire(values: Readonly<Record<string, MetadataValue>> | undefined): WireStruct | null {
+  if (values === undefined || Object.keys(values).length === 0) return null;
+  return fieldsToWire(values);
+}
+
+function fieldsToWire(values: MetadataFields): WireStruct {
+  return { fields: Object.fromEntries(Object.entries(values).map(([key, value]) => [key, valueToWire(value)])) };
+}
+
+function valueToWire(value: MetadataValue): WireValue {
+  if (value === null) return { nullValue: 'NULL_VALUE' };
+  if (typeof value === 'string') return { stringValue: value };
+  if (typeof value === 'number') return { numberValue: value };
+  if (typeof value === 'boolean') return { boolValue: value };
+  if (Array.isArray(value)) return { listValue: { values: (value as readonly MetadataValue[]).map(valueToWire) } };
+  return { structValue: fieldsToWire(value as MetadataFields) };
 }
 
 function statusToWire(status: DescriptorStatus, where: string): WireDescriptorStatus {

@@ -21,6 +21,8 @@ export interface RateLimitServiceOptions {
   readonly quotaAll?: boolean;
   /** upstream's limit headers in place of memgate's (MEMGATE_ENVOY_LIMIT_HEADERS). */
   readonly limitHeaders?: LimitHeaderNames | undefined;
+  /** The call described in the answer's dynamic_metadata (MEMGATE_ENVOY_DYNAMIC_METADATA). */
+  readonly describeInMetadata?: boolean;
   /** Told of each reservation a call named and memgate did not settle (for a metric); they are logged too. */
   readonly onSettleRefused?: (refusal: SettleRefusal) => void;
   readonly logger: Logger;
@@ -71,6 +73,7 @@ export async function startRateLimitService(options: RateLimitServiceOptions): P
       ...(options.shadowAll ? { shadowAll: true } : {}),
       ...(options.quotaAll ? { quotaAll: true } : {}),
       ...(options.limitHeaders ? { limitHeaders: options.limitHeaders } : {}),
+      ...(options.describeInMetadata ? { describeInMetadata: true } : {}),
       onLimitOverride: (domain) => {
         // Once per domain: every request of a route with the override carries it.
         if (overridden.has(domain)) return;
