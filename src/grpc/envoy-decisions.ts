@@ -46,11 +46,11 @@ export type EnvoyLimiter = Pick<Limiter, 'current'>;
 const UNITS = Object.keys(ENVOY_UNIT_SECONDS) as EnvoyUnit[];
 
 /**
- * Whether a matched limit's denial refuses the request by itself: shadow_mode ones never do,
- * and quota_mode ones only together (quotaRefuses).
+ * A limit's modes: in shadow, in quota mode, and whether its denial refuses the request by
+ * itself (shadow ones never do, quota_mode ones only together: quotaRefuses).
  */
-function enforcedOf(match: Extract<EnvoyMatch, { kind: 'limit' }>, quota: boolean): boolean {
-  return !match.shadowMode && !quota;
+function modes(shadow: boolean, quota: boolean): Pick<LimitedDescriptor, 'enforced' | 'quota' | 'shadow'> {
+  return { enforced: !shadow && !quota, quota, shadow };
 }
 
 /**
@@ -178,8 +178,7 @@ function withModes(
   { shadowAll, quotaAll }: { readonly shadowAll: boolean; readonly quotaAll: boolean },
 ): LimitedDescriptor | undefined {
   if (!override) return undefined;
-  const quota = quotaAll || (matched.kind === 'limit' && matched.descriptor.quotaMode);
-  return { ...override, enforced: !shadowAll && !quota, quota, shadow: shadowAll };
+  return { ...override, ...modes(shadowAll, quotaAll || (matched.kind === 'limit' && matched.descriptor.quotaMode)) };
 }
 
 export function createEnvoyDecider(
@@ -226,9 +225,7 @@ export function createEnvoyDecider(
               event: match.event,
               feature: match.feature,
               rateLimit: match.rateLimit,
-              enforced: !shadowAll && enforcedOf(match, quotaAll || match.descriptor.quotaMode),
-              quota: quotaAll || match.descriptor.quotaMode,
-              shadow: shadowAll || match.shadowMode,
+              ...modes(shadowAll || match.shadowMode, quotaAll || match.descriptor.quotaMode),
             }
           : match),
     );
@@ -285,15 +282,17 @@ export function createEnvoyDecider(
       // A check that does not enforce answers as allowed, its limit's status among its shadow limits.
       const status = decision.limits[0] ?? decision.shadowLimits?.[0];
       const over = enforced ? !decision.allowed : (decision.shadowDenied?.length ?? 0) > 0;
+      // Over, its status says OVER_LIMIT: enforced, under the global shadow, or in quota mode
+      // not in its own shadow_mode (a descriptor's own shadow_mode answers OK, as upstream).
+      const reportsOver = enforced || shadowAll || (inQuota && !shadow);
       if (over && !enforced && !decision.degraded) options.onShadowOverLimit?.(event);
       if (rateLimit.requestsPerUnit === 0) {
         // Over whatever is asked, until a window that never frees up ends.
         const resetMs = windowEndMs(rateLimit, nowMs);
         if (enforced) zeroLimitResetsMs.push(resetMs);
-        const zeroSaysOver = enforced || shadowAll || (inQuota && !shadow);
-        if (inQuota) quota.push({ over: zeroSaysOver });
+        if (inQuota) quota.push({ over: reportsOver });
         statuses[index] = {
-          code: zeroSaysOver ? 'OVER_LIMIT' : 'OK',
+          code: reportsOver ? 'OVER_LIMIT' : 'OK',
           ...currentLimitOf(rateLimit),
           limitRemaining: 0,
           durationUntilResetSeconds: upstreamSeconds(resetMs),
@@ -303,8 +302,7 @@ export function createEnvoyDecider(
       // Clients see the limits that apply to them: a shadow limit is the operator's to watch.
       if (status && enforced) limits.push(status);
       const resetMs = untilResetMs(rateLimit, decision, status, nowMs);
-      // A descriptor's own shadow_mode answers OK; the global shadow only the call's code, as upstream.
-      const saysOver = over && (enforced || shadowAll || (inQuota && !shadow));
+      const saysOver = over && reportsOver;
       if (inQuota) quota.push({ over: saysOver });
       statuses[index] = {
         code: saysOver ? 'OVER_LIMIT' : 'OK',
