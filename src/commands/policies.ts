@@ -10,6 +10,7 @@ import { formatDuration } from '../config/duration.js';
 import { textBoundsProblem } from '../config/policy-bounds.js';
 import { FileReadError, readBoundedText } from '../config/policy-files.js';
 import { ENVOY_UNIT_SECONDS, loadEnvoyConfig, type EnvoyDescriptor, type EnvoyDomain } from '../config/envoy-config.js';
+import { SETTINGS, SettingsError } from '../config/settings.js';
 import { fromUpstream } from '../config/upstream-env.js';
 import { countedEnvoyLimits, type EnvoyLimitEvent } from '../config/envoy-events.js';
 import { formatRate, parsePolicyText, PolicyError, PolicySet } from '../config/policies.js';
@@ -43,9 +44,21 @@ export function runPolicies(args: readonly string[]): void {
     },
     async ({ positionals, fail }) => {
       const path = positionals[0] ?? fail('missing FILE');
+      // As the service would read an Envoy folder: a domain in several files merged when its settings say so.
+      const mergeDomains = (): boolean => {
+        try {
+          return SETTINGS.envoyMergeDomains.read({ ...process.env, ...fromUpstream(process.env).env });
+        } catch (error) {
+          if (error instanceof SettingsError) return fail(error.message);
+          throw error;
+        }
+      };
       if (path === '-') fail('give a policy file by its path; standard input is not read');
       const found = await stat(path).catch((error: unknown) => fail(`cannot read ${path}: ${fileProblem(error)}`));
-      if (found.isDirectory()) return listingProblems(() => checkEnvoyConfig(path));
+      if (found.isDirectory()) {
+        const merge = mergeDomains();
+        return listingProblems(() => checkEnvoyConfig(path, merge));
+      }
       if (!found.isFile()) fail(`${path} is neither a file nor a directory`);
       const text = await readBoundedText(path).catch((error: unknown) =>
         fail(`cannot read ${path}: ${error instanceof FileReadError ? error.message : fileProblem(error)}`),
@@ -53,7 +66,10 @@ export function runPolicies(args: readonly string[]): void {
       // Bounded before any parse, the sniffing one included.
       const unbounded = textBoundsProblem(text);
       if (unbounded !== undefined) fail(`${path}: ${unbounded}`);
-      if (isEnvoyFile(text)) return listingProblems(() => checkEnvoyConfig(path));
+      if (isEnvoyFile(text)) {
+        const merge = mergeDomains();
+        return listingProblems(() => checkEnvoyConfig(path, merge));
+      }
       return listingProblems(() => {
         checkPolicyFile(text, path);
       });
@@ -187,10 +203,8 @@ function descriptorTree(domains: Iterable<EnvoyDomain>): DescriptorAt[] {
   return found;
 }
 
-async function checkEnvoyConfig(path: string): Promise<void> {
-  // As the service would read the folder: a domain in several files merged when its settings say so.
-  const env = { ...process.env, ...fromUpstream(process.env).env };
-  const config = await loadEnvoyConfig(path, { mergeDomains: env.MEMGATE_ENVOY_MERGE_DOMAINS?.trim() === 'on' });
+async function checkEnvoyConfig(path: string, mergeDomains: boolean): Promise<void> {
+  const config = await loadEnvoyConfig(path, { mergeDomains });
   const tree = descriptorTree(config.domains.values());
   const limitOf = new Map(countedEnvoyLimits(config).map((limit) => [limit.descriptor, limit]));
   const sizingOf = sizeEnvoyLimits(tree, limitOf, path);
