@@ -314,6 +314,13 @@ describe('memgate policies', () => {
       `invalid policies in ${clash}:`,
       `  - ${join(clash, 'b.yaml')}: domain "shared" is already defined in ${join(clash, 'a.yaml')}; each domain belongs to one file (MEMGATE_ENVOY_MERGE_DOMAINS=on, upstream's MERGE_DOMAIN_CONFIG=true, merges them)`,
     ]);
+    // Merged as the service would merge them, named by upstream's variable; a bad switch is named.
+    const merged = await script('memgate policies', [clash], { ...process.env, MERGE_DOMAIN_CONFIG: 'true' });
+    expect(merged.code).toBe(0);
+    expect(merged.stdout).toMatch(/\bk\b[\s\S]*\bother\b/);
+    const badSwitch = await script('memgate policies', [clash], { ...process.env, MEMGATE_ENVOY_MERGE_DOMAINS: 'yes' });
+    expect({ code: badSwitch.code, stdout: badSwitch.stdout }).toEqual({ code: 2, stdout: '' });
+    expect(badSwitch.stderr).toContain('MEMGATE_ENVOY_MERGE_DOMAINS must be on or off (got "yes")');
     const empty = await mkdtemp(join(tmpdir(), 'memgate-'));
     await writeFile(join(empty, 'notes.txt'), 'domain: not read\n');
     const nothing = await checkPolicies(empty);
