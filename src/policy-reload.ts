@@ -13,7 +13,7 @@ import type { Logger } from 'pino';
 import { DEFAULTS } from './config/defaults.js';
 import { readEnvoyFiles, type EnvoyConfig } from './config/envoy-config.js';
 import { withEnvoyLimits } from './config/envoy-events.js';
-import { parseApart } from './config/parse-apart.js';
+import { PARSE_LIMITS, parseApart } from './config/parse-apart.js';
 import { PolicyError, readPolicyText, type PolicySet } from './config/policies.js';
 import { inSlices } from './config/in-slices.js';
 import { describeChanges, policyChangeSteps } from './config/policy-changes.js';
@@ -39,8 +39,13 @@ export interface PolicyPaths {
   readonly mergeEnvoyDomains?: boolean;
 }
 
+export interface LoadOptions {
+  /** A reload beside checks being served: parsed below the service in priority (PARSE_LIMITS). */
+  readonly whileServing?: boolean;
+}
+
 /** Reads and parses the files once: the version is of the bytes parsed. Rejects with PolicyError. */
-export async function loadPolicies(paths: PolicyPaths): Promise<LoadedPolicies> {
+export async function loadPolicies(paths: PolicyPaths, { whileServing = false }: LoadOptions = {}): Promise<LoadedPolicies> {
   const text = await readPolicyText(paths.policies);
   const envoyTexts = paths.envoy === undefined ? undefined : await readEnvoyFiles(paths.envoy);
   const hash = createHash('sha256');
@@ -48,13 +53,16 @@ export async function loadPolicies(paths: PolicyPaths): Promise<LoadedPolicies> 
     hash.update(`${file}\0${content}\0`);
   }
   // Parsed in a process of its own: the largest file takes seconds and hundreds of MiB.
-  const { policies, envoy } = await parseApart({
-    policies: { text, source: paths.policies },
-    envoy:
-      envoyTexts && paths.envoy !== undefined
-        ? { files: envoyTexts, source: paths.envoy, mergeDomains: paths.mergeEnvoyDomains ?? false }
-        : undefined,
-  });
+  const { policies, envoy } = await parseApart(
+    {
+      policies: { text, source: paths.policies },
+      envoy:
+        envoyTexts && paths.envoy !== undefined
+          ? { files: envoyTexts, source: paths.envoy, mergeDomains: paths.mergeEnvoyDomains ?? false }
+          : undefined,
+    },
+    whileServing ? PARSE_LIMITS : { ...PARSE_LIMITS, niceBy: 0 },
+  );
   return { policies, envoy, counted: withEnvoyLimits(policies, envoy), version: hash.digest('hex').slice(0, 12) };
 }
 
@@ -120,7 +128,7 @@ export async function createPolicyReloader(options: PolicyReloaderOptions): Prom
     };
     let next: LoadedPolicies;
     try {
-      next = await loadPolicies(paths);
+      next = await loadPolicies(paths, { whileServing: true });
     } catch (error) {
       return refused(error);
     }

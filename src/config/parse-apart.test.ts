@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { DEFAULTS } from './defaults.js';
 import { EnvoyConfig, parseEnvoyTexts, readEnvoyFiles } from './envoy-config.js';
-import { parseApart } from './parse-apart.js';
+import { PARSE_LIMITS, parseApart } from './parse-apart.js';
 import { parsePolicyText, PolicyError, PolicySet } from './policies.js';
 
 const text = (path: string) => readFileSync(path, 'utf8');
@@ -71,10 +71,10 @@ describe('parseApart', () => {
   it('refuses a file that takes more memory or time than the parse process may, and is not hurt by it', async () => {
     const large = manyOverrides(10_000);
     await expect(
-      parseApart({ policies: { text: large, source: 'large.yaml' } }, { heapMb: 16, deadlineMs: 60_000 }),
+      parseApart({ policies: { text: large, source: 'large.yaml' } }, { ...PARSE_LIMITS, heapMb: 16, deadlineMs: 60_000 }),
     ).rejects.toThrow(/parsing took more than the 16 MiB it may; not used/);
     await expect(
-      parseApart({ policies: { text: large, source: 'large.yaml' } }, { heapMb: 512, deadlineMs: 50 }),
+      parseApart({ policies: { text: large, source: 'large.yaml' } }, { ...PARSE_LIMITS, heapMb: 512, deadlineMs: 50 }),
     ).rejects.toThrow(/not parsed within 50 ms; not used/);
     const parsed = await parseApart({ policies: { text: large, source: 'large.yaml' } });
     expect(parsed.policies.events.get('api')?.overrides).toHaveLength(10_000);
@@ -101,8 +101,17 @@ describe('parseApart', () => {
     expect(priorities().length).toBeGreaterThan(3);
     await parsing;
     await expect.poll(parseProcesses, { timeout: 5000 }).toEqual([]);
+    // At start (niceBy 0) nothing is served yet: the parse keeps the service's priority.
+    const atStart = parseApart({ policies: { text: large, source: 'large.yaml' } }, { ...PARSE_LIMITS, niceBy: 0 });
+    await expect.poll(parseProcesses, { timeout: 10_000 }).toHaveLength(1);
+    const [startPid] = parseProcesses();
+    // The nice value it was told to take (its last argument), which it sets on every thread.
+    const told = readFileSync(`/proc/${startPid}/cmdline`, 'utf8').split('\0').filter(Boolean).at(-1);
+    expect(Number(told)).toBe(getPriority());
+    await atStart;
+    await expect.poll(parseProcesses, { timeout: 5000 }).toEqual([]);
     await expect(
-      parseApart({ policies: { text: large, source: 'large.yaml' } }, { heapMb: 512, deadlineMs: 200 }),
+      parseApart({ policies: { text: large, source: 'large.yaml' } }, { ...PARSE_LIMITS, heapMb: 512, deadlineMs: 200 }),
     ).rejects.toThrow(/not parsed within 200 ms/);
     await expect.poll(parseProcesses, { timeout: 5000 }).toEqual([]);
   }, 60_000);

@@ -4,8 +4,8 @@
  * thread kept that off the event loop, but not off the cores: V8's helper threads, shared by
  * every thread of a process, compiled the fresh thread's code and collected its garbage at the
  * serving thread's priority, and on 2 cores /check waited for them. A process of its own runs
- * at a lower priority (DEFAULTS.policyParseNice), every thread of it, and has a heap limit
- * and a deadline: past either, the load is refused and the process ended. One per load.
+ * a reload at a lower priority (DEFAULTS.policyParseNice), every thread of it, and has a heap
+ * limit and a deadline: past either, the load is refused and the process ended. One per load.
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { createRequire } from 'node:module';
@@ -22,11 +22,19 @@ export interface ParseLimits {
   /** The process's old space, in MiB. */
   readonly heapMb: number;
   readonly deadlineMs: number;
+  /**
+   * How many points nicer than the service the process runs: DEFAULTS.policyParseNice for a
+   * reload, which shares the cores with checks; 0 at start, with no check to protect, where a
+   * lowered parse would only wait behind every busy process of the machine.
+   */
+  readonly niceBy: number;
 }
 
+/** A reload's: below the service in priority. */
 export const PARSE_LIMITS: ParseLimits = {
   heapMb: DEFAULTS.policyParseHeapMb,
   deadlineMs: DEFAULTS.policyParseDeadlineMs,
+  niceBy: DEFAULTS.policyParseNice,
 };
 
 export interface ParsedFiles {
@@ -45,14 +53,14 @@ const STDERR_TAIL_CHARS = 4096;
  * The parse process: compiled JavaScript as it is; the TypeScript source (tests, `npm run
  * dev`) through tsx's loader, which a forked process does not inherit.
  */
-function startParseProcess(heapMb: number): ChildProcess {
+function startParseProcess({ heapMb, niceBy }: ParseLimits): ChildProcess {
   const fromSource = import.meta.url.endsWith('.ts');
   const entry = fileURLToPath(new URL(`./policy-parse-process.${fromSource ? 'ts' : 'js'}`, import.meta.url));
   const loader = fromSource
     ? ['--import', pathToFileURL(createRequire(import.meta.url).resolve('tsx/package.json').replace(/package\.json$/, 'dist/loader.mjs')).href]
     : [];
   // Relative to the service's own: one started nice stays above its parse.
-  const nice = Math.min(MAX_NICE, getPriority() + DEFAULTS.policyParseNice);
+  const nice = Math.min(MAX_NICE, getPriority() + niceBy);
   return fork(entry, [String(nice)], {
     execArgv: [...loader, `--max-old-space-size=${heapMb}`],
     // Maps, sets and nested values cross as a structured clone, as they did between threads.
@@ -67,7 +75,7 @@ export function parseApart(job: ParseJob, limits: ParseLimits = PARSE_LIMITS): P
   return new Promise<ParsedFiles>((resolve, reject) => {
     let parser: ChildProcess;
     try {
-      parser = startParseProcess(limits.heapMb);
+      parser = startParseProcess(limits);
     } catch (error) {
       reject(new PolicyError(source, [`parsing failed: cannot start the parsing process: ${(error as Error).message}`]));
       return;
