@@ -264,6 +264,7 @@ function openStore(settings: Settings, { metrics, storeTrouble, warnings, clockL
           if (err) warnings.undoFailed(err);
         },
         ...(settings.memcachedCredentials ? { credentials: settings.memcachedCredentials } : {}),
+        tls: settings.memcachedTls,
       })
     : createEmbeddedStore();
 }

@@ -29,15 +29,28 @@ export interface SaslUser {
   readonly password: string;
 }
 
+/** The PEM files of a memcached serving TLS only (`-Z`): its chain and key, and the authority its clients need with `verifyClients`. */
+export interface MemcachedTlsFiles {
+  readonly cert: string;
+  readonly key: string;
+  readonly clientCa?: string;
+}
+
+function tlsArguments(tls: MemcachedTlsFiles): string[] {
+  // ssl_verify_mode 2 (Require): a client must present a certificate the authority signed.
+  const clients = tls.clientCa ? [`ssl_ca_cert=${tls.clientCa}`, 'ssl_verify_mode=2'] : [];
+  return ['-Z', '-o', [`ssl_chain_cert=${tls.cert}`, `ssl_key=${tls.key}`, ...clients].join(',')];
+}
+
 /**
  * Starts the memcached binary on a loopback port (a free one unless `port` is given, as to
  * restart a server where its clients expect it) and waits until it accepts connections.
  * With `sasl`, it runs with `-S` and accepts only that user (Cyrus SASL's sasldb, written by
  * saslpasswd2 from Debian's sasl2-bin). With `withoutCas`, it runs with `-C`: no CAS uniques,
- * a server compare-and-swap must refuse.
+ * a server compare-and-swap must refuse. With `tls`, it serves TLS only (`-Z`).
  */
 export async function startMemcachedProcess(
-  options: { port?: number; memoryMb?: number; sasl?: SaslUser; withoutCas?: boolean } = {},
+  options: { port?: number; memoryMb?: number; sasl?: SaslUser; withoutCas?: boolean; tls?: MemcachedTlsFiles } = {},
 ): Promise<MemcachedProcess> {
   const binary = await findMemcachedBinary();
   if (!binary) throw new Error(INSTALL_HINT);
@@ -60,6 +73,7 @@ export async function startMemcachedProcess(
         ...user,
         ...(sasl ? ['-S'] : []),
         ...(options.withoutCas === true ? ['-C'] : []),
+        ...(options.tls ? tlsArguments(options.tls) : []),
       ],
       { stdio: 'ignore', env: sasl ? { ...process.env, SASL_CONF_PATH: sasl } : process.env },
     );

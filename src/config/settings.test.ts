@@ -1,3 +1,6 @@
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { DEFAULTS } from './defaults.js';
 import { loadSettings, SETTINGS, SettingsError, USAGE, type Setting } from './settings.js';
@@ -62,6 +65,29 @@ describe('loadSettings', () => {
     expect(() => loadSettings({ MEMCACHED_USERNAME: 'memgate' }, [])).toThrow('MEMCACHED_USERNAME and MEMCACHED_PASSWORD go together');
     expect(problemsOf({ MEMCACHED_PASSWORD: 'secret-value' })).toHaveLength(1);
     expect(problemsOf({ MEMCACHED_PASSWORD: 'secret-value' }).join('\n')).not.toContain('secret-value');
+  });
+
+  it('reads TLS to Memcached: off unless asked, PEM files read at start, a client pair whole, no stray option', () => {
+    const folder = mkdtempSync(join(tmpdir(), 'memgate-settings-tls-'));
+    const ca = join(folder, 'ca.pem');
+    writeFileSync(ca, '-----BEGIN CERTIFICATE-----\nAA==\n-----END CERTIFICATE-----\n');
+    const notPem = join(folder, 'ca.der');
+    writeFileSync(notPem, Buffer.from([0x30, 0x82]));
+    expect(loadSettings({}, []).memcachedTls).toBeUndefined();
+    expect(loadSettings({ MEMCACHED_TLS: 'on' }, []).memcachedTls).toEqual({ verifyHostname: true });
+    expect(loadSettings({ MEMCACHED_TLS: 'on', MEMCACHED_TLS_CA: ca, MEMCACHED_TLS_VERIFY_HOSTNAME: 'off' }, []).memcachedTls).toEqual({
+      ca: readFileSync(ca),
+      verifyHostname: false,
+    });
+    expect(problemsOf({ MEMCACHED_TLS_CA: ca })).toEqual(['MEMCACHED_TLS_CA set without MEMCACHED_TLS=on: set it, or unset them']);
+    expect(problemsOf({ MEMCACHED_TLS: 'on', MEMCACHED_TLS_CERT: ca })).toEqual([
+      'MEMCACHED_TLS_CERT and MEMCACHED_TLS_KEY go together: set both or neither',
+    ]);
+    expect(problemsOf({ MEMCACHED_TLS: 'on', MEMCACHED_TLS_CA: notPem, MEMCACHED_TLS_CERT: join(folder, 'missing.pem'), MEMCACHED_TLS_KEY: ca })).toEqual([
+      `MEMCACHED_TLS_CA=${notPem}: not a PEM file (no "-----BEGIN" line)`,
+      `MEMCACHED_TLS_CERT=${join(folder, 'missing.pem')}: cannot be read (ENOENT)`,
+    ]);
+    expect(problemsOf({ MEMCACHED_TLS: 'yes' })).toEqual(['MEMCACHED_TLS must be on or off (got "yes")']);
   });
 
   it('reads LOG_LEVEL in any case, as envoyproxy/ratelimit operators write it', () => {

@@ -5,6 +5,7 @@ import leven from 'leven';
 import { DEFAULTS, KEY_PREFIX_PATTERN } from './defaults.js';
 import { parseServerList, ServerListError, type Credentials } from './memcached-servers.js';
 import { parseRetention, type Archive } from './retention.js';
+import { readPemFile, type MemcachedTls } from './tls.js';
 import { fromUpstream } from './upstream-env.js';
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -177,6 +178,38 @@ export const SETTINGS = {
       return username === undefined || password === undefined ? undefined : { username, password };
     },
   },
+  memcachedTls: {
+    env: ['MEMCACHED_TLS', 'MEMCACHED_TLS_CA', 'MEMCACHED_TLS_CERT', 'MEMCACHED_TLS_KEY', 'MEMCACHED_TLS_VERIFY_HOSTNAME'],
+    default: 'off',
+    values: '`on` or `off`; PEM files; `on` or `off`',
+    summary: 'TLS to every Memcached server (memcached started with `-Z`): `MEMCACHED_TLS=on`, the authorities to trust in `MEMCACHED_TLS_CA` (Node\'s bundled ones when unset), a client certificate for mutual TLS in `MEMCACHED_TLS_CERT` and `MEMCACHED_TLS_KEY` (both or neither)',
+    details: '`MEMCACHED_TLS_VERIFY_HOSTNAME=off` accepts a certificate that does not name the host dialled (its chain is still verified). Files are read at start. Read from envoyproxy/ratelimit\'s `MEMCACHE_TLS`, `MEMCACHE_TLS_CACERT`, `MEMCACHE_TLS_CLIENT_CERT`, `MEMCACHE_TLS_CLIENT_KEY` and `MEMCACHE_TLS_SKIP_HOSTNAME_VERIFICATION` too',
+    read: (env): MemcachedTls | undefined => {
+      const on = onOff('MEMCACHED_TLS', false, { summary: '' }).read(env);
+      const verifyHostname = onOff('MEMCACHED_TLS_VERIFY_HOSTNAME', true, { summary: '' }).read(env);
+      const files = { ca: 'MEMCACHED_TLS_CA', cert: 'MEMCACHED_TLS_CERT', key: 'MEMCACHED_TLS_KEY' } as const;
+      const named = (Object.values(files) as string[]).filter((name) => value(env, name) !== undefined);
+      if (!on) {
+        const alone = value(env, 'MEMCACHED_TLS_VERIFY_HOSTNAME') === undefined ? named : [...named, 'MEMCACHED_TLS_VERIFY_HOSTNAME'];
+        if (alone.length > 0) throw new SettingsError([`${alone.join(', ')} set without MEMCACHED_TLS=on: set it, or unset them`]);
+        return undefined;
+      }
+      if ((value(env, files.cert) === undefined) !== (value(env, files.key) === undefined)) {
+        throw new SettingsError(['MEMCACHED_TLS_CERT and MEMCACHED_TLS_KEY go together: set both or neither']);
+      }
+      const problems: string[] = [];
+      const read: { ca?: Buffer; cert?: Buffer; key?: Buffer } = {};
+      for (const [field, name] of Object.entries(files) as [keyof typeof files, string][]) {
+        const path = value(env, name);
+        if (path === undefined) continue;
+        const pem = readPemFile(name, path);
+        if (typeof pem === 'string') problems.push(pem);
+        else read[field] = pem;
+      }
+      if (problems.length > 0) throw new SettingsError(problems);
+      return { ...read, verifyHostname };
+    },
+  } satisfies Setting<MemcachedTls | undefined>,
   memcachedTimeoutMs: integer('MEMCACHED_TIMEOUT_MS', DEFAULTS.memcachedTimeoutMs, 1, 60_000, 'ms', {
     summary: 'how long a Memcached server may stay silent while a call waits on it',
     details:

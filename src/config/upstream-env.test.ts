@@ -51,6 +51,27 @@ describe("envoyproxy/ratelimit's environment", () => {
     expect(fromUpstream({ CACHE_KEY_PREFIX: 'edge:' }).env).toEqual({ MEMGATE_KEY_PREFIX: 'edge:' });
   });
 
+  it("reads upstream's MEMCACHE_TLS settings as memgate's when MEMCACHE_TLS is true, and leaves them unused otherwise", () => {
+    const tls = {
+      MEMCACHE_TLS: 'true',
+      MEMCACHE_TLS_CACERT: '/certs/ca.pem',
+      MEMCACHE_TLS_CLIENT_CERT: '/certs/client.pem',
+      MEMCACHE_TLS_CLIENT_KEY: '/certs/client.key',
+      MEMCACHE_TLS_SKIP_HOSTNAME_VERIFICATION: 'true',
+    };
+    expect(fromUpstream(tls).env).toEqual({
+      MEMCACHED_TLS: 'on',
+      MEMCACHED_TLS_CA: '/certs/ca.pem',
+      MEMCACHED_TLS_CERT: '/certs/client.pem',
+      MEMCACHED_TLS_KEY: '/certs/client.key',
+      MEMCACHED_TLS_VERIFY_HOSTNAME: 'off',
+    });
+    expect(fromUpstream({ ...tls, MEMCACHE_TLS: 'false' }).env).toEqual({});
+    expect(fromUpstream({ ...tls, MEMCACHED_TLS_CA: '/elsewhere/ca.pem' }).problems).toEqual([
+      'MEMCACHE_TLS_CACERT and MEMCACHED_TLS_CA disagree ("/certs/ca.pem" and "/elsewhere/ca.pem"): set one of them',
+    ]);
+  });
+
   it('reads the global shadow mode and the limit headers, with their names', () => {
     expect(loadSettings({ SHADOW_MODE: 'true' }, []).envoyShadowMode).toBe(true);
     expect(loadSettings({ SHADOW_MODE: 'false' }, []).envoyShadowMode).toBe(false);

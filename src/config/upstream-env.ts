@@ -221,12 +221,25 @@ export const UPSTREAM_VARIABLES: readonly UpstreamVariable[] = [
     memgate: 'refused: list the servers in `MEMCACHE_HOST_PORT` or `MEMCACHED_SERVERS`',
     read: refuseSet(['MEMCACHE_SRV'], 'memgate does not look servers up by SRV yet; list them in MEMCACHE_HOST_PORT (or MEMCACHED_SERVERS)'),
   },
-  offOnly(
-    'MEMCACHE_TLS',
-    'memgate talks to Memcached in clear (SASL for a password: MEMCACHED_USERNAME, MEMCACHED_PASSWORD); unset MEMCACHE_TLS',
-    'memgate talks to Memcached in clear, SASL for a password (`MEMCACHED_USERNAME`, `MEMCACHED_PASSWORD`)',
-    ['MEMCACHE_TLS_CLIENT_CERT', 'MEMCACHE_TLS_CLIENT_KEY', 'MEMCACHE_TLS_CACERT', 'MEMCACHE_TLS_SKIP_HOSTNAME_VERIFICATION'],
-  ),
+  {
+    names: ['MEMCACHE_TLS', 'MEMCACHE_TLS_CACERT', 'MEMCACHE_TLS_CLIENT_CERT', 'MEMCACHE_TLS_CLIENT_KEY', 'MEMCACHE_TLS_SKIP_HOSTNAME_VERIFICATION'],
+    handling: 'honoured',
+    memgate: 'read as `MEMCACHED_TLS`, `MEMCACHED_TLS_CA`, `MEMCACHED_TLS_CERT`, `MEMCACHED_TLS_KEY` and `MEMCACHED_TLS_VERIFY_HOSTNAME=off` when `MEMCACHE_TLS` is true; unused otherwise, as upstream leaves them',
+    read: (read) => {
+      if (!read.isTrue('MEMCACHE_TLS', false)) return;
+      read.give('MEMCACHED_TLS', 'on', 'MEMCACHE_TLS');
+      for (const [name, setting] of [
+        ['MEMCACHE_TLS_CACERT', 'MEMCACHED_TLS_CA'],
+        ['MEMCACHE_TLS_CLIENT_CERT', 'MEMCACHED_TLS_CERT'],
+        ['MEMCACHE_TLS_CLIENT_KEY', 'MEMCACHED_TLS_KEY'],
+      ] as const) {
+        const given = read.get(name);
+        if (given !== undefined) read.give(setting, given, name);
+      }
+      if (read.isTrue('MEMCACHE_TLS_SKIP_HOSTNAME_VERIFICATION', false))
+        read.give('MEMCACHED_TLS_VERIFY_HOSTNAME', 'off', 'MEMCACHE_TLS_SKIP_HOSTNAME_VERIFICATION');
+    },
+  },
   readAs('CACHE_KEY_PREFIX', 'MEMGATE_KEY_PREFIX', ". memgate's keys have their own layout: upstream's counters are not read"),
   {
     names: ['EXPIRATION_JITTER_MAX_SECONDS'],

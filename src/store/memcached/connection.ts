@@ -1,4 +1,6 @@
-import { connect, type Socket } from 'node:net';
+import { connect, isIP, type Socket } from 'node:net';
+import { connect as connectTls, type ConnectionOptions as ConnectionOptionsTls } from 'node:tls';
+import type { MemcachedTls } from './servers.js';
 import { StoreUnavailableError } from '../counter-store.js';
 import { encodeBatch, encodeRequest, Opcode, Status } from './protocol.js';
 import { HEADER_BYTES, Reply } from './reply.js';
@@ -37,6 +39,8 @@ export interface ConnectionOptions {
   /** SASL PLAIN credentials, sent first on every new connection when given. */
   readonly username?: string | undefined;
   readonly password?: string | undefined;
+  /** TLS, before anything else is sent (SASL included); in clear when unset. */
+  readonly tls?: MemcachedTls | undefined;
   /** How long the server may stay silent while an exchange waits on it. */
   readonly deadlineMs: number;
   /** Send the exchanges of one event-loop turn in one socket write. */
@@ -59,6 +63,17 @@ const SASL_OPAQUE = 0;
 const RESPONSE_MAGIC = 0x81;
 /** Why a server whose bytes are not replies of the binary protocol is down. */
 const NOT_MEMCACHED = "it answers with bytes that are not Memcached's binary protocol: another service on this port?";
+
+/** Node's options for a TLS connection to `host` as `tls` asks. */
+function tlsOptions(host: string, tls: MemcachedTls): ConnectionOptionsTls {
+  return {
+    ...(tls.ca ? { ca: tls.ca } : {}),
+    ...(tls.cert && tls.key ? { cert: tls.cert, key: tls.key } : {}),
+    // SNI takes a name only; an address is checked against the certificate's IP entries.
+    ...(isIP(host) === 0 ? { servername: host } : {}),
+    ...(tls.verifyHostname ? {} : { checkServerIdentity: () => undefined }),
+  };
+}
 
 /** An exchange on its way: sent, waiting, perhaps late, until complete or failed. */
 interface Pending {
@@ -183,8 +198,9 @@ export class ServerConnection {
 
   /** A new socket; SASL's request goes first, and the exchanges' bytes queue behind it. */
   private open(): Socket {
-    const { host, port, username, password, deadlineMs } = this.options;
-    const socket = connect({ host, port, noDelay: true, keepAlive: true, keepAliveInitialDelay: KEEP_ALIVE_MS });
+    const { host, port, username, password, deadlineMs, tls } = this.options;
+    const tcp = { host, port, noDelay: true, keepAlive: true, keepAliveInitialDelay: KEEP_ALIVE_MS };
+    const socket = tls ? connectTls({ ...tcp, ...tlsOptions(host, tls) }) : connect(tcp);
     this.socket = socket;
     this.partial = undefined;
     let failure: string | undefined;
@@ -193,7 +209,8 @@ export class ServerConnection {
       failure = `did not connect within ${connectMs} ms`;
       socket.destroy();
     }, connectMs);
-    socket.once('connect', () => {
+    // Over TLS, bytes written before the handshake wait for it in Node: they leave at secureConnect.
+    socket.once(tls ? 'secureConnect' : 'connect', () => {
       clearTimeout(connectTimer);
       // Bytes written while connecting leave now: their deadline starts here.
       const now = performance.now();
@@ -204,7 +221,7 @@ export class ServerConnection {
     socket.on('data', (chunk: Buffer) => {
       this.onData(socket, chunk);
     });
-    socket.on('error', (error) => {
+    socket.on('error', (error: Error) => {
       failure ??= error.message;
     });
     socket.once('close', () => {

@@ -22,13 +22,15 @@ import { ServerConnection } from './connection.js';
 import { serverStats } from './stats.js';
 import type { BatchRequest } from './protocol.js';
 import { Placement, type PlacementChange } from './placement.js';
-import { parseServerList, type Credentials } from './servers.js';
+import { parseServerList, type Credentials, type MemcachedTls } from './servers.js';
 
 export interface MemcachedStoreOptions {
   /** `host[:port],…`, as in MEMCACHED_SERVERS. */
   readonly servers: string;
   /** SASL credentials for the servers that name none of their own. */
   readonly credentials?: Credentials;
+  /** TLS to every server; in clear when unset. */
+  readonly tls?: MemcachedTls | undefined;
   /** Deadline of every call to a server, in milliseconds. Default 250. */
   readonly timeoutMs?: number;
   /** Most servers one call talks to at once. Default 8. */
@@ -175,6 +177,7 @@ export function createMemcachedStore(options: MemcachedStoreOptions): CounterSto
         username,
         password,
         label,
+        tls: options.tls,
         deadlineMs: timeoutMs,
         coalesceWrites,
         // Placement first: the calls this change fails are sent again where their keys now go.

@@ -12,3 +12,4 @@ export function hashTagOf(key: string): string {
   const close = key.indexOf('}', open + 1);
   return close === -1 ? key : key.slice(open + 1, close);
 }
+export type { MemcachedTls } from '../../config/tls.js';
