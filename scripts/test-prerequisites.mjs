@@ -26,7 +26,11 @@ export const SYSTEM_NEEDS = [
   // MEMCACHED_SERVERS does not stand in for it: some tests stop, pause and restart their own server.
   { package: 'memcached', purpose: 'the store tests', command: 'memcached' },
   { package: 'nginx', purpose: 'the gateway test', variable: 'NGINX_PATH', path: '/usr/sbin/nginx' },
-  { package: 'openssl', purpose: 'the TLS tests (a certificate authority, server and client certificates)', command: 'openssl' },
+  {
+    package: 'openssl',
+    purpose: 'the TLS tests (a certificate authority, server and client certificates)',
+    command: 'openssl',
+  },
   {
     package: 'sasl2-bin',
     purpose: 'the SASL test (saslpasswd2 makes the password file of memcached -S)',

@@ -45,7 +45,10 @@ export interface LoadOptions {
 }
 
 /** Reads and parses the files once: the version is of the bytes parsed. Rejects with PolicyError. */
-export async function loadPolicies(paths: PolicyPaths, { whileServing = false }: LoadOptions = {}): Promise<LoadedPolicies> {
+export async function loadPolicies(
+  paths: PolicyPaths,
+  { whileServing = false }: LoadOptions = {},
+): Promise<LoadedPolicies> {
   const text = await readPolicyText(paths.policies);
   const envoyTexts = paths.envoy === undefined ? undefined : await readEnvoyFiles(paths.envoy);
   const hash = createHash('sha256');

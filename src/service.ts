@@ -16,11 +16,16 @@ import { reloadable } from './counting/reloadable-limiter.js';
 import { startRateLimitService } from './grpc/rate-limit-service.js';
 import type { GrpcServer } from './grpc/server.js';
 import { buildApp } from './http/app.js';
+import { httpsOptions, serveRenewedCertificates } from './http/tls.js';
+import { ListenerCertificates } from './listener-certificates.js';
+import type { ListenerTls } from './config/tls.js';
+import type { Server as TlsServer } from 'node:tls';
 import { createDrain } from './http/drain.js';
 import { createMetrics, type Metrics } from './http/metrics.js';
 import { clockWatcher } from './operator-log/clock-watch.js';
 import { deferredLog, type DeferredLog } from './operator-log/deferred-log.js';
 import { logStarted, type HeapLimit } from './operator-log/started-line.js';
+import { certificateLog } from './operator-log/certificate-log.js';
 import { storeTroubleLogger, type StoreTroubleLog } from './operator-log/store-trouble.js';
 import { storeWarnings, type StoreWarnings } from './operator-log/store-warnings.js';
 import { createPolicyReloader, loadPolicies, type LoadedPolicies, type ReloadResult } from './policy-reload.js';
@@ -137,6 +142,7 @@ export async function startService(
   // Bucket time is the store's clock: read it once before the first check.
   await store.clock?.ready();
   const drain = createDrain();
+  const httpCertificates = settings.httpTls && listenerCertificates(settings.httpTls, settings, logger, 'MEMGATE_TLS');
   const app = buildApp({
     limiter,
     store,
@@ -147,6 +153,7 @@ export async function startService(
     policyVersion: () => reloader.version,
     ...(admin ? { admin } : {}),
     ...(usage?.history ? { usage: usage.history } : {}),
+    https: httpCertificates && httpsOptions(httpCertificates.current),
   });
   try {
     await app.listen({ port: settings.port, host: settings.host });
@@ -162,6 +169,8 @@ export async function startService(
     });
   }
   let grpc: GrpcServer | undefined;
+  const grpcCertificates =
+    settings.grpcTls && listenerCertificates(settings.grpcTls, settings, logger, 'MEMGATE_GRPC_TLS');
   if (settings.grpcPort !== undefined) {
     try {
       grpc = await startRateLimitService({
@@ -177,6 +186,7 @@ export async function startService(
         describeInMetadata: settings.envoyDynamicMetadata,
         onSettleRefused: metrics.onEnvoySettleRefused,
         logger,
+        tls: grpcCertificates && { certificates: grpcCertificates, clientSan: settings.grpcTls.clientSan },
       });
     } catch (error) {
       reloader.close();
@@ -203,16 +213,40 @@ export async function startService(
   log.flush();
   const evictions = store.shared ? watchEvictions(store, warnings.evicted) : undefined;
   void evictions?.check().catch(() => undefined);
+  const stopHttpCertificates =
+    httpCertificates && serveRenewedCertificates(app.server as unknown as TlsServer, httpCertificates);
   return {
     app,
     store,
     ...(grpc ? { grpc } : {}),
     close: ({ drainMs = 0 } = {}) => {
       reloader.close();
+      stopHttpCertificates?.();
+      grpcCertificates?.stop();
       return stopServing({ app, grpc, store, drain, evictions, logger, usage }, drainMs);
     },
     reloadPolicies: () => reloader.reload('signal'),
   };
+}
+
+/**
+ * A listener's certificates, read now and every MEMGATE_TLS_REFRESH_S; a set Node refuses at
+ * start stops it, naming the settings (`prefix`_CERT, …) and Node's reason.
+ */
+function listenerCertificates(
+  tls: ListenerTls,
+  settings: Settings,
+  logger: Logger,
+  prefix: string,
+): ListenerCertificates {
+  try {
+    return new ListenerCertificates(tls, {
+      refreshMs: settings.tlsRefreshSeconds * 1000,
+      ...certificateLog(logger, prefix),
+    });
+  } catch (error) {
+    throw new Error(`${prefix}_CERT, ${prefix}_KEY: cannot serve them: ${(error as Error).message}`, { cause: error });
+  }
 }
 
 /** Tells the metrics of every decision, and usage history of every check (a peek decides nothing). */

@@ -62,7 +62,9 @@ describe('memcached over TLS', () => {
     expect(String(named)).toMatch(/IP: 127\.0\.0\.1 is not in the cert's list/);
     expect(await countOnce(elsewhere, { ca: pem(certs.ca), verifyHostname: false })).toBe(1);
     const stranger = await tlsMemcached(certs.stranger);
-    expect(String(await countOnce(stranger, { ca: pem(certs.ca), verifyHostname: false }))).toMatch(/unable to verify the first certificate/);
+    expect(String(await countOnce(stranger, { ca: pem(certs.ca), verifyHostname: false }))).toMatch(
+      /unable to verify the first certificate/,
+    );
   });
 
   it('presents the client certificate a server requires (mutual TLS)', async () => {
@@ -71,7 +73,12 @@ describe('memcached over TLS', () => {
     expect(withoutCertificate).toBeInstanceOf(StoreUnavailableError);
     expect(String(withoutCertificate)).toMatch(/certificate required/);
     expect(
-      await countOnce(server, { ca: pem(certs.ca), cert: pem(certs.client.cert), key: pem(certs.client.key), verifyHostname: true }),
+      await countOnce(server, {
+        ca: pem(certs.ca),
+        cert: pem(certs.client.cert),
+        key: pem(certs.client.key),
+        verifyHostname: true,
+      }),
     ).toBe(1);
   });
 
@@ -91,13 +98,21 @@ describe('memcached over TLS', () => {
     const feature = `tls-${Date.now()}`;
     const statuses: number[] = [];
     // The bundled policy's login event: 5 a minute.
-    for (const service of [a, b, a, b, a, b]) statuses.push((await fetch(`${service.url}/check?event=login&feature=${feature}`)).status);
+    for (const service of [a, b, a, b, a, b])
+      statuses.push((await fetch(`${service.url}/check?event=login&feature=${feature}`)).status);
     expect(statuses).toEqual([200, 200, 200, 200, 200, 429]);
     expect(a.logs.some((line) => String(line.msg).includes('MEMCACHE_TLS as MEMCACHED_TLS'))).toBe(true);
+    expect(a.logs.find((line) => String(line.msg).includes('listening on'))?.msg).toContain(
+      `memcached ${server.servers} (timeout 250 ms, TLS)`,
+    );
   });
 
   it('names a certificate file it cannot read at start, and starts nothing', async () => {
-    const refused = await startServiceProcess({ MEMCACHED_SERVERS: '127.0.0.1:1', MEMCACHED_TLS: 'on', MEMCACHED_TLS_CA: '/nonexistent/ca.pem' }).then(
+    const refused = await startServiceProcess({
+      MEMCACHED_SERVERS: '127.0.0.1:1',
+      MEMCACHED_TLS: 'on',
+      MEMCACHED_TLS_CA: '/nonexistent/ca.pem',
+    }).then(
       (service) => {
         services.push(service);
         return new Error('started');

@@ -57,9 +57,13 @@ export interface RlsClient {
 
 type Unary = (request: object, callback: (error: grpc.ServiceError | null, reply: unknown) => void) => void;
 
-export function rlsClient(address: string): RlsClient {
-  const client = new RateLimitClient(address, grpc.credentials.createInsecure());
-  const health = new HealthClient(address, grpc.credentials.createInsecure());
+/** In clear unless `credentials` say otherwise (grpc.credentials.createSsl for TLS). */
+export function rlsClient(
+  address: string,
+  credentials: grpc.ChannelCredentials = grpc.credentials.createInsecure(),
+): RlsClient {
+  const client = new RateLimitClient(address, credentials);
+  const health = new HealthClient(address, credentials);
   const call = <T>(target: grpc.Client, method: string, request: object) =>
     new Promise<T>((resolve, reject) => {
       (target as unknown as Record<string, Unary>)[method]?.call(target, request, (error, reply) => {

@@ -127,6 +127,8 @@ export const DEFAULTS = {
    * deadline (at 10 it keeps about a tenth of a core against a busy one).
    */
   policyParseNice: 10,
+  /** How often a listener's certificate files are read again (MEMGATE_TLS_REFRESH_S). */
+  tlsRefreshSeconds: 60,
   /** The longest the serving thread plans a reload's policies before it lets checks through. */
   planSliceMs: 5,
   /**

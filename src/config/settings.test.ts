@@ -90,6 +90,32 @@ describe('loadSettings', () => {
     expect(problemsOf({ MEMCACHED_TLS: 'yes' })).toEqual(['MEMCACHED_TLS must be on or off (got "yes")']);
   });
 
+  it('reads TLS on the listeners: both files or neither, a client name only with a client authority', () => {
+    const folder = mkdtempSync(join(tmpdir(), 'memgate-settings-listener-'));
+    const file = join(folder, 'a.pem');
+    writeFileSync(file, '-----BEGIN CERTIFICATE-----\nAA==\n-----END CERTIFICATE-----\n');
+    expect(loadSettings({}, [])).toMatchObject({ grpcTls: undefined, httpTls: undefined, tlsRefreshSeconds: DEFAULTS.tlsRefreshSeconds });
+    expect(loadSettings({ MEMGATE_GRPC_TLS_CERT: file, MEMGATE_GRPC_TLS_KEY: file, MEMGATE_GRPC_TLS_CLIENT_CA: file, MEMGATE_GRPC_TLS_CLIENT_SAN: 'envoy' }, []).grpcTls).toEqual({
+      certFile: file,
+      keyFile: file,
+      clientCaFile: file,
+      clientSan: 'envoy',
+    });
+    expect(loadSettings({ MEMGATE_TLS_CERT: file, MEMGATE_TLS_KEY: file }, []).httpTls).toEqual({ certFile: file, keyFile: file });
+    expect(problemsOf({ MEMGATE_TLS_CERT: file })).toEqual(['MEMGATE_TLS_CERT and MEMGATE_TLS_KEY go together: set both or neither']);
+    expect(problemsOf({ MEMGATE_GRPC_TLS_CLIENT_CA: file })).toEqual([
+      'MEMGATE_GRPC_TLS_CLIENT_CA set without MEMGATE_GRPC_TLS_CERT and MEMGATE_GRPC_TLS_KEY: set them, or unset it',
+    ]);
+    expect(problemsOf({ MEMGATE_GRPC_TLS_CERT: file, MEMGATE_GRPC_TLS_KEY: file, MEMGATE_GRPC_TLS_CLIENT_SAN: 'envoy' })).toEqual([
+      'MEMGATE_GRPC_TLS_CLIENT_SAN needs MEMGATE_GRPC_TLS_CLIENT_CA: a name is checked only on certificates that authority signed',
+    ]);
+    expect(problemsOf({ MEMGATE_TLS_CERT: join(folder, 'gone.pem'), MEMGATE_TLS_KEY: file })).toEqual([
+      `MEMGATE_TLS_CERT=${join(folder, 'gone.pem')}: cannot be read (ENOENT)`,
+    ]);
+    // HTTP has no client name: the variable is no setting, and its near miss is named.
+    expect(problemsOf({ MEMGATE_TLS_CERT: file, MEMGATE_TLS_KEY: file, MEMGATE_TLS_CLIENT_SAN: 'x' })[0]).toMatch(/MEMGATE_TLS_CLIENT_SAN/);
+  });
+
   it('reads LOG_LEVEL in any case, as envoyproxy/ratelimit operators write it', () => {
     expect(loadSettings({ LOG_LEVEL: 'WARN' }, []).logLevel).toBe('warn');
     expect(problemsOf({ LOG_LEVEL: 'LOUD' })).toEqual(['LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent (got "LOUD")']);

@@ -5,7 +5,7 @@ import leven from 'leven';
 import { DEFAULTS, KEY_PREFIX_PATTERN } from './defaults.js';
 import { parseServerList, ServerListError, type Credentials } from './memcached-servers.js';
 import { parseRetention, type Archive } from './retention.js';
-import { readPemFile, type MemcachedTls } from './tls.js';
+import { readPemFile, type ListenerTls, type MemcachedTls } from './tls.js';
 import { fromUpstream } from './upstream-env.js';
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -92,6 +92,17 @@ export const SETTINGS = {
       return Number(given);
     },
   },
+  grpcTls: listenerTls('MEMGATE_GRPC_TLS', 'the gRPC server', {
+    clientSan: true,
+    details: "Read from envoyproxy/ratelimit's `GRPC_SERVER_USE_TLS` with `GRPC_SERVER_TLS_CERT`, `GRPC_SERVER_TLS_KEY`, `GRPC_CLIENT_TLS_CACERT` and `GRPC_CLIENT_TLS_SAN` too. A client without a certificate is refused at the handshake; one whose certificate lacks the name is answered `UNAUTHENTICATED`",
+  }),
+  httpTls: listenerTls('MEMGATE_TLS', 'the HTTP server (`PORT`)', {
+    clientSan: false,
+    details: 'With a client authority, a client without a certificate it signed is refused at the handshake (probes of `/healthz` need one too)',
+  }),
+  tlsRefreshSeconds: integer('MEMGATE_TLS_REFRESH_S', DEFAULTS.tlsRefreshSeconds, 1, 86_400, 's', {
+    summary: "how often the listeners' certificate files (`MEMGATE_TLS_CERT`, `MEMGATE_GRPC_TLS_CERT`, their keys and client authorities) are read again: a renewed certificate is served to new connections without a restart",
+  }),
   envoyConfigPath: {
     env: ['MEMGATE_ENVOY_CONFIG'],
     default: 'unset',
@@ -541,6 +552,38 @@ function onOff(name: string, fallback: boolean, text: { summary: string; details
       if (given === undefined) return fallback;
       if (given !== 'on' && given !== 'off') throw new SettingsError([`${name} must be on or off (got ${JSON.stringify(given)})`]);
       return given === 'on';
+    },
+  };
+}
+
+/**
+ * A listener's TLS from `<prefix>_CERT` and `<prefix>_KEY` (both or neither: off without them),
+ * `<prefix>_CLIENT_CA` for mutual TLS, and `<prefix>_CLIENT_SAN` when `clientSan`. The files are
+ * read once here, so that one that cannot be used stops the start naming its variable.
+ */
+function listenerTls(prefix: string, listener: string, text: { clientSan: boolean; details: string }): Setting<ListenerTls | undefined> {
+  const names = { cert: `${prefix}_CERT`, key: `${prefix}_KEY`, clientCa: `${prefix}_CLIENT_CA`, clientSan: `${prefix}_CLIENT_SAN` };
+  return {
+    env: [names.cert, names.key, names.clientCa, ...(text.clientSan ? [names.clientSan] : [])],
+    default: 'unset',
+    values: text.clientSan ? 'PEM files; a name' : 'PEM files',
+    summary: `TLS on ${listener}: its certificate chain and key (both or neither; unset, in clear), and for mutual TLS the authority its clients' certificates must come from${text.clientSan ? ', and a subject alternative name they must have' : ''}`,
+    details: text.details,
+    read: (env) => {
+      const [cert, key, clientCa] = [names.cert, names.key, names.clientCa].map((name) => value(env, name));
+      const clientSan = text.clientSan ? value(env, names.clientSan) : undefined;
+      if (cert === undefined && key === undefined) {
+        const stray = [clientCa === undefined ? [] : [names.clientCa], clientSan === undefined ? [] : [names.clientSan]].flat();
+        if (stray.length > 0) throw new SettingsError([`${stray.join(', ')} set without ${names.cert} and ${names.key}: set them, or unset it`]);
+        return undefined;
+      }
+      if (cert === undefined || key === undefined) throw new SettingsError([`${names.cert} and ${names.key} go together: set both or neither`]);
+      if (clientSan !== undefined && clientCa === undefined) throw new SettingsError([`${names.clientSan} needs ${names.clientCa}: a name is checked only on certificates that authority signed`]);
+      const files: [string, string][] = [[names.cert, cert], [names.key, key]];
+      if (clientCa !== undefined) files.push([names.clientCa, clientCa]);
+      const problems = files.map(([name, path]) => readPemFile(name, path)).filter((read) => typeof read === 'string');
+      if (problems.length > 0) throw new SettingsError(problems);
+      return { certFile: cert, keyFile: key, ...(clientCa === undefined ? {} : { clientCaFile: clientCa }), ...(clientSan === undefined ? {} : { clientSan }) };
     },
   };
 }

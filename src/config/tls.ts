@@ -17,14 +17,17 @@ export interface MemcachedTls {
   readonly verifyHostname: boolean;
 }
 
-/** TLS on a listener (gRPC or HTTP): its certificate, and the clients it accepts. */
+/**
+ * TLS on a listener (gRPC or HTTP): files, checked at start and read again every
+ * MEMGATE_TLS_REFRESH_S, so that a renewed certificate is served without a restart.
+ */
 export interface ListenerTls {
   /** PEM certificate chain and private key served. */
-  readonly cert: Buffer;
-  readonly key: Buffer;
+  readonly certFile: string;
+  readonly keyFile: string;
   /** Mutual TLS: only clients with a certificate these PEM authorities signed. */
-  readonly clientCa?: Buffer;
-  /** With clientCa: only clients whose certificate names this among its subject alternative names. */
+  readonly clientCaFile?: string;
+  /** With clientCaFile: only clients whose certificate has this among its subject alternative names. */
   readonly clientSan?: string;
 }
 

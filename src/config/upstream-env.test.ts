@@ -48,7 +48,10 @@ describe("envoyproxy/ratelimit's environment", () => {
     expect(fromUpstream({ RUNTIME_ROOT: '/etc/rl', RUNTIME_APPDIRECTORY: 'limits', MEMGATE_GRPC_PORT: '9000' }).env).toEqual({
       MEMGATE_ENVOY_CONFIG: join('/etc/rl', 'limits'),
     });
-    expect(fromUpstream({ CACHE_KEY_PREFIX: 'edge:' }).env).toEqual({ MEMGATE_KEY_PREFIX: 'edge:' });
+    // Less the separator it ends with, as upstream's own test writes one ("prefix:").
+    expect(fromUpstream({ CACHE_KEY_PREFIX: 'edge:' }).env).toEqual({ MEMGATE_KEY_PREFIX: 'edge' });
+    expect(loadSettings({ CACHE_KEY_PREFIX: 'ratelimit:' }, []).keyPrefix).toBe('ratelimit');
+    expect(problemsOf({ CACHE_KEY_PREFIX: 'rl/edge:' })[0]).toMatch(/MEMGATE_KEY_PREFIX must be 1 to 32 letters/);
   });
 
   it("reads upstream's MEMCACHE_TLS settings as memgate's when MEMCACHE_TLS is true, and leaves them unused otherwise", () => {
@@ -69,6 +72,27 @@ describe("envoyproxy/ratelimit's environment", () => {
     expect(fromUpstream({ ...tls, MEMCACHE_TLS: 'false' }).env).toEqual({});
     expect(fromUpstream({ ...tls, MEMCACHED_TLS_CA: '/elsewhere/ca.pem' }).problems).toEqual([
       'MEMCACHE_TLS_CACERT and MEMCACHED_TLS_CA disagree ("/certs/ca.pem" and "/elsewhere/ca.pem"): set one of them',
+    ]);
+  });
+
+  it("reads upstream's gRPC TLS settings as memgate's when GRPC_SERVER_USE_TLS is true, which needs the pair", () => {
+    const tls = {
+      GRPC_SERVER_USE_TLS: 'true',
+      GRPC_SERVER_TLS_CERT: '/certs/tls.crt',
+      GRPC_SERVER_TLS_KEY: '/certs/tls.key',
+      GRPC_CLIENT_TLS_CACERT: '/certs/ca.crt',
+      GRPC_CLIENT_TLS_SAN: 'envoy.local',
+    };
+    expect(fromUpstream(tls).env).toEqual({
+      MEMGATE_GRPC_TLS_CERT: '/certs/tls.crt',
+      MEMGATE_GRPC_TLS_KEY: '/certs/tls.key',
+      MEMGATE_GRPC_TLS_CLIENT_CA: '/certs/ca.crt',
+      MEMGATE_GRPC_TLS_CLIENT_SAN: 'envoy.local',
+    });
+    expect(fromUpstream({ ...tls, GRPC_SERVER_USE_TLS: 'false' }).env).toEqual({});
+    expect(fromUpstream({ GRPC_SERVER_USE_TLS: 'true', MEMGATE_GRPC_TLS_CERT: '/c.crt', MEMGATE_GRPC_TLS_KEY: '/c.key' }).problems).toEqual([]);
+    expect(fromUpstream({ GRPC_SERVER_USE_TLS: 'true', GRPC_SERVER_TLS_CERT: '/certs/tls.crt' }).problems).toEqual([
+      'GRPC_SERVER_USE_TLS=true needs GRPC_SERVER_TLS_CERT and GRPC_SERVER_TLS_KEY (or MEMGATE_GRPC_TLS_CERT and MEMGATE_GRPC_TLS_KEY)',
     ]);
   });
 

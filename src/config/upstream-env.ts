@@ -72,6 +72,14 @@ function readAs(name: string, setting: string, memgate: string): UpstreamVariabl
   };
 }
 
+/** Each of upstream's variables that is set, its value as it is, as memgate's setting beside it. */
+function giveEach(read: UpstreamRead, pairs: readonly (readonly [upstream: string, setting: string])[]): void {
+  for (const [name, setting] of pairs) {
+    const given = read.get(name);
+    if (given !== undefined) read.give(setting, given, name);
+  }
+}
+
 /** A switch upstream has off by default, read as memgate's on/off `setting` when true. */
 function switchAs(name: string, setting: string, memgate: string): UpstreamVariable {
   return {
@@ -129,12 +137,25 @@ export const UPSTREAM_VARIABLES: readonly UpstreamVariable[] = [
       'memgate does not age gRPC connections out; unset it (Envoy balances each call over the cluster\'s hosts)',
     ),
   },
-  offOnly(
-    'GRPC_SERVER_USE_TLS',
-    'memgate serves plain gRPC; terminate TLS in front of it (a mesh sidecar) and unset GRPC_SERVER_USE_TLS',
-    'plain gRPC; terminate TLS in front of memgate (a mesh sidecar)',
-    ['GRPC_SERVER_TLS_CERT', 'GRPC_SERVER_TLS_KEY', 'GRPC_CLIENT_TLS_CACERT', 'GRPC_CLIENT_TLS_SAN'],
-  ),
+  {
+    names: ['GRPC_SERVER_USE_TLS', 'GRPC_SERVER_TLS_CERT', 'GRPC_SERVER_TLS_KEY', 'GRPC_CLIENT_TLS_CACERT', 'GRPC_CLIENT_TLS_SAN'],
+    handling: 'honoured',
+    memgate: 'read as `MEMGATE_GRPC_TLS_CERT`, `MEMGATE_GRPC_TLS_KEY`, `MEMGATE_GRPC_TLS_CLIENT_CA` and `MEMGATE_GRPC_TLS_CLIENT_SAN` when `GRPC_SERVER_USE_TLS` is true (which needs the certificate and key); unused otherwise, as upstream leaves them. The client name is looked for among all of a certificate\'s subject alternative names (upstream: its DNS names)',
+    read: (read) => {
+      if (!read.isTrue('GRPC_SERVER_USE_TLS', false)) return;
+      const either = (name: string) => read.get(`GRPC_SERVER_TLS_${name}`) ?? read.get(`MEMGATE_GRPC_TLS_${name}`);
+      if (either('CERT') === undefined || either('KEY') === undefined) {
+        read.refuse('GRPC_SERVER_USE_TLS=true needs GRPC_SERVER_TLS_CERT and GRPC_SERVER_TLS_KEY (or MEMGATE_GRPC_TLS_CERT and MEMGATE_GRPC_TLS_KEY)');
+        return;
+      }
+      giveEach(read, [
+        ['GRPC_SERVER_TLS_CERT', 'MEMGATE_GRPC_TLS_CERT'],
+        ['GRPC_SERVER_TLS_KEY', 'MEMGATE_GRPC_TLS_KEY'],
+        ['GRPC_CLIENT_TLS_CACERT', 'MEMGATE_GRPC_TLS_CLIENT_CA'],
+        ['GRPC_CLIENT_TLS_SAN', 'MEMGATE_GRPC_TLS_CLIENT_SAN'],
+      ]);
+    },
+  },
   {
     names: ['LOG_LEVEL'],
     handling: 'honoured',
@@ -228,19 +249,24 @@ export const UPSTREAM_VARIABLES: readonly UpstreamVariable[] = [
     read: (read) => {
       if (!read.isTrue('MEMCACHE_TLS', false)) return;
       read.give('MEMCACHED_TLS', 'on', 'MEMCACHE_TLS');
-      for (const [name, setting] of [
+      giveEach(read, [
         ['MEMCACHE_TLS_CACERT', 'MEMCACHED_TLS_CA'],
         ['MEMCACHE_TLS_CLIENT_CERT', 'MEMCACHED_TLS_CERT'],
         ['MEMCACHE_TLS_CLIENT_KEY', 'MEMCACHED_TLS_KEY'],
-      ] as const) {
-        const given = read.get(name);
-        if (given !== undefined) read.give(setting, given, name);
-      }
+      ]);
       if (read.isTrue('MEMCACHE_TLS_SKIP_HOSTNAME_VERIFICATION', false))
         read.give('MEMCACHED_TLS_VERIFY_HOSTNAME', 'off', 'MEMCACHE_TLS_SKIP_HOSTNAME_VERIFICATION');
     },
   },
-  readAs('CACHE_KEY_PREFIX', 'MEMGATE_KEY_PREFIX', ". memgate's keys have their own layout: upstream's counters are not read"),
+  {
+    names: ['CACHE_KEY_PREFIX'],
+    handling: 'honoured',
+    memgate: "read as `MEMGATE_KEY_PREFIX`, less the separators it ends with (`ratelimit:` as `ratelimit`: memgate puts its own `:` after the prefix). memgate's keys have their own layout: upstream's counters are not read",
+    read: (read) => {
+      const given = read.get('CACHE_KEY_PREFIX');
+      if (given !== undefined) read.give('MEMGATE_KEY_PREFIX', given.replace(/[:_./-]+$/, '') || given, 'CACHE_KEY_PREFIX');
+    },
+  },
   {
     names: ['EXPIRATION_JITTER_MAX_SECONDS'],
     handling: 'refused',

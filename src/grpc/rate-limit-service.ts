@@ -3,7 +3,7 @@
 import type { Logger } from 'pino';
 import { leavesClientsUncounted, type CounterStore } from '../store/counter-store.js';
 import { createEnvoyDecider, type EnvoyLimiter, type LimitHeaderNames, type SettleRefusal } from './envoy-decisions.js';
-import { startGrpcServer, type GrpcServer } from './server.js';
+import { startGrpcServer, type GrpcServer, type GrpcServerOptions } from './server.js';
 
 export interface RateLimitServiceOptions {
   readonly port: number;
@@ -26,6 +26,8 @@ export interface RateLimitServiceOptions {
   /** Told of each reservation a call named and memgate did not settle (for a metric); they are logged too. */
   readonly onSettleRefused?: (refusal: SettleRefusal) => void;
   readonly logger: Logger;
+  /** TLS on the listener (MEMGATE_GRPC_TLS_*); in clear when unset. */
+  readonly tls?: GrpcServerOptions['tls'];
 }
 
 /** Least time between two log lines of settles refused for one event and reason. */
@@ -67,6 +69,7 @@ export async function startRateLimitService(options: RateLimitServiceOptions): P
     port: options.port,
     host: options.host,
     log: logger,
+    tls: options.tls,
     decide: createEnvoyDecider({
       limiter: options.limiter,
       onShadowOverLimit: options.onShadowOverLimit,

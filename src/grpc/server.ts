@@ -14,6 +14,8 @@ import {
   type WireResponse,
 } from './messages.js';
 import { requestProblem } from './wire-scan.js';
+import { clientNameInterceptors, serverCredentials } from './tls.js';
+import type { ListenerCertificates } from '../listener-certificates.js';
 
 /** The service Envoy calls, as the health service names it. */
 export const RATE_LIMIT_SERVICE = 'envoy.service.ratelimit.v3.RateLimitService';
@@ -37,6 +39,8 @@ export interface GrpcServerOptions {
   /** The health service's answer: SERVING when true. Always serving when absent. */
   readonly serving?: () => boolean | Promise<boolean>;
   readonly maxMessageBytes?: number;
+  /** TLS on the listener: its certificates, and the client name required; in clear when unset. */
+  readonly tls?: { readonly certificates: ListenerCertificates; readonly clientSan?: string | undefined } | undefined;
 }
 
 export interface GrpcServer {
@@ -60,6 +64,7 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
   });
   const server = new grpc.Server({
     'grpc.max_receive_message_length': options.maxMessageBytes ?? REQUEST_LIMITS.messageBytes,
+    interceptors: clientNameInterceptors(options.tls?.clientSan),
   });
   let closing = false;
 
@@ -77,10 +82,14 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
   });
 
   const port = await new Promise<number>((resolve, reject) => {
-    server.bindAsync(hostPort(options.host, options.port), grpc.ServerCredentials.createInsecure(), (error, bound) => {
-      if (error) reject(error);
-      else resolve(bound);
-    });
+    server.bindAsync(
+      hostPort(options.host, options.port),
+      serverCredentials(options.tls?.certificates),
+      (error, bound) => {
+        if (error) reject(error);
+        else resolve(bound);
+      },
+    );
   });
 
   let closed: Promise<{ forced: boolean }> | undefined;

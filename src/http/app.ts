@@ -7,6 +7,7 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import underPressure from '@fastify/under-pressure';
 import { createDrain, type Drain } from './drain.js';
+import type { httpsOptions } from './tls.js';
 import { createErrorHandler, errorBody, handleClientError, handleNotFound } from './errors.js';
 import type { Metrics } from './metrics.js';
 import { registerJsonBodyParser } from './json-body.js';
@@ -47,6 +48,8 @@ export interface AppOptions {
    * answers 500): for tests and development, as it costs a validation per answer. Default false.
    */
   readonly validateResponses?: boolean;
+  /** Serve HTTPS with these options (MEMGATE_TLS_*: http/tls.ts); plain HTTP when unset. */
+  readonly https?: ReturnType<typeof httpsOptions> | undefined;
 }
 
 /** The HTTP face of a limiter. Builds the app without listening, so tests can inject. */
@@ -61,13 +64,16 @@ export function buildApp({
   drain = createDrain(),
   policyVersion,
   validateResponses = false,
+  https,
 }: AppOptions): FastifyInstance {
   // memgate logs through its own logger, never fastify's: given one, fastify makes a child
   // logger and listens for the end of every response, to log requests memgate does not
   // log (a third of what a repeated denial costs beyond an empty route).
   const log = logger ?? pino({ enabled: false });
   const handleError = createErrorHandler(log);
+  // Typed as the HTTP server's instance either way: every route and hook is the same over TLS.
   const app = Fastify({
+    ...(https ? { https } : {}),
     logger: false,
     // A /check request is a few hundred bytes; anything near the limit is not one.
     bodyLimit: DEFAULTS.bodyLimitBytes,

@@ -65,14 +65,17 @@ export function logStarted(
       ? []
       : parseServerList(settings.memcachedServers).map((endpoint) => endpoint.label);
   const storeText = store.shared
-    ? `memcached ${servers.join(',')} (timeout ${settings.memcachedTimeoutMs} ms)`
+    ? `memcached ${servers.join(',')} (timeout ${settings.memcachedTimeoutMs} ms${settings.memcachedTls ? ', TLS' : ''})`
     : 'embedded';
   const events = [...policies.events.keys()];
   const envoyLimits = envoy ? countedEnvoyLimits(envoy).length : 0;
   const envoyText = envoy
     ? `; Envoy: ${envoy.source} (${plural(envoy.domains.size, 'domain')}, ${plural(envoyLimits, 'counted limit')})`
     : '';
-  const grpcText = grpcPort === undefined ? 'gRPC off' : `gRPC on ${settings.host}:${grpcPort}`;
+  const tlsText = (tls: { clientCaFile?: string } | undefined) =>
+    tls ? (tls.clientCaFile ? ' (mutual TLS)' : ' (TLS)') : '';
+  const grpcText =
+    grpcPort === undefined ? 'gRPC off' : `gRPC on ${settings.host}:${grpcPort}${tlsText(settings.grpcTls)}`;
   logger.info(
     {
       version: VERSION,
@@ -83,6 +86,11 @@ export function logStarted(
       policies: policies.source,
       events,
       grpcPort: grpcPort ?? null,
+      tls: {
+        http: settings.httpTls !== undefined,
+        grpc: settings.grpcTls !== undefined,
+        memcached: settings.memcachedTls !== undefined,
+      },
       envoy: envoy ? { source: envoy.source, domains: [...envoy.domains.keys()], limits: envoyLimits } : null,
       gateway: policies.gateway !== undefined,
       admin,
@@ -92,7 +100,7 @@ export function logStarted(
       pid: process.pid,
       usage,
     },
-    `memgate ${VERSION} listening on ${settings.host}:${port}, ${grpcText}; store: ${storeText}; policies: ${policies.source} (${events.join(', ')}${policies.gateway ? '; /gate on' : ''})${envoyText}; cache ${settings.cacheMb} MiB, heap limit ${heapLimitMb} MiB; admin routes ${admin ? 'on' : 'off'}; usage history: ${usage}`,
+    `memgate ${VERSION} listening on ${settings.host}:${port}${tlsText(settings.httpTls)}, ${grpcText}; store: ${storeText}; policies: ${policies.source} (${events.join(', ')}${policies.gateway ? '; /gate on' : ''})${envoyText}; cache ${settings.cacheMb} MiB, heap limit ${heapLimitMb} MiB; admin routes ${admin ? 'on' : 'off'}; usage history: ${usage}`,
   );
   if (!store.shared) {
     log.warn(

@@ -23,14 +23,58 @@ function openssl(folder: string, ...args: string[]): void {
 
 /** An authority `name`.pem with its key `name`.key. */
 function authority(folder: string, name: string): void {
-  openssl(folder, 'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '2', '-subj', `/CN=${name}`, '-keyout', `${name}.key`, '-out', `${name}.pem`);
+  openssl(
+    folder,
+    'req',
+    '-x509',
+    '-newkey',
+    'rsa:2048',
+    '-nodes',
+    '-days',
+    '2',
+    '-subj',
+    `/CN=${name}`,
+    '-keyout',
+    `${name}.key`,
+    '-out',
+    `${name}.pem`,
+  );
 }
 
 /** A certificate `name`.pem signed by `ca`, with the subject alternative names `san`. */
 function signed(folder: string, ca: string, name: string, san: string): void {
-  openssl(folder, 'req', '-newkey', 'rsa:2048', '-nodes', '-subj', `/CN=${name}`, '-keyout', `${name}.key`, '-out', `${name}.csr`);
+  openssl(
+    folder,
+    'req',
+    '-newkey',
+    'rsa:2048',
+    '-nodes',
+    '-subj',
+    `/CN=${name}`,
+    '-keyout',
+    `${name}.key`,
+    '-out',
+    `${name}.csr`,
+  );
   writeFileSync(join(folder, `${name}.ext`), `subjectAltName=${san}\n`);
-  openssl(folder, 'x509', '-req', '-in', `${name}.csr`, '-CA', `${ca}.pem`, '-CAkey', `${ca}.key`, '-CAcreateserial', '-days', '2', '-extfile', `${name}.ext`, '-out', `${name}.pem`);
+  openssl(
+    folder,
+    'x509',
+    '-req',
+    '-in',
+    `${name}.csr`,
+    '-CA',
+    `${ca}.pem`,
+    '-CAkey',
+    `${ca}.key`,
+    '-CAcreateserial',
+    '-days',
+    '2',
+    '-extfile',
+    `${name}.ext`,
+    '-out',
+    `${name}.pem`,
+  );
 }
 
 /** A fresh set in a temporary folder (about a second of openssl). */
