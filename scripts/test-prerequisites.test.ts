@@ -23,6 +23,7 @@ function machine(
 
 const EVERYTHING = [
   '/usr/bin/memcached',
+  '/usr/bin/openssl',
   '/usr/sbin/nginx',
   '/usr/sbin/saslpasswd2',
   '/usr/bin/chromium',
@@ -49,7 +50,9 @@ describe('test prerequisites', () => {
       GRAPHITE_WEB_PATH: '/opt/graphite/settings.py',
       DJANGO_ADMIN_PATH: '/opt/django-admin',
     };
-    expect(prerequisitesPlan(machine(['/usr/bin/memcached', ...Object.values(env)], { env }))).toEqual({
+    expect(
+      prerequisitesPlan(machine(['/usr/bin/memcached', '/usr/bin/openssl', ...Object.values(env)], { env })),
+    ).toEqual({
       kind: 'ready',
     });
   });
@@ -58,6 +61,7 @@ describe('test prerequisites', () => {
     const plan = prerequisitesPlan(machine(['/usr/sbin/nginx', '/usr/bin/django-admin']));
     expect(plan.kind === 'install' && plan.needs.map((need) => need.package)).toEqual([
       'memcached',
+      'openssl',
       'sasl2-bin',
       'chromium',
       'libfaketime',
@@ -80,7 +84,7 @@ describe('test prerequisites', () => {
     });
     const elsewhere = prerequisitesPlan(machine([], { hasApt: false }));
     expect(elsewhere.kind === 'stop' && elsewhere.message).toMatch(
-      /; run: install memcached nginx sasl2-bin chromium libfaketime graphite-carbon graphite-web python3-django \(Debian: apt-get install -y memcached nginx sasl2-bin chromium libfaketime graphite-carbon graphite-web python3-django\)$/,
+      /; run: install memcached nginx openssl sasl2-bin chromium libfaketime graphite-carbon graphite-web python3-django \(Debian: apt-get install -y memcached nginx openssl sasl2-bin chromium libfaketime graphite-carbon graphite-web python3-django\)$/,
     );
   });
 
@@ -103,6 +107,7 @@ describe('test prerequisites', () => {
     expect(SYSTEM_NEEDS.map(({ package: name, variable, path }) => [name, variable, path])).toEqual([
       ['memcached', undefined, undefined],
       ['nginx', 'NGINX_PATH', '/usr/sbin/nginx'],
+      ['openssl', undefined, undefined],
       ['sasl2-bin', 'SASLPASSWD2_PATH', '/usr/sbin/saslpasswd2'],
       ['chromium', 'CHROMIUM_PATH', '/usr/bin/chromium'],
       ['libfaketime', 'LIBFAKETIME_PATH', '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1'],

@@ -26,6 +26,8 @@ import { clockWatcher } from './operator-log/clock-watch.js';
 import { deferredLog, type DeferredLog } from './operator-log/deferred-log.js';
 import { logStarted, type HeapLimit } from './operator-log/started-line.js';
 import { certificateLog } from './operator-log/certificate-log.js';
+import { statsdErrorLog } from './operator-log/statsd-log.js';
+import { createUpstreamStats } from './upstream-stats.js';
 import { storeTroubleLogger, type StoreTroubleLog } from './operator-log/store-trouble.js';
 import { storeWarnings, type StoreWarnings } from './operator-log/store-warnings.js';
 import { createPolicyReloader, loadPolicies, type LoadedPolicies, type ReloadResult } from './policy-reload.js';
@@ -116,6 +118,15 @@ export async function startService(
     createLimiterInSlices({ ...options, policies: load.policies, envoy: load.envoy, version: load.version, replacing });
   const limiter = reloadable(await snapshotOf(loaded));
   metrics.watchCache(() => limiter.cacheUsage, options.cacheBytes);
+  // envoyproxy/ratelimit's statsd stats, beside Prometheus.
+  const upstreamStats =
+    settings.statsd &&
+    createUpstreamStats({
+      target: settings.statsd,
+      flushMs: settings.statsdFlushMs,
+      nearRatio: settings.envoyNearLimitRatio,
+      onError: statsdErrorLog(logger, `${settings.statsd.protocol}://${settings.statsd.host}:${settings.statsd.port}`),
+    });
   // Reading the files again on a change, SIGHUP or /admin/reload; a bad file keeps the policies in use.
   const reloader = await createPolicyReloader({
     paths,
@@ -127,8 +138,14 @@ export async function startService(
     },
     watch: settings.policyWatch,
     logger,
-    onVersion: metrics.policies.loaded,
-    onFailure: metrics.policies.reloadFailed,
+    onVersion: (version) => {
+      metrics.policies.loaded(version);
+      upstreamStats?.configLoad(true);
+    },
+    onFailure: (trigger) => {
+      metrics.policies.reloadFailed(trigger);
+      upstreamStats?.configLoad(false);
+    },
   });
   const reload = async () => {
     const result = await reloader.reload('admin');
@@ -187,6 +204,7 @@ export async function startService(
         onSettleRefused: metrics.onEnvoySettleRefused,
         logger,
         tls: grpcCertificates && { certificates: grpcCertificates, clientSan: settings.grpcTls.clientSan },
+        stats: upstreamStats,
       });
     } catch (error) {
       reloader.close();
@@ -223,7 +241,9 @@ export async function startService(
       reloader.close();
       stopHttpCertificates?.();
       grpcCertificates?.stop();
-      return stopServing({ app, grpc, store, drain, evictions, logger, usage }, drainMs);
+      return stopServing({ app, grpc, store, drain, evictions, logger, usage }, drainMs).finally(() =>
+        upstreamStats?.close(),
+      );
     },
     reloadPolicies: () => reloader.reload('signal'),
   };

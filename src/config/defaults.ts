@@ -128,7 +128,11 @@ export const DEFAULTS = {
    */
   policyParseNice: 10,
   /** How often a listener's certificate files are read again (MEMGATE_TLS_REFRESH_S). */
-  tlsRefreshSeconds: 60,
+  tlsRefreshSeconds: 5,
+  /** How often statsd's summed counters are sent (MEMGATE_STATSD_FLUSH_MS). */
+  statsdFlushMs: 1000,
+  /** Where a descriptor's near_limit stat starts, as upstream's NEAR_LIMIT_RATIO default. */
+  envoyNearLimitRatio: 0.8,
   /** The longest the serving thread plans a reload's policies before it lets checks through. */
   planSliceMs: 5,
   /**

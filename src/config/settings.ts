@@ -348,6 +348,50 @@ export const SETTINGS = {
       return { host: endpoint.host, port: endpoint.port };
     },
   },
+  statsd: {
+    env: ['MEMGATE_STATSD'],
+    default: 'unset',
+    values: '`host:port` (TCP), `tcp://host:port` or `udp://host:port`',
+    summary: "also send envoyproxy/ratelimit's statsd stats, under its names: `ratelimit.service.rate_limit.<domain>.<key_value>.{total_hits,over_limit,near_limit,within_limit,shadow_mode}` per Envoy descriptor, `<domain>.domain_not_found`, `ratelimit.service.{config_load_success,config_load_error,global_shadow_mode}` and `call.should_rate_limit.service_error`",
+    details: "Read from upstream's `USE_STATSD=true` with `STATSD_HOST` and `STATSD_PORT` too (TCP, as upstream sends them). Counters are summed over `MEMGATE_STATSD_FLUSH_MS`; near_limit starts at `MEMGATE_ENVOY_NEAR_LIMIT_RATIO` of a limit. Prometheus at `/metrics` either way (see [Envoy](docs/envoy.md#statsd))",
+    read: (env): StatsdTarget | undefined => {
+      const given = value(env, 'MEMGATE_STATSD');
+      if (given === undefined) return undefined;
+      const scheme = /^(tcp|udp):\/\//.exec(given);
+      const address = scheme ? given.slice(scheme[0].length) : given;
+      let endpoints;
+      try {
+        endpoints = parseServerList(address);
+      } catch (error) {
+        if (!(error instanceof ServerListError)) throw error;
+        const problem = error.problem.startsWith('names no port') ? 'names no port: write host:port, statsd listening on 8125 by default' : error.problem;
+        throw new SettingsError([`MEMGATE_STATSD ${error.entry} ${problem}`]);
+      }
+      const [endpoint] = endpoints;
+      if (!endpoint || endpoints.length > 1 || endpoint.username !== undefined) {
+        throw new SettingsError([`MEMGATE_STATSD must be one host:port, tcp://host:port or udp://host:port (got ${JSON.stringify(given)})`]);
+      }
+      return { host: endpoint.host, port: endpoint.port, protocol: scheme?.[1] === 'udp' ? 'udp' : 'tcp' };
+    },
+  },
+  statsdFlushMs: integer('MEMGATE_STATSD_FLUSH_MS', DEFAULTS.statsdFlushMs, 100, 3_600_000, 'ms', {
+    summary: "how often statsd's counters are sent (`MEMGATE_STATSD`), each the sum since the last; upstream's `STATS_FLUSH_INTERVAL` is read as it",
+  }),
+  envoyNearLimitRatio: {
+    env: ['MEMGATE_ENVOY_NEAR_LIMIT_RATIO'],
+    default: String(DEFAULTS.envoyNearLimitRatio),
+    values: 'a number above 0, at most 1',
+    summary: "where a descriptor's `near_limit` statsd stat starts, as a fraction of its limit: hits past floor(limit × ratio) and within the limit, as envoyproxy/ratelimit's `NEAR_LIMIT_RATIO` (read under that name too)",
+    read: (env): number => {
+      const given = value(env, 'MEMGATE_ENVOY_NEAR_LIMIT_RATIO');
+      if (given === undefined) return DEFAULTS.envoyNearLimitRatio;
+      const ratio = Number(given);
+      if (!/^[0-9.]+$/.test(given) || !(ratio > 0 && ratio <= 1)) {
+        throw new SettingsError([`MEMGATE_ENVOY_NEAR_LIMIT_RATIO must be a number above 0 and at most 1 (got ${JSON.stringify(given)})`]);
+      }
+      return ratio;
+    },
+  },
   graphiteWeb: {
     env: ['MEMGATE_GRAPHITE_WEB'],
     default: 'unset',
@@ -586,6 +630,13 @@ function listenerTls(prefix: string, listener: string, text: { clientSan: boolea
       return { certFile: cert, keyFile: key, ...(clientCa === undefined ? {} : { clientCaFile: clientCa }), ...(clientSan === undefined ? {} : { clientSan }) };
     },
   };
+}
+
+/** Where statsd lines go (MEMGATE_STATSD). */
+export interface StatsdTarget {
+  readonly host: string;
+  readonly port: number;
+  readonly protocol: 'tcp' | 'udp';
 }
 
 /** A whole number from `min` to `max`, in `unit`. */

@@ -134,8 +134,32 @@ describe("envoyproxy/ratelimit's environment", () => {
 
   it('refuses dogstatsd, on with statsd off as upstream runs it', () => {
     expect(fromUpstream({ USE_DOG_STATSD: 'true', USE_STATSD: 'false' }).problems[0]).toMatch(
-      /memgate sends no statsd yet/,
+      /^USE_DOG_STATSD=true: memgate sends plain statsd/,
     );
+  });
+
+  it("sends upstream's statsd where its variables say, over TCP, at its flush interval and near-limit ratio", () => {
+    // statsd is on by default upstream: its host alone means it sends, to its default port.
+    expect(fromUpstream({ STATSD_HOST: 'statsd' }).env).toEqual({ MEMGATE_STATSD: 'statsd:8125' });
+    expect(fromUpstream({ USE_STATSD: 'true', STATSD_PORT: '9125', STATS_FLUSH_INTERVAL: '1m30s' }).env).toEqual({
+      MEMGATE_STATSD: 'localhost:9125',
+      MEMGATE_STATSD_FLUSH_MS: '90000',
+    });
+    expect(loadSettings({ USE_STATSD: 'true', STATSD_HOST: '10.0.0.9', STATS_FLUSH_INTERVAL: '500ms', NEAR_LIMIT_RATIO: '0.9' }, [])).toMatchObject({
+      statsd: { host: '10.0.0.9', port: 8125, protocol: 'tcp' },
+      statsdFlushMs: 500,
+      envoyNearLimitRatio: 0.9,
+    });
+    // Nothing set, nothing sent (upstream would send to localhost:8125); off, or disabled, nothing either.
+    expect(loadSettings({}, []).statsd).toBeUndefined();
+    expect(fromUpstream({ STATSD_HOST: 'statsd', USE_STATSD: 'false' }).env).toEqual({});
+    expect(fromUpstream({ STATSD_HOST: 'statsd', DISABLE_STATS: 'true' }).env).toEqual({});
+    expect(fromUpstream({ STATSD_HOST: 'statsd', EXTRA_TAGS: 'a:b' }).problems[0]).toMatch(/^EXTRA_TAGS: memgate sends statsd lines without tags/);
+    expect(fromUpstream({ STATSD_HOST: 'statsd', STATS_FLUSH_INTERVAL: 'soon' }).problems).toEqual([
+      'STATS_FLUSH_INTERVAL=soon: not a duration as upstream reads it (such as 10s or 500ms)',
+    ]);
+    expect(problemsOf({ NEAR_LIMIT_RATIO: '1.5' })).toEqual(['MEMGATE_ENVOY_NEAR_LIMIT_RATIO must be a number above 0 and at most 1 (got "1.5")']);
+    expect(loadSettings({ MEMGATE_STATSD: 'udp://[::1]:8125' }, []).statsd).toEqual({ host: '::1', port: 8125, protocol: 'udp' });
   });
 
   it("takes logrus's level names, as upstream's deployments write them", () => {
@@ -160,10 +184,6 @@ describe("envoyproxy/ratelimit's environment", () => {
     ]);
     expect(refused({ REDIS_URL: 'redis:6379', BACKEND_TYPE: 'memcache' })).toEqual([]);
     expect(refused({ BACKEND_TYPE: 'redis' })[0]).toMatch(/^BACKEND_TYPE=redis: memgate counts in Memcached only/);
-    // statsd is on by default upstream: its host alone means it sends.
-    expect(refused({ STATSD_HOST: 'statsd' })[0]).toMatch(/^STATSD_HOST: memgate sends no statsd yet.*GET \/metrics/);
-    expect(refused({ STATSD_HOST: 'statsd', USE_STATSD: 'false' })).toEqual([]);
-    expect(refused({ STATSD_HOST: 'statsd', DISABLE_STATS: 'true' })).toEqual([]);
     expect(refused({ RESPONSE_DYNAMIC_METADATA: 'true' })).toEqual([]);
     expect(refused({ SHADOW_MODE: 'false', QUOTA_MODE: '0', TRACING_ENABLED: 'F' })).toEqual([]);
     expect(refused({ SHADOW_MODE: 'yes' })).toEqual([

@@ -72,6 +72,15 @@ function readAs(name: string, setting: string, memgate: string): UpstreamVariabl
   };
 }
 
+/** Go's time.ParseDuration for what a flush interval takes (`10s`, `1m30s`, `500ms`), in whole ms. */
+function goDurationMs(text: string): number | undefined {
+  const UNIT_MS: Record<string, number> = { ns: 1e-6, us: 1e-3, µs: 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+  if (!/^(?:[0-9]+(?:\.[0-9]+)?(?:ns|us|µs|ms|s|m|h))+$/.test(text)) return undefined;
+  let ms = 0;
+  for (const [, amount, unit] of text.matchAll(/([0-9]+(?:\.[0-9]+)?)(ns|us|µs|ms|s|m|h)/g)) ms += Number(amount) * (UNIT_MS[unit ?? ''] ?? 0);
+  return Math.round(ms);
+}
+
 /** Each of upstream's variables that is set, its value as it is, as memgate's setting beside it. */
 function giveEach(read: UpstreamRead, pairs: readonly (readonly [upstream: string, setting: string])[]): void {
   for (const [name, setting] of pairs) {
@@ -93,9 +102,6 @@ function switchAs(name: string, setting: string, memgate: string): UpstreamVaria
 }
 
 const STATSD = ['STATSD_HOST', 'STATSD_PORT', 'USE_DOG_STATSD', 'USE_DOG_STATSD_MOGRIFIERS', 'EXTRA_TAGS', 'STATS_FLUSH_INTERVAL'];
-/** Whether upstream would send no statsd: stats disabled, or neither statsd nor dogstatsd on. */
-const statsdOff = (read: UpstreamRead) =>
-  read.isTrue('DISABLE_STATS', false) || (!read.isTrue('USE_STATSD', true) && !read.isTrue('USE_DOG_STATSD', false));
 const PROMETHEUS = ['PROMETHEUS_ADDR', 'PROMETHEUS_PATH', 'PROMETHEUS_MAPPER_YAML', 'PROMETHEUS_RESPONSE_TIME_AS_MILLISECONDS'];
 const LIMIT_HEADERS = ['LIMIT_LIMIT_HEADER', 'LIMIT_REMAINING_HEADER', 'LIMIT_RESET_HEADER'];
 const RUNTIME = ['RUNTIME_ROOT', 'RUNTIME_SUBDIRECTORY', 'RUNTIME_APPDIRECTORY'];
@@ -279,12 +285,7 @@ export const UPSTREAM_VARIABLES: readonly UpstreamVariable[] = [
     memgate: 'accepted: memgate always repeats a fresh denial from memory until its exact release (`MEMGATE_MAX_DENIAL_CACHE_MS`, within `MEMGATE_CACHE_MB`), and a refused call never counts',
     read: () => undefined,
   },
-  {
-    names: ['NEAR_LIMIT_RATIO'],
-    handling: 'refused',
-    memgate: 'refused: no near-limit statistic yet. `limit_remaining`, the `RateLimit` header and usage history show how close a client is',
-    read: refuseSet(['NEAR_LIMIT_RATIO'], 'memgate keeps no near-limit statistic yet (limit_remaining and usage history show how close a client is); unset it'),
-  },
+  readAs('NEAR_LIMIT_RATIO', 'MEMGATE_ENVOY_NEAR_LIMIT_RATIO', ': where the `near_limit` statsd stat starts, as a fraction of a limit'),
   switchAs('SHADOW_MODE', 'MEMGATE_ENVOY_SHADOW_MODE', ': true puts every descriptor in shadow (decided and counted as a `shadow_mode` one, still `OVER_LIMIT` when over), and every call is answered `OK`'),
   switchAs('QUOTA_MODE', 'MEMGATE_ENVOY_QUOTA_MODE', ': true puts every descriptor in quota mode, so that a call is over only when all of its descriptors are'),
   switchAs('RESPONSE_DYNAMIC_METADATA', 'MEMGATE_ENVOY_DYNAMIC_METADATA', ": true describes each call in the answer's `dynamic_metadata` (its domain, descriptors, hits and the passed descriptors' configured `metadata`), as upstream writes it"),
@@ -314,14 +315,27 @@ export const UPSTREAM_VARIABLES: readonly UpstreamVariable[] = [
   ]),
   {
     names: ['USE_STATSD', 'DISABLE_STATS', ...STATSD],
-    handling: 'refused',
-    memgate: 'accepted with `USE_STATSD=false` and no `USE_DOG_STATSD=true`, or with `DISABLE_STATS=true` (the others then unused); statsd and dogstatsd themselves are refused: memgate\'s metrics are Prometheus at `GET /metrics` on `PORT`',
+    handling: 'honoured',
+    memgate:
+      'read as `MEMGATE_STATSD=STATSD_HOST:STATSD_PORT` (TCP, upstream\'s defaults `localhost:8125`) when `USE_STATSD` is true and one of them is set, and `STATS_FLUSH_INTERVAL` as `MEMGATE_STATSD_FLUSH_MS`: the same stat names. Nothing is sent with none of them set (upstream sends to `localhost:8125` by default), nor with `DISABLE_STATS=true`. `USE_DOG_STATSD` and `EXTRA_TAGS` are refused: memgate\'s lines carry no tags',
     read: (read) => {
-      if (statsdOff(read)) return;
-      const set = ['USE_STATSD', ...STATSD].filter((name) => read.get(name) !== undefined);
-      if (set.length > 0) {
-        read.refuse(`${set.join(', ')}: memgate sends no statsd yet; its metrics are Prometheus at GET /metrics on PORT; set USE_STATSD=false (and USE_DOG_STATSD=false)`);
+      if (read.isTrue('DISABLE_STATS', false)) return;
+      if (read.isTrue('USE_DOG_STATSD', false)) {
+        read.refuse("USE_DOG_STATSD=true: memgate sends plain statsd, without dogstatsd's tags; set USE_DOG_STATSD=false (memgate's labelled metrics are Prometheus at GET /metrics)");
+        return;
       }
+      if (!read.isTrue('USE_STATSD', true)) return;
+      if (!['USE_STATSD', 'STATSD_HOST', 'STATSD_PORT'].some((name) => read.get(name) !== undefined)) return;
+      if (read.get('EXTRA_TAGS') !== undefined) {
+        read.refuse('EXTRA_TAGS: memgate sends statsd lines without tags; unset it (memgate\'s labelled metrics are Prometheus at GET /metrics)');
+        return;
+      }
+      read.give('MEMGATE_STATSD', `${read.get('STATSD_HOST') ?? 'localhost'}:${read.get('STATSD_PORT') ?? '8125'}`, 'USE_STATSD, STATSD_HOST, STATSD_PORT');
+      const flush = read.get('STATS_FLUSH_INTERVAL');
+      if (flush === undefined) return;
+      const ms = goDurationMs(flush);
+      if (ms === undefined) read.refuse(`STATS_FLUSH_INTERVAL=${flush}: not a duration as upstream reads it (such as 10s or 500ms)`);
+      else read.give('MEMGATE_STATSD_FLUSH_MS', String(ms), 'STATS_FLUSH_INTERVAL');
     },
   },
   {

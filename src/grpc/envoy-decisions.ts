@@ -61,6 +61,19 @@ function quotaRefuses(quota: readonly { readonly over: boolean }[]): boolean {
   return quota.length > 0 && quota.every(({ over }) => over);
 }
 
+/** memgate's event for an Envoy descriptor is `envoy:` and upstream's stat key of its path. */
+const ENVOY_EVENT = 'envoy:';
+
+/**
+ * upstream's stat key of a counted descriptor: the request's own entries (`<domain>.<key>_<value>…`)
+ * under detailed_metric, the matched path otherwise (memgate's event after `envoy:`; wildcard
+ * and value_to_metric paths are named as memgate's events name them, see docs/envoy.md).
+ */
+function statKey(domain: string, match: LimitedDescriptor, entries: readonly { key: string; value: string }[]): string {
+  if (match.detailedMetric) return [domain, ...entries.map(({ key, value }) => `${key}_${value}`)].join('.');
+  return match.event.startsWith(ENVOY_EVENT) ? match.event.slice(ENVOY_EVENT.length) : match.event;
+}
+
 /** What an unlimited descriptor reports as remaining, as envoyproxy/ratelimit does. */
 const UNLIMITED_REMAINING = 0xffff_ffff;
 
@@ -95,6 +108,32 @@ export interface EnvoyDeciderOptions {
   readonly limitHeaders?: LimitHeaderNames;
   /** upstream's RESPONSE_DYNAMIC_METADATA: the call described in the answer's dynamic_metadata (envoy-metadata.ts). */
   readonly describeInMetadata?: boolean;
+  /** Told what each call counted and found, for upstream's statsd stats (upstream-stats.ts). */
+  readonly stats?: EnvoyStatsSink;
+}
+
+/** One descriptor's counting as upstream's stats read it: its limit, the hits asked, and what was counted before them. */
+export interface DescriptorHits {
+  /** upstream's stat key: `<domain>.<key_value>…` of the matched descriptor's path, or of the request's values under detailed_metric. */
+  readonly key: string;
+  readonly limit: number;
+  readonly hits: number;
+  /** Counted in its window before this call. */
+  readonly before: number;
+  /** Over its limit (the hits were not counted: memgate counts no refused hit). */
+  readonly over: boolean;
+  /** In its own shadow_mode (or the global shadow). */
+  readonly shadow: boolean;
+}
+
+/** What upstream's statsd stats are made from (upstream-stats.ts). */
+export interface EnvoyStatsSink {
+  /** Each descriptor with a limit that counted (not a peek, not a degraded decision). */
+  descriptor(hits: DescriptorHits): void;
+  /** Each descriptor of a call to a domain no file defines. */
+  domainNotFound(domain: string): void;
+  /** A call over its limits answered OK by the global shadow mode. */
+  globalShadow(): void;
 }
 
 /** The names of the limit, remaining and reset headers (upstream's LIMIT_*_HEADER). */
@@ -108,6 +147,8 @@ export interface LimitHeaderNames {
 interface Counted {
   readonly index: number;
   readonly event: string;
+  /** The hits asked (0: a peek). */
+  readonly hits: number;
   readonly rateLimit: EnvoyRateLimit;
   readonly enforced: boolean;
   /** quota_mode: over only with all the call's quota descriptors (and then says OVER_LIMIT), unless in shadow. */
@@ -119,6 +160,8 @@ interface Counted {
 interface LimitedDescriptor {
   readonly kind: 'limit';
   readonly event: string;
+  /** Its file's detailed_metric: upstream names its stats by the request's values. */
+  readonly detailedMetric?: boolean;
   /** The counter within the event. */
   readonly feature: string;
   readonly rateLimit: EnvoyRateLimit;
@@ -225,11 +268,15 @@ export function createEnvoyDecider(
               event: match.event,
               feature: match.feature,
               rateLimit: match.rateLimit,
+              detailedMetric: match.descriptor.detailedMetric,
               ...modes(shadowAll || match.shadowMode, quotaAll || match.descriptor.quotaMode),
             }
           : match),
     );
     for (const override of overrides) if (override) options.onLimitOverride?.(request.domain);
+    if (options.stats)
+      for (const match of found)
+        if (match.kind === 'none' && match.reason === 'unknown-domain') options.stats.domainNotFound(request.domain);
     const statuses: (DescriptorStatus | undefined)[] = [];
     const counted: Counted[] = [];
     const checks: TogetherCheck[] = [];
@@ -246,7 +293,7 @@ export function createEnvoyDecider(
         const descriptor = descriptors[index];
         const hits = descriptor?.hitsAddend ?? Math.max(1, request.hitsAddend);
         const { event, rateLimit, enforced, quota, shadow } = match;
-        counted.push({ index, event, rateLimit, enforced, quota, shadow });
+        counted.push({ index, event, hits, rateLimit, enforced, quota, shadow });
         const override = overrides[index];
         // Its limit's own, not a per-request override's; a cost it can hold, not a question (0).
         if (match.rateLimit.reservations && !override && hits > 0 && hits <= match.rateLimit.requestsPerUnit)
@@ -277,11 +324,25 @@ export function createEnvoyDecider(
     const quota: { over: boolean }[] = quotaAll
       ? matches.filter((m) => m.kind === 'none').map(() => ({ over: false }))
       : [];
-    counted.forEach(({ index, event, rateLimit, enforced, quota: inQuota, shadow }, i) => {
+    counted.forEach(({ index, event, hits, rateLimit, enforced, quota: inQuota, shadow }, i) => {
       const decision = together?.checks[i] as Decision;
       // A check that does not enforce answers as allowed, its limit's status among its shadow limits.
       const status = decision.limits[0] ?? decision.shadowLimits?.[0];
       const over = enforced ? !decision.allowed : (decision.shadowDenied?.length ?? 0) > 0;
+      if (options.stats && hits > 0 && status && !decision.degraded) {
+        // Allowed, the room left is after these hits; over, before them (a refused hit is not counted).
+        const used = rateLimit.requestsPerUnit - status.remaining;
+        const before = over ? used : used - hits;
+        const key = statKey(request.domain, matches[index] as LimitedDescriptor, descriptors[index]?.entries ?? []);
+        options.stats.descriptor({
+          key,
+          limit: rateLimit.requestsPerUnit,
+          hits,
+          before: Math.max(0, before),
+          over,
+          shadow: shadow || shadowAll,
+        });
+      }
       // Over, its status says OVER_LIMIT: enforced, under the global shadow, or in quota mode
       // not in its own shadow_mode (a descriptor's own shadow_mode answers OK, as upstream).
       const reportsOver = enforced || shadowAll || (inQuota && !shadow);
@@ -315,6 +376,8 @@ export function createEnvoyDecider(
     });
     // The global shadow answers every call OK, whatever the quota rule says (upstream applies it last).
     const allowed = (together?.allowed ?? true) && (shadowAll || !quotaRefuses(quota));
+    if (shadowAll && options.stats && statuses.some((status) => status?.code === 'OVER_LIMIT'))
+      options.stats.globalShadow();
     const retryAfter = allowed ? undefined : retryAfterOf(zeroLimitResetsMs, together?.retryAfter);
     const headers = options.limitHeaders
       ? upstreamLimitHeaders(

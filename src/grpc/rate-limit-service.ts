@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import { leavesClientsUncounted, type CounterStore } from '../store/counter-store.js';
 import { createEnvoyDecider, type EnvoyLimiter, type LimitHeaderNames, type SettleRefusal } from './envoy-decisions.js';
 import { startGrpcServer, type GrpcServer, type GrpcServerOptions } from './server.js';
+import type { UpstreamStats } from '../upstream-stats.js';
 
 export interface RateLimitServiceOptions {
   readonly port: number;
@@ -28,6 +29,8 @@ export interface RateLimitServiceOptions {
   readonly logger: Logger;
   /** TLS on the listener (MEMGATE_GRPC_TLS_*); in clear when unset. */
   readonly tls?: GrpcServerOptions['tls'];
+  /** upstream's statsd stats (MEMGATE_STATSD); none when unset. */
+  readonly stats?: UpstreamStats | undefined;
 }
 
 /** Least time between two log lines of settles refused for one event and reason. */
@@ -70,6 +73,7 @@ export async function startRateLimitService(options: RateLimitServiceOptions): P
     host: options.host,
     log: logger,
     tls: options.tls,
+    ...(options.stats ? { onInternalError: () => options.stats?.serviceError() } : {}),
     decide: createEnvoyDecider({
       limiter: options.limiter,
       onShadowOverLimit: options.onShadowOverLimit,
@@ -77,6 +81,7 @@ export async function startRateLimitService(options: RateLimitServiceOptions): P
       ...(options.quotaAll ? { quotaAll: true } : {}),
       ...(options.limitHeaders ? { limitHeaders: options.limitHeaders } : {}),
       ...(options.describeInMetadata ? { describeInMetadata: true } : {}),
+      ...(options.stats ? { stats: options.stats } : {}),
       onLimitOverride: (domain) => {
         // Once per domain: every request of a route with the override carries it.
         if (overridden.has(domain)) return;

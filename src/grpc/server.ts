@@ -39,6 +39,8 @@ export interface GrpcServerOptions {
   /** The health service's answer: SERVING when true. Always serving when absent. */
   readonly serving?: () => boolean | Promise<boolean>;
   readonly maxMessageBytes?: number;
+  /** Told of each ShouldRateLimit answered INTERNAL (upstream's call.should_rate_limit.service_error). */
+  readonly onInternalError?: () => void;
   /** TLS on the listener: its certificates, and the client name required; in clear when unset. */
   readonly tls?: { readonly certificates: ListenerCertificates; readonly clientSan?: string | undefined } | undefined;
 }
@@ -70,7 +72,9 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
 
   server.addService(withRequestScanned(definition[RATE_LIMIT_SERVICE] as grpc.ServiceDefinition), {
     ShouldRateLimit: (call: grpc.ServerUnaryCall<unknown, WireResponse>, callback: Callback<WireResponse>) => {
-      answer({ method: 'ShouldRateLimit', callback, log: options.log }, () => shouldRateLimit(call, options));
+      answer({ method: 'ShouldRateLimit', callback, log: options.log, onInternal: options.onInternalError }, () =>
+        shouldRateLimit(call, options),
+      );
     },
   });
   server.addService(definition[HEALTH_SERVICE] as grpc.ServiceDefinition, {
@@ -185,7 +189,12 @@ class GrpcStatusError extends Error {
  * handles as it handles an unreachable service (its failure_mode_deny).
  */
 function answer<T>(
-  { method, callback, log }: { method: string; callback: Callback<T>; log: GrpcLog },
+  {
+    method,
+    callback,
+    log,
+    onInternal,
+  }: { method: string; callback: Callback<T>; log: GrpcLog; onInternal?: (() => void) | undefined },
   work: () => T | Promise<T>,
 ): void {
   Promise.resolve()
@@ -201,6 +210,7 @@ function answer<T>(
           callback({ code: error.code, details: error.message });
         } else {
           log.error({ err: error }, `gRPC ${method} failed`);
+          onInternal?.();
           callback({ code: grpc.status.INTERNAL, details: `memgate could not answer ${method}; its log says why` });
         }
       },

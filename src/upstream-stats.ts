@@ -1,0 +1,113 @@
+// envoyproxy/ratelimit's statsd stats, under its own names, beside memgate's Prometheus metrics
+// (MEMGATE_STATSD, or upstream's USE_STATSD with STATSD_HOST and STATSD_PORT): dashboards and
+// alerts built on upstream's stats keep working after a switch. hot-shots sends them, counters
+// summed over each flush (MEMGATE_STATSD_FLUSH_MS), over TCP as upstream does unless told UDP.
+import { StatsD } from 'hot-shots';
+import type { StatsdTarget } from './config/settings.js';
+import type { DescriptorHits, EnvoyStatsSink } from './grpc/envoy-decisions.js';
+
+/** What each descriptor's hits add to upstream's counters. */
+export interface HitCounts {
+  readonly total_hits: number;
+  readonly over_limit: number;
+  readonly near_limit: number;
+  readonly within_limit: number;
+  readonly shadow_mode: number;
+}
+
+/**
+ * upstream's arithmetic (base_limiter.go): hits past the limit are over_limit, hits past
+ * floor(limit × nearRatio) and within the limit near_limit, and hits within the limit
+ * within_limit; a call that crosses the limit splits its hits between near and over. A
+ * descriptor in shadow that is over counts its hits as shadow_mode too.
+ */
+export function hitCounts({ limit, hits, before, over, shadow }: DescriptorHits, nearRatio: number): HitCounts {
+  // float32 as upstream multiplies (Go's float32(limit) * ratio), then floored.
+  const near = Math.floor(Math.fround(Math.fround(limit) * Math.fround(nearRatio)));
+  const after = before + hits;
+  const counts = { total_hits: hits, over_limit: 0, near_limit: 0, within_limit: 0, shadow_mode: 0 };
+  if (over || after > limit) {
+    if (before >= limit) counts.over_limit = hits;
+    else {
+      counts.over_limit = after - limit;
+      counts.near_limit = limit - Math.max(near, before);
+    }
+    if (shadow) counts.shadow_mode = hits;
+    return counts;
+  }
+  if (after > near) counts.near_limit = before >= near ? hits : after - near;
+  counts.within_limit = hits;
+  return counts;
+}
+
+export interface UpstreamStats extends EnvoyStatsSink {
+  /** A load of the policy and Envoy files: at start, and each reload (config_load_success or _error). */
+  configLoad(succeeded: boolean): void;
+  /** A call answered INTERNAL (call.should_rate_limit.service_error). */
+  serviceError(): void;
+  /** Sends what is held, and closes the socket. */
+  close(): Promise<void>;
+}
+
+export interface UpstreamStatsOptions {
+  readonly target: StatsdTarget;
+  readonly flushMs: number;
+  /** NEAR_LIMIT_RATIO: where near_limit starts, as a fraction of the limit. */
+  readonly nearRatio: number;
+  /** A socket error (statsd down): told, never thrown; hot-shots reconnects. */
+  readonly onError: (error: Error) => void;
+}
+
+const HIT_STATS = [
+  'total_hits',
+  'over_limit',
+  'near_limit',
+  'within_limit',
+  'shadow_mode',
+] as const satisfies readonly (keyof HitCounts)[];
+
+/** The longest a close waits for statsd to take the last counts. */
+const CLOSE_WAIT_MS = 1000;
+
+export function createUpstreamStats({ target, flushMs, nearRatio, onError }: UpstreamStatsOptions): UpstreamStats {
+  const client = new StatsD({
+    host: target.host,
+    port: target.port,
+    protocol: target.protocol,
+    prefix: 'ratelimit.service.',
+    // Summed per flush, as upstream's gostats sends them.
+    aggregation: { flushInterval: flushMs },
+    errorHandler: onError,
+    tcpGracefulErrorHandling: true,
+  });
+  const rateLimit = (key: string, stat: string, value: number) => {
+    if (value > 0) client.increment(`rate_limit.${key}.${stat}`, value);
+  };
+  return {
+    descriptor(hits) {
+      const counts = hitCounts(hits, nearRatio);
+      for (const stat of HIT_STATS) rateLimit(hits.key, stat, counts[stat]);
+    },
+    domainNotFound(domain) {
+      rateLimit(domain, 'domain_not_found', 1);
+    },
+    globalShadow() {
+      client.increment('global_shadow_mode');
+    },
+    configLoad(succeeded) {
+      client.increment(succeeded ? 'config_load_success' : 'config_load_error');
+    },
+    serviceError() {
+      client.increment('call.should_rate_limit.service_error');
+    },
+    // What is held is sent; a statsd gone meanwhile never acknowledges the close, so it is not waited for past CLOSE_WAIT_MS.
+    close: () =>
+      new Promise((resolve) => {
+        const gaveUp = setTimeout(resolve, CLOSE_WAIT_MS);
+        client.close(() => {
+          clearTimeout(gaveUp);
+          resolve();
+        });
+      }),
+  };
+}
