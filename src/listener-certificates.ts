@@ -84,7 +84,14 @@ export class ListenerCertificates {
       const read: CertificateSet = { cert, key, ...(ca ? { ca } : {}) };
       if (sameSet(read, this.set)) return;
       this.set = accepted(read);
-      for (const listener of this.listeners) listener(this.set);
+      // Each listener on its own: one that refuses the set does not keep it from the others.
+      for (const listener of this.listeners) {
+        try {
+          listener(this.set);
+        } catch (error) {
+          this.options.onError(error as Error);
+        }
+      }
       this.options.onChange?.();
     } catch (error) {
       this.options.onError(error as Error);

@@ -50,9 +50,10 @@ const EMBEDDED_ITEM_BYTES = 420;
  * the embedded store's most when it holds the counters.
  */
 function heapLimitFromBudget(settings: Settings): number {
-  const embeddedMb = settings.memcachedServers
-    ? 0
-    : Math.ceil((DEFAULTS.embeddedMaxItems * EMBEDDED_ITEM_BYTES) / 2 ** 20);
+  const embeddedMb =
+    settings.memcachedServers || settings.memcachedSrv
+      ? 0
+      : Math.ceil((DEFAULTS.embeddedMaxItems * EMBEDDED_ITEM_BYTES) / 2 ** 20);
   return settings.cacheMb + DEFAULTS.heapBeyondCacheMb + embeddedMb;
 }
 

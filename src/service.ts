@@ -18,13 +18,14 @@ import type { GrpcServer } from './grpc/server.js';
 import { buildApp } from './http/app.js';
 import { httpsOptions, serveRenewedCertificates } from './http/tls.js';
 import { ListenerCertificates } from './listener-certificates.js';
+import { serversFromSrv } from './store/memcached/srv.js';
 import type { ListenerTls } from './config/tls.js';
 import type { Server as TlsServer } from 'node:tls';
 import { createDrain } from './http/drain.js';
 import { createMetrics, type Metrics } from './http/metrics.js';
 import { clockWatcher } from './operator-log/clock-watch.js';
 import { deferredLog, type DeferredLog } from './operator-log/deferred-log.js';
-import { logStarted, type HeapLimit } from './operator-log/started-line.js';
+import { logServersFromSrv, logStarted, type HeapLimit } from './operator-log/started-line.js';
 import { certificateLog } from './operator-log/certificate-log.js';
 import { statsdErrorLog } from './operator-log/statsd-log.js';
 import { createUpstreamStats } from './upstream-stats.js';
@@ -66,10 +67,18 @@ export type { HeapLimit };
  * starting follows it as one warning.
  */
 export async function startService(
-  settings: Settings,
+  given: Settings,
   logger: Logger,
   heapLimit: HeapLimit = { from: 'node' },
 ): Promise<RunningService> {
+  // The servers of MEMCACHED_SRV are looked up once, and are then the servers as MEMCACHED_SERVERS's would be.
+  const settings =
+    given.memcachedSrv === undefined ? given : { ...given, memcachedServers: await serversFromSrv(given.memcachedSrv) };
+  if (given.memcachedSrv !== undefined) logServersFromSrv(logger, given.memcachedSrv, settings.memcachedServers ?? '');
+  // The listeners' certificates first: a set Node refuses stops the start before anything is opened.
+  const httpCertificates = settings.httpTls && listenerCertificates(settings.httpTls, settings, logger, 'MEMGATE_TLS');
+  const grpcCertificates =
+    settings.grpcTls && listenerCertificates(settings.grpcTls, settings, logger, 'MEMGATE_GRPC_TLS');
   const paths = {
     policies: settings.configPath,
     envoy: settings.envoyConfigPath,
@@ -159,7 +168,6 @@ export async function startService(
   // Bucket time is the store's clock: read it once before the first check.
   await store.clock?.ready();
   const drain = createDrain();
-  const httpCertificates = settings.httpTls && listenerCertificates(settings.httpTls, settings, logger, 'MEMGATE_TLS');
   const app = buildApp({
     limiter,
     store,
@@ -178,6 +186,7 @@ export async function startService(
     reloader.close();
     await usage?.close();
     await store.close();
+    await upstreamStats?.close();
     // "listen EADDRINUSE: address already in use 0.0.0.0:8080" names the address again.
     const { message, code } = error as NodeJS.ErrnoException;
     const why = /^listen [A-Z]+: (.*?)(?: \S+:\d+)?$/.exec(message)?.[1] ?? message;
@@ -186,8 +195,6 @@ export async function startService(
     });
   }
   let grpc: GrpcServer | undefined;
-  const grpcCertificates =
-    settings.grpcTls && listenerCertificates(settings.grpcTls, settings, logger, 'MEMGATE_GRPC_TLS');
   if (settings.grpcPort !== undefined) {
     try {
       grpc = await startRateLimitService({
@@ -208,9 +215,11 @@ export async function startService(
       });
     } catch (error) {
       reloader.close();
+      grpcCertificates?.stop();
       await app.close();
       await usage?.close();
       await store.close();
+      await upstreamStats?.close();
       throw new Error(`cannot serve gRPC on ${settings.host}:${settings.grpcPort}: ${(error as Error).message}`, {
         cause: error,
       });

@@ -19,10 +19,26 @@ describe("upstream's hit arithmetic", () => {
     // From below the near ratio: near from 8 to 10.
     expect(counts(10, 5, 7)).toEqual({ total_hits: 7, over_limit: 2, near_limit: 2, within_limit: 0, shadow_mode: 0 });
     expect(counts(10, 10, 4)).toEqual({ total_hits: 4, over_limit: 4, near_limit: 0, within_limit: 0, shadow_mode: 0 });
+    // Refused with room for them (a denial repeated from memory): every hit over, as upstream's local cache counts them.
+    expect(counts(10, 2, 1, true)).toEqual({
+      total_hits: 1,
+      over_limit: 1,
+      near_limit: 0,
+      within_limit: 0,
+      shadow_mode: 0,
+    });
   });
 
-  it('counts shadow_mode hits only when over, and floors the near threshold as float32', () => {
+  it('counts shadow_mode hits only past the limit, and floors the near threshold as float32', () => {
     expect(counts(10, 10, 1, true, true).shadow_mode).toBe(1);
+    // Crossing the limit: only the hits past it, as upstream's increaseShadowModeStats.
+    expect(counts(10, 9, 3, true, true)).toEqual({
+      total_hits: 3,
+      over_limit: 2,
+      near_limit: 1,
+      within_limit: 0,
+      shadow_mode: 2,
+    });
     expect(counts(10, 1, 1, false, true).shadow_mode).toBe(0);
     // floor(15 × 0.8) = 12 (float32: 12.000000476…): the 13th hit is the first near one.
     expect(counts(15, 12, 1).near_limit).toBe(1);

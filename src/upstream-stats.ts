@@ -26,12 +26,20 @@ export function hitCounts({ limit, hits, before, over, shadow }: DescriptorHits,
   const near = Math.floor(Math.fround(Math.fround(limit) * Math.fround(nearRatio)));
   const after = before + hits;
   const counts = { total_hits: hits, over_limit: 0, near_limit: 0, within_limit: 0, shadow_mode: 0 };
-  if (over || after > limit) {
-    if (before >= limit) counts.over_limit = hits;
-    else {
-      counts.over_limit = after - limit;
-      counts.near_limit = limit - Math.max(near, before);
-    }
+  if (after > limit) {
+    // Hits past the limit: all of them when it was full before, else those beyond it (the
+    // ones below it were near the limit). A descriptor in its own shadow_mode counts them as
+    // shadow_mode too, as upstream's increaseShadowModeStats does.
+    const past = before >= limit ? hits : after - limit;
+    counts.over_limit = past;
+    if (before < limit) counts.near_limit = limit - Math.max(near, before);
+    if (shadow) counts.shadow_mode = past;
+    return counts;
+  }
+  if (over) {
+    // Refused with room for them (a denial repeated from memory, a zero limit's window):
+    // upstream's local-cache case, every hit over.
+    counts.over_limit = hits;
     if (shadow) counts.shadow_mode = hits;
     return counts;
   }
@@ -66,6 +74,11 @@ const HIT_STATS = [
   'shadow_mode',
 ] as const satisfies readonly (keyof HitCounts)[];
 
+/** Distinct counters summed in one flush (5 per descriptor key): hot-shots' default is 5,000. */
+const MAX_COUNTERS_PER_FLUSH = 100_000;
+/** Bytes of lines held before a write, past the counters summed. */
+const BUFFER_BYTES = 8192;
+
 /** The longest a close waits for statsd to take the last counts. */
 const CLOSE_WAIT_MS = 1000;
 
@@ -75,8 +88,11 @@ export function createUpstreamStats({ target, flushMs, nearRatio, onError }: Ups
     port: target.port,
     protocol: target.protocol,
     prefix: 'ratelimit.service.',
-    // Summed per flush, as upstream's gostats sends them.
-    aggregation: { flushInterval: flushMs },
+    // Summed per flush, as upstream's gostats sends them; past maxContexts counters a flush, lines
+    // are still buffered, never one write per increment on the request path.
+    aggregation: { flushInterval: flushMs, maxContexts: MAX_COUNTERS_PER_FLUSH },
+    maxBufferSize: BUFFER_BYTES,
+    bufferFlushInterval: flushMs,
     errorHandler: onError,
     tcpGracefulErrorHandling: true,
   });

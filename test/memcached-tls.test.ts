@@ -107,7 +107,7 @@ describe('memcached over TLS', () => {
     );
   });
 
-  it('names a certificate file it cannot read at start, and starts nothing', async () => {
+  it("names a certificate file it cannot read, or a key that is not its certificate's, at start, and starts nothing", async () => {
     const refused = await startServiceProcess({
       MEMCACHED_SERVERS: '127.0.0.1:1',
       MEMCACHED_TLS: 'on',
@@ -120,5 +120,21 @@ describe('memcached over TLS', () => {
       (error: unknown) => error as Error,
     );
     expect(refused.message).toContain('MEMCACHED_TLS_CA=/nonexistent/ca.pem: cannot be read (ENOENT)');
+    // A client key that is not its certificate's: named at start, not a failure of every check.
+    const mismatched = await startServiceProcess({
+      MEMCACHED_SERVERS: '127.0.0.1:1',
+      MEMCACHED_TLS: 'on',
+      MEMCACHED_TLS_CERT: certs.client.cert,
+      MEMCACHED_TLS_KEY: certs.server.key,
+    }).then(
+      (service) => {
+        services.push(service);
+        return new Error('started');
+      },
+      (error: unknown) => error as Error,
+    );
+    expect(mismatched.message).toMatch(
+      /MEMCACHED_TLS_CERT, MEMCACHED_TLS_KEY: cannot be used for TLS \(.*key values mismatch/,
+    );
   });
 });

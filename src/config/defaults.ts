@@ -127,6 +127,8 @@ export const DEFAULTS = {
    * deadline (at 10 it keeps about a tenth of a core against a busy one).
    */
   policyParseNice: 10,
+  /** Policy and Envoy files of at most this many bytes together are parsed in the service's own process (config/parse-apart.ts). */
+  policyParseHereBytes: 1024,
   /** How often a listener's certificate files are read again (MEMGATE_TLS_REFRESH_S). */
   tlsRefreshSeconds: 5,
   /** How often statsd's summed counters are sent (MEMGATE_STATSD_FLUSH_MS). */

@@ -95,7 +95,7 @@ describe('loadSettings', () => {
     const file = join(folder, 'a.pem');
     writeFileSync(file, '-----BEGIN CERTIFICATE-----\nAA==\n-----END CERTIFICATE-----\n');
     expect(loadSettings({}, [])).toMatchObject({ grpcTls: undefined, httpTls: undefined, tlsRefreshSeconds: DEFAULTS.tlsRefreshSeconds });
-    expect(loadSettings({ MEMGATE_GRPC_TLS_CERT: file, MEMGATE_GRPC_TLS_KEY: file, MEMGATE_GRPC_TLS_CLIENT_CA: file, MEMGATE_GRPC_TLS_CLIENT_SAN: 'envoy' }, []).grpcTls).toEqual({
+    expect(loadSettings({ MEMGATE_GRPC_PORT: '0', MEMGATE_GRPC_TLS_CERT: file, MEMGATE_GRPC_TLS_KEY: file, MEMGATE_GRPC_TLS_CLIENT_CA: file, MEMGATE_GRPC_TLS_CLIENT_SAN: 'envoy' }, []).grpcTls).toEqual({
       certFile: file,
       keyFile: file,
       clientCaFile: file,
@@ -106,11 +106,15 @@ describe('loadSettings', () => {
     expect(problemsOf({ MEMGATE_GRPC_TLS_CLIENT_CA: file })).toEqual([
       'MEMGATE_GRPC_TLS_CLIENT_CA set without MEMGATE_GRPC_TLS_CERT and MEMGATE_GRPC_TLS_KEY: set them, or unset it',
     ]);
-    expect(problemsOf({ MEMGATE_GRPC_TLS_CERT: file, MEMGATE_GRPC_TLS_KEY: file, MEMGATE_GRPC_TLS_CLIENT_SAN: 'envoy' })).toEqual([
+    expect(problemsOf({ MEMGATE_GRPC_PORT: '0', MEMGATE_GRPC_TLS_CERT: file, MEMGATE_GRPC_TLS_KEY: file, MEMGATE_GRPC_TLS_CLIENT_SAN: 'envoy' })).toEqual([
       'MEMGATE_GRPC_TLS_CLIENT_SAN needs MEMGATE_GRPC_TLS_CLIENT_CA: a name is checked only on certificates that authority signed',
     ]);
     expect(problemsOf({ MEMGATE_TLS_CERT: join(folder, 'gone.pem'), MEMGATE_TLS_KEY: file })).toEqual([
       `MEMGATE_TLS_CERT=${join(folder, 'gone.pem')}: cannot be read (ENOENT)`,
+    ]);
+    // Nothing would be served over them without a gRPC port.
+    expect(problemsOf({ MEMGATE_GRPC_TLS_CERT: file, MEMGATE_GRPC_TLS_KEY: file })).toEqual([
+      'MEMGATE_GRPC_TLS_CERT and MEMGATE_GRPC_TLS_KEY set without MEMGATE_GRPC_PORT: set the port, or unset them (nothing would be served over them)',
     ]);
     // HTTP has no client name: the variable is no setting, and its near miss is named.
     expect(problemsOf({ MEMGATE_TLS_CERT: file, MEMGATE_TLS_KEY: file, MEMGATE_TLS_CLIENT_SAN: 'x' })[0]).toMatch(/MEMGATE_TLS_CLIENT_SAN/);

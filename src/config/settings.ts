@@ -1,4 +1,5 @@
 import { isIP } from 'node:net';
+import { createSecureContext } from 'node:tls';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import leven from 'leven';
@@ -9,6 +10,9 @@ import { readPemFile, type ListenerTls, type MemcachedTls } from './tls.js';
 import { fromUpstream } from './upstream-env.js';
 
 type Env = Readonly<Record<string, string | undefined>>;
+
+/** A DNS SRV name as upstream parses MEMCACHE_SRV: `_service._proto.name`. */
+const SRV_NAME = /^_(.+?)\._(.+?)\.(.+)$/;
 
 /** An HTTP header's name (RFC 9110's token). */
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
@@ -172,6 +176,19 @@ export const SETTINGS = {
       return servers;
     },
   },
+  memcachedSrv: {
+    env: ['MEMCACHED_SRV'],
+    default: 'unset',
+    values: '`_service._proto.name`, such as `_memcache._tcp.memcached.default.svc.cluster.local`',
+    summary: 'the Memcached servers from a DNS SRV record instead of `MEMCACHED_SERVERS`: looked up once at start, its targets sorted by `host:port` (every instance must see the same list)',
+    details: "Read from envoyproxy/ratelimit's `MEMCACHE_SRV` too. A record that does not resolve, or holds no target, stops the start; servers added later are used after a restart",
+    read: (env): string | undefined => {
+      const given = value(env, 'MEMCACHED_SRV');
+      if (given === undefined) return undefined;
+      if (!SRV_NAME.test(given)) throw new SettingsError([`MEMCACHED_SRV must be _service._proto.name, such as _memcache._tcp.example.com (got ${JSON.stringify(given)})`]);
+      return given;
+    },
+  },
   memcachedCredentials: {
     env: ['MEMCACHED_USERNAME', 'MEMCACHED_PASSWORD'],
     default: 'unset',
@@ -218,6 +235,13 @@ export const SETTINGS = {
         else read[field] = pem;
       }
       if (problems.length > 0) throw new SettingsError(problems);
+      try {
+        // As Node will use them: a key that does not match its certificate, or a PEM it cannot read, stops the start.
+        createSecureContext(read);
+      } catch (error) {
+        const named = Object.values(files).filter((name) => value(env, name) !== undefined);
+        throw new SettingsError([`${named.join(', ')}: cannot be used for TLS (${(error as Error).message})`]);
+      }
       return { ...read, verifyHostname };
     },
   } satisfies Setting<MemcachedTls | undefined>,
@@ -557,6 +581,12 @@ export function loadSettings(
       if (!(error instanceof SettingsError)) throw error;
       problems.push(...error.problems);
     }
+  }
+  if (settings.grpcTls !== undefined && settings.grpcPort === undefined) {
+    problems.push('MEMGATE_GRPC_TLS_CERT and MEMGATE_GRPC_TLS_KEY set without MEMGATE_GRPC_PORT: set the port, or unset them (nothing would be served over them)');
+  }
+  if (settings.memcachedSrv !== undefined && settings.memcachedServers !== undefined) {
+    problems.push('MEMCACHED_SRV and MEMCACHED_SERVERS are both set: name the servers one way');
   }
   if (settings.grpcPort !== undefined && settings.grpcPort !== 0 && settings.grpcPort === settings.port) {
     problems.push(`MEMGATE_GRPC_PORT and PORT are both ${String(settings.port)}: gRPC and HTTP need a port each`);

@@ -51,6 +51,8 @@ describe("envoyproxy/ratelimit's environment", () => {
     // Less the separator it ends with, as upstream's own test writes one ("prefix:").
     expect(fromUpstream({ CACHE_KEY_PREFIX: 'edge:' }).env).toEqual({ MEMGATE_KEY_PREFIX: 'edge' });
     expect(loadSettings({ CACHE_KEY_PREFIX: 'ratelimit:' }, []).keyPrefix).toBe('ratelimit');
+    // Only a colon: prod_ and prod stay two prefixes, two sets of counters.
+    expect(loadSettings({ CACHE_KEY_PREFIX: 'prod_' }, []).keyPrefix).toBe('prod_');
     expect(problemsOf({ CACHE_KEY_PREFIX: 'rl/edge:' })[0]).toMatch(/MEMGATE_KEY_PREFIX must be 1 to 32 letters/);
   });
 
@@ -93,6 +95,23 @@ describe("envoyproxy/ratelimit's environment", () => {
     expect(fromUpstream({ GRPC_SERVER_USE_TLS: 'true', MEMGATE_GRPC_TLS_CERT: '/c.crt', MEMGATE_GRPC_TLS_KEY: '/c.key' }).problems).toEqual([]);
     expect(fromUpstream({ GRPC_SERVER_USE_TLS: 'true', GRPC_SERVER_TLS_CERT: '/certs/tls.crt' }).problems).toEqual([
       'GRPC_SERVER_USE_TLS=true needs GRPC_SERVER_TLS_CERT and GRPC_SERVER_TLS_KEY (or MEMGATE_GRPC_TLS_CERT and MEMGATE_GRPC_TLS_KEY)',
+    ]);
+  });
+
+  it("reads MEMCACHE_SRV as MEMCACHED_SRV, refusing it beside MEMCACHE_HOST_PORT and a refresh period, as memgate looks it up once", () => {
+    expect(fromUpstream({ MEMCACHE_SRV: '_memcache._tcp.cache.svc' }).env).toEqual({ MEMCACHED_SRV: '_memcache._tcp.cache.svc' });
+    expect(loadSettings({ MEMCACHE_SRV: '_memcache._tcp.cache.svc', MEMCACHE_SRV_REFRESH: '0' }, []).memcachedSrv).toBe('_memcache._tcp.cache.svc');
+    expect(fromUpstream({ MEMCACHE_SRV: '_memcache._tcp.cache.svc', MEMCACHE_HOST_PORT: 'a:11211' }).problems).toEqual([
+      'MEMCACHE_SRV and MEMCACHE_HOST_PORT are both set: name the servers one way, as upstream requires',
+    ]);
+    expect(fromUpstream({ MEMCACHE_SRV: '_memcache._tcp.cache.svc', MEMCACHE_SRV_REFRESH: '30s' }).problems[0]).toMatch(
+      /^MEMCACHE_SRV_REFRESH=30s: memgate looks MEMCACHE_SRV up once at start/,
+    );
+    expect(problemsOf({ MEMCACHE_SRV: 'cache.svc' })).toEqual([
+      'MEMCACHED_SRV must be _service._proto.name, such as _memcache._tcp.example.com (got "cache.svc")',
+    ]);
+    expect(problemsOf({ MEMCACHED_SRV: '_memcache._tcp.cache.svc', MEMCACHED_SERVERS: 'a:11211' })).toEqual([
+      'MEMCACHED_SRV and MEMCACHED_SERVERS are both set: name the servers one way',
     ]);
   });
 

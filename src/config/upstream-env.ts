@@ -237,16 +237,27 @@ export const UPSTREAM_VARIABLES: readonly UpstreamVariable[] = [
   },
   readAs('MEMCACHE_HOST_PORT', 'MEMCACHED_SERVERS', ' (`host:port,…`); give every instance the same list, as upstream asks. Keys are placed by consistent hashing'),
   {
-    names: ['MEMCACHE_MAX_IDLE_CONNS', 'MEMCACHE_SRV_REFRESH'],
+    names: ['MEMCACHE_MAX_IDLE_CONNS'],
     handling: 'accepted',
     memgate: 'accepted, unused: memgate keeps one connection per server, and `MEMCACHED_MAX_IN_FLIGHT` bounds the checks waiting on Memcached',
     read: () => undefined,
   },
   {
-    names: ['MEMCACHE_SRV'],
-    handling: 'refused',
-    memgate: 'refused: list the servers in `MEMCACHE_HOST_PORT` or `MEMCACHED_SERVERS`',
-    read: refuseSet(['MEMCACHE_SRV'], 'memgate does not look servers up by SRV yet; list them in MEMCACHE_HOST_PORT (or MEMCACHED_SERVERS)'),
+    names: ['MEMCACHE_SRV', 'MEMCACHE_SRV_REFRESH'],
+    handling: 'honoured',
+    memgate: 'read as `MEMCACHED_SRV`, looked up once at start (beside `MEMCACHE_HOST_PORT` it is refused, as upstream refuses it). `MEMCACHE_SRV_REFRESH` is accepted as 0; a period is refused: memgate places keys on the servers it started with, and takes new ones at a restart',
+    read: (read) => {
+      const srv = read.get('MEMCACHE_SRV');
+      if (srv !== undefined && read.get('MEMCACHE_HOST_PORT') !== undefined) {
+        read.refuse('MEMCACHE_SRV and MEMCACHE_HOST_PORT are both set: name the servers one way, as upstream requires');
+        return;
+      }
+      if (srv !== undefined) read.give('MEMCACHED_SRV', srv, 'MEMCACHE_SRV');
+      const refresh = read.get('MEMCACHE_SRV_REFRESH');
+      if (refresh !== undefined && refresh !== '0' && goDurationMs(refresh) !== 0) {
+        read.refuse(`MEMCACHE_SRV_REFRESH=${refresh}: memgate looks MEMCACHE_SRV up once at start (a restart takes new servers); set 0 or unset it`);
+      }
+    },
   },
   {
     names: ['MEMCACHE_TLS', 'MEMCACHE_TLS_CACERT', 'MEMCACHE_TLS_CLIENT_CERT', 'MEMCACHE_TLS_CLIENT_KEY', 'MEMCACHE_TLS_SKIP_HOSTNAME_VERIFICATION'],
@@ -267,10 +278,10 @@ export const UPSTREAM_VARIABLES: readonly UpstreamVariable[] = [
   {
     names: ['CACHE_KEY_PREFIX'],
     handling: 'honoured',
-    memgate: "read as `MEMGATE_KEY_PREFIX`, less the separators it ends with (`ratelimit:` as `ratelimit`: memgate puts its own `:` after the prefix). memgate's keys have their own layout: upstream's counters are not read",
+    memgate: "read as `MEMGATE_KEY_PREFIX`, less the `:` it ends with (`ratelimit:` as `ratelimit`: memgate puts its own `:` after the prefix). memgate's keys have their own layout: upstream's counters are not read",
     read: (read) => {
       const given = read.get('CACHE_KEY_PREFIX');
-      if (given !== undefined) read.give('MEMGATE_KEY_PREFIX', given.replace(/[:_./-]+$/, '') || given, 'CACHE_KEY_PREFIX');
+      if (given !== undefined) read.give('MEMGATE_KEY_PREFIX', given.replace(/:+$/, '') || given, 'CACHE_KEY_PREFIX');
     },
   },
   {

@@ -8,6 +8,7 @@ import {
   ENVOY_UNIT_SECONDS,
   RESERVATION_ENTRY,
   type EnvoyConfig,
+  type EnvoyDescriptor,
   type EnvoyRateLimit,
   type EnvoyUnit,
 } from '../config/envoy-config.js';
@@ -65,12 +66,15 @@ function quotaRefuses(quota: readonly { readonly over: boolean }[]): boolean {
 const ENVOY_EVENT = 'envoy:';
 
 /**
- * upstream's stat key of a counted descriptor: the request's own entries (`<domain>.<key>_<value>…`)
- * under detailed_metric, the matched path otherwise (memgate's event after `envoy:`; wildcard
- * and value_to_metric paths are named as memgate's events name them, see docs/envoy.md).
+ * upstream's stat key of a counted descriptor: `<domain>.` and the matched descriptor's path of
+ * `key_value`s (`key` where the file names no value, the pattern where it is a wildcard), or the
+ * request's own `key_value`s under detailed_metric. A per-request override, which matched no
+ * file descriptor, is named as memgate's event names it.
  */
 function statKey(domain: string, match: LimitedDescriptor, entries: readonly { key: string; value: string }[]): string {
-  if (match.detailedMetric) return [domain, ...entries.map(({ key, value }) => `${key}_${value}`)].join('.');
+  const { descriptor } = match;
+  if (descriptor?.detailedMetric) return [domain, ...entries.map(({ key, value }) => `${key}_${value}`)].join('.');
+  if (descriptor) return [domain, ...descriptor.path].join('.');
   return match.event.startsWith(ENVOY_EVENT) ? match.event.slice(ENVOY_EVENT.length) : match.event;
 }
 
@@ -122,7 +126,7 @@ export interface DescriptorHits {
   readonly before: number;
   /** Over its limit (the hits were not counted: memgate counts no refused hit). */
   readonly over: boolean;
-  /** In its own shadow_mode (or the global shadow). */
+  /** In its own shadow_mode (not the global one, which upstream counts as global_shadow_mode only). */
   readonly shadow: boolean;
 }
 
@@ -160,8 +164,8 @@ interface Counted {
 interface LimitedDescriptor {
   readonly kind: 'limit';
   readonly event: string;
-  /** Its file's detailed_metric: upstream names its stats by the request's values. */
-  readonly detailedMetric?: boolean;
+  /** The file's descriptor it matched (none for a per-request override): upstream's stats are named by its path. */
+  readonly descriptor?: EnvoyDescriptor;
   /** The counter within the event. */
   readonly feature: string;
   readonly rateLimit: EnvoyRateLimit;
@@ -268,7 +272,7 @@ export function createEnvoyDecider(
               event: match.event,
               feature: match.feature,
               rateLimit: match.rateLimit,
-              detailedMetric: match.descriptor.detailedMetric,
+              descriptor: match.descriptor,
               ...modes(shadowAll || match.shadowMode, quotaAll || match.descriptor.quotaMode),
             }
           : match),
@@ -324,11 +328,15 @@ export function createEnvoyDecider(
     const quota: { over: boolean }[] = quotaAll
       ? matches.filter((m) => m.kind === 'none').map(() => ({ over: false }))
       : [];
+    /** A descriptor over its limit outside quota mode: upstream would refuse the call but for the global shadow. */
+    let overAlone = false as boolean;
     counted.forEach(({ index, event, hits, rateLimit, enforced, quota: inQuota, shadow }, i) => {
       const decision = together?.checks[i] as Decision;
       // A check that does not enforce answers as allowed, its limit's status among its shadow limits.
       const status = decision.limits[0] ?? decision.shadowLimits?.[0];
       const over = enforced ? !decision.allowed : (decision.shadowDenied?.length ?? 0) > 0;
+      // Its own shadow_mode (the global one aside), which upstream answers OK and counts as shadow_mode.
+      const ownShadow = (matches[index] as LimitedDescriptor).descriptor?.shadowMode ?? false;
       if (options.stats && hits > 0 && status && !decision.degraded) {
         // Allowed, the room left is after these hits; over, before them (a refused hit is not counted).
         const used = rateLimit.requestsPerUnit - status.remaining;
@@ -340,13 +348,15 @@ export function createEnvoyDecider(
           hits,
           before: Math.max(0, before),
           over,
-          shadow: shadow || shadowAll,
+          // The global shadow is counted as global_shadow_mode only, as upstream.
+          shadow: ownShadow,
         });
       }
       // Over, its status says OVER_LIMIT: enforced, under the global shadow, or in quota mode
       // not in its own shadow_mode (a descriptor's own shadow_mode answers OK, as upstream).
       const reportsOver = enforced || shadowAll || (inQuota && !shadow);
       if (over && !enforced && !decision.degraded) options.onShadowOverLimit?.(event);
+      if (over && !inQuota && !ownShadow) overAlone = true;
       if (rateLimit.requestsPerUnit === 0) {
         // Over whatever is asked, until a window that never frees up ends.
         const resetMs = windowEndMs(rateLimit, nowMs);
@@ -376,8 +386,7 @@ export function createEnvoyDecider(
     });
     // The global shadow answers every call OK, whatever the quota rule says (upstream applies it last).
     const allowed = (together?.allowed ?? true) && (shadowAll || !quotaRefuses(quota));
-    if (shadowAll && options.stats && statuses.some((status) => status?.code === 'OVER_LIMIT'))
-      options.stats.globalShadow();
+    if (shadowAll && options.stats && (overAlone || quotaRefuses(quota))) options.stats.globalShadow();
     const retryAfter = allowed ? undefined : retryAfterOf(zeroLimitResetsMs, together?.retryAfter);
     const headers = options.limitHeaders
       ? upstreamLimitHeaders(

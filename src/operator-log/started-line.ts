@@ -122,3 +122,8 @@ export function logStarted(
 function plural(count: number, noun: string): string {
   return `${count} ${noun}${count === 1 ? '' : 's'}`;
 }
+
+/** The servers MEMCACHED_SRV gave, before the start-up line names them. */
+export function logServersFromSrv(logger: Pick<Logger, 'info'>, srv: string, servers: string): void {
+  logger.info({ srv, servers }, `MEMCACHED_SRV ${srv}: ${servers}`);
+}

@@ -17,7 +17,7 @@ export function statsdErrorLog(logger: Pick<Logger, 'warn'>, target: string, now
     }
     logger.warn(
       { err: error, ...(leftOut > 0 ? { leftOut } : {}) },
-      `statsd at ${target} could not be sent to (${error.message}); its stats are lost meanwhile, the checks are not affected`,
+      `statsd at ${target}: ${error.message} (stats may be lost meanwhile; checks are not affected)`,
     );
     lastAt = now();
     leftOut = 0;

@@ -53,7 +53,7 @@ const reload = (service: EnvoyService) =>
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Waits out the last seconds of a minute, so that what a test spends and then reads is in one fixed window. */
-async function awayFromMinuteEnd(neededMs = 5_000): Promise<void> {
+async function awayFromMinuteEnd(neededMs = 10_000): Promise<void> {
   const into = Date.now() % 60_000;
   if (into > 60_000 - neededMs) await sleep(60_000 - into + 250);
 }

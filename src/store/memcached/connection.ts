@@ -1,5 +1,10 @@
 import { connect, isIP, type Socket } from 'node:net';
-import { connect as connectTls, type ConnectionOptions as ConnectionOptionsTls } from 'node:tls';
+import {
+  connect as connectTls,
+  createSecureContext,
+  type ConnectionOptions as ConnectionOptionsTls,
+  type SecureContext,
+} from 'node:tls';
 import type { MemcachedTls } from './servers.js';
 import { StoreUnavailableError } from '../counter-store.js';
 import { encodeBatch, encodeRequest, Opcode, Status } from './protocol.js';
@@ -64,11 +69,21 @@ const RESPONSE_MAGIC = 0x81;
 /** Why a server whose bytes are not replies of the binary protocol is down. */
 const NOT_MEMCACHED = "it answers with bytes that are not Memcached's binary protocol: another service on this port?";
 
+/** One context per TLS setting, made at the first connection: each reconnect would parse the authorities again. */
+const contexts = new WeakMap<MemcachedTls, SecureContext>();
+
 /** Node's options for a TLS connection to `host` as `tls` asks. */
 function tlsOptions(host: string, tls: MemcachedTls): ConnectionOptionsTls {
+  let secureContext = contexts.get(tls);
+  if (!secureContext) {
+    secureContext = createSecureContext({
+      ...(tls.ca ? { ca: tls.ca } : {}),
+      ...(tls.cert && tls.key ? { cert: tls.cert, key: tls.key } : {}),
+    });
+    contexts.set(tls, secureContext);
+  }
   return {
-    ...(tls.ca ? { ca: tls.ca } : {}),
-    ...(tls.cert && tls.key ? { cert: tls.cert, key: tls.key } : {}),
+    secureContext,
     // SNI takes a name only; an address is checked against the certificate's IP entries.
     ...(isIP(host) === 0 ? { servername: host } : {}),
     ...(tls.verifyHostname ? {} : { checkServerIdentity: () => undefined }),
@@ -174,7 +189,16 @@ export class ServerConnection {
       exchange.onFail(new StoreUnavailableError(`memcached ${this.label} is down (${this.downReason})`));
       return;
     }
-    const socket = this.socket ?? this.open();
+    let socket: Socket;
+    try {
+      socket = this.socket ?? this.open();
+    } catch (error) {
+      // A connection Node refuses to start (settings check TLS's files, so this is unexpected): this exchange fails as any unreachable server's would.
+      exchange.onFail(
+        new StoreUnavailableError(`memcached ${this.label}: cannot connect (${(error as Error).message})`),
+      );
+      return;
+    }
     const pending: Pending = {
       exchange,
       createdAt: performance.now(),
