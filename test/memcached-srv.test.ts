@@ -5,12 +5,10 @@ import { promises as dns } from 'node:dns';
 import { Packet, UDPServer } from 'dns2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { serversFromSrv } from '../src/store/memcached/srv.js';
-import { Writable } from 'node:stream';
-import { pino } from 'pino';
 import { rlsClient } from '../scripts/lib/rls-client.js';
 import { loadSettings } from '../src/config/settings.js';
 import { startService } from '../src/service.js';
-import { envoyConfigFile } from './helpers/envoy-service.js';
+import { capturedLogger, envoyConfigFile } from './helpers/envoy-service.js';
 import { startMemcachedProcess, uniquePrefix, type MemcachedProcess } from './helpers/memcached.js';
 
 const RECORD = '_memcache._tcp.memgate.test';
@@ -80,16 +78,7 @@ describe('Memcached servers from a DNS SRV record', () => {
         },
         [],
       );
-      const lines: string[] = [];
-      const logger = pino(
-        { level: 'info' },
-        new Writable({
-          write: (chunk: Buffer, _encoding, done) => {
-            lines.push(chunk.toString());
-            done();
-          },
-        }),
-      );
+      const { lines, logger } = capturedLogger();
       const service = await startService(settings, logger);
       return { service, lines, client: rlsClient(`127.0.0.1:${String(service.grpc?.port)}`) };
     };

@@ -353,23 +353,10 @@ export const SETTINGS = {
     read: (env): { host: string; port: number } | undefined => {
       const address = value(env, 'MEMGATE_GRAPHITE');
       if (address === undefined) return undefined;
-      // Read as MEMCACHED_SERVERS reads an entry: the same hosts, brackets and port rules.
-      let endpoints;
-      try {
-        endpoints = parseServerList(address);
-      } catch (error) {
-        if (!(error instanceof ServerListError)) throw error;
-        // Its advice on a missing port names Memcached's; carbon's plaintext port is 2003.
-        const problem = error.problem.startsWith('names no port')
-          ? "names no port: write host:port, carbon's plaintext receiver listening on 2003 by default"
-          : error.problem;
-        throw new SettingsError([`MEMGATE_GRAPHITE ${error.entry} ${problem}`]);
-      }
-      const [endpoint] = endpoints;
-      if (!endpoint || endpoints.length > 1 || endpoint.username !== undefined) {
-        throw new SettingsError([`MEMGATE_GRAPHITE must be one host:port (got ${JSON.stringify(address)})`]);
-      }
-      return { host: endpoint.host, port: endpoint.port };
+      return oneEndpoint('MEMGATE_GRAPHITE', address, {
+        usualPort: "carbon's plaintext receiver listening on 2003 by default",
+        forms: 'one host:port',
+      });
     },
   },
   statsd: {
@@ -383,18 +370,11 @@ export const SETTINGS = {
       if (given === undefined) return undefined;
       const scheme = /^(tcp|udp):\/\//.exec(given);
       const address = scheme ? given.slice(scheme[0].length) : given;
-      let endpoints;
-      try {
-        endpoints = parseServerList(address);
-      } catch (error) {
-        if (!(error instanceof ServerListError)) throw error;
-        const problem = error.problem.startsWith('names no port') ? 'names no port: write host:port, statsd listening on 8125 by default' : error.problem;
-        throw new SettingsError([`MEMGATE_STATSD ${error.entry} ${problem}`]);
-      }
-      const [endpoint] = endpoints;
-      if (!endpoint || endpoints.length > 1 || endpoint.username !== undefined) {
-        throw new SettingsError([`MEMGATE_STATSD must be one host:port, tcp://host:port or udp://host:port (got ${JSON.stringify(given)})`]);
-      }
+      const endpoint = oneEndpoint('MEMGATE_STATSD', address, {
+        usualPort: 'statsd listening on 8125 by default',
+        forms: 'one host:port, tcp://host:port or udp://host:port',
+        given,
+      });
       return { host: endpoint.host, port: endpoint.port, protocol: scheme?.[1] === 'udp' ? 'udp' : 'tcp' };
     },
   },
@@ -660,6 +640,31 @@ function listenerTls(prefix: string, listener: string, text: { clientSan: boolea
       return { certFile: cert, keyFile: key, ...(clientCa === undefined ? {} : { clientCaFile: clientCa }), ...(clientSan === undefined ? {} : { clientSan }) };
     },
   };
+}
+
+/**
+ * The one `host:port` a setting names (MEMGATE_GRAPHITE, MEMGATE_STATSD), read as MEMCACHED_SERVERS
+ * reads an entry: the same hosts, brackets and port rules. `usualPort` replaces the list's advice
+ * on a missing port (which names Memcached's); `given` is the value as written, when not `address`.
+ */
+function oneEndpoint(
+  name: string,
+  address: string,
+  { usualPort, forms, given = address }: { usualPort: string; forms: string; given?: string },
+): { host: string; port: number } {
+  let endpoints;
+  try {
+    endpoints = parseServerList(address);
+  } catch (error) {
+    if (!(error instanceof ServerListError)) throw error;
+    const problem = error.problem.startsWith('names no port') ? `names no port: write host:port, ${usualPort}` : error.problem;
+    throw new SettingsError([`${name} ${error.entry} ${problem}`]);
+  }
+  const [endpoint] = endpoints;
+  if (!endpoint || endpoints.length > 1 || endpoint.username !== undefined) {
+    throw new SettingsError([`${name} must be ${forms} (got ${JSON.stringify(given)})`]);
+  }
+  return { host: endpoint.host, port: endpoint.port };
 }
 
 /** Where statsd lines go (MEMGATE_STATSD). */

@@ -62,9 +62,6 @@ function quotaRefuses(quota: readonly { readonly over: boolean }[]): boolean {
   return quota.length > 0 && quota.every(({ over }) => over);
 }
 
-/** memgate's event for an Envoy descriptor is `envoy:` and upstream's stat key of its path. */
-const ENVOY_EVENT = 'envoy:';
-
 /**
  * upstream's stat key of a counted descriptor: `<domain>.` and the matched descriptor's path of
  * `key_value`s (`key` where the file names no value, the pattern where it is a wildcard), or the
@@ -75,7 +72,7 @@ function statKey(domain: string, match: LimitedDescriptor, entries: readonly { k
   const { descriptor } = match;
   if (descriptor?.detailedMetric) return [domain, ...entries.map(({ key, value }) => `${key}_${value}`)].join('.');
   if (descriptor) return [domain, ...descriptor.path].join('.');
-  return match.event.startsWith(ENVOY_EVENT) ? match.event.slice(ENVOY_EVENT.length) : match.event;
+  return match.event.startsWith(ENVOY_EVENT_PREFIX) ? match.event.slice(ENVOY_EVENT_PREFIX.length) : match.event;
 }
 
 /** What an unlimited descriptor reports as remaining, as envoyproxy/ratelimit does. */

@@ -8,9 +8,7 @@ import { createConnection, createServer, type Socket } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
 import * as grpc from '@grpc/grpc-js';
-import { pino } from 'pino';
 import { afterEach } from 'vitest';
 import {
   RateLimitClient,
@@ -21,6 +19,7 @@ import {
 } from '../../scripts/lib/rls-client.js';
 import { loadSettings } from '../../src/config/settings.js';
 import { startService, type RunningService } from '../../src/service.js';
+import { capturedLogger } from '../helpers/envoy-service.js';
 import { uniquePrefix } from '../helpers/memcached.js';
 
 /** Upstream's runtime layout: RUNTIME_ROOT/RUNTIME_SUBDIRECTORY/RUNTIME_APPDIRECTORY/*.yaml. */
@@ -78,16 +77,7 @@ export function useUpstreamServices(): (env: Record<string, string>) => Promise<
     await Promise.all(closing.map(({ service }) => service.close()));
   });
   return async (env) => {
-    const lines: string[] = [];
-    const logger = pino(
-      { level: 'info' },
-      new Writable({
-        write(chunk: Buffer, _encoding, done) {
-          lines.push(chunk.toString());
-          done();
-        },
-      }),
-    );
+    const { lines, logger } = capturedLogger();
     const settings = loadSettings(
       {
         PORT: '0',

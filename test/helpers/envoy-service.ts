@@ -4,12 +4,27 @@ import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
-import { pino } from 'pino';
+import { pino, type Logger } from 'pino';
 import { afterEach } from 'vitest';
 import { loadSettings } from '../../src/config/settings.js';
 import { startService, type RunningService } from '../../src/service.js';
 import { rlsClient, type RlsClient } from '../../scripts/lib/rls-client.js';
 import { uniquePrefix, type TestMemcached } from './memcached.js';
+
+/** A pino logger at info whose lines (one JSON line each) are kept in `lines`, as a service's tests read them. */
+export function capturedLogger(): { lines: string[]; logger: Logger } {
+  const lines: string[] = [];
+  const logger = pino(
+    { level: 'info' },
+    new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        lines.push(chunk.toString());
+        done();
+      },
+    }),
+  );
+  return { lines, logger };
+}
 
 /** An Envoy configuration file with `text`, in a folder of its own. */
 export async function envoyConfigFile(text: string): Promise<string> {
@@ -46,16 +61,7 @@ export async function startEnvoyService(
   memcached: TestMemcached,
   options: EnvoyServiceOptions & { readonly config: string },
 ): Promise<EnvoyService> {
-  const lines: string[] = [];
-  const logger = pino(
-    { level: 'info' },
-    new Writable({
-      write(chunk: Buffer, _encoding, done) {
-        lines.push(chunk.toString());
-        done();
-      },
-    }),
-  );
+  const { lines, logger } = capturedLogger();
   const settings = loadSettings(
     {
       PORT: '0',
