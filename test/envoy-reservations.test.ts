@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import type { RlsClient, WireDescriptorIn, WireRequestIn, WireResponseOut } from '../scripts/lib/rls-client.js';
 import { useEnvoyServices } from './helpers/envoy-service.js';
 import { useMemcached } from './helpers/memcached.js';
+import { awayFromWindowEnd } from './helpers/window.js';
 
 const memcached = useMemcached();
 
@@ -47,11 +48,8 @@ const reservationOf = (answer: Answer): string | undefined => {
   return value?.stringValue ?? value?.string_value;
 };
 
-/** Not within 3 s of a minute's end: the user's fixed minute must hold a test's every call. */
-const awayFromMinuteEnd = async () => {
-  const intoMinute = Date.now() % 60_000;
-  if (intoMinute > 57_000) await new Promise((resolve) => setTimeout(resolve, 60_500 - intoMinute));
-};
+/** Away from a minute's edges: the user's fixed minute must hold a test's every call. */
+const awayFromMinuteEnd = () => awayFromWindowEnd(60);
 
 /** What the limit has left, asked with a hits_addend of 0 (counts nothing). */
 const remaining = async (client: RlsClient, ...pairs: [string, string][]) =>

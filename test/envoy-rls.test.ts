@@ -9,6 +9,7 @@ import { oneDescriptor, type RlsClient, type WireRequestIn, type WireResponseOut
 import { calendarPeriod } from '../src/counting/algorithms/fixed/calendar.js';
 import { envoyConfigFile, useEnvoyServices, type EnvoyServiceOptions } from './helpers/envoy-service.js';
 import { uniquePrefix, useMemcached } from './helpers/memcached.js';
+import { awayFromWindowEnd } from './helpers/window.js';
 
 const memcached = useMemcached();
 
@@ -207,6 +208,7 @@ describe("upstream's global settings", () => {
       domain: 'edge',
       descriptors: [{ entries: [{ key: 'loose', value: 'lh' }] }, { entries: [{ key: 'tight', value: 'lh' }] }],
     };
+    await awayFromWindowEnd(60);
     const first = headerMap((await client.shouldRateLimit(both)).response_headers_to_add);
     const untilMinute = 60 - (Math.floor(Date.now() / 1000) % 60);
     // The tight limit has 0 left of 1, the loose 4 of 5: the tight one is closest.
@@ -343,6 +345,7 @@ describe('ShouldRateLimit against the service', () => {
     const { client } = await start();
     const request = oneDescriptor('edge', ['remote_address', '192.0.2.1']);
     const answers = [];
+    await awayFromWindowEnd(60);
     for (let i = 0; i < 4; i++) answers.push(await client.shouldRateLimit(request));
     expect(answers.map((a) => a.overall_code)).toEqual(['OK', 'OK', 'OK', 'OVER_LIMIT']);
     expect(answers.map((a) => a.statuses[0]?.limit_remaining)).toEqual([2, 1, 0, 0]);

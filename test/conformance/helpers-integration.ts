@@ -71,8 +71,12 @@ export interface UpstreamService {
  */
 export function useUpstreamServices(): (env: Record<string, string>) => Promise<UpstreamService> {
   const started: UpstreamService[] = [];
-  afterEach(async () => {
+  afterEach(async (context) => {
     const closing = started.splice(0);
+    // A failed test shows what its services warned of (a Memcached server thought down moves its counts).
+    if (context.task.result?.state === 'fail')
+      for (const { lines } of closing)
+        for (const line of lines) if (/"level":(40|50|60)/.test(line)) process.stderr.write(line);
     for (const { client } of closing) client.close();
     await Promise.all(closing.map(({ service }) => service.close()));
   });

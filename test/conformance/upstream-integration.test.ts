@@ -28,24 +28,22 @@ import {
   useUpstreamServices,
   type UpstreamService,
 } from './helpers-integration.js';
+import {
+  awayFromWindowEnd as awayFromUnitEnd,
+  inOneWindow as inOneUnitWindow,
+  UNIT_SECONDS,
+} from '../helpers/window.js';
 
 const memcached = useMemcached();
 const start = useUpstreamServices();
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-const SECONDS = { SECOND: 1, MINUTE: 60, HOUR: 3600, DAY: 86_400 } as const;
+const SECONDS = UNIT_SECONDS;
 type Unit = keyof typeof SECONDS;
 
-/**
- * Waits until the current `unit` window has run 1.5 s and has 4 s left, so that the calls after
- * stay in one window whatever second memgate's clock (agreed with Memcached's) is in.
- */
-async function awayFromWindowEnd(unit: Unit): Promise<void> {
-  const into = (Date.now() / 1000) % SECONDS[unit];
-  if (into < 1.5) await sleep((1.5 - into) * 1000);
-  // 10 s of the window at least (a busy CI host takes seconds for a test's few calls).
-  else if (SECONDS[unit] - into < Math.min(10, SECONDS[unit] / 4)) await sleep((SECONDS[unit] - into + 1.5) * 1000);
-}
+const awayFromWindowEnd = (unit: Unit) => awayFromUnitEnd(SECONDS[unit]);
+/** Runs `attempt` in one `unit` window, once more if it ran into the window's end (see test/helpers/window.ts). */
+const inOneWindow = (unit: Unit, attempt: () => Promise<void>) => inOneUnitWindow(SECONDS[unit], attempt);
 
 /** upstream's utils.CalculateReset: the unit's length less the whole seconds its window has run. */
 const resetOf = (unit: Unit) => SECONDS[unit] - (Math.floor(Date.now() / 1000) % SECONDS[unit]);
@@ -126,11 +124,10 @@ descriptors:
 const startCacheImpl = (env: Record<string, string> = {}, servers = memcached().servers) =>
   start({ ...upstreamRuntime({ 'domain.yaml': CACHE_IMPL }).env, MEMCACHE_HOST_PORT: servers, ...env });
 
-/** TestNearLimit's checks, each made after counting up to the value upstream's mock starts from. */
+/** TestNearLimit's checks, each made after counting up to the value upstream's mock starts from, in one minute window. */
 async function nearLimitAnswers(client: RlsClient): Promise<void> {
   const key = (n: number): [string, string][] => [[`key${n}`, `value${n}`]];
   const one = async (n: number, hits: number) => (await call(client, 'domain', [descriptor(key(n))], hits)).statuses;
-  await awayFromWindowEnd('MINUTE');
   // 15 an hour: 10 counted, then 11 (OK, 4 left); 12, then 13 (OK, 2 left); 15, then 16 (over).
   await countFirst(client, 'domain', key(4), 10);
   expect(await one(4, 1)).toEqual([limited('OK', 15, 'HOUR', 4)]);
@@ -239,46 +236,50 @@ describe('upstream test/memcached/cache_impl_test.go', () => {
   });
 
   it('TestNearLimit: the answers around the near-limit ratio and the limit, hits_addend 1 and above', async () => {
-    const { client } = await startCacheImpl();
-    await nearLimitAnswers(client);
+    // A service of its own each run: upstream's keys are fixed, memgate's prefix is not.
+    await inOneWindow('MINUTE', async () => nearLimitAnswers((await startCacheImpl()).client));
   });
 
   it("TestNearLimit: NEAR_LIMIT_RATIO=0.8's near_limit, over_limit and within_limit statistics, sent to statsd", async () => {
-    const statsd = await startStatsd();
-    try {
-      const { client } = await startCacheImpl({
-        NEAR_LIMIT_RATIO: '0.8',
-        USE_STATSD: 'true',
-        STATSD_HOST: '127.0.0.1',
-        STATSD_PORT: String(statsd.port),
-        STATS_FLUSH_INTERVAL: '1s',
-      });
-      await nearLimitAnswers(client);
-      // Totals of the counting before each check and of the check, by upstream's rules: hits past
-      // floor(limit × 0.8) and within the limit are near_limit, hits past the limit over_limit.
-      const expected: Record<string, [near: number, over: number, within: number]> = {
-        key4_value4: [3, 1, 15],
-        key5_value5: [0, 0, 5],
-        key6_value6: [1, 0, 7],
-        key7_value7: [3, 0, 19],
-        key8_value8: [4, 2, 19],
-        key9_value9: [4, 2, 15],
-        key10_value10: [2, 3, 10],
-      };
-      const stat = (key: string, name: string) => statsd.counter(`ratelimit.service.rate_limit.domain.${key}.${name}`);
-      const seen = () =>
-        Object.fromEntries(
-          Object.keys(expected).map((key) => [
-            key,
-            [stat(key, 'near_limit'), stat(key, 'over_limit'), stat(key, 'within_limit')],
-          ]),
-        );
-      for (let waited = 0; waited < 5_000 && JSON.stringify(seen()) !== JSON.stringify(expected); waited += 250)
-        await sleep(250);
-      expect(seen()).toEqual(expected);
-    } finally {
-      await statsd.close();
-    }
+    // A statsd and a service of their own each run.
+    await inOneWindow('MINUTE', async () => {
+      const statsd = await startStatsd();
+      try {
+        const { client } = await startCacheImpl({
+          NEAR_LIMIT_RATIO: '0.8',
+          USE_STATSD: 'true',
+          STATSD_HOST: '127.0.0.1',
+          STATSD_PORT: String(statsd.port),
+          STATS_FLUSH_INTERVAL: '1s',
+        });
+        await nearLimitAnswers(client);
+        // Totals of the counting before each check and of the check, by upstream's rules: hits past
+        // floor(limit × 0.8) and within the limit are near_limit, hits past the limit over_limit.
+        const expected: Record<string, [near: number, over: number, within: number]> = {
+          key4_value4: [3, 1, 15],
+          key5_value5: [0, 0, 5],
+          key6_value6: [1, 0, 7],
+          key7_value7: [3, 0, 19],
+          key8_value8: [4, 2, 19],
+          key9_value9: [4, 2, 15],
+          key10_value10: [2, 3, 10],
+        };
+        const stat = (key: string, name: string) =>
+          statsd.counter(`ratelimit.service.rate_limit.domain.${key}.${name}`);
+        const seen = () =>
+          Object.fromEntries(
+            Object.keys(expected).map((key) => [
+              key,
+              [stat(key, 'near_limit'), stat(key, 'over_limit'), stat(key, 'within_limit')],
+            ]),
+          );
+        for (let waited = 0; waited < 5_000 && JSON.stringify(seen()) !== JSON.stringify(expected); waited += 250)
+          await sleep(250);
+        expect(seen()).toEqual(expected);
+      } finally {
+        await statsd.close();
+      }
+    });
   });
 
   it('TestMemcacheWithJitter: EXPIRATION_JITTER_MAX_SECONDS=3600 is refused at start, naming it', () => {
@@ -479,46 +480,51 @@ async function basicBaseConfig(client: RlsClient, local: boolean): Promise<void>
     statuses: [limited('OK', 50, 'SECOND', 49)],
   });
 
-  // A random key over a minute limit of 20: 25 calls.
-  await awayFromWindowEnd('MINUTE');
-  for (let i = 0; i < 25; i++) {
-    const answer = await client.shouldRateLimit(oneDescriptor('another', [key('key2'), `a-${unique}`]));
-    const over = i >= 20;
-    expect(answer).toMatchObject({
-      overall_code: over ? 'OVER_LIMIT' : 'OK',
-      statuses: [limited(over ? 'OVER_LIMIT' : 'OK', 20, 'MINUTE', over ? 0 : 20 - (i + 1))],
-    });
-  }
+  // One minute window holds both loops; keys of their own each run.
+  await inOneWindow('MINUTE', async () => {
+    const unique = uniquePrefix();
+    // A random key over a minute limit of 20: 25 calls.
+    for (let i = 0; i < 25; i++) {
+      const answer = await client.shouldRateLimit(oneDescriptor('another', [key('key2'), `a-${unique}`]));
+      const over = i >= 20;
+      expect(answer).toMatchObject({
+        overall_code: over ? 'OVER_LIMIT' : 'OK',
+        statuses: [limited(over ? 'OVER_LIMIT' : 'OK', 20, 'MINUTE', over ? 0 : 20 - (i + 1))],
+      });
+    }
 
-  // Two keys of the domain, 20 a minute and 10 an hour: 15 calls.
-  for (let i = 0; i < 15; i++) {
-    const answer = await client.shouldRateLimit({
-      domain: 'another',
-      descriptors: [
-        { entries: entries([key('key2'), `b-${unique}`]) },
-        { entries: entries([key('key3'), `b-${unique}`]) },
-      ],
-    });
-    const over = i >= 10;
-    // docs/envoy.md, "Refused requests are not counted": from the 11th call on, key2 stays at its 10
-    // (upstream's Memcached counts on: 20 - (i + 1) left).
-    expect(answer).toMatchObject({
-      overall_code: over ? 'OVER_LIMIT' : 'OK',
-      statuses: [
-        limited('OK', 20, 'MINUTE', over ? 10 : 20 - (i + 1)),
-        limited(over ? 'OVER_LIMIT' : 'OK', 10, 'HOUR', over ? 0 : 10 - (i + 1)),
-      ],
-    });
-  }
+    // Two keys of the domain, 20 a minute and 10 an hour: 15 calls.
+    for (let i = 0; i < 15; i++) {
+      const answer = await client.shouldRateLimit({
+        domain: 'another',
+        descriptors: [
+          { entries: entries([key('key2'), `b-${unique}`]) },
+          { entries: entries([key('key3'), `b-${unique}`]) },
+        ],
+      });
+      const over = i >= 10;
+      // docs/envoy.md, "Refused requests are not counted": from the 11th call on, key2 stays at its 10
+      // (upstream's Memcached counts on: 20 - (i + 1) left).
+      expect(answer).toMatchObject({
+        overall_code: over ? 'OVER_LIMIT' : 'OK',
+        statuses: [
+          limited('OK', 20, 'MINUTE', over ? 10 : 20 - (i + 1)),
+          limited(over ? 'OVER_LIMIT' : 'OK', 10, 'HOUR', over ? 0 : 10 - (i + 1)),
+        ],
+      });
+    }
+  });
 
-  // duration_until_reset ticks down: the same key twice, 2 s apart.
-  const durationTest = oneDescriptor('another', [key('key4'), `durTest-${unique}`]);
-  const first = await client.shouldRateLimit(durationTest);
-  await sleep(2_000);
-  const second = await client.shouldRateLimit(durationTest);
-  expect(second.statuses[0]?.duration_until_reset?.seconds).toBeLessThan(
-    first.statuses[0]?.duration_until_reset?.seconds ?? 0,
-  );
+  // duration_until_reset ticks down: the same key of a day limit twice, 2 s apart.
+  await inOneWindow('DAY', async () => {
+    const durationTest = oneDescriptor('another', [key('key4'), `durTest-${uniquePrefix()}`]);
+    const first = await client.shouldRateLimit(durationTest);
+    await sleep(2_000);
+    const second = await client.shouldRateLimit(durationTest);
+    expect(second.statuses[0]?.duration_until_reset?.seconds).toBeLessThan(
+      first.statuses[0]?.duration_until_reset?.seconds ?? 0,
+    );
+  });
 }
 
 /** Polls memgate's /readyz until its policy version is not `before` (upstream waits for config_load_success). */

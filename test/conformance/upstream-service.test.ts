@@ -24,6 +24,7 @@ import {
   type EnvoyServiceOptions,
 } from '../helpers/envoy-service.js';
 import { startMemcachedProcess, uniquePrefix, useMemcached, type MemcachedProcess } from '../helpers/memcached.js';
+import { awayFromWindowEnd } from '../helpers/window.js';
 
 const memcached = useMemcached();
 const TOKEN = 'conformance-upstream-service-token-0123';
@@ -52,11 +53,8 @@ const reload = (service: EnvoyService) =>
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** Waits out the last seconds of a minute, so that what a test spends and then reads is in one fixed window. */
-async function awayFromMinuteEnd(neededMs = 10_000): Promise<void> {
-  const into = Date.now() % 60_000;
-  if (into > 60_000 - neededMs) await sleep(60_000 - into + 250);
-}
+/** Away from a minute's edges, so that what a test spends and then reads is in one fixed window. */
+const awayFromMinuteEnd = () => awayFromWindowEnd(60);
 
 /** Upstream's utils.CalculateReset: the unit's length less the whole seconds it has run. */
 const untilMinuteEnd = () => 60 - (Math.floor(Date.now() / 1000) % 60);
