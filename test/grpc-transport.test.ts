@@ -3,7 +3,12 @@
 // wire format, not the limiting: each test hands the server a `decide` of its own that records
 // the request it was given and echoes it back into the response, so every field is seen crossing
 // the wire both ways. Deciding from descriptors comes with the service's wiring.
+import http2 from 'node:http2';
+import { createConnection } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { gzipSync } from 'node:zlib';
 import * as grpc from '@grpc/grpc-js';
+import * as protoLoader from '@grpc/proto-loader';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { RateLimitRequest, RateLimitResponse } from '../src/grpc/messages.js';
 import { REQUEST_LIMITS } from '../src/grpc/messages.js';
@@ -368,5 +373,191 @@ describe('shutdown', () => {
     expect(await harness.server.close({ deadlineMs: 200 })).toEqual({ forced: true });
     expect(performance.now() - started).toBeGreaterThanOrEqual(190);
     expect((await inFlight).code).not.toBe(grpc.status.OK);
+  });
+});
+
+/** Raw HTTP/2 against the server: what no well-behaved gRPC client sends, byte for byte. */
+describe('the transport under calls grpc-js would not make', () => {
+  const PATH = '/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit';
+  const encodedRequest = (): Buffer => {
+    const definition = protoLoader.loadSync('envoy/service/ratelimit/v3/rls.proto', {
+      includeDirs: [fileURLToPath(new URL('../proto/', import.meta.url))],
+      keepCase: true,
+    }) as Record<string, Record<string, { requestSerialize: (value: object) => Buffer }>>;
+    const method = definition['envoy.service.ratelimit.v3.RateLimitService']?.ShouldRateLimit;
+    if (!method) throw new Error('ShouldRateLimit is not in the proto');
+    return method.requestSerialize(envoyRequest);
+  };
+  /** `message` behind gRPC's prefix, whose length may say otherwise. */
+  const prefixed = (message: Buffer, { compressed = false, length = message.length } = {}) => {
+    const head = Buffer.alloc(5);
+    head[0] = compressed ? 1 : 0;
+    head.writeUInt32BE(length, 1);
+    return Buffer.concat([head, message]);
+  };
+
+  interface RawAnswer {
+    headers: http2.IncomingHttpHeaders;
+    trailers: http2.IncomingHttpHeaders;
+    body: Buffer;
+    /** The stream's close code: NO_ERROR when the server asked the sender to stop. */
+    rstCode: number;
+  }
+
+  /** One stream on `session`: its request headers and body chunks, sent as given, and what came back. */
+  function rawCall(
+    session: http2.ClientHttp2Session,
+    chunks: Buffer[],
+    headers: http2.OutgoingHttpHeaders = {},
+  ): Promise<RawAnswer> {
+    return new Promise((resolve, reject) => {
+      const stream = session.request({
+        ':method': 'POST',
+        ':path': PATH,
+        'content-type': 'application/grpc',
+        te: 'trailers',
+        ...headers,
+      });
+      const answer: RawAnswer = { headers: {}, trailers: {}, body: Buffer.alloc(0), rstCode: -1 };
+      const body: Buffer[] = [];
+      stream.on('response', (received) => {
+        answer.headers = received;
+      });
+      stream.on('trailers', (received: http2.IncomingHttpHeaders) => {
+        answer.trailers = received;
+      });
+      stream.on('data', (chunk: Buffer) => body.push(chunk));
+      stream.on('error', () => undefined);
+      stream.on('close', () => {
+        answer.body = Buffer.concat(body);
+        answer.rstCode = stream.rstCode;
+        resolve(answer);
+      });
+      session.once('error', reject);
+      const [last, ...rest] = [...chunks].reverse();
+      for (const chunk of rest.reverse()) stream.write(chunk);
+      stream.end(last);
+    });
+  }
+
+  const status = (answer: RawAnswer) => answer.trailers['grpc-status'] ?? answer.headers['grpc-status'];
+
+  async function withSession<T>(harness: Harness, use: (session: http2.ClientHttp2Session) => Promise<T>): Promise<T> {
+    const session = http2.connect(`http://127.0.0.1:${harness.server.port}`);
+    try {
+      return await use(session);
+    } finally {
+      session.close();
+    }
+  }
+
+  it('answers an oversized message once on its prefix, asks the sender to stop, and keeps the connection', async () => {
+    const harness = await start(echo, { maxMessageBytes: 4096 });
+    await withSession(harness, async (session) => {
+      // 1 MB announced, 64 KB sent: the refusal comes on the prefix, before the rest exists.
+      const refused = await rawCall(session, [prefixed(Buffer.alloc(65_536), { length: 1024 * 1024 })]);
+      expect(status(refused)).toBe(String(grpc.status.RESOURCE_EXHAUSTED));
+      expect(decodeURIComponent(String(refused.headers['grpc-message']))).toBe(
+        'the message is 1048576 bytes; at most 4096 are read',
+      );
+      expect(refused.rstCode).toBe(http2.constants.NGHTTP2_NO_ERROR);
+      // The same connection then carries a good call.
+      const good = await rawCall(session, [prefixed(encodedRequest())]);
+      expect(status(good)).toBe('0');
+      expect(session.destroyed).toBe(false);
+    });
+    expect(harness.decided).toHaveLength(1);
+  });
+
+  it('reads a message split over many frames, and a gzip-compressed one', async () => {
+    const harness = await start(echo);
+    const message = prefixed(encodedRequest());
+    const zipped = gzipSync(encodedRequest());
+    await withSession(harness, async (session) => {
+      const split = await rawCall(
+        session,
+        Array.from(message, (_byte, i) => message.subarray(i, i + 1)),
+      );
+      expect(status(split)).toBe('0');
+      const compressed = await rawCall(session, [prefixed(zipped, { compressed: true })], { 'grpc-encoding': 'gzip' });
+      expect(status(compressed)).toBe('0');
+      const unknown = await rawCall(session, [prefixed(zipped, { compressed: true })], { 'grpc-encoding': 'br' });
+      expect(status(unknown)).toBe(String(grpc.status.UNIMPLEMENTED));
+      expect(unknown.headers['grpc-accept-encoding']).toBe('identity,gzip,deflate');
+    });
+    expect(harness.decided).toHaveLength(2);
+  });
+
+  it('refuses a body that is not one whole message, an unknown method and a call that is not gRPC, deciding nothing', async () => {
+    const harness = await start(echo);
+    const message = prefixed(encodedRequest());
+    await withSession(harness, async (session) => {
+      const cut = await rawCall(session, [message.subarray(0, message.length - 1)]);
+      expect(status(cut)).toBe(String(grpc.status.INVALID_ARGUMENT));
+      expect(decodeURIComponent(String(cut.headers['grpc-message']))).toBe('the request ended before its message did');
+      const two = await rawCall(session, [message, message]);
+      expect(status(two)).toBe(String(grpc.status.INVALID_ARGUMENT));
+      const garbage = await rawCall(session, [prefixed(Buffer.from([0x0a, 0xff, 0xff, 0xff, 0xff, 0x0f]))]);
+      expect(status(garbage)).toBe(String(grpc.status.INVALID_ARGUMENT));
+      const unknownMethod = await rawCall(session, [message], {
+        ':path': '/envoy.service.ratelimit.v3.RateLimitService/Other',
+      });
+      expect(status(unknownMethod)).toBe(String(grpc.status.UNIMPLEMENTED));
+      const notGrpc = await rawCall(session, [Buffer.from('{}')], { 'content-type': 'application/json' });
+      expect(notGrpc.headers[':status']).toBe(415);
+      expect(session.destroyed).toBe(false);
+    });
+    expect(harness.decided).toEqual([]);
+  });
+
+  it('pings a silent connection every keepalive period, and closes one that does not answer', async () => {
+    const harness = await start(echo, { keepaliveMs: 100, keepaliveTimeoutMs: 100 });
+    // A real client answers each ping, and keeps its connection.
+    const pings = await withSession(harness, async (session) => {
+      let seen = 0;
+      session.on('ping', () => {
+        seen++;
+      });
+      await new Promise((resolve) => setTimeout(resolve, 450));
+      expect(session.destroyed).toBe(false);
+      return seen;
+    });
+    expect(pings).toBeGreaterThanOrEqual(2);
+    // A peer that says HTTP/2's preface and its settings, then nothing: closed once a ping goes unanswered.
+    const socket = createConnection({ host: '127.0.0.1', port: harness.server.port });
+    const closed = new Promise<number>((resolve) => {
+      const since = performance.now();
+      socket.on('close', () => {
+        resolve(performance.now() - since);
+      });
+    });
+    socket.on('error', () => undefined);
+    socket.write(
+      Buffer.concat([Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n'), Buffer.from([0, 0, 0, 4, 0, 0, 0, 0, 0])]),
+    );
+    socket.resume();
+    expect(await closed).toBeLessThan(2000);
+  });
+
+  it("answers DEADLINE_EXCEEDED at the call's grpc-timeout when the decision is late", async () => {
+    const harness = await start(() => new Promise<RateLimitResponse>(() => undefined));
+    const started = performance.now();
+    const late = await withSession(harness, (session) =>
+      rawCall(session, [prefixed(encodedRequest())], { 'grpc-timeout': '150m' }),
+    );
+    expect(status(late)).toBe(String(grpc.status.DEADLINE_EXCEEDED));
+    expect(performance.now() - started).toBeGreaterThanOrEqual(140);
+    // grpc-js's own deadline gets the same answer.
+    const viaClient = await new Promise<grpc.ServiceError>((resolve) => {
+      (harness.client as unknown as Record<string, UnaryMethod>).ShouldRateLimit?.call(
+        harness.client,
+        envoyRequest,
+        { deadline: Date.now() + 100 },
+        (error) => {
+          resolve(error as grpc.ServiceError);
+        },
+      );
+    });
+    expect(viaClient.code).toBe(grpc.status.DEADLINE_EXCEEDED);
   });
 });

@@ -160,6 +160,10 @@ export const DEFAULTS = {
   shutdownQuietMaxMs: 1000,
   /** After the drain, how long gRPC calls in flight may take to finish before they are cut. */
   grpcCloseMs: 5000,
+  /** How long a gRPC connection may stay silent before memgate pings it (grpc-go's server default, upstream's). */
+  grpcKeepaliveMs: 2 * 60 * 60 * 1000,
+  /** How long that ping may go unanswered before the connection is closed. */
+  grpcKeepaliveTimeoutMs: 20_000,
 
   /** How long a request of a concurrency limit may hold its slot when the policy names no `timeout`: then it frees itself. */
   concurrencyTimeoutSeconds: 60,

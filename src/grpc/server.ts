@@ -1,9 +1,16 @@
 // The gRPC server: Envoy's envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit and the
-// standard grpc.health.v1.Health/Check. It checks requests and hands them to `decide`, which owns
-// every decision; it never crashes on a request and never lets a rejection go unhandled.
+// standard grpc.health.v1.Health/Check, unary calls served on node:http2's stream API with
+// proto-loader's codecs (framing.ts has gRPC's wire conventions). @grpc/grpc-js served them until
+// issue 39: it cost a call twice node:http2's own CPU (docs/performance.md, the grpc suite). It
+// checks requests and hands them to `decide`, which owns every decision; it never crashes on a
+// request and never lets a rejection go unhandled.
+import http2, { type Http2Session, type IncomingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
+import type { TLSSocket } from 'node:tls';
 import { fileURLToPath } from 'node:url';
-import * as grpc from '@grpc/grpc-js';
+import { gunzipSync, inflateSync } from 'node:zlib';
 import * as protoLoader from '@grpc/proto-loader';
+import { DEFAULTS } from '../config/defaults.js';
+import { serveRenewedCertificates } from '../http/tls.js';
 import {
   InvalidRateLimitRequestError,
   REQUEST_LIMITS,
@@ -11,10 +18,10 @@ import {
   responseToWire,
   type RateLimitRequest,
   type RateLimitResponse,
-  type WireResponse,
 } from './messages.js';
+import { encodedMessage, framed, GRPC_STATUS, MessageReader, timeoutMs, type GrpcStatusCode } from './framing.js';
 import { requestProblem } from './wire-scan.js';
-import { clientNameInterceptors, serverCredentials } from './tls.js';
+import { missingClientName, secureServerOptions } from './tls.js';
 import type { ListenerCertificates } from '../listener-certificates.js';
 
 /** The service Envoy calls, as the health service names it. */
@@ -43,6 +50,9 @@ export interface GrpcServerOptions {
   readonly onInternalError?: () => void;
   /** TLS on the listener: its certificates, and the client name required; in clear when unset. */
   readonly tls?: { readonly certificates: ListenerCertificates; readonly clientSan?: string | undefined } | undefined;
+  /** How long a connection may stay silent before it is pinged; unanswered for `keepaliveTimeoutMs`, it is closed. */
+  readonly keepaliveMs?: number;
+  readonly keepaliveTimeoutMs?: number;
 }
 
 export interface GrpcServer {
@@ -54,7 +64,56 @@ export interface GrpcServer {
   close(options: { readonly deadlineMs: number }): Promise<{ readonly forced: boolean }>;
 }
 
-type Callback<T> = grpc.sendUnaryData<T>;
+/** The header naming the policy version a call was decided under (docs/envoy.md). */
+export const POLICY_VERSION_HEADER = 'memgate-policy-version';
+
+/** A method's answer: its message, and headers to send before it. */
+interface Reply {
+  readonly message: unknown;
+  readonly headers?: Readonly<Record<string, string>>;
+}
+
+interface UnaryMethod {
+  readonly name: string;
+  /** The request's bytes as the handler reads them; throws a refusal. */
+  readonly decode: (bytes: Buffer) => unknown;
+  readonly encode: (message: unknown) => Buffer;
+  readonly handle: (request: unknown) => Reply | Promise<Reply>;
+  /** Told of each call answered INTERNAL. */
+  readonly onInternal?: (() => void) | undefined;
+}
+
+type Codec = Pick<protoLoader.MethodDefinition<unknown, unknown>, 'requestDeserialize' | 'responseSerialize'>;
+/** What a decoder needs of a method: its request deserializer. */
+type RequestCodec = Pick<Codec, 'requestDeserialize'>;
+
+/** Decoding failed: the bytes are not the method's message. */
+class UndecodableError extends Error {}
+
+class GrpcStatusError extends Error {
+  constructor(
+    readonly code: GrpcStatusCode,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * A method's decoder, with `scan` reading the bytes first: what it finds wrong is not decoded but
+ * handed on as `{ problem }`, for the handler to refuse.
+ */
+export const requestDecoder =
+  (codec: RequestCodec, scan?: (bytes: Buffer) => string | undefined) =>
+  (bytes: Buffer): unknown => {
+    const problem = scan?.(bytes);
+    if (problem !== undefined) return { problem };
+    try {
+      return codec.requestDeserialize(bytes);
+    } catch (error) {
+      throw new UndecodableError(`the request is not the method's message: ${(error as Error).message}`);
+    }
+  };
 
 export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcServer> {
   const definition = await protoLoader.load(['envoy/service/ratelimit/v3/rls.proto', 'grpc/health/v1/health.proto'], {
@@ -64,36 +123,82 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
     enums: String,
     defaults: true,
   });
-  const server = new grpc.Server({
-    'grpc.max_receive_message_length': options.maxMessageBytes ?? REQUEST_LIMITS.messageBytes,
-    interceptors: clientNameInterceptors(options.tls?.clientSan),
-  });
+  const codecOf = (service: string, method: string) =>
+    (definition[service] as Record<string, protoLoader.MethodDefinition<unknown, unknown>>)[method] as Codec;
+  const rls = codecOf(RATE_LIMIT_SERVICE, 'ShouldRateLimit');
+  const health = codecOf(HEALTH_SERVICE, 'Check');
   let closing = false;
 
-  server.addService(withRequestScanned(definition[RATE_LIMIT_SERVICE] as grpc.ServiceDefinition), {
-    ShouldRateLimit: (call: grpc.ServerUnaryCall<unknown, WireResponse>, callback: Callback<WireResponse>) => {
-      answer({ method: 'ShouldRateLimit', callback, log: options.log, onInternal: options.onInternalError }, () =>
-        shouldRateLimit(call, options),
-      );
-    },
+  const methods = new Map<string, UnaryMethod>([
+    [
+      `/${RATE_LIMIT_SERVICE}/ShouldRateLimit`,
+      {
+        name: 'ShouldRateLimit',
+        // The bytes are read first (wire-scan.ts): a request beyond the limits, or with text that
+        // is not UTF-8, is not decoded but answered by its `problem`, which requestFromWire refuses.
+        decode: requestDecoder(rls, requestProblem),
+        encode: (message) => rls.responseSerialize(message),
+        handle: (request) => shouldRateLimit(request, options),
+        onInternal: options.onInternalError,
+      },
+    ],
+    [
+      `/${HEALTH_SERVICE}/Check`,
+      {
+        name: 'Health/Check',
+        decode: requestDecoder(health),
+        encode: (message) => health.responseSerialize(message),
+        handle: async (request) => ({
+          message: await healthCheck(
+            (request as { service: string }).service,
+            async () => !closing && (await isServing(options)),
+          ),
+        }),
+      },
+    ],
+  ]);
+
+  const certificates = options.tls?.certificates;
+  let stopRenewing: (() => void) | undefined;
+  let server: http2.Http2Server | http2.Http2SecureServer = http2.createServer();
+  if (certificates) {
+    const secure = http2.createSecureServer(secureServerOptions(certificates));
+    stopRenewing = serveRenewedCertificates(secure, certificates);
+    server = secure;
+  }
+  const call: CallContext = {
+    methods,
+    log: options.log,
+    maxMessageBytes: options.maxMessageBytes ?? REQUEST_LIMITS.messageBytes,
+    clientSan: options.tls?.clientSan,
+  };
+  server.on('stream', (stream, headers) => {
+    serveCall(call, stream, headers);
   });
-  server.addService(definition[HEALTH_SERVICE] as grpc.ServiceDefinition, {
-    Check: (call: grpc.ServerUnaryCall<{ service: string }, object>, callback: Callback<object>) => {
-      answer({ method: 'Health/Check', callback, log: options.log }, () =>
-        healthCheck(call.request.service, async () => !closing && (await isServing(options))),
-      );
-    },
+  const sessions = new Set<Http2Session>();
+  const keepalive = {
+    everyMs: options.keepaliveMs ?? DEFAULTS.grpcKeepaliveMs,
+    timeoutMs: options.keepaliveTimeoutMs ?? DEFAULTS.grpcKeepaliveTimeoutMs,
+  };
+  server.on('session', (session) => {
+    sessions.add(session);
+    // A peer's broken connection is the peer's: the session closes and takes its streams.
+    session.on('error', () => undefined);
+    const stopPinging = keepPinging(session, keepalive);
+    session.once('close', () => {
+      stopPinging();
+      sessions.delete(session);
+    });
   });
+  // A failed handshake or a connection that is not HTTP/2 concerns that client alone.
+  server.on('sessionError', () => undefined);
 
   const port = await new Promise<number>((resolve, reject) => {
-    server.bindAsync(
-      hostPort(options.host, options.port),
-      serverCredentials(options.tls?.certificates),
-      (error, bound) => {
-        if (error) reject(error);
-        else resolve(bound);
-      },
-    );
+    server.once('error', reject);
+    server.listen(options.port, options.host, () => {
+      server.off('error', reject);
+      resolve((server.address() as { port: number }).port);
+    });
   });
 
   let closed: Promise<{ forced: boolean }> | undefined;
@@ -102,14 +207,17 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
     close: ({ deadlineMs }) => {
       closing = true;
       closed ??= new Promise((resolve) => {
+        stopRenewing?.();
         const deadline = setTimeout(() => {
-          server.forceShutdown();
+          for (const session of sessions) session.destroy();
           resolve({ forced: true });
         }, deadlineMs);
-        server.tryShutdown(() => {
+        server.close(() => {
           clearTimeout(deadline);
           resolve({ forced: false });
         });
+        // GOAWAY on every connection: the calls it carries finish, new ones go elsewhere.
+        for (const session of sessions) session.close();
       });
       return closed;
     },
@@ -117,35 +225,177 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
 }
 
 /**
- * The service with ShouldRateLimit's decoder reading the bytes first (wire-scan.ts): a request
- * beyond the limits, or with text that is not UTF-8, is not decoded but answered by its
- * `problem`, which requestFromWire refuses.
+ * Pings a connection silent for `everyMs` and closes it when the ping is not answered within
+ * `timeoutMs` (grpc-go's server keepalive, upstream's, with its defaults: 2 h, 20 s).
  */
-export function withRequestScanned(service: grpc.ServiceDefinition): grpc.ServiceDefinition {
-  const method = service.ShouldRateLimit as grpc.MethodDefinition<unknown, unknown>;
-  const requestDeserialize = (bytes: Buffer): unknown => {
-    const problem = requestProblem(bytes);
-    return problem === undefined ? method.requestDeserialize(bytes) : { problem };
+function keepPinging(session: Http2Session, { everyMs, timeoutMs }: { everyMs: number; timeoutMs: number }) {
+  const timer = setInterval(() => {
+    if (session.destroyed || session.closed) return;
+    const unanswered = setTimeout(() => {
+      session.destroy();
+    }, timeoutMs).unref();
+    const answered = () => {
+      clearTimeout(unanswered);
+    };
+    try {
+      // false: too many pings are unanswered already, and their timers will tell.
+      if (!session.ping(answered)) answered();
+    } catch {
+      answered();
+    }
+  }, everyMs).unref();
+  return () => {
+    clearInterval(timer);
   };
-  return { ...service, ShouldRateLimit: { ...method, requestDeserialize } };
 }
 
-/** The header naming the policy version a call was decided under (docs/envoy.md). */
-export const POLICY_VERSION_HEADER = 'memgate-policy-version';
+interface CallContext {
+  readonly methods: ReadonlyMap<string, UnaryMethod>;
+  readonly log: GrpcLog;
+  readonly maxMessageBytes: number;
+  readonly clientSan: string | undefined;
+}
 
-async function shouldRateLimit(
-  call: grpc.ServerUnaryCall<unknown, WireResponse>,
-  options: GrpcServerOptions,
-): Promise<WireResponse> {
-  const request = requestFromWire(call.request);
-  const response = await options.decide(request);
-  const wire = responseToWire(response, request.descriptors.length);
-  if (response.policyVersion !== undefined) {
-    const metadata = new grpc.Metadata();
-    metadata.set(POLICY_VERSION_HEADER, response.policyVersion);
-    call.sendMetadata(metadata);
+const OK_TRAILERS = { 'grpc-status': '0' };
+const ACCEPTED_ENCODINGS = 'identity,gzip,deflate';
+
+/** One unary call on its stream: read, decoded, handled, answered once. */
+function serveCall(context: CallContext, stream: ServerHttp2Stream, headers: IncomingHttpHeaders): void {
+  stream.on('error', () => undefined);
+  let answered = false;
+  /** An answer without a message: the status in the only headers (gRPC's trailers-only). */
+  const refuse = (code: GrpcStatusCode, message: string, extra: Record<string, string> = {}) => {
+    if (answered) return;
+    answered = true;
+    if (stream.destroyed || stream.headersSent) return;
+    stream.respond(
+      {
+        ':status': 200,
+        'content-type': 'application/grpc',
+        'grpc-status': String(code),
+        'grpc-message': encodedMessage(message),
+        ...extra,
+      },
+      { endStream: true },
+    );
+  };
+  const contentType = headers['content-type'];
+  if (headers[':method'] !== 'POST' || !contentType?.startsWith('application/grpc')) {
+    // Not a gRPC call: HTTP's own answer, as gRPC's protocol asks.
+    answered = true;
+    stream.respond({ ':status': 415, 'content-type': 'text/plain' });
+    stream.end('memgate serves gRPC here (POST with content-type application/grpc)\n');
+    return;
   }
-  return wire;
+  const method = context.methods.get(headers[':path'] ?? '');
+  if (!method) {
+    refuse(GRPC_STATUS.UNIMPLEMENTED, `memgate serves no method ${String(headers[':path']).slice(0, 200)}`);
+    stream.close(http2.constants.NGHTTP2_NO_ERROR);
+    return;
+  }
+  if (context.clientSan !== undefined) {
+    const missing = missingClientName(stream.session?.socket as TLSSocket, context.clientSan);
+    if (missing !== undefined) {
+      refuse(GRPC_STATUS.UNAUTHENTICATED, missing);
+      stream.close(http2.constants.NGHTTP2_NO_ERROR);
+      return;
+    }
+  }
+  const waitMs = timeoutMs(headers['grpc-timeout']);
+  const deadline =
+    waitMs === undefined
+      ? undefined
+      : setTimeout(() => {
+          refuse(GRPC_STATUS.DEADLINE_EXCEEDED, `no answer within the call's deadline of ${waitMs} ms`);
+        }, waitMs);
+  stream.once('close', () => {
+    answered = true;
+    clearTimeout(deadline);
+  });
+
+  const reader = new MessageReader(context.maxMessageBytes);
+  let read = false;
+  const onOutcome = (outcome: ReturnType<MessageReader['end']>) => {
+    read = true;
+    stream.off('data', onData);
+    if (outcome.kind === 'too-large') {
+      // Refused on its prefix; the rest of the message is not read: RST_STREAM(NO_ERROR) asks the
+      // sender to stop, and what is already on its way is dropped by HTTP/2 without being decoded.
+      refuse(
+        GRPC_STATUS.RESOURCE_EXHAUSTED,
+        `the message is ${outcome.length} bytes; at most ${context.maxMessageBytes} are read`,
+      );
+      stream.close(http2.constants.NGHTTP2_NO_ERROR);
+      return;
+    }
+    if (outcome.kind === 'malformed') {
+      refuse(GRPC_STATUS.INVALID_ARGUMENT, outcome.reason);
+      stream.close(http2.constants.NGHTTP2_NO_ERROR);
+      return;
+    }
+    let request: unknown;
+    try {
+      request = method.decode(
+        outcome.compressed ? inflated(outcome.bytes, headers['grpc-encoding'], context.maxMessageBytes) : outcome.bytes,
+      );
+    } catch (error) {
+      if (error instanceof GrpcStatusError)
+        refuse(error.code, error.message, { 'grpc-accept-encoding': ACCEPTED_ENCODINGS });
+      else refuse(GRPC_STATUS.INVALID_ARGUMENT, (error as Error).message);
+      return;
+    }
+    answer(method, context.log, request, {
+      reply: (body, replyHeaders) => {
+        if (answered) return;
+        answered = true;
+        clearTimeout(deadline);
+        if (stream.destroyed) return;
+        stream.respond(
+          { ':status': 200, 'content-type': 'application/grpc', ...replyHeaders },
+          { waitForTrailers: true },
+        );
+        stream.once('wantTrailers', () => {
+          stream.sendTrailers(OK_TRAILERS);
+        });
+        stream.end(body);
+      },
+      refuse,
+    });
+  };
+  const onData = (chunk: Buffer) => {
+    const outcome = reader.push(chunk);
+    if (outcome) onOutcome(outcome);
+  };
+  stream.on('data', onData);
+  stream.once('end', () => {
+    if (!read) onOutcome(reader.end());
+  });
+}
+
+/** A compressed message, uncompressed within the size limit; throws a GrpcStatusError. */
+function inflated(bytes: Buffer, encoding: string | string[] | undefined, maxBytes: number): Buffer {
+  const limit = { maxOutputLength: maxBytes };
+  try {
+    if (encoding === 'gzip') return gunzipSync(bytes, limit);
+    if (encoding === 'deflate') return inflateSync(bytes, limit);
+  } catch (error) {
+    throw (error as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE'
+      ? new GrpcStatusError(GRPC_STATUS.RESOURCE_EXHAUSTED, `the message uncompressed is over ${maxBytes} bytes`)
+      : new GrpcStatusError(GRPC_STATUS.INTERNAL, `the message could not be uncompressed as ${String(encoding)}`);
+  }
+  throw new GrpcStatusError(
+    GRPC_STATUS.UNIMPLEMENTED,
+    `a compressed message in ${JSON.stringify(encoding ?? 'identity')}: memgate reads ${ACCEPTED_ENCODINGS}`,
+  );
+}
+
+async function shouldRateLimit(wire: unknown, options: GrpcServerOptions): Promise<Reply> {
+  const request = requestFromWire(wire);
+  const response = await options.decide(request);
+  const message = responseToWire(response, request.descriptors.length);
+  return response.policyVersion === undefined
+    ? { message }
+    : { message, headers: { [POLICY_VERSION_HEADER]: response.policyVersion } };
 }
 
 /**
@@ -157,7 +407,7 @@ const HEALTH_NAMES = new Set(['', RATE_LIMIT_SERVICE, 'ratelimit']);
 
 async function healthCheck(service: string, serving: () => Promise<boolean>): Promise<object> {
   if (!HEALTH_NAMES.has(service)) {
-    throw new GrpcStatusError(grpc.status.NOT_FOUND, `unknown service ${JSON.stringify(service.slice(0, 128))}`);
+    throw new GrpcStatusError(GRPC_STATUS.NOT_FOUND, `unknown service ${JSON.stringify(service.slice(0, 128))}`);
   }
   return { status: (await serving()) ? 'SERVING' : 'NOT_SERVING' };
 }
@@ -174,52 +424,40 @@ async function isServing(options: GrpcServerOptions): Promise<boolean> {
   }
 }
 
-class GrpcStatusError extends Error {
-  constructor(
-    readonly code: grpc.status,
-    message: string,
-  ) {
-    super(message);
-  }
-}
-
 /**
- * Answers a call with what `work` resolves to. Refusals carry their message; anything else is
- * memgate's fault, logged here and answered INTERNAL with nothing of its message, which Envoy
- * handles as it handles an unreachable service (its failure_mode_deny).
+ * Answers a call with what its method's handler resolves to. Refusals carry their message;
+ * anything else is memgate's fault, logged here and answered INTERNAL with nothing of its
+ * message, which Envoy handles as it handles an unreachable service (its failure_mode_deny).
  */
-function answer<T>(
-  {
-    method,
-    callback,
-    log,
-    onInternal,
-  }: { method: string; callback: Callback<T>; log: GrpcLog; onInternal?: (() => void) | undefined },
-  work: () => T | Promise<T>,
+function answer(
+  method: UnaryMethod,
+  log: GrpcLog,
+  request: unknown,
+  to: {
+    reply: (body: Buffer, headers: Reply['headers']) => void;
+    refuse: (code: GrpcStatusCode, message: string) => void;
+  },
 ): void {
   Promise.resolve()
-    .then(work)
+    .then(() => method.handle(request))
+    .then((reply) => ({ body: framed(method.encode(reply.message)), headers: reply.headers }))
     .then(
-      (reply) => {
-        callback(null, reply);
+      ({ body, headers }) => {
+        to.reply(body, headers);
       },
       (error: unknown) => {
         if (error instanceof InvalidRateLimitRequestError) {
-          callback({ code: grpc.status.INVALID_ARGUMENT, details: error.message });
+          to.refuse(GRPC_STATUS.INVALID_ARGUMENT, error.message);
         } else if (error instanceof GrpcStatusError) {
-          callback({ code: error.code, details: error.message });
+          to.refuse(error.code, error.message);
         } else {
-          log.error({ err: error }, `gRPC ${method} failed`);
-          onInternal?.();
-          callback({ code: grpc.status.INTERNAL, details: `memgate could not answer ${method}; its log says why` });
+          log.error({ err: error }, `gRPC ${method.name} failed`);
+          method.onInternal?.();
+          to.refuse(GRPC_STATUS.INTERNAL, `memgate could not answer ${method.name}; its log says why`);
         }
       },
     )
     .catch((error: unknown) => {
-      log.error({ err: error }, `the answer to gRPC ${method} could not be sent`);
+      log.error({ err: error }, `the answer to gRPC ${method.name} could not be sent`);
     });
-}
-
-function hostPort(host: string, port: number): string {
-  return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
 }

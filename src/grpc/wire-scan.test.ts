@@ -4,7 +4,7 @@ import type * as grpc from '@grpc/grpc-js';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { REQUEST_LIMITS } from './messages.js';
-import { withRequestScanned } from './server.js';
+import { requestDecoder } from './server.js';
 import { requestProblem } from './wire-scan.js';
 
 const definition = protoLoader.loadSync('envoy/service/ratelimit/v3/rls.proto', {
@@ -117,7 +117,12 @@ describe('the server decodes only what the scan lets through', () => {
         },
       },
     };
-    const scanned = withRequestScanned(counting).ShouldRateLimit as grpc.MethodDefinition<object, object>;
+    const scanned = {
+      requestDeserialize: requestDecoder(
+        counting.ShouldRateLimit as grpc.MethodDefinition<object, object>,
+        requestProblem,
+      ),
+    };
     const many = Array.from({ length: 7000 }, () => [{ key: 'a', value: '' }]);
     expect(scanned.requestDeserialize(request(many))).toEqual({
       problem: `7000 descriptors; at most ${REQUEST_LIMITS.descriptors} are allowed`,
