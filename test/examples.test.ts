@@ -2,15 +2,19 @@
 // least parse, point at memgate and pass it only the headers it reads, as its README says.
 // nginx runs for real in nginx.test.ts.
 import { DEFAULTS } from '../src/config/defaults.js';
+import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
+import { parseEnv } from 'node:util';
 import { Ajv } from 'ajv';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { loadEnvoyConfig, type DescriptorLevel } from '../src/config/envoy-config.js';
 import { envoyEventName, matchEnvoyDescriptor } from '../src/config/envoy-match.js';
 import { parsePolicyText } from '../src/config/policies.js';
+import { loadSettings } from '../src/config/settings.js';
+import { isUpstreamVariable } from '../src/config/upstream-env.js';
 
 const yamlOf = async (path: string) => parse(await readFile(path, 'utf8'), { merge: true }) as Record<string, unknown>;
 /** The Compose Specification's JSON schema, as dclint (a Compose linter) ships it. */
@@ -227,6 +231,51 @@ describe('examples', () => {
       `memgate_envoy_shadow_over_limit_total{event="${envoyEventName('api', ['path_/search*'])}"}`,
     );
     expect(match(['path', '/other'])).toMatchObject({ kind: 'none', reason: 'no-limit' });
+  });
+
+  it("Envoy (upstream): examples/envoy/upstream holds upstream's examples/ratelimit files as upstream ships them, and memgate loads both domains", async () => {
+    // Git's blob ids of upstream's examples/ratelimit/config/*.yaml at f2fb157 (`git ls-tree`), which any copy of it can check.
+    const UPSTREAM_BLOBS = {
+      'config.yaml': 'b4204dccada4d6f38d3af2461358087c9bfdf09b',
+      'example.yaml': '556681b0bb76c9f104b7a3c3205bdbe34f5b9dbb',
+    };
+    const folder = 'examples/envoy/upstream/ratelimit/config';
+    for (const [file, blob] of Object.entries(UPSTREAM_BLOBS)) {
+      const bytes = await readFile(join(folder, file));
+      const id = createHash('sha1').update(`blob ${bytes.length}\0`).update(bytes).digest('hex');
+      expect(id, file).toBe(blob);
+    }
+    const config = await loadEnvoyConfig(folder);
+    expect([...config.domains.keys()].sort()).toEqual(['mongo_cps', 'rl']);
+    const readme = await readFile('examples/envoy/upstream/README.md', 'utf8');
+    for (const blob of Object.values(UPSTREAM_BLOBS)) expect(readme).toContain(blob.slice(0, 7));
+    expect(await readFile('examples/envoy/upstream/LICENSE', 'utf8')).toContain('Apache License');
+  });
+
+  it("Envoy (upstream): ratelimit.env holds only upstream's variables, read by memgate as that folder on gRPC 8081, with statsd and dynamic metadata", async () => {
+    const env = parseEnv(await readFile('examples/envoy/upstream/ratelimit.env', 'utf8')) as Record<string, string>;
+    expect(Object.keys(env).filter((name) => !isUpstreamVariable(name))).toEqual([]);
+    // As upstream's integration test sets them, less Redis; the README's table names the rest.
+    expect(env).toMatchObject({
+      BACKEND_TYPE: 'memcache',
+      RUNTIME_SUBDIRECTORY: 'ratelimit',
+      RUNTIME_WATCH_ROOT: 'false',
+      RESPONSE_DYNAMIC_METADATA: 'true',
+      USE_STATSD: 'true',
+    });
+    const settings = loadSettings(env, []);
+    expect(settings).toMatchObject({
+      envoyConfigPath: 'examples/envoy/upstream/ratelimit/config',
+      grpcPort: 8081,
+      port: 8080,
+      memcachedServers: '127.0.0.1:11211',
+      envoyDynamicMetadata: true,
+      statsd: { host: '127.0.0.1', port: 9125, protocol: 'tcp' },
+      logLevel: 'debug',
+    });
+    // The README's command, and its folder, are those of the file.
+    const readme = await readFile('examples/envoy/upstream/README.md', 'utf8');
+    expect(readme).toContain('node --env-file=examples/envoy/upstream/ratelimit.env dist/main.js');
   });
 
   it('compose: three memcached nodes, two memgate instances on them, nginx in front with the tested example', async () => {

@@ -179,6 +179,23 @@ export async function startStatsd(): Promise<StatsdServer> {
   };
 }
 
+/**
+ * A function starting a statsd server (startStatsd), closed after each test. Call it before
+ * useUpstreamServices: hooks after a test run last-registered first, so the services are closed
+ * (their last counts sent) before their statsd is.
+ */
+export function useStatsd(): () => Promise<StatsdServer> {
+  const started: StatsdServer[] = [];
+  afterEach(async () => {
+    await Promise.all(started.splice(0).map((statsd) => statsd.close()));
+  });
+  return async () => {
+    const statsd = await startStatsd();
+    started.push(statsd);
+    return statsd;
+  };
+}
+
 /** Seconds each item whose key starts with `prefix` has left to live (Infinity: no expiry), by Memcached's clock. */
 export async function itemTtls(servers: string, prefix: string): Promise<Map<string, number>> {
   const ask = (command: string, end: RegExp) =>

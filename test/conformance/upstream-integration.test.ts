@@ -7,6 +7,7 @@
 import { mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { parseEnv } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import type {
   RlsClient,
@@ -25,7 +26,9 @@ import {
   tlsCall,
   tlsHandshake,
   upstreamRuntime,
+  useStatsd,
   useUpstreamServices,
+  type StatsdServer,
   type UpstreamService,
 } from './helpers-integration.js';
 import {
@@ -35,6 +38,8 @@ import {
 } from '../helpers/window.js';
 
 const memcached = useMemcached();
+// Before the services: they are closed first after a test (useStatsd).
+const statsdServer = useStatsd();
 const start = useUpstreamServices();
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -678,143 +683,25 @@ describe('upstream test/integration/integration_test.go', () => {
 });
 
 // ---------------------------------------------------------------------------------------------
-// upstream examples/ratelimit/config, which its integration-test/docker-compose mounts as
-// RUNTIME_ROOT=/data, RUNTIME_SUBDIRECTORY=ratelimit.
-const EXAMPLE_CONFIG = {
-  'config.yaml': `---
-domain: mongo_cps
-descriptors:
-  - key: database
-    value: users
-    rate_limit:
-      unit: second
-      requests_per_unit: 500
+// upstream's examples/ratelimit/config, which its integration-test/docker-compose mounts as
+// RUNTIME_ROOT=/data, RUNTIME_SUBDIRECTORY=ratelimit: examples/envoy/upstream/ holds it as upstream
+// ships it, with that compose file's environment in ratelimit.env (its README).
+const EXAMPLE_ENV = parseEnv(readFileSync('examples/envoy/upstream/ratelimit.env', 'utf8')) as Record<string, string>;
 
-  - key: database
-    value: default
-    rate_limit:
-      unit: second
-      requests_per_unit: 500
-`,
-  'example.yaml': `---
-domain: rl
-descriptors:
-  - key: category
-    value: account
-    rate_limit:
-      replaces:
-        - name: bkthomps
-        - name: fake_name
-      unit: minute
-      requests_per_unit: 4
-  - key: source_cluster
-    value: proxy
-    descriptors:
-      - key: destination_cluster
-        value: bkthomps
-        rate_limit:
-          replaces:
-            - name: bkthomps
-          unit: minute
-          requests_per_unit: 2
-      - key: destination_cluster
-        value: mock
-        rate_limit:
-          unit: minute
-          requests_per_unit: 1
-      - key: destination_cluster
-        value: override
-        rate_limit:
-          replaces:
-            - name: banned_limit
-          unit: minute
-          requests_per_unit: 2
-      - key: destination_cluster
-        value: fake
-        rate_limit:
-          name: fake_name
-          unit: minute
-          requests_per_unit: 2
-  - key: foo
-    rate_limit:
-      unit: minute
-      requests_per_unit: 2
-    descriptors:
-      - key: bar
-        rate_limit:
-          unit: minute
-          requests_per_unit: 3
-      - key: bar
-        value: bkthomps
-        rate_limit:
-          name: bkthomps
-          unit: minute
-          requests_per_unit: 1
-      - key: bar
-        value: banned
-        rate_limit:
-          name: banned_limit
-          unit: minute
-          requests_per_unit: 0
-      - key: baz
-        rate_limit:
-          unit: second
-          requests_per_unit: 1
-      - key: baz
-        value: not-so-shady
-        rate_limit:
-          unit: minute
-          requests_per_unit: 3
-      - key: baz
-        value: shady
-        rate_limit:
-          unit: minute
-          requests_per_unit: 3
-        shadow_mode: true
-      - key: bay
-        rate_limit:
-          unlimited: true
-  - key: unspec
-    detailed_metric: true
-    rate_limit:
-      unit: minute
-      requests_per_unit: 2
-  - key: qux
-    rate_limit:
-      unlimited: true
-  - key: service
-    value: service_1
-    quota_mode: true
-    rate_limit:
-      unit: minute
-      requests_per_unit: 1
-    metadata:
-      service_with_quota:
-        name: "service_1"
-  - key: service
-    value: service_2
-    quota_mode: true
-    rate_limit:
-      unit: minute
-      requests_per_unit: 2
-    metadata:
-      service_with_quota:
-        name: "service_2"
-`,
-};
-
-/** The ratelimit service of upstream's docker-compose-integration-test.yml, on Memcached and without statsd. */
-function startExample(env: Record<string, string> = {}): Promise<UpstreamService> {
-  const { root } = upstreamRuntime(EXAMPLE_CONFIG);
-  return start({
-    RUNTIME_ROOT: root,
-    RUNTIME_SUBDIRECTORY: 'ratelimit',
-    RUNTIME_WATCH_ROOT: 'false',
-    RESPONSE_DYNAMIC_METADATA: 'true',
-    BACKEND_TYPE: 'memcache',
+/**
+ * The ratelimit service of upstream's docker-compose-integration-test.yml: memgate started with
+ * examples/envoy/upstream/ratelimit.env as it is, but for the test's ports (gRPC, HTTP, its own
+ * statsd) and Memcached, plus `env`.
+ */
+async function startExample(env: Record<string, string> = {}): Promise<UpstreamService & { statsd: StatsdServer }> {
+  const statsd = await statsdServer();
+  const service = await start({
+    ...EXAMPLE_ENV,
     MEMCACHE_HOST_PORT: memcached().servers,
+    STATSD_PORT: String(statsd.port),
     ...env,
   });
+  return { ...service, statsd };
 }
 
 /** The action lists of examples/envoy/proxy.yaml's routes, each a descriptor of request headers. */
@@ -955,29 +842,18 @@ describe('upstream integration-test/scripts/value-included-in-stats-key-when-uns
       );
     }
     expect(answers).toEqual(['OK', 'OK', 'OVER_LIMIT']);
-    // docs/envoy.md, Configuration file, detailed_metric: accepted, no effect; memgate's metrics are per descriptor event.
+    // docs/envoy.md, Configuration file, detailed_metric: Prometheus counts per descriptor event; statsd names the value (below).
     expect(await service.metric('memgate_decisions_total', { event: 'envoy:rl.unspec', outcome: 'denied' })).toBe(1);
   });
 
-  it('value-included-in-stats-key-when-unspecified.sh: with statsd, over_limit of rl.unspec_unspecified_value is 1', async () => {
-    const statsd = await startStatsd();
-    try {
-      const service = await startExample({
-        USE_STATSD: 'true',
-        STATSD_HOST: '127.0.0.1',
-        STATSD_PORT: String(statsd.port),
-        STATS_FLUSH_INTERVAL: '1s',
-      });
-      await awayFromWindowEnd('MINUTE');
-      for (let i = 0; i < 3; i++)
-        await service.client.shouldRateLimit(routeCall('unspec', { unspec: 'unspecified_value' }));
-      const name = 'ratelimit.service.rate_limit.rl.unspec_unspecified_value.over_limit';
-      for (let waited = 0; waited < 5_000 && statsd.counter(name) < 1; waited += 250) await sleep(250);
-      await sleep(1_500);
-      expect(statsd.counter(name)).toBe(1);
-    } finally {
-      await statsd.close();
-    }
+  it('value-included-in-stats-key-when-unspecified.sh: statsd (ratelimit.env sends it) counts over_limit of rl.unspec_unspecified_value: 1', async () => {
+    const { client, statsd } = await startExample();
+    await awayFromWindowEnd('MINUTE');
+    for (let i = 0; i < 3; i++) await client.shouldRateLimit(routeCall('unspec', { unspec: 'unspecified_value' }));
+    const name = 'ratelimit.service.rate_limit.rl.unspec_unspecified_value.over_limit';
+    for (let waited = 0; waited < 5_000 && statsd.counter(name) < 1; waited += 250) await sleep(250);
+    await sleep(1_500);
+    expect(statsd.counter(name)).toBe(1);
   });
 });
 
