@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { hitCounts } from './upstream-stats.js';
+import { hitCounts, sanitizeStatName } from './upstream-stats.js';
 
 const counts = (limit: number, before: number, hits: number, over = before + hits > limit, shadow = false) =>
   hitCounts({ key: 'domain.key_value', limit, before, hits, over, shadow }, 0.8);
@@ -43,5 +43,18 @@ describe("upstream's hit arithmetic", () => {
     // floor(15 × 0.8) = 12 (float32: 12.000000476…): the 13th hit is the first near one.
     expect(counts(15, 12, 1).near_limit).toBe(1);
     expect(counts(15, 11, 1).near_limit).toBe(0);
+  });
+});
+
+// upstream's utils.SanitizeStatName, which no upstream test covers: these cases follow its code.
+describe("upstream's stat name sanitizing", () => {
+  it('makes `:` and `|` `_`, and the dots of anything shaped like an IPv4 address, leaving other dots', () => {
+    expect(sanitizeStatName('domain.key_value')).toBe('domain.key_value');
+    expect(sanitizeStatName('domain.remote_address_10.0.0.1')).toBe('domain.remote_address_10_0_0_1');
+    expect(sanitizeStatName('domain.path_/a:b|c')).toBe('domain.path_/a_b_c');
+    expect(sanitizeStatName('d.ip_192.168.1.10.port_8080')).toBe('d.ip_192_168_1_10.port_8080');
+    // Runs of one to three digits, wherever they are: the last four groups of a longer run.
+    expect(sanitizeStatName('d.v_1234.5.6.7.8')).toBe('d.v_1234_5_6_7.8');
+    expect(sanitizeStatName('d.ipv6_::ffff:10.1.2.3')).toBe('d.ipv6___ffff_10_1_2_3');
   });
 });

@@ -74,6 +74,17 @@ const HIT_STATS = [
   'shadow_mode',
 ] as const satisfies readonly (keyof HitCounts)[];
 
+const IPV4 = /\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}/g;
+
+/**
+ * upstream's utils.SanitizeStatName, applied to each stat key and domain: `:` and `|` become `_`,
+ * and so do the dots of every run shaped like an IPv4 address (`10.0.0.1` is `10_0_0_1`), so that
+ * an address is one node of the name. hot-shots then makes `\n` and `\r` `_` too.
+ */
+export function sanitizeStatName(name: string): string {
+  return name.replaceAll(/[:|]/g, '_').replaceAll(IPV4, (address) => address.replaceAll('.', '_'));
+}
+
 /** Distinct counters summed in one flush (5 per descriptor key): hot-shots' default is 5,000. */
 const MAX_COUNTERS_PER_FLUSH = 100_000;
 /** Bytes of lines held before a write, past the counters summed. */
@@ -102,10 +113,11 @@ export function createUpstreamStats({ target, flushMs, nearRatio, onError }: Ups
   return {
     descriptor(hits) {
       const counts = hitCounts(hits, nearRatio);
-      for (const stat of HIT_STATS) rateLimit(hits.key, stat, counts[stat]);
+      const key = sanitizeStatName(hits.key);
+      for (const stat of HIT_STATS) rateLimit(key, stat, counts[stat]);
     },
     domainNotFound(domain) {
-      rateLimit(domain, 'domain_not_found', 1);
+      rateLimit(sanitizeStatName(domain), 'domain_not_found', 1);
     },
     globalShadow() {
       client.increment('global_shadow_mode');

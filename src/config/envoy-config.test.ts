@@ -2,7 +2,15 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { ENVOY_UNIT_SECONDS, loadEnvoyConfig, parseEnvoyTexts, type EnvoyConfig } from './envoy-config.js';
 import { envoyLimitEvents } from './envoy-events.js';
-import { applyReplaces, envoyEventName, matchEnvoyDescriptor, wildcardMatches, type EnvoyEntry } from './envoy-match.js';
+import {
+  applyReplaces,
+  envoyEventName,
+  matchEnvoyDescriptor,
+  overrideStatKey,
+  upstreamStatKey,
+  wildcardMatches,
+  type EnvoyEntry,
+} from './envoy-match.js';
 import { NAME_PATTERN } from './policy-schema.js';
 import { PolicyError } from './policies.js';
 
@@ -446,5 +454,47 @@ describe('envoyEventName', () => {
       expect(name.slice('envoy:'.length)).toMatch(new RegExp(NAME_PATTERN));
     }
     expect(new Set(names).size).toBe(names.length);
+  });
+});
+
+// The cases upstream's tests leave out (its GetLimit's code decides them); theirs are in test/conformance/upstream-config.test.ts.
+describe('upstreamStatKey', () => {
+  const config = configOf(`domain: d
+descriptors:
+  - key: k
+    detailed_metric: true
+    rate_limit: { unit: minute, requests_per_unit: 1 }
+  - key: files
+    value: files/*
+    share_threshold: true
+    descriptors:
+      - key: user
+        detailed_metric: true
+        rate_limit: { unit: minute, requests_per_unit: 1 }
+  - key: plain
+    descriptors:
+      - key: leaf
+        value: v
+  - key: a
+    value: b*
+    rate_limit: { unit: minute, requests_per_unit: 1 }
+`);
+  it('names an empty value key_ under detailed_metric, but the key alone beside a shared pattern', () => {
+    expect(upstreamStatKey(config, 'd', entries(['k', '']))).toBe('d.k_');
+    expect(upstreamStatKey(config, 'd', entries(['files', 'files/a'], ['user', '']))).toBe('d.files_files/*.user');
+    expect(upstreamStatKey(config, 'd', entries(['files', 'files/a'], ['user', 'u1']))).toBe('d.files_files/*.user_u1');
+  });
+
+  it('is undefined where no limit matches, and names an override by its entries', () => {
+    expect(upstreamStatKey(config, 'd', entries(['plain', 'x'], ['leaf', 'v']))).toBeUndefined();
+    expect(upstreamStatKey(config, 'other', entries(['k', 'x']))).toBeUndefined();
+    expect(overrideStatKey('d', entries(['plain', 'x'], ['leaf', '']))).toBe('d.plain_x.leaf');
+  });
+
+  it("trims the key from a wildcard's composite key only where the key starts it, as Go's TrimPrefix", () => {
+    expect(upstreamStatKey(config, 'd', entries(['a', 'bcd']))).toBe('d.a_b*');
+    // Key a_b, value x: "a_b_x" matches the pattern a_b*, whose composite key does not start with
+    // "a_b_": upstream writes the key, then the whole composite key.
+    expect(upstreamStatKey(config, 'd', entries(['a_b', 'x']))).toBe('d.a_b_a_b*');
   });
 });

@@ -72,19 +72,93 @@ export function applyReplaces(matches: readonly EnvoyMatch[]): readonly EnvoyMat
   );
 }
 
-function lookUp(level: DescriptorLevel, entry: EnvoyEntry): { descriptor: EnvoyDescriptor; free: string | undefined } | undefined {
+/** One level's descriptor for an entry: how it matched, and the value that picks its counter (undefined when the file fixes it). */
+interface Step {
+  readonly descriptor: EnvoyDescriptor;
+  readonly free: string | undefined;
+  readonly by: 'value' | 'wildcard' | 'key';
+}
+
+function lookUp(level: DescriptorLevel, entry: EnvoyEntry): Step | undefined {
   const composite = `${entry.key}_${entry.value}`;
   const exact = level.byKey.get(composite);
-  if (exact) return { descriptor: exact, free: undefined };
+  if (exact) return { descriptor: exact, free: undefined, by: 'value' };
   for (const wildcard of level.wildcards) {
     if (!wildcardMatches(wildcard.parts, composite)) continue;
     const descriptor = level.byKey.get(wildcard.compositeKey);
     // Values sharing a threshold share one counter, named by the pattern (as envoyproxy/ratelimit's cache key).
-    if (descriptor) return { descriptor, free: descriptor.shareThreshold ? undefined : entry.value };
+    if (descriptor) return { descriptor, free: descriptor.shareThreshold ? undefined : entry.value, by: 'wildcard' };
   }
   const keyOnly = level.byKey.get(entry.key);
-  return keyOnly ? { descriptor: keyOnly, free: entry.value } : undefined;
+  return keyOnly ? { descriptor: keyOnly, free: entry.value, by: 'key' } : undefined;
 }
+
+/** `key`, or `key_value` when there is a value: how envoyproxy/ratelimit names one entry in a stat key. */
+function statPart(key: string, value: string): string {
+  return value === '' ? key : `${key}_${value}`;
+}
+
+/** A composite key less `key_` (Go's strings.TrimPrefix): a wildcard's pattern as upstream puts it in a stat key. */
+function trimmedKey(compositeKey: string, key: string): string {
+  return compositeKey.startsWith(`${key}_`) ? compositeKey.slice(key.length + 1) : compositeKey;
+}
+
+/**
+ * The stat key envoyproxy/ratelimit gives a descriptor a per-request `limit` counts (its
+ * descriptorKey): the domain and each entry's `key_value`.
+ */
+export function overrideStatKey(domain: string, entries: readonly EnvoyEntry[]): string {
+  return [domain, ...entries.map(({ key, value }) => statPart(key, value))].join('.');
+}
+
+/**
+ * The stat key envoyproxy/ratelimit gives a descriptor a configured limit matched (GetLimit's
+ * Stats.Key, before SanitizeStatName), `domain.` and one part per entry:
+ * - by default the matched path: `key_value` where the file names a value, the pattern where a
+ *   wildcard matched, `key` where the key alone did;
+ * - `value_to_metric` on a level's descriptor puts the request's value there instead, for a key
+ *   alone or a wildcard, unless it shares its threshold (the pattern stays);
+ * - `detailed_metric` on the limit's descriptor puts every entry's `key_value` of the request,
+ *   but the pattern for an entry a share_threshold wildcard matched (and then `key` alone for an
+ *   empty value).
+ * Undefined when no configured limit matches.
+ */
+export function upstreamStatKey(config: EnvoyConfig, domain: string, entries: readonly EnvoyEntry[]): string | undefined {
+  let level = config.domains.get(domain)?.descriptors;
+  const path = [domain];
+  /** Per entry, the pattern of the share_threshold wildcard that matched it, or undefined. */
+  const shared: (string | undefined)[] = [];
+  let leaf: EnvoyDescriptor | undefined;
+  for (const entry of entries) {
+    const step = level && lookUp(level, entry);
+    if (!step) return undefined;
+    const { descriptor, by } = step;
+    // After the key: the request's value where it matched by value or value_to_metric asks for it,
+    // a wildcard's pattern otherwise, nothing for a key alone.
+    let value = by === 'key' && !descriptor.valueToMetric ? '' : entry.value;
+    let sharing: string | undefined;
+    if (by === 'wildcard') {
+      const pattern = trimmedKey(descriptor.compositeKey, entry.key);
+      if (descriptor.shareThreshold) sharing = pattern;
+      if (descriptor.shareThreshold || !descriptor.valueToMetric) value = pattern;
+    }
+    shared.push(sharing);
+    path.push(statPart(entry.key, value));
+    leaf = descriptor;
+    level = descriptor.children;
+  }
+  if (!leaf?.rateLimit) return undefined;
+  if (!leaf.detailedMetric) return path.join('.');
+  // detailed_metric: every entry as `key_value`, even an empty value, unless a shared pattern names one.
+  const anyShared = shared.some((pattern) => pattern !== undefined);
+  const parts = entries.map(({ key, value }, i) => {
+    const pattern = shared[i];
+    if (pattern !== undefined) return `${key}_${pattern}`;
+    return anyShared ? statPart(key, value) : `${key}_${value}`;
+  });
+  return [domain, ...parts].join('.');
+}
+
 
 /** Each `*` matches any run of characters, possibly empty (envoyproxy/ratelimit's wildcardMatch). */
 export function wildcardMatches(parts: readonly string[], text: string): boolean {

@@ -18,6 +18,8 @@ import {
   entriesFeature,
   envoyOverrideEvent,
   matchEnvoyDescriptor,
+  overrideStatKey,
+  upstreamStatKey,
   type EnvoyMatch,
 } from '../config/envoy-match.js';
 import { calendarPeriod } from '../counting/algorithms/fixed/calendar.js';
@@ -63,16 +65,18 @@ function quotaRefuses(quota: readonly { readonly over: boolean }[]): boolean {
 }
 
 /**
- * upstream's stat key of a counted descriptor: `<domain>.` and the matched descriptor's path of
- * `key_value`s (`key` where the file names no value, the pattern where it is a wildcard), or the
- * request's own `key_value`s under detailed_metric. A per-request override, which matched no
- * file descriptor, is named as memgate's event names it.
+ * upstream's stat key of a counted descriptor, as its GetLimit names it: the matched path, with
+ * the request's values where value_to_metric or detailed_metric put them (upstreamStatKey), or
+ * for a per-request `limit` the request's entries (overrideStatKey).
  */
-function statKey(domain: string, match: LimitedDescriptor, entries: readonly { key: string; value: string }[]): string {
-  const { descriptor } = match;
-  if (descriptor?.detailedMetric) return [domain, ...entries.map(({ key, value }) => `${key}_${value}`)].join('.');
-  if (descriptor) return [domain, ...descriptor.path].join('.');
-  return match.event.startsWith(ENVOY_EVENT_PREFIX) ? match.event.slice(ENVOY_EVENT_PREFIX.length) : match.event;
+function statKey(
+  config: EnvoyConfig | undefined,
+  domain: string,
+  match: LimitedDescriptor,
+  entries: readonly { key: string; value: string }[],
+): string {
+  const configured = match.descriptor && config ? upstreamStatKey(config, domain, entries) : undefined;
+  return configured ?? overrideStatKey(domain, entries);
 }
 
 /** What an unlimited descriptor reports as remaining, as envoyproxy/ratelimit does. */
@@ -115,7 +119,7 @@ export interface EnvoyDeciderOptions {
 
 /** One descriptor's counting as upstream's stats read it: its limit, the hits asked, and what was counted before them. */
 export interface DescriptorHits {
-  /** upstream's stat key: `<domain>.<key_value>…` of the matched descriptor's path, or of the request's values under detailed_metric. */
+  /** upstream's stat key, `<domain>.<key_value>…` (statKey), before upstream's sanitizing. */
   readonly key: string;
   readonly limit: number;
   readonly hits: number;
@@ -338,7 +342,12 @@ export function createEnvoyDecider(
         // Allowed, the room left is after these hits; over, before them (a refused hit is not counted).
         const used = rateLimit.requestsPerUnit - status.remaining;
         const before = over ? used : used - hits;
-        const key = statKey(request.domain, matches[index] as LimitedDescriptor, descriptors[index]?.entries ?? []);
+        const key = statKey(
+          config,
+          request.domain,
+          matches[index] as LimitedDescriptor,
+          descriptors[index]?.entries ?? [],
+        );
         options.stats.descriptor({
           key,
           limit: rateLimit.requestsPerUnit,

@@ -143,6 +143,8 @@ export interface StatsdServer {
   readonly port: number;
   /** The sum of the counter `name`'s flushes so far. */
   counter(name: string): number;
+  /** Every counter received so far, each with the sum of its flushes. */
+  counters(): ReadonlyMap<string, number>;
   close(): Promise<void>;
 }
 
@@ -169,6 +171,7 @@ export async function startStatsd(): Promise<StatsdServer> {
   return {
     port,
     counter: (name) => counters.get(name) ?? 0,
+    counters: () => counters,
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => {

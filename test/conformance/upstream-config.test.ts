@@ -1,10 +1,10 @@
 // Conformance: envoyproxy/ratelimit's own configuration tests (test/config/config_test.go), case
 // by case. A file upstream refuses is refused by memgate's loader, naming the problem; a file
 // upstream accepts loads, and what it changes in the answers is checked over gRPC against a real
-// memgate counting in a real Memcached. Upstream's statsd stat names are compared with what
-// memgate exposes instead: Prometheus's memgate_decisions_total, labelled by event. The YAML
-// fixtures are upstream's test/config/*.yaml, as they are; its inline Go configurations are
-// written here as the YAML they stand for.
+// memgate counting in a real Memcached. Upstream's stat keys (its GetLimit's Stats.Key) are the
+// names memgate sends to a statsd listener; memgate's own Prometheus events, one per configured
+// descriptor, are checked beside them. The YAML fixtures are upstream's test/config/*.yaml, as
+// they are; its inline Go configurations are written here as the YAML they stand for.
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,6 +16,7 @@ import { envoyEventName } from '../../src/config/envoy-match.js';
 import { PolicyError } from '../../src/config/policies.js';
 import { envoyConfigFile, startEnvoyService, useEnvoyServices, type EnvoyService } from '../helpers/envoy-service.js';
 import { useMemcached } from '../helpers/memcached.js';
+import { startStatsd, useStatsd, type StatsdServer } from './helpers-integration.js';
 
 // --- upstream's fixtures (test/config/*.yaml) ---------------------------------------------------
 
@@ -421,11 +422,47 @@ descriptors:
 // --- helpers ------------------------------------------------------------------------------------
 
 const memcached = useMemcached();
+// Before the services: they are closed first after a test (useStatsd).
+const statsdServer = useStatsd();
 const startService = useEnvoyServices(memcached, BASIC_CONFIG);
 
-/** A memgate serving `yaml` over gRPC, with upstream's environment variables `env`. */
-async function serve(yaml: string, env: Record<string, string> = {}): Promise<EnvoyService> {
-  return startService({ config: await envoyConfigFile(yaml), env });
+/** The settings sending upstream's statsd stats to `statsd`, a flush every 100 ms. */
+const statsdEnv = (statsd: StatsdServer) => ({
+  MEMGATE_STATSD: `127.0.0.1:${statsd.port}`,
+  MEMGATE_STATSD_FLUSH_MS: '100',
+});
+
+/** A memgate serving `yaml` over gRPC, with upstream's environment variables `env`, sending its stats to a statsd of its own. */
+async function serve(
+  yaml: string,
+  env: Record<string, string> = {},
+): Promise<EnvoyService & { readonly statsd: StatsdServer }> {
+  const statsd = await statsdServer();
+  const service = await startService({ config: await envoyConfigFile(yaml), env: { ...statsdEnv(statsd), ...env } });
+  return { ...service, statsd };
+}
+
+const TOTAL_HITS = /^ratelimit\.service\.rate_limit\.(.+)\.total_hits$/;
+
+/**
+ * Every stat key whose total_hits `statsd` received, with its total, once each of `expected`'s
+ * has reached its total (5 s at most): upstream's Stats.Key as memgate names it.
+ */
+async function totalHits(statsd: StatsdServer, expected: Record<string, number>): Promise<Record<string, number>> {
+  const read = () => {
+    const found: Record<string, number> = {};
+    for (const [name, value] of statsd.counters()) {
+      const key = TOTAL_HITS.exec(name)?.[1];
+      if (key !== undefined) found[key] = value;
+    }
+    return found;
+  };
+  for (let waited = 0; waited < 5_000; waited += 100) {
+    const seen = read();
+    if (Object.entries(expected).every(([key, hits]) => (seen[key] ?? 0) >= hits)) return seen;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return read();
 }
 
 /** A folder holding `files` (name → text), as upstream's runtime directory. */
@@ -565,7 +602,7 @@ describe('upstream test/config/config_test.go', () => {
   describe('files upstream accepts: their limits over gRPC', () => {
     it("TestBasicConfig: nested, key-only, whitelisted, named, unlimited and detailed_metric descriptors answer their limits, counted under upstream's stat names", async () => {
       loads([['basic_config.yaml', BASIC_CONFIG]]);
-      const { client, url } = await serve(BASIC_CONFIG);
+      const { client, url, statsd } = await serve(BASIC_CONFIG);
       const D = 'test-domain';
       // An unknown domain, and the domain's descriptors that reach no limit.
       expect(await statusOf(client, 'foo_domain', [['key1', 'value1']])).toMatchObject(NO_LIMIT);
@@ -612,8 +649,23 @@ describe('upstream test/config/config_test.go', () => {
       // The limits hold: key3's one request an hour is spent.
       expect(await statusOf(client, D, [['key3', 'foo']])).toMatchObject({ code: 'OVER_LIMIT', limit_remaining: 0 });
 
-      // Stats: upstream's test-domain.<path>.within_limit and .over_limit are memgate_decisions_total's
-      // outcomes allowed and denied, of the event envoy:test-domain.<path>.
+      // Stats: upstream's keys, the configured path but for key7's detailed_metric, which names the value;
+      // nothing for the unlimited key6, nor for what no limit matched but the unknown domain.
+      const hits = {
+        'test-domain.key1_value1.subkey1': 1,
+        'test-domain.key1_value1.subkey1_subvalue1': 1,
+        'test-domain.key2': 1,
+        'test-domain.key2_value2': 1,
+        'test-domain.key3': 2,
+        'test-domain.key4': 1,
+        'test-domain.key7_unspecified_value': 1,
+        'test-domain.key7_another_value': 1,
+      };
+      expect(await totalHits(statsd, hits)).toEqual(hits);
+      expect(statsd.counter('ratelimit.service.rate_limit.test-domain.key3.over_limit')).toBe(1);
+      expect(statsd.counter('ratelimit.service.rate_limit.foo_domain.domain_not_found')).toBe(1);
+      expect(statsd.counter('ratelimit.service.rate_limit.test-domain.domain_not_found')).toBe(0);
+      // memgate_decisions_total's outcomes allowed and denied, of the event envoy:test-domain.<path>.
       const seen = await decisions(url);
       expect(seen.get('envoy:test-domain.key1_value1.subkey1')).toEqual({ allowed: 1 });
       expect(seen.get('envoy:test-domain.key1_value1.subkey1_subvalue1')).toEqual({ allowed: 1 });
@@ -621,11 +673,10 @@ describe('upstream test/config/config_test.go', () => {
       expect(seen.get('envoy:test-domain.key2_value2')).toEqual({ allowed: 1 });
       expect(seen.get('envoy:test-domain.key3')).toEqual({ allowed: 1, denied: 1 });
       expect(seen.get('envoy:test-domain.key4')).toEqual({ allowed: 1 });
-      // docs/envoy.md, Configuration file, `detailed_metric`: "accepted, no effect". Upstream names
-      // test-domain.key7_unspecified_value and test-domain.key7_another_value; memgate one event for both.
+      // docs/envoy.md, Configuration file, `detailed_metric`: statsd names each value; memgate's event is one for both.
       expect(seen.get('envoy:test-domain.key7')).toEqual({ allowed: 2 });
-      // Nothing is counted for what no limit matched (upstream's foo_domain.domain_not_found has no
-      // counterpart), nor for the unlimited key6.
+      // Nothing is counted for what no limit matched, nor for the unlimited key6.
+
       expect(await eventsIn(url)).toEqual([
         'envoy:test-domain.key1_value1.subkey1',
         'envoy:test-domain.key1_value1.subkey1_subvalue1',
@@ -660,7 +711,7 @@ describe('upstream test/config/config_test.go', () => {
     });
 
     it("TestConfigLimitOverride: a per-request limit replaces the file's, each value of the key counted apart", async () => {
-      const { client, url } = await serve(BASIC_CONFIG);
+      const { client, url, statsd } = await serve(BASIC_CONFIG);
       const D = 'test-domain';
       const day = { requests_per_unit: 10, unit: 'DAY' };
       const hour = { requests_per_unit: 42, unit: 'HOUR' };
@@ -691,15 +742,21 @@ describe('upstream test/config/config_test.go', () => {
       );
       expect(limitOf(other)).toEqual({ name: '', ...hour });
       expect(other.limit_remaining).toBe(41);
-      // Upstream's stats go under test-domain.key1_value1.subkey1_something (and _something_else); memgate
-      // counts an override on the matched descriptor's event.
+      // Stats: upstream names an override by the request's entries (its descriptorKey).
+      const hits = {
+        'test-domain.key1_value1.subkey1_something': 3,
+        'test-domain.key1_value1.subkey1_something_else': 1,
+      };
+      expect(await totalHits(statsd, hits)).toEqual(hits);
+      // memgate counts an override on the matched descriptor's event.
       const seen = await decisions(url);
+
       expect(seen.get('envoy:test-domain.key1_value1.subkey1')).toEqual({ allowed: 4 });
     });
 
     it('TestShadowModeConfig: shadow_mode descriptors answer OK past their limit; the others are enforced', async () => {
       loads([['shadowmode_config.yaml', SHADOWMODE_CONFIG]]);
-      const { client, url } = await serve(SHADOWMODE_CONFIG);
+      const { client, url, statsd } = await serve(SHADOWMODE_CONFIG);
       const D = 'test-domain';
       const subkey: Pair[] = [
         ['key1', 'value1'],
@@ -737,7 +794,28 @@ describe('upstream test/config/config_test.go', () => {
       });
       expect((await client.shouldRateLimit(request(D, [['key2', 'value2']]))).overall_code).toBe('OVER_LIMIT');
 
-      // Upstream's <stat key>.shadow_mode is memgate_envoy_shadow_over_limit_total{event}, and the
+      // Stats: the hit past a shadow limit is over_limit and shadow_mode; past an enforced one, over_limit only.
+      const hits = {
+        'test-domain.key1_value1.subkey1': 6,
+        'test-domain.key1_value1.subkey1_subvalue1': 11,
+        'test-domain.key2': 21,
+        'test-domain.key2_value2': 31,
+      };
+      expect(await totalHits(statsd, hits)).toEqual(hits);
+      const stat = (key: string, name: string) =>
+        statsd.counter(`ratelimit.service.rate_limit.test-domain.${key}.${name}`);
+      expect(
+        Object.keys(hits).map((key) => {
+          const path = key.slice('test-domain.'.length);
+          return [path, stat(path, 'over_limit'), stat(path, 'shadow_mode')];
+        }),
+      ).toEqual([
+        ['key1_value1.subkey1', 1, 0],
+        ['key1_value1.subkey1_subvalue1', 1, 1],
+        ['key2', 1, 1],
+        ['key2_value2', 1, 0],
+      ]);
+      // Upstream's <stat key>.shadow_mode is memgate_envoy_shadow_over_limit_total{event} too, and the
       // outcome shadow_denied of memgate_decisions_total; the enforced limits have none.
       const metrics = await (await fetch(`${url}/metrics`)).text();
       expect(metrics).toContain(
@@ -755,7 +833,7 @@ describe('upstream test/config/config_test.go', () => {
 
     it('TestWildcardConfig: trailing, middle and multiple wildcards match as upstream, each value counted apart', async () => {
       loads([['wildcard.yaml', WILDCARD]]);
-      const { client, url } = await serve(WILDCARD);
+      const { client, url, statsd } = await serve(WILDCARD);
       const D = 'test-domain';
       // A key-only descriptor: every value gets the limit, on a counter of its own.
       expect(await statusOf(client, D, [['noVal', 'foo1']])).toMatchObject(limited(20, 'MINUTE'));
@@ -785,11 +863,19 @@ describe('upstream test/config/config_test.go', () => {
       expect(await statusOf(client, D, [['multiWild', 'foo123baz']])).toMatchObject(NO_LIMIT);
       expect(await statusOf(client, D, [['multiWild', 'bar456baz']])).toMatchObject(NO_LIMIT);
 
-      // Stats: upstream names every match of a wildcard by its pattern (test-domain.wild_foo*,
-      // test-domain.nestedWild_val1.wild_goo*, test-domain.midWild_bar*b, test-domain.multiWild_foo*bar*baz)
-      // and a key-only one by its key (test-domain.noVal). memgate has one event per pattern too;
-      // docs/envoy.md, "How a call is decided": a name with `*` gets a readable head and a hash.
+      // Stats: upstream names every match of a wildcard by its pattern, and a key-only one by its key.
+      const hits = {
+        'test-domain.noVal': 2,
+        'test-domain.wild_foo*': 2,
+        'test-domain.nestedWild_val1.wild_goo*': 1,
+        'test-domain.midWild_bar*b': 3,
+        'test-domain.multiWild_foo*bar*baz': 2,
+      };
+      expect(await totalHits(statsd, hits)).toEqual(hits);
+      // memgate has one event per pattern too; docs/envoy.md, "How a call is decided": a name with `*`
+      // gets a readable head and a hash.
       const seen = await decisions(url);
+
       expect(seen.get('envoy:test-domain.noVal')).toEqual({ allowed: 2 });
       expect(seen.get(envoyEventName(D, ['wild_foo*']))).toEqual({ allowed: 2 });
       expect(seen.get(envoyEventName(D, ['nestedWild_val1', 'wild_goo*']))).toEqual({ allowed: 1 });
@@ -836,25 +922,33 @@ describe('upstream test/config/config_test.go', () => {
   });
 
   describe('TestShareThreshold (share_threshold.yaml)', () => {
-    // One service for every scenario: each asks about keys and values of its own.
-    let shared: EnvoyService | undefined;
+    // One service and statsd for every scenario: each asks about keys and values of its own, and
+    // reads the stat keys of its own.
+    let shared: (EnvoyService & { readonly statsd: StatsdServer }) | undefined;
     beforeAll(async () => {
       loads([['share_threshold.yaml', SHARE_THRESHOLD]]);
-      shared = await startEnvoyService(memcached(), { config: await envoyConfigFile(SHARE_THRESHOLD) });
+      const statsd = await startStatsd();
+      const config = await envoyConfigFile(SHARE_THRESHOLD);
+      shared = { ...(await startEnvoyService(memcached(), { config, env: statsdEnv(statsd) })), statsd };
     });
     afterAll(async () => {
       shared?.client.close();
       await shared?.service.close();
+      await shared?.statsd.close();
     });
     /** The service, with a minute of room for the scenario's counts. */
-    const sharedService = async (): Promise<EnvoyService> => {
+    const sharedService = async (): Promise<EnvoyService & { readonly statsd: StatsdServer }> => {
       await steadyMinute();
       if (!shared) throw new Error('the share_threshold.yaml service did not start');
       return shared;
     };
+    /** Upstream's Stats.Key of the scenario's calls, each with its hits, among what statsd received. */
+    const expectStats = async (statsd: StatsdServer, hits: Record<string, number>) => {
+      expect(await totalHits(statsd, hits)).toMatchObject(hits);
+    };
 
     it('TestShareThreshold: Basic share_threshold: values matching files/* share one counter of 100', async () => {
-      const { client, url } = await sharedService();
+      const { client, url, statsd } = await sharedService();
       const remaining: number[] = [];
       for (const value of ['files/a.pdf', 'files/b.csv', 'files/c.txt']) {
         const status = await statusOf(client, 'test-domain', [['files', value]]);
@@ -862,13 +956,14 @@ describe('upstream test/config/config_test.go', () => {
         remaining.push(status.limit_remaining);
       }
       expect(remaining).toEqual([99, 98, 97]);
-      // Upstream's stat test-domain.files_files/* for all three; memgate one event for the pattern
+      // Upstream's stat test-domain.files_files/* for all three; memgate one event for the pattern too
       // (docs/envoy.md, "How a call is decided": a readable head and a hash).
+      await expectStats(statsd, { 'test-domain.files_files/*': 3 });
       expect((await decisions(url)).get(envoyEventName('test-domain', ['files_files/*']))).toEqual({ allowed: 3 });
     });
 
     it('TestShareThreshold: share_threshold with metrics: the shared parent with value_to_metric or detailed_metric children', async () => {
-      const { client, url } = await sharedService();
+      const { client, url, statsd } = await sharedService();
       const D = 'test-domain';
       // route api/* is shared; method is a key alone, a counter per method.
       const get1 = await statusOf(client, D, [
@@ -907,15 +1002,16 @@ describe('upstream test/config/config_test.go', () => {
           ])
         ).limit_remaining,
       ).toBe(78);
-      // Upstream: test-domain.route_api/*.method and test-domain.service_svc/*.endpoint_get (detailed_metric);
-      // memgate: one event per configured path (docs/envoy.md, `detailed_metric` and `value_to_metric`: no effect).
+      // share_threshold takes priority over value_to_metric and detailed_metric: the pattern, not the value.
+      await expectStats(statsd, { 'test-domain.route_api/*.method': 3, 'test-domain.service_svc/*.endpoint_get': 2 });
+      // memgate's events: one per configured path.
       const seen = await decisions(url);
       expect(seen.get(envoyEventName(D, ['route_api/*', 'method']))).toEqual({ allowed: 3 });
       expect(seen.get(envoyEventName(D, ['service_svc/*', 'endpoint']))).toEqual({ allowed: 2 });
     });
 
     it('TestShareThreshold: Nested wildcards: each shared level shares, a level without share_threshold counts per value', async () => {
-      const { client } = await sharedService();
+      const { client, statsd } = await sharedService();
       const D = 'test-domain';
       // nested=parent, files nested/*: 200, shared.
       expect(
@@ -998,10 +1094,17 @@ describe('upstream test/config/config_test.go', () => {
           ])
         ).limit_remaining,
       ).toBe(149);
+      // A level without share_threshold keeps its pattern too; a key alone is its key.
+      await expectStats(statsd, {
+        'test-domain.nested_parent.files_nested/*': 2,
+        'test-domain.files_top/*.files_nested/*': 2,
+        'test-domain.path_path/*.file_file/*.type': 3,
+        'test-domain.user_user/*.resource_res/*.action': 3,
+      });
     });
 
     it('TestShareThreshold: Explicit value precedence over wildcard: file=test1 has its own 50, test* values share 100', async () => {
-      const { client, url } = await sharedService();
+      const { client, url, statsd } = await sharedService();
       const D = 'test-domain';
       expect(await statusOf(client, D, [['file', 'test1']])).toMatchObject(limited(50, 'MINUTE'));
       const remaining: number[] = [];
@@ -1013,13 +1116,14 @@ describe('upstream test/config/config_test.go', () => {
       expect(remaining).toEqual([99, 98, 97]);
       expect((await statusOf(client, D, [['file', 'test1']])).limit_remaining).toBe(48);
       // Upstream: test-domain.file_test1 apart from test-domain.file_test*.
+      await expectStats(statsd, { 'test-domain.file_test1': 2, 'test-domain.file_test*': 3 });
       const seen = await decisions(url);
       expect(seen.get('envoy:test-domain.file_test1')).toEqual({ allowed: 2 });
       expect(seen.get(envoyEventName(D, ['file_test*']))).toEqual({ allowed: 3 });
     });
 
     it('TestShareThreshold: share_threshold with middle wildcard: /api*v1 values share 100, /api/v2 matches nothing', async () => {
-      const { client } = await sharedService();
+      const { client, statsd } = await sharedService();
       const remaining: number[] = [];
       for (const value of ['/api/v1', '/api-beta-v1', '/apiXYZv1']) {
         const status = await statusOf(client, 'test-domain', [['midpath', value]]);
@@ -1028,10 +1132,11 @@ describe('upstream test/config/config_test.go', () => {
       }
       expect(remaining).toEqual([99, 98, 97]);
       expect(await statusOf(client, 'test-domain', [['midpath', '/api/v2']])).toMatchObject(NO_LIMIT);
+      await expectStats(statsd, { 'test-domain.midpath_/api*v1': 3 });
     });
 
     it('TestShareThreshold: share_threshold with multi-wildcard: svc*ep*rpc values share 50, svcABCrpc matches nothing', async () => {
-      const { client } = await sharedService();
+      const { client, statsd } = await sharedService();
       const remaining: number[] = [];
       for (const value of ['svcAepBrpc', 'svcXXXepYYYrpc', 'svceprpc']) {
         const status = await statusOf(client, 'test-domain', [['multiroute', value]]);
@@ -1040,17 +1145,20 @@ describe('upstream test/config/config_test.go', () => {
       }
       expect(remaining).toEqual([49, 48, 47]);
       expect(await statusOf(client, 'test-domain', [['multiroute', 'svcABCrpc']])).toMatchObject(NO_LIMIT);
+      await expectStats(statsd, { 'test-domain.multiroute_svc*ep*rpc': 3 });
     });
 
     it('TestShareThreshold: share_threshold priority over value_to_metric with middle wildcard: /api*v2 values share 80', async () => {
-      const { client, url } = await sharedService();
+      const { client, url, statsd } = await sharedService();
       expect(await statusOf(client, 'test-domain', [['midroute', '/api/v2']])).toMatchObject(limited(80, 'MINUTE'));
       expect((await statusOf(client, 'test-domain', [['midroute', '/api-beta-v2']])).limit_remaining).toBe(78);
+      await expectStats(statsd, { 'test-domain.midroute_/api*v2': 2 });
       expect((await decisions(url)).get(envoyEventName('test-domain', ['midroute_/api*v2']))).toEqual({ allowed: 2 });
     });
 
     it('TestShareThreshold: share_threshold with nested middle wildcards: t*prod and res*v2 share 60', async () => {
-      const { client } = await sharedService();
+      const { client, statsd } = await sharedService();
+
       expect(
         await statusOf(client, 'test-domain', [
           ['tenant', 't1prod'],
@@ -1065,14 +1173,15 @@ describe('upstream test/config/config_test.go', () => {
           ])
         ).limit_remaining,
       ).toBe(58);
+      await expectStats(statsd, { 'test-domain.tenant_t*prod.resource_res*v2': 2 });
     });
   });
 
-  describe('stat names: detailed_metric and value_to_metric (memgate: accepted, no effect)', () => {
-    // docs/envoy.md, Configuration file: `detailed_metric` and `value_to_metric` are "accepted, no effect":
-    // memgate's metrics are one event per configured descriptor path. Each case checks that the file
-    // loads, that its limit answers, and the event memgate names in /metrics; upstream's stat key is in
-    // the comment beside it.
+  describe('stat names: detailed_metric and value_to_metric (TestDetailedMetric, TestValueToMetric_*)', () => {
+    // docs/envoy.md, statsd: the stat key is upstream's, values included where detailed_metric and
+    // value_to_metric put them; memgate's own events keep one per configured descriptor path. Each
+    // case checks that the file loads, that its limit answers, the stat key statsd receives (the
+    // Stats.Key upstream's test expects) and the event memgate names in /metrics.
 
     /** key-1 (100 a minute) over key-2 (5 a minute), each with detailed_metric or not. */
     const nested = (outer: boolean, inner: boolean) => `domain: nested
@@ -1134,14 +1243,15 @@ descriptors:
     ];
     for (const { name, yaml, pairs, limit, upstream, event } of detailedCases) {
       it(`TestDetailedMetric: ${name} (upstream's stat ${upstream})`, async () => {
-        const { client, url } = await serve(yaml);
+        const { client, url, statsd } = await serve(yaml);
         expect(await statusOf(client, 'nested', pairs)).toMatchObject(limited(limit, 'MINUTE'));
+        expect(await totalHits(statsd, { [upstream]: 1 })).toEqual({ [upstream]: 1 });
         expect(await eventsIn(url)).toEqual([event]);
       });
     }
 
     it('TestDetailedMetric: test nested descriptors with simple request, only second descriptor request not nested, with nested request (the realistic configuration)', async () => {
-      const { client, url } = await serve(`domain: nested
+      const { client, url, statsd } = await serve(`domain: nested
 descriptors:
   - key: key_1
     detailed_metric: true
@@ -1171,17 +1281,20 @@ descriptors:
         detailed_metric: true
         rate_limit: { requests_per_unit: 100, unit: minute }
 `);
-      // Upstream: nested.key_1_value-for-key-1
       expect(await statusOf(client, 'nested', [['key_1', 'value-for-key-1']])).toMatchObject(limited(500, 'MINUTE'));
-      // Upstream: nested.key_2_key-2-value
       expect(await statusOf(client, 'nested', [['key_2', 'key-2-value']])).toMatchObject(limited(5000, 'MINUTE'));
-      // Upstream: nested.key_2_key-2-value.key_3_requested-key3-value
       expect(
         await statusOf(client, 'nested', [
           ['key_2', 'key-2-value'],
           ['key_3', 'requested-key3-value'],
         ]),
       ).toMatchObject(limited(5, 'MINUTE'));
+      const hits = {
+        'nested.key_1_value-for-key-1': 1,
+        'nested.key_2_key-2-value': 1,
+        'nested.key_2_key-2-value.key_3_requested-key3-value': 1,
+      };
+      expect(await totalHits(statsd, hits)).toEqual(hits);
       expect(await eventsIn(url)).toEqual([
         'envoy:nested.key_1',
         'envoy:nested.key_2',
@@ -1201,22 +1314,26 @@ descriptors:
           - key: subject_id${leaf}
             rate_limit: { requests_per_unit: 60, unit: minute }
 `;
+    const drawGet123: Pair[] = [
+      ['route', 'draw'],
+      ['http_method', 'GET'],
+      ['subject_id', '123'],
+    ];
 
-    it('TestValueToMetric_UsesRuntimeValuesInStats: the nested limit answers; memgate names the configured path', async () => {
-      const { client, url } = await serve(ROUTE_METHOD_SUBJECT('domain'));
+    it("TestValueToMetric_UsesRuntimeValuesInStats: the values of the value_to_metric keys are in the stat's name", async () => {
+      const { client, url, statsd } = await serve(ROUTE_METHOD_SUBJECT('domain'));
+      expect(await statusOf(client, 'domain', drawGet123)).toMatchObject(limited(60, 'MINUTE'));
+      const hits = { 'domain.route_draw.http_method_GET.subject_id': 1 };
+      expect(await totalHits(statsd, hits)).toEqual(hits);
       expect(
-        await statusOf(client, 'domain', [
-          ['route', 'draw'],
-          ['http_method', 'GET'],
-          ['subject_id', '123'],
-        ]),
-      ).toMatchObject(limited(60, 'MINUTE'));
-      // Upstream: domain.route_draw.http_method_GET.subject_id (total_hits and within_limit 1).
+        statsd.counter('ratelimit.service.rate_limit.domain.route_draw.http_method_GET.subject_id.within_limit'),
+      ).toBe(1);
+      // memgate's event names the configured path.
       expect((await decisions(url)).get('envoy:domain.route.http_method.subject_id')).toEqual({ allowed: 1 });
     });
 
-    it('TestValueToMetric_DefaultKeyIncludesValueAtThatLevel: value_to_metric on the top key', async () => {
-      const { client, url } = await serve(`domain: d
+    it('TestValueToMetric_DefaultKeyIncludesValueAtThatLevel: value_to_metric on the top key (upstream: d.k1_A.k2)', async () => {
+      const { client, url, statsd } = await serve(`domain: d
 descriptors:
   - key: k1
     value_to_metric: true
@@ -1230,12 +1347,12 @@ descriptors:
           ['k2', 'foo'],
         ]),
       ).toMatchObject(limited(1, 'SECOND'));
-      // Upstream: d.k1_A.k2
+      expect(await totalHits(statsd, { 'd.k1_A.k2': 1 })).toEqual({ 'd.k1_A.k2': 1 });
       expect(await eventsIn(url)).toEqual(['envoy:d.k1.k2']);
     });
 
-    it('TestValueToMetric_MidLevelOnly: value_to_metric on the middle key only', async () => {
-      const { client, url } = await serve(`domain: d
+    it('TestValueToMetric_MidLevelOnly: value_to_metric on the middle key only (upstream: d.k1.k2_Y.k3)', async () => {
+      const { client, url, statsd } = await serve(`domain: d
 descriptors:
   - key: k1
     descriptors:
@@ -1252,12 +1369,12 @@ descriptors:
           ['k3', 'Z'],
         ]),
       ).toMatchObject(limited(1, 'SECOND'));
-      // Upstream: d.k1.k2_Y.k3
+      expect(await totalHits(statsd, { 'd.k1.k2_Y.k3': 1 })).toEqual({ 'd.k1.k2_Y.k3': 1 });
       expect(await eventsIn(url)).toEqual(['envoy:d.k1.k2.k3']);
     });
 
-    it('TestValueToMetric_NoFlag_Unchanged: without flags the stat is the configured path, in memgate as upstream', async () => {
-      const { client, url } = await serve(`domain: d
+    it('TestValueToMetric_NoFlag_Unchanged: without flags the stat is the configured path (upstream: d.k1.k2)', async () => {
+      const { client, url, statsd } = await serve(`domain: d
 descriptors:
   - key: k1
     descriptors:
@@ -1270,25 +1387,22 @@ descriptors:
           ['k2', 'Y'],
         ]),
       ).toMatchObject(limited(1, 'SECOND'));
-      // Upstream: d.k1.k2, the same name.
+      expect(await totalHits(statsd, { 'd.k1.k2': 1 })).toEqual({ 'd.k1.k2': 1 });
       expect(await eventsIn(url)).toEqual(['envoy:d.k1.k2']);
     });
 
-    it('TestValueToMetric_DoesNotOverrideDetailedMetric: detailed_metric at the leaf under value_to_metric keys', async () => {
-      const { client, url } = await serve(ROUTE_METHOD_SUBJECT('domain', '\n            detailed_metric: true'));
-      expect(
-        await statusOf(client, 'domain', [
-          ['route', 'draw'],
-          ['http_method', 'GET'],
-          ['subject_id', '123'],
-        ]),
-      ).toMatchObject(limited(60, 'MINUTE'));
-      // Upstream: domain.route_draw.http_method_GET.subject_id_123
+    it('TestValueToMetric_DoesNotOverrideDetailedMetric: detailed_metric at the leaf under value_to_metric keys names every value', async () => {
+      const { client, url, statsd } = await serve(
+        ROUTE_METHOD_SUBJECT('domain', '\n            detailed_metric: true'),
+      );
+      expect(await statusOf(client, 'domain', drawGet123)).toMatchObject(limited(60, 'MINUTE'));
+      const hits = { 'domain.route_draw.http_method_GET.subject_id_123': 1 };
+      expect(await totalHits(statsd, hits)).toEqual(hits);
       expect(await eventsIn(url)).toEqual(['envoy:domain.route.http_method.subject_id']);
     });
 
-    it('TestValueToMetric_WithConfiguredValues: GET and POST values under a value_to_metric key have their own limits', async () => {
-      const { client, url } = await serve(`domain: test-domain
+    it('TestValueToMetric_WithConfiguredValues: GET and POST values under a value_to_metric key have their own limits and names', async () => {
+      const { client, url, statsd } = await serve(`domain: test-domain
 descriptors:
   - key: route
     value_to_metric: true
@@ -1320,15 +1434,19 @@ descriptors:
           ['subject_id', 'user456'],
         ]),
       ).toMatchObject(limited(30, 'MINUTE'));
-      // Upstream: test-domain.route_api.http_method_GET.subject_id and ...http_method_POST.subject_id
+      const hits = {
+        'test-domain.route_api.http_method_GET.subject_id': 1,
+        'test-domain.route_api.http_method_POST.subject_id': 1,
+      };
+      expect(await totalHits(statsd, hits)).toEqual(hits);
       expect(await eventsIn(url)).toEqual([
         'envoy:test-domain.route.http_method_GET.subject_id',
         'envoy:test-domain.route.http_method_POST.subject_id',
       ]);
     });
 
-    it('TestValueToMetric_WithWildcard: a read* value under value_to_metric keys answers its limit, per value', async () => {
-      const { client, url } = await serve(`domain: domain
+    it('TestValueToMetric_WithWildcard: a read* value under value_to_metric keys is named by the value it matched', async () => {
+      const { client, url, statsd } = await serve(`domain: domain
 descriptors:
   - key: user
     value_to_metric: true
@@ -1354,12 +1472,16 @@ descriptors:
           ['resource', 'database'],
         ]),
       ).toMatchObject(limited(100, 'MINUTE'));
-      // Upstream: domain.user_alice.action_readfile.resource and domain.user_bob.action_readdata.resource.
+      const hits = {
+        'domain.user_alice.action_readfile.resource': 1,
+        'domain.user_bob.action_readdata.resource': 1,
+      };
+      expect(await totalHits(statsd, hits)).toEqual(hits);
       expect(await eventsIn(url)).toEqual([envoyEventName('domain', ['user', 'action_read*', 'resource'])]);
     });
 
-    it('TestValueToMetric_WithEmptyValue: entries with empty values still reach the key-only limit', async () => {
-      const { client, url } = await serve(ROUTE_METHOD_SUBJECT('domain'));
+    it('TestValueToMetric_WithEmptyValue: an empty value under value_to_metric names the key alone', async () => {
+      const { client, url, statsd } = await serve(ROUTE_METHOD_SUBJECT('domain'));
       for (const [route, method] of [
         ['', 'GET'],
         ['draw', ''],
@@ -1372,9 +1494,37 @@ descriptors:
         ];
         expect(await statusOf(client, 'domain', pairs), JSON.stringify(pairs)).toMatchObject(limited(60, 'MINUTE'));
       }
-      // Upstream: domain.route.http_method_GET.subject_id, domain.route_draw.http_method.subject_id,
-      // domain.route.http_method.subject_id.
+      const hits = {
+        'domain.route.http_method_GET.subject_id': 1,
+        'domain.route_draw.http_method.subject_id': 1,
+        'domain.route.http_method.subject_id': 1,
+      };
+      expect(await totalHits(statsd, hits)).toEqual(hits);
       expect((await decisions(url)).get('envoy:domain.route.http_method.subject_id')).toEqual({ allowed: 3 });
+    });
+
+    it('TestValueToMetric_FullKeyMatchesStatsKey: with value_to_metric, without it, and with detailed_metric, one stat key each', async () => {
+      const plain = ROUTE_METHOD_SUBJECT('test-domain')
+        .replaceAll('\n    value_to_metric: true', '')
+        .replaceAll('\n        value_to_metric: true', '');
+      const pairs: Pair[] = [
+        ['route', 'api'],
+        ['http_method', 'GET'],
+        ['subject_id', 'user123'],
+      ];
+      const cases = [
+        [ROUTE_METHOD_SUBJECT('test-domain'), 'test-domain.route_api.http_method_GET.subject_id'],
+        [plain, 'test-domain.route.http_method.subject_id'],
+        [
+          plain.replace('subject_id\n', 'subject_id\n            detailed_metric: true\n'),
+          'test-domain.route_api.http_method_GET.subject_id_user123',
+        ],
+      ] as const;
+      for (const [yaml, key] of cases) {
+        const { client, statsd } = await serve(yaml);
+        expect(await statusOf(client, 'test-domain', pairs)).toMatchObject(limited(60, 'MINUTE'));
+        expect(await totalHits(statsd, { [key]: 1 }), key).toEqual({ [key]: 1 });
+      }
     });
   });
 
@@ -1391,41 +1541,42 @@ descriptors:
         name: 'No flags - preserves original behavior with wildcard pattern',
         flags: '',
         shared: false,
-        upstream: 'test-domain.wild_foo*',
+        upstream: { 'test-domain.wild_foo*': 2 },
       },
       {
         name: 'value_to_metric - uses runtime value',
         flags: '\n    value_to_metric: true',
         shared: false,
-        upstream: 'test-domain.wild_foo1',
+        upstream: { 'test-domain.wild_foo1': 1, 'test-domain.wild_foo2': 1 },
       },
       {
         name: 'share_threshold - uses wildcard pattern with *',
         flags: '\n    share_threshold: true',
         shared: true,
-        upstream: 'test-domain.wild_foo*',
+        upstream: { 'test-domain.wild_foo*': 2 },
       },
       {
         name: 'share_threshold with value_to_metric - share_threshold takes priority',
         flags: '\n    share_threshold: true\n    value_to_metric: true',
         shared: true,
-        upstream: 'test-domain.wild_foo*',
+        upstream: { 'test-domain.wild_foo*': 2 },
       },
     ];
     for (const { name, flags, shared, upstream } of fooCases) {
-      it(`TestWildcardStatsBehavior: ${name} (upstream's stat ${upstream})`, async () => {
-        const { client, url } = await serve(wild('foo*', flags));
+      it(`TestWildcardStatsBehavior: ${name} (upstream's stats ${Object.keys(upstream).join(', ')})`, async () => {
+        const { client, url, statsd } = await serve(wild('foo*', flags));
         await steadyMinute();
         expect(await statusOf(client, 'test-domain', [['wild', 'foo1']])).toMatchObject(limited(20, 'MINUTE'));
         // share_threshold: one counter for every matching value; otherwise one each.
         expect((await statusOf(client, 'test-domain', [['wild', 'foo2']])).limit_remaining).toBe(shared ? 18 : 19);
-        // docs/envoy.md: value_to_metric no effect; the pattern's name with a hash (How a call is decided).
+        expect(await totalHits(statsd, upstream)).toEqual(upstream);
+        // memgate's event: the pattern's name with a hash (docs/envoy.md, How a call is decided).
         expect(await eventsIn(url)).toEqual([envoyEventName('test-domain', ['wild_foo*'])]);
       });
     }
 
-    it('TestWildcardStatsBehavior: value_to_metric in other descriptor - wildcard pattern preserved', async () => {
-      const { client, url } = await serve(`domain: test-domain
+    it('TestWildcardStatsBehavior: value_to_metric in other descriptor - wildcard pattern preserved (upstream: test-domain.wild_foo*.other_bar.limit)', async () => {
+      const { client, url, statsd } = await serve(`domain: test-domain
 descriptors:
   - key: wild
     value: foo*
@@ -1443,7 +1594,8 @@ descriptors:
           ['limit', 'X'],
         ]),
       ).toMatchObject(limited(20, 'MINUTE'));
-      // Upstream: test-domain.wild_foo*.other_bar.limit
+      const hits = { 'test-domain.wild_foo*.other_bar.limit': 1 };
+      expect(await totalHits(statsd, hits)).toEqual(hits);
       expect(await eventsIn(url)).toEqual([envoyEventName('test-domain', ['wild_foo*', 'other', 'limit'])]);
     });
 
@@ -1451,21 +1603,22 @@ descriptors:
       {
         name: 'middle+trailing wildcard - no flags - preserves wildcard pattern in stats key',
         flags: '',
-        upstream: 'test-domain.wild_foo*bar*',
+        upstream: { 'test-domain.wild_foo*bar*': 3 },
       },
       {
         name: 'middle+trailing wildcard - value_to_metric - uses runtime value',
         flags: '\n    value_to_metric: true',
-        upstream: 'test-domain.wild_foo123bar456',
+        upstream: { 'test-domain.wild_foo123bar456': 2, 'test-domain.wild_fooXbarY': 1 },
       },
     ]) {
-      it(`TestWildcardStatsBehavior: ${name} (upstream's stat ${upstream})`, async () => {
-        const { client, url } = await serve(wild('foo*bar*', flags));
+      it(`TestWildcardStatsBehavior: ${name} (upstream's stats ${Object.keys(upstream).join(', ')})`, async () => {
+        const { client, url, statsd } = await serve(wild('foo*bar*', flags));
         await steadyMinute();
         expect(await statusOf(client, 'test-domain', [['wild', 'foo123bar456']])).toMatchObject(limited(20, 'MINUTE'));
         // Each value on a counter of its own (no share_threshold), under the pattern's one event.
         expect(await statusOf(client, 'test-domain', [['wild', 'fooXbarY']])).toMatchObject(limited(20, 'MINUTE'));
         expect((await statusOf(client, 'test-domain', [['wild', 'foo123bar456']])).limit_remaining).toBe(18);
+        expect(await totalHits(statsd, upstream)).toEqual(upstream);
         expect(await eventsIn(url)).toEqual([envoyEventName('test-domain', ['wild_foo*bar*'])]);
       });
     }

@@ -855,6 +855,19 @@ describe('upstream integration-test/scripts/value-included-in-stats-key-when-uns
     await sleep(1_500);
     expect(statsd.counter(name)).toBe(1);
   });
+
+  it("value-included-in-stats-key-when-unspecified.sh with an address and port as the value: the name upstream's SanitizeStatName makes", async () => {
+    // No upstream test covers utils.SanitizeStatName (stats/manager_impl.go's NewStats): `:` and `|`
+    // become `_`, and so do the dots of an IPv4 address, so the address is one node of the name.
+    const { client, statsd } = await startExample();
+    await client.shouldRateLimit(routeCall('unspec', { unspec: '10.0.0.1:8080|a.b' }));
+    const name = 'ratelimit.service.rate_limit.rl.unspec_10_0_0_1_8080_a.b.total_hits';
+    for (let waited = 0; waited < 5_000 && statsd.counter(name) < 1; waited += 250) await sleep(250);
+    expect([...statsd.counters().keys()].filter((stat) => stat.includes('unspec'))).toEqual([
+      name,
+      name.replace('total_hits', 'within_limit'),
+    ]);
+  });
 });
 
 describe('upstream integration-test/scripts/quota.sh', () => {
