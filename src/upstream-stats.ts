@@ -13,19 +13,36 @@ export interface HitCounts {
   readonly near_limit: number;
   readonly within_limit: number;
   readonly shadow_mode: number;
+  readonly over_limit_with_local_cache: number;
 }
 
 /**
  * upstream's arithmetic (base_limiter.go): hits past the limit are over_limit, hits past
  * floor(limit × nearRatio) and within the limit near_limit, and hits within the limit
  * within_limit; a call that crosses the limit splits its hits between near and over. A
- * descriptor in shadow that is over counts its hits as shadow_mode too.
+ * descriptor in shadow that is over counts its hits as shadow_mode too. A denial answered from
+ * memory counts every hit over_limit and over_limit_with_local_cache, as upstream's local cache.
  */
-export function hitCounts({ limit, hits, before, over, shadow }: DescriptorHits, nearRatio: number): HitCounts {
+export function hitCounts(
+  { limit, hits, before, over, shadow, fromMemory }: DescriptorHits,
+  nearRatio: number,
+): HitCounts {
+  const counts = {
+    total_hits: hits,
+    over_limit: 0,
+    near_limit: 0,
+    within_limit: 0,
+    shadow_mode: 0,
+    over_limit_with_local_cache: 0,
+  };
+  if (fromMemory) {
+    counts.over_limit = counts.over_limit_with_local_cache = hits;
+    if (shadow) counts.shadow_mode = hits;
+    return counts;
+  }
   // float32 as upstream multiplies (Go's float32(limit) * ratio), then floored.
   const near = Math.floor(Math.fround(Math.fround(limit) * Math.fround(nearRatio)));
   const after = before + hits;
-  const counts = { total_hits: hits, over_limit: 0, near_limit: 0, within_limit: 0, shadow_mode: 0 };
   if (after > limit) {
     // Hits past the limit: all of them when it was full before, else those beyond it (the
     // ones below it were near the limit). A descriptor in its own shadow_mode counts them as
@@ -37,8 +54,8 @@ export function hitCounts({ limit, hits, before, over, shadow }: DescriptorHits,
     return counts;
   }
   if (over) {
-    // Refused with room for them (a denial repeated from memory, a zero limit's window):
-    // upstream's local-cache case, every hit over.
+    // Refused though the count it reports has room for them (its counter shared with another
+    // descriptor of the call, say): every hit over.
     counts.over_limit = hits;
     if (shadow) counts.shadow_mode = hits;
     return counts;
@@ -72,6 +89,7 @@ const HIT_STATS = [
   'near_limit',
   'within_limit',
   'shadow_mode',
+  'over_limit_with_local_cache',
 ] as const satisfies readonly (keyof HitCounts)[];
 
 const IPV4 = /\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}/g;

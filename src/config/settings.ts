@@ -363,7 +363,7 @@ export const SETTINGS = {
     env: ['MEMGATE_STATSD'],
     default: 'unset',
     values: '`host:port` (TCP), `tcp://host:port` or `udp://host:port`',
-    summary: "also send envoyproxy/ratelimit's statsd stats, under its names: `ratelimit.service.rate_limit.<domain>.<key_value>.{total_hits,over_limit,near_limit,within_limit,shadow_mode}` per Envoy descriptor, `<domain>.domain_not_found`, `ratelimit.service.{config_load_success,config_load_error,global_shadow_mode}` and `call.should_rate_limit.service_error`",
+    summary: "also send envoyproxy/ratelimit's statsd stats, under its names: `ratelimit.service.rate_limit.<domain>.<key_value>.{total_hits,over_limit,near_limit,within_limit,shadow_mode,over_limit_with_local_cache}` per Envoy descriptor, `<domain>.domain_not_found`, `ratelimit.service.{config_load_success,config_load_error,global_shadow_mode}` and `call.should_rate_limit.service_error`",
     details: "Read from upstream's `USE_STATSD=true` with `STATSD_HOST` and `STATSD_PORT` too (TCP, as upstream sends them). Counters are summed over `MEMGATE_STATSD_FLUSH_MS`; near_limit starts at `MEMGATE_ENVOY_NEAR_LIMIT_RATIO` of a limit. Prometheus at `/metrics` either way (see [Envoy](docs/envoy.md#statsd))",
     read: (env): StatsdTarget | undefined => {
       const given = value(env, 'MEMGATE_STATSD');

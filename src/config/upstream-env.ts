@@ -293,7 +293,7 @@ export const UPSTREAM_VARIABLES: readonly UpstreamVariable[] = [
   {
     names: ['LOCAL_CACHE_SIZE_IN_BYTES', 'STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT'],
     handling: 'accepted',
-    memgate: 'accepted: memgate always repeats a fresh denial from memory until its exact release (`MEMGATE_MAX_DENIAL_CACHE_MS`, within `MEMGATE_CACHE_MB`), and a refused call never counts',
+    memgate: 'accepted: memgate always repeats a fresh denial from memory until its exact release (`MEMGATE_MAX_DENIAL_CACHE_MS`, within `MEMGATE_CACHE_MB`), counted in statsd\'s `over_limit_with_local_cache` as upstream counts its local cache\'s, and a refused call never counts',
     read: () => undefined,
   },
   readAs('NEAR_LIMIT_RATIO', 'MEMGATE_ENVOY_NEAR_LIMIT_RATIO', ': where the `near_limit` statsd stat starts, as a fraction of a limit'),

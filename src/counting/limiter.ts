@@ -84,6 +84,11 @@ export interface TogetherDecision {
   readonly checks: readonly Decision[];
   /** On a deny: the longest retryAfter of the enforced checks denied. */
   readonly retryAfter?: number;
+  /**
+   * Per check, whether its denial was repeated from this instance's memory without asking the
+   * store (a client still over a limit it was just refused by); absent when none was.
+   */
+  readonly fromMemory?: readonly boolean[];
 }
 
 /** What a gateway asks: the event its route counts (none: let through uncounted), the client, its tier. */
@@ -283,7 +288,7 @@ function limiterOf(options: LimiterOptions, policies: PolicySet, plans: Map<stri
         const kind = check.peek === true ? 'peek' : check.reserve === true ? 'reserve' : 'check';
         return resolveAsk(plans, kind, check, together);
       });
-      const { allowed, decisions, retryAfter, counted } = await decideChecks(context, items);
+      const { allowed, decisions, retryAfter, counted, fromMemory } = await decideChecks(context, items);
       const at = items.findIndex((item) => item.hold === 'reservation');
       let answers = decisions;
       if (at !== -1 && allowed) {
@@ -299,7 +304,9 @@ function limiterOf(options: LimiterOptions, policies: PolicySet, plans: Map<stri
         );
         answers = decisions.map((decision, i) => (i === at ? reserved : decision));
       }
-      return retryAfter === undefined ? { allowed, checks: answers } : { allowed, checks: answers, retryAfter };
+      const decided: TogetherDecision =
+        retryAfter === undefined ? { allowed, checks: answers } : { allowed, checks: answers, retryAfter };
+      return fromMemory ? { ...decided, fromMemory } : decided;
     },
     lease: (request) => takeLease(context, plans, request, now),
     returnLease: (request) => returnLease(context, plans, request),

@@ -191,6 +191,22 @@ describe('checks decided together', () => {
     expect(read[0]).toBe(0);
   });
 
+  it('tells which checks memory denied without the store: a lone one, and one of a pair', async () => {
+    const { context, other, calls } = setup();
+    await other.count('tenant', 't2', 1);
+    const item = (event: string, feature: string) => togetherItem({ event, feature });
+    // Denied by what the store holds, then remembered.
+    expect(await together(context, [item('tenant', 't2')])).not.toHaveProperty('fromMemory');
+    calls.length = 0;
+    expect(await together(context, [item('tenant', 't2')])).toMatchObject({ allowed: false, fromMemory: [true] });
+    expect(calls).toEqual([]);
+    expect(await together(context, [item('api', 'u2'), item('tenant', 't2')])).toMatchObject({
+      allowed: false,
+      fromMemory: [false, true],
+    });
+    expect(await together(context, [item('api', 'u3')])).not.toHaveProperty('fromMemory');
+  });
+
   it('answers a cost beyond a limit "never", counting nothing, and a shadow check over its limit without refusing', async () => {
     const { context } = setup();
     const never = await together(context, [

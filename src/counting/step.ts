@@ -52,7 +52,12 @@ export interface StepOutcome {
   readonly retryAfter: number | undefined;
   /** What the request counted for each check (a lease: the units it took), or 0, and when. */
   readonly counted: readonly Counted[];
+  /** Per check, whether its denial was repeated from memory without the store; absent when none was. */
+  readonly fromMemory?: readonly boolean[];
 }
+
+/** The fromMemory of a lone check denied from memory. */
+const REPEATED_ALONE: readonly boolean[] = [true];
 
 /** What a check counted, and when (milliseconds, by its server's clock): a record's units and second. */
 export interface Counted {
@@ -113,7 +118,13 @@ export function decideChecks(context: Context, checks: readonly CheckItem[]): Pr
   if (!repeated) return runRounds(context, requestOfOne(checks, counter), finish);
   reportDecision(context.onDecision, only, repeated, FROM_MEMORY);
   const retryAfter = only.enforced ? repeated.retryAfter : undefined;
-  return Promise.resolve({ allowed: false, decisions: [repeated], retryAfter, counted: [NOTHING_COUNTED] });
+  return Promise.resolve({
+    allowed: false,
+    decisions: [repeated],
+    retryAfter,
+    counted: [NOTHING_COUNTED],
+    fromMemory: REPEATED_ALONE,
+  });
 }
 
 /** Decides one check: decideChecks' answer of it, without building the outcome of many. */
@@ -572,12 +583,15 @@ function outcomeOf(
   const { items, counters, counterOf, peekOf } = request;
   let retryAfter: number | undefined;
   const counted: Counted[] = [];
+  let fromMemory: boolean[] | undefined;
   for (let i = 0; i < request.checks; i++) {
     const item = items[i] as CheckItem;
     const decision = decisions[i] as Decision;
     if (!allowed && item.enforced && !decision.allowed && decision.retryAfter !== undefined)
       retryAfter = Math.max(retryAfter ?? 0, decision.retryAfter);
     const index = counterOf[i] as number;
+    if (index !== -1 && counters[index]?.repeated)
+      (fromMemory ??= Array<boolean>(request.checks).fill(false))[i] = true;
     if (!allowed || index === -1 || peekOf[i] !== -1 || !rounds[index]?.decision.allowed) {
       counted.push(NOTHING_COUNTED);
       continue;
@@ -585,7 +599,9 @@ function outcomeOf(
     const counter = counters[index] as StepCounter;
     counted.push({ cost: item.hold === 'lease' ? counter.cost : item.cost, atMs: counter.countedAtMs });
   }
-  return { allowed, decisions, retryAfter, counted };
+  return fromMemory
+    ? { allowed, decisions, retryAfter, counted, fromMemory }
+    : { allowed, decisions, retryAfter, counted };
 }
 
 /** Reports each check's answer once: a check of a refused request as refused, with how its counter was read. */

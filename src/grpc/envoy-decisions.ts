@@ -129,6 +129,8 @@ export interface DescriptorHits {
   readonly over: boolean;
   /** In its own shadow_mode (not the global one, which upstream counts as global_shadow_mode only). */
   readonly shadow: boolean;
+  /** Refused from this instance's memory of a denial, without Memcached (upstream's local cache). */
+  readonly fromMemory: boolean;
 }
 
 /** What upstream's statsd stats are made from (upstream-stats.ts). */
@@ -356,6 +358,7 @@ export function createEnvoyDecider(
           over,
           // The global shadow is counted as global_shadow_mode only, as upstream.
           shadow: ownShadow,
+          fromMemory: together?.fromMemory?.[i] === true,
         });
       }
       // Over, its status says OVER_LIMIT: enforced, under the global shadow, or in quota mode

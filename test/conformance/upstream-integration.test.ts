@@ -219,8 +219,17 @@ describe('upstream test/memcached/cache_impl_test.go', () => {
     }
   });
 
-  it('TestOverLimitWithLocalCache: 11, 13 then 16 of 15 counted; the next denial comes from memory without Memcached', async () => {
-    const service = await startCacheImpl({ LOCAL_CACHE_SIZE_IN_BYTES: '100' });
+  it('TestOverLimitWithLocalCache: 11, 13 then 16 of 15 counted; the next denial comes from memory without Memcached, counted over_limit_with_local_cache', async () => {
+    const statsd = await statsdServer();
+    const service = await startCacheImpl({
+      LOCAL_CACHE_SIZE_IN_BYTES: '100',
+      // memgate repeats a denial for a second by default; the next check here may come later on a busy machine.
+      MEMGATE_MAX_DENIAL_CACHE_MS: '30000',
+
+      USE_STATSD: 'true',
+      STATSD_HOST: '127.0.0.1',
+      STATSD_PORT: String(statsd.port),
+    });
     const key: [string, string][] = [['key4', 'value4']];
     const check = async () => (await call(service.client, 'domain', [descriptor(key)])).statuses;
     await awayFromWindowEnd('HOUR');
@@ -238,6 +247,14 @@ describe('upstream test/memcached/cache_impl_test.go', () => {
     expect(
       await service.metric('memgate_decisions_total', { event: 'envoy:domain.key4_value4', outcome: 'denied' }),
     ).toBe(2);
+    // Upstream's stats of the four checks (total 4, within 2, near 1, over 2, over_limit_with_local_cache 1),
+    // plus the 13 hits counted first (all within, 2 of them near): the denial from memory is over_limit and
+    // over_limit_with_local_cache, as upstream's local cache counts it (base_limiter.go).
+    const stat = (name: string) => statsd.counter(`ratelimit.service.rate_limit.domain.key4_value4.${name}`);
+    const names = ['total_hits', 'within_limit', 'near_limit', 'over_limit', 'over_limit_with_local_cache'];
+    const expected = [17, 15, 3, 2, 1];
+    for (let waited = 0; waited < 5_000 && stat('total_hits') < 17; waited += 250) await sleep(250);
+    expect(names.map(stat)).toEqual(expected);
   });
 
   it('TestNearLimit: the answers around the near-limit ratio and the limit, hits_addend 1 and above', async () => {
