@@ -2,6 +2,7 @@
 // runs compiled in the same suite: under tsx the floor would pay a loader memgate does not.
 //   grpc-floor-server.mjs grpc-js RESPONSE_JSON   @grpc/grpc-js, memgate's proto-loader options
 //   grpc-floor-server.mjs http2 FRAME_BASE64      node:http2 answering gRPC by hand
+//   grpc-floor-server.mjs connect RESPONSE_JSON   @connectrpc/connect-node on node:http2, protobuf-es messages
 // It listens on a free loopback port, prints {"port": N} once ready, and answers every
 // ShouldRateLimit call with the same response, deciding nothing.
 import { Buffer } from 'node:buffer';
@@ -10,6 +11,9 @@ import process from 'node:process';
 import { URL, fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
+import { fromJson } from '@bufbuild/protobuf';
+import { connectNodeAdapter } from '@connectrpc/connect-node';
+import { RateLimitResponseSchema, RateLimitService } from './connect-floor/envoy/service/ratelimit/v3/rls_pb.js';
 
 const PROTO_DIR = fileURLToPath(new URL('../../proto/', import.meta.url));
 
@@ -57,13 +61,44 @@ async function http2Floor(frame) {
   return { port: server.address().port, close: () => server.close() };
 }
 
+async function connectFloor(response) {
+  // protobuf-es reads proto3's JSON, where a Duration is a string of seconds.
+  const json = {
+    ...response,
+    statuses: response.statuses.map(({ durationUntilReset, ...status }) => ({
+      ...status,
+      durationUntilReset: `${durationUntilReset.seconds}s`,
+    })),
+  };
+  // connect-node encodes the answer per call, as memgate would.
+  const message = fromJson(RateLimitResponseSchema, json);
+  const handler = connectNodeAdapter({
+    grpc: true,
+    grpcWeb: false,
+    connect: false,
+    readMaxBytes: 1024 * 1024,
+    routes(router) {
+      router.service(RateLimitService, { shouldRateLimit: () => message });
+    },
+  });
+  const server = http2.createServer(handler);
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { port: server.address().port, close: () => server.close() };
+}
+
+const FLOORS = {
+  'grpc-js': (response) => grpcJsFloor(JSON.parse(response)),
+  http2: (response) => http2Floor(Buffer.from(response, 'base64')),
+  connect: (response) => connectFloor(JSON.parse(response)),
+};
 const [floor, response] = process.argv.slice(2);
-if ((floor !== 'grpc-js' && floor !== 'http2') || !response) {
-  process.stderr.write('usage: grpc-floor-server.mjs grpc-js RESPONSE_JSON | http2 FRAME_BASE64\n');
+if (!Object.hasOwn(FLOORS, floor ?? '') || !response) {
+  process.stderr.write(
+    'usage: grpc-floor-server.mjs grpc-js RESPONSE_JSON | http2 FRAME_BASE64 | connect RESPONSE_JSON\n',
+  );
   process.exit(2);
 }
-const server =
-  floor === 'grpc-js' ? await grpcJsFloor(JSON.parse(response)) : await http2Floor(Buffer.from(response, 'base64'));
+const server = await FLOORS[floor](response);
 process.stdout.write(`${JSON.stringify({ port: server.port })}\n`);
 process.once('SIGTERM', () => {
   server.close();

@@ -23,10 +23,11 @@ export const CONSTANT_RESPONSE = {
 };
 
 /**
- * grpc-js: @grpc/grpc-js and @grpc/proto-loader with memgate's own options, its transport's floor.
+ * grpc-js: @grpc/grpc-js and @grpc/proto-loader with memgate's own options, its transport until issue 39.
  * http2: node:http2 answering gRPC by hand with a pre-encoded frame, Node's HTTP/2 alone.
+ * connect: @connectrpc/connect-node with protobuf-es's generated messages, a candidate transport.
  */
-export const FLOORS = ['grpc-js', 'http2'] as const;
+export const FLOORS = ['grpc-js', 'http2', 'connect'] as const;
 export type Floor = (typeof FLOORS)[number];
 
 export interface FloorServer {
@@ -39,11 +40,11 @@ export interface FloorServer {
 /** A floor's server process; resolves once it listens. */
 export function startFloor(floor: Floor): Promise<FloorServer> {
   const { response } = rateLimitMessages();
-  // grpc-js encodes the response itself, per call; node:http2 sends these bytes as they are.
+  // grpc-js and connect encode the response themselves, per call; node:http2 sends these bytes as they are.
   const answer =
-    floor === 'grpc-js'
-      ? JSON.stringify(CONSTANT_RESPONSE)
-      : grpcFrame(response.encode(response.fromObject(CONSTANT_RESPONSE)).finish()).toString('base64');
+    floor === 'http2'
+      ? grpcFrame(response.encode(response.fromObject(CONSTANT_RESPONSE)).finish()).toString('base64')
+      : JSON.stringify(CONSTANT_RESPONSE);
   const child = spawn(process.execPath, ['scripts/bench/grpc-floor-server.mjs', floor, answer], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });

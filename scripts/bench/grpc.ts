@@ -13,8 +13,8 @@ import { runLeanGrpcLoad } from './lean-grpc.js';
 import { cpuMicros, startGrpcService, type Measured } from './processes.js';
 import { median, verdict, type Suite } from './suite.js';
 
-/** Issue 15's target: gRPC decisions per second against HTTP /check's, same machine and run. */
-const AT_LEAST = 0.8;
+/** Issue 39's target: gRPC's server CPU per decision against HTTP /check's, same service and run. */
+const CPU_AT_MOST = 1.3;
 /** HTTP/2 connections the gRPC calls share: the load command's default. */
 const SESSIONS = 4;
 /** High enough that every request is allowed. */
@@ -26,6 +26,7 @@ const GRPC = 'gRPC ShouldRateLimit';
 const FLOOR_ROWS: Readonly<Record<Floor, string>> = {
   'grpc-js': 'gRPC floor: @grpc/grpc-js, constant answer',
   http2: 'gRPC floor: node:http2, constant answer',
+  connect: 'gRPC floor: @connectrpc/connect-node, constant answer',
 };
 type Protocol = typeof HTTP | typeof GRPC | Floor;
 const rowName = (protocol: Protocol): string =>
@@ -34,7 +35,7 @@ const rowName = (protocol: Protocol): string =>
 // The floors decide nothing, so which features the calls name does not matter to them: they run
 // with the hot feature only.
 const WORKLOADS: readonly { name: string; features: string; protocols: readonly Protocol[] }[] = [
-  { name: 'one hot feature', features: 'hot', protocols: [HTTP, GRPC, 'grpc-js', 'http2'] },
+  { name: 'one hot feature', features: 'hot', protocols: [HTTP, GRPC, 'grpc-js', 'http2', 'connect'] },
   { name: '100,000 features, Zipf', features: 'zipf:100000', protocols: [HTTP, GRPC] },
 ];
 
@@ -125,7 +126,7 @@ export const grpc: Suite = {
       const targets: Targets = {
         service,
         grpcAddress: service.grpcAddress,
-        floors: { 'grpc-js': await floor('grpc-js'), http2: await floor('http2') },
+        floors: { 'grpc-js': await floor('grpc-js'), http2: await floor('http2'), connect: await floor('connect') },
       };
       // One round more than asked, the first thrown away as a warm-up; the order alternates.
       for (let round = 0; round <= rounds; round++) {
@@ -155,20 +156,21 @@ export const grpc: Suite = {
       median(of(workload, protocol).map((run) => run[field]));
     const vsHttp = (workload: string, protocol: Protocol) =>
       med(workload, protocol, 'decisionsPerSecond') / med(workload, HTTP, 'decisionsPerSecond');
+    const cpuVsHttp = (workload: string, protocol: Protocol) =>
+      med(workload, protocol, 'serverMicros') / med(workload, HTTP, 'serverMicros');
 
     const rows = WORKLOADS.flatMap(({ name, protocols }) =>
       protocols.map((protocol) => {
-        const perCpu = med(name, HTTP, 'serverMicros') / med(name, protocol, 'serverMicros');
         return [
           name,
           rowName(protocol),
           String(Math.round(med(name, protocol, 'decisionsPerSecond'))),
-          protocol === GRPC
-            ? verdict(vsHttp(name, protocol), AT_LEAST, 'at least')
-            : `${vsHttp(name, protocol).toFixed(2)}×`,
+          `${vsHttp(name, protocol).toFixed(2)}×`,
           String(med(name, protocol, 'p99')),
           med(name, protocol, 'serverMicros').toFixed(1),
-          `${perCpu.toFixed(2)}×`,
+          protocol === GRPC
+            ? verdict(cpuVsHttp(name, protocol), CPU_AT_MOST, 'at most')
+            : `${cpuVsHttp(name, protocol).toFixed(2)}×`,
           med(name, protocol, 'clientMicros').toFixed(1),
           String(of(name, protocol).reduce((sum, run) => sum + run.errors, 0)),
         ];
@@ -180,10 +182,10 @@ export const grpc: Suite = {
           'workload',
           'protocol',
           'answers/s (median)',
-          'vs HTTP (target)',
+          'vs HTTP',
           'p99 ms',
           'server CPU µs/answer',
-          'answers per server CPU-s vs HTTP',
+          'server CPU vs HTTP (target)',
           'load generator CPU µs/answer',
           'errors',
         ],
@@ -191,13 +193,13 @@ export const grpc: Suite = {
       ],
       { align: ['l', 'l', 'r', 'r', 'r', 'r', 'r', 'r', 'r'] },
     );
-    const ratios = WORKLOADS.map(({ name }) => `${name}: ${verdict(vsHttp(name, GRPC), AT_LEAST, 'at least')}`);
-    const line = `gRPC ShouldRateLimit against HTTP /check in decisions per second, ${ratios.join('; ')}.`;
+    const ratios = WORKLOADS.map(({ name }) => `${name}: ${verdict(cpuVsHttp(name, GRPC), CPU_AT_MOST, 'at most')}`);
+    const line = `gRPC ShouldRateLimit against HTTP /check in server CPU per decision, ${ratios.join('; ')}.`;
     const hot = 'one hot feature';
-    const floorsLine = `Floors, one hot feature, against HTTP /check: a @grpc/grpc-js server that decides nothing answers ${vsHttp(hot, 'grpc-js').toFixed(2)}× as many calls per second, node:http2 alone ${vsHttp(hot, 'http2').toFixed(2)}×.`;
+    const floorsLine = `Floors, one hot feature, in server CPU per answer against HTTP /check: a @grpc/grpc-js server that decides nothing ${cpuVsHttp(hot, 'grpc-js').toFixed(2)}×, @connectrpc/connect-node ${cpuVsHttp(hot, 'connect').toFixed(2)}×, node:http2 alone ${cpuVsHttp(hot, 'http2').toFixed(2)}×.`;
     const µs = (protocol: Protocol, field: 'serverMicros' | 'clientMicros') => Math.round(med(hot, protocol, field));
-    // The service CPU per decision that 0.8× of /check's decisions per server CPU-second allows.
-    const budget = Math.round(med(hot, HTTP, 'serverMicros') / AT_LEAST);
+    // The service CPU per decision the target allows.
+    const budget = Math.round(med(hot, HTTP, 'serverMicros') * CPU_AT_MOST);
     // How far one row's rounds strayed from its median: the run's noise, shown beside the medians.
     const spread = Math.round(
       100 *
@@ -210,15 +212,15 @@ export const grpc: Suite = {
           ),
         ),
     );
-    const floorGap = µs('grpc-js', 'serverMicros') - µs('http2', 'serverMicros');
-    const aboveFloor = µs(GRPC, 'serverMicros') - µs('grpc-js', 'serverMicros');
+    const aboveFloor = µs(GRPC, 'serverMicros') - µs('http2', 'serverMicros');
+    const met = WORKLOADS.every(({ name }) => cpuVsHttp(name, GRPC) <= CPU_AT_MOST);
     const markdown = `## gRPC (Envoy's rate limit service)
 
 Produced by \`npm run bench -- --suite grpc --duration ${duration} --connections ${connections} --rounds ${rounds}\`.
 
-Issue 15 asks that memgate decide at least ${AT_LEAST}× as many ShouldRateLimit calls per second as \`/check\` requests, on the same machine and run. One memgate service (\`node dist/main.js\`, as \`npm start\` runs it, on Memcached, with \`MEMGATE_GRPC_PORT\` and \`MEMGATE_ENVOY_CONFIG\`) decides the same limit (60 s sliding window, high enough that every request is allowed) two ways: \`GET /check?event=bench&feature=F\` loaded by autocannon, and \`ShouldRateLimit\` with one descriptor \`client=F\` loaded by the bench's own lean generator (\`scripts/bench/lean-grpc.ts\`: node:http2, ${connections} calls in flight over ${SESSIONS} HTTP/2 connections, each request a gRPC frame encoded once per feature with protobufjs, each answer read for its \`grpc-status\` and the one varint of \`overall_code\`, one answer in 1,000 decoded whole to check that reading). A full @grpc/grpc-js client, which \`npm run load -- --grpc HOST:PORT\` keeps, spends about 350 µs of CPU per call against autocannon's 50, on the 2 cores the service uses too; it measured the clients as much as memgate.
+Issue 39 asks that a ShouldRateLimit decision cost the service at most ${CPU_AT_MOST}× the CPU of an HTTP \`/check\` of the same limit, same run. One memgate service (\`node dist/main.js\`, as \`npm start\` runs it, on Memcached, with \`MEMGATE_GRPC_PORT\` and \`MEMGATE_ENVOY_CONFIG\`) decides the same limit (60 s sliding window, high enough that every request is allowed) two ways: \`GET /check?event=bench&feature=F\` loaded by autocannon, and \`ShouldRateLimit\` with one descriptor \`client=F\` loaded by the bench's own lean generator (\`scripts/bench/lean-grpc.ts\`: node:http2, ${connections} calls in flight over ${SESSIONS} HTTP/2 connections, each request a gRPC frame encoded once per feature with protobufjs, each answer read for its \`grpc-status\` and the one varint of \`overall_code\`, one answer in 1,000 decoded whole to check that reading). A full @grpc/grpc-js client, which \`npm run load -- --grpc HOST:PORT\` keeps, spends about 350 µs of CPU per call against autocannon's 50, on the 2 cores the service uses too; it would measure the clients as much as memgate.
 
-Two floors are loaded by the same generator with the same concurrency, one hot feature: a @grpc/grpc-js server with memgate's proto-loader options answering every call with the constant response memgate gives here (\`scripts/bench/grpc-floor-server.mjs\`), and node:http2 answering gRPC by hand with the same pre-encoded bytes. Neither decides anything: what they cost is the transport's share. Every protocol runs once per round, the order reversed every other round, after a warm-up round; medians over ${rounds} rounds. CPU per answer is the serving process's user and system time from \`/proc\` over the calls it answered, and the bench process's own, which generates the load, over the same. The machine is shared and noisy: in this run one row's rounds strayed up to ${spread}% from its median in server CPU per answer.
+memgate serves gRPC on node:http2's stream API with proto-loader's codecs (\`src/grpc/server.ts\`). Three floors, the candidate transports, are loaded by the same generator with the same concurrency, one hot feature, each answering every call with the constant response memgate gives here (\`scripts/bench/grpc-floor-server.mjs\`): a @grpc/grpc-js server with memgate's proto-loader options (memgate's transport until issue 39), @connectrpc/connect-node with protobuf-es's generated messages (\`scripts/bench/connect-floor/\`), both decoding each request and encoding each answer, and node:http2 answering gRPC by hand with the same pre-encoded bytes. Neither decides anything: what they cost is the transport's share. Every protocol runs once per round, the order reversed every other round, after a warm-up round; medians over ${rounds} rounds. CPU per answer is the serving process's user and system time from \`/proc\` over the calls it answered, and the bench process's own, which generates the load, over the same. The machine is shared and noisy: in this run one row's rounds strayed up to ${spread}% from its median in server CPU per answer.
 
 ${table}
 
@@ -226,9 +228,7 @@ ${line}
 
 ${floorsLine}
 
-What the figures say, one hot feature. For gRPC to decide ${AT_LEAST}× as much per CPU-second of the service as \`/check\`, a call may cost the service ${budget} µs; memgate's costs ${µs(GRPC, 'serverMicros')}, the @grpc/grpc-js floor ${µs('grpc-js', 'serverMicros')} while deciding nothing, and node:http2 alone ${µs('http2', 'serverMicros')}. ${aboveFloor > 0 ? `About ${aboveFloor} µs of memgate's call are above the grpc-js floor: matching the descriptor, deciding, and the answer's statuses and headers; the rest is the transport.` : "memgate's call costs no more than the grpc-js floor within this run's noise: nearly all of it is the transport."} On the generating side, even the lean generator spends ${µs(GRPC, 'clientMicros')} µs per call against autocannon's ${µs(HTTP, 'clientMicros')} per request (Node's HTTP/2 client streams), and on 2 cores that CPU is taken from the service, so decisions per second understate gRPC further than CPU per decision does.
-
-What would be needed. ${WORKLOADS.every(({ name }) => vsHttp(name, GRPC) >= AT_LEAST) ? 'The target is met in this run.' : 'The target is not met.'} ${vsHttp(hot, 'http2') < AT_LEAST ? `Even node:http2 answering a constant reaches only ${vsHttp(hot, 'http2').toFixed(2)}× \`/check\`'s rate here: on 2 cores the generator's Node HTTP/2 client (${µs('http2', 'clientMicros')} µs a call, ${(µs('http2', 'clientMicros') / Math.max(1, µs(HTTP, 'clientMicros'))).toFixed(1)}× autocannon's) takes CPU the server needs, so no gRPC server measured this way reaches ${AT_LEAST}× in decisions per second; that would take a generator as cheap as autocannon (a C one such as nghttp2's h2load) or one on cores of its own.` : `node:http2 answering a constant reaches ${vsHttp(hot, 'http2').toFixed(2)}× \`/check\`'s rate here, so the generator alone does not rule the target out.`} On the service's side the target allows ${budget} µs of CPU per call: node:http2 uses ${µs('http2', 'serverMicros')} of it, @grpc/grpc-js ${µs('grpc-js', 'serverMicros')}. A ShouldRateLimit handler written on node:http2 with protobufjs would save at most the gap between the two floors, ${floorGap} µs a call, leaving memgate at about ${µs(GRPC, 'serverMicros') - floorGap}, ${µs(GRPC, 'serverMicros') - floorGap <= budget ? 'within' : 'still above'} the ${budget} allowed, and memgate would own gRPC's deadlines, flow control, status handling and health service, which the issue chose a well-kept library for. In production the caller is Envoy, whose C++ client costs memgate's machine nothing: there the column to weigh is answers per server CPU-second.
+What the figures say, one hot feature. ${met ? 'The target is met in this run.' : 'The target is not met in this run.'} It allows a call ${budget} µs of the service's CPU; memgate's costs ${µs(GRPC, 'serverMicros')}, node:http2 answering a constant ${µs('http2', 'serverMicros')}, @connectrpc/connect-node ${µs('connect', 'serverMicros')} and @grpc/grpc-js ${µs('grpc-js', 'serverMicros')}, all deciding nothing: memgate serves on node:http2 itself, the cheapest. About ${aboveFloor} µs of memgate's call are above node:http2's floor: scanning and decoding the request, matching the descriptor, deciding as \`/check\` does, and building and encoding the answer's statuses and headers. Decisions per second are not the measure: the generator's Node HTTP/2 client spends ${µs(GRPC, 'clientMicros')} µs per call against autocannon's ${µs(HTTP, 'clientMicros')} per request, and on 2 cores that CPU is taken from the service. In production the caller is Envoy, whose C++ client costs memgate's machine nothing.
 `;
     return { markdown, summary: `${table}\n\n${line}\n${floorsLine}` };
   },
