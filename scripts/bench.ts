@@ -176,13 +176,16 @@ async function writeDocs(reports: ReadonlyMap<string, SuiteReport>, machineLine:
   let text = await readFile(DOCS, 'utf8').catch(() => '');
   if (!text.includes('<!-- bench:')) text = '';
   text = text || skeleton(machineLine);
+  // The page's machine line is the machine of a run of every suite; a section written alone names its own.
+  const everySuite = SUITES.every((suite) => reports.has(suite.name));
+  const ownMachine = everySuite ? '' : `\n\n${machineLine.replace(/^Machine: /, 'Measured on: ')}`;
   for (const [name, report] of reports) {
     const section = new RegExp(`<!-- bench:${name} -->[\\s\\S]*?<!-- /bench:${name} -->`);
-    const written = `<!-- bench:${name} -->\n${report.markdown.trim()}\n<!-- /bench:${name} -->`;
+    const written = `<!-- bench:${name} -->\n${report.markdown.trim()}${ownMachine}\n<!-- /bench:${name} -->`;
     // A suite added since the page was made has no markers yet: its section goes at the end.
     text = section.test(text) ? text.replace(section, () => written) : `${text.trimEnd()}\n\n${written}\n`;
   }
-  await writeFile(DOCS, text.replace(/^Machine: .*$/m, machineLine));
+  await writeFile(DOCS, everySuite ? text.replace(/^Machine: .*$/m, machineLine) : text);
 }
 
 /** The page's frame: each suite's section sits between markers, so one suite can be run and written alone. */
