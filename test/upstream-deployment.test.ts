@@ -80,6 +80,7 @@ describe("an envoyproxy/ratelimit deployment's environment", () => {
         RUNTIME_ROOT: runtimeDirectory(),
         RUNTIME_SUBDIRECTORY: 'ratelimit',
         TRACING_ENABLED: 'true',
+        TRACING_EXPORTER_PROTOCOL: 'zipkin',
       },
       encoding: 'utf8',
       timeout: 30_000,
@@ -89,6 +90,6 @@ describe("an envoyproxy/ratelimit deployment's environment", () => {
     expect(run.stderr).toContain(
       'memgate: REDIS_SOCKET_TYPE, REDIS_URL: memgate has no Redis backend; it counts in Memcached (set BACKEND_TYPE=memcache and MEMCACHE_HOST_PORT, or MEMCACHED_SERVERS)',
     );
-    expect(run.stderr).toContain('memgate: TRACING_ENABLED=true: memgate does not trace yet');
+    expect(run.stderr).toContain('memgate: TRACING_EXPORTER_PROTOCOL=zipkin: upstream takes http or grpc');
   });
 });

@@ -165,6 +165,19 @@ export const DEFAULTS = {
   /** How long that ping may go unanswered before the connection is closed. */
   grpcKeepaliveTimeoutMs: 20_000,
 
+  /** OTEL_EXPORTER_OTLP_PROTOCOL: OpenTelemetry's default. */
+  tracingProtocol: 'http/protobuf',
+  /** Where OTLP over HTTP goes without OTEL_EXPORTER_OTLP_ENDPOINT, as OpenTelemetry says (a collector beside memgate). */
+  tracingHttpEndpoint: 'http://localhost:4318',
+  /** Where OTLP over gRPC goes without an endpoint. */
+  tracingGrpcEndpoint: 'http://localhost:4317',
+  /** OTEL_TRACES_SAMPLER: a caller's traceparent decides; a request without one is traced. */
+  tracingSampler: 'parentbased_always_on',
+  /** OTEL_SERVICE_NAME. */
+  tracingServiceName: 'memgate',
+  /** Longest the spans still held may take to be sent when the service stops; past it they are dropped. */
+  tracingFlushMs: 3000,
+
   /** How long a request of a concurrency limit may hold its slot when the policy names no `timeout`: then it frees itself. */
   concurrencyTimeoutSeconds: 60,
   /** Longest `timeout` a concurrency limit may set: a slot lost with its instance frees itself within it. */

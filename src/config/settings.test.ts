@@ -146,6 +146,78 @@ describe('loadSettings', () => {
     });
   });
 
+  it("traces only when OpenTelemetry's variables name an OTLP endpoint or exporter, to the traces' URL by their rules", () => {
+    const tracing = (env: Record<string, string>) => loadSettings(env, []).tracing;
+    expect(tracing({})).toBeUndefined();
+    expect(tracing({ OTEL_SERVICE_NAME: 'edge' })).toBeUndefined();
+    expect(tracing({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318/' })).toEqual({
+      protocol: 'http/protobuf',
+      url: 'http://collector:4318/v1/traces',
+      propagators: ['tracecontext', 'baggage'],
+    });
+    // The traces' own endpoint is taken as it is, and wins.
+    expect(
+      tracing({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://a:4318', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'https://b/traces' })?.url,
+    ).toBe('https://b/traces');
+    expect(tracing({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://a:4317', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' })).toMatchObject({
+      protocol: 'grpc',
+      url: 'http://a:4317',
+    });
+    expect(tracing({ OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc', OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/json', OTEL_TRACES_EXPORTER: 'otlp' })).toMatchObject({
+      protocol: 'http/json',
+      url: 'http://localhost:4318/v1/traces',
+    });
+    expect(tracing({ OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' })?.url).toBe('http://localhost:4317');
+    expect(tracing({ OTEL_TRACES_EXPORTER: 'otlp', OTEL_PROPAGATORS: 'tracecontext' })?.propagators).toEqual(['tracecontext']);
+    expect(tracing({ OTEL_TRACES_EXPORTER: 'otlp', OTEL_PROPAGATORS: 'none' })?.propagators).toEqual([]);
+    expect(tracing({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://a:4318', OTEL_TRACES_EXPORTER: 'none' })).toBeUndefined();
+    expect(tracing({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://a:4318', OTEL_SDK_DISABLED: 'true' })).toBeUndefined();
+  });
+
+  it("refuses OpenTelemetry's variables memgate cannot honour, naming each", () => {
+    expect(
+      problemsOf({
+        OTEL_TRACES_EXPORTER: 'zipkin',
+        OTEL_PROPAGATORS: 'b3',
+        OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318',
+        OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'thrift',
+        OTEL_SDK_DISABLED: 'yes',
+        OTEL_TRACES_SAMPLER: 'xray',
+        OTEL_TRACES_SAMPLER_ARG: '2',
+        OTEL_RESOURCE_ATTRIBUTES: 'team',
+      }),
+    ).toEqual([
+      'OTEL_TRACES_EXPORTER must name otlp, none (got "zipkin"): memgate sends traces over OTLP only',
+      `OTEL_PROPAGATORS must name tracecontext, baggage, none (got "b3"): memgate reads W3C's traceparent and baggage only`,
+      'OTEL_SDK_DISABLED must be true or false (got "yes")',
+      'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL must be http/protobuf, http/json, grpc (got "thrift")',
+      'OTEL_EXPORTER_OTLP_ENDPOINT must be an http:// or https:// URL (got "collector:4318")',
+      'OTEL_TRACES_SAMPLER must be one of always_on, always_off, traceidratio, parentbased_always_on, parentbased_always_off, parentbased_traceidratio (got "xray")',
+      'OTEL_TRACES_SAMPLER_ARG must be a ratio from 0 to 1 (got "2")',
+      'OTEL_RESOURCE_ATTRIBUTES must be key=value pairs, comma-separated, each value percent-encoded (got "team")',
+    ]);
+  });
+
+  it("reads the sampler and the service's name and attributes as OpenTelemetry's variables say", () => {
+    expect(loadSettings({}, [])).toMatchObject({
+      tracingSampler: { name: 'parentbased_always_on', ratio: 1 },
+      tracingService: { serviceName: 'memgate', attributes: {} },
+    });
+    const env = {
+      OTEL_TRACES_SAMPLER: 'traceidratio',
+      OTEL_TRACES_SAMPLER_ARG: '0.25',
+      OTEL_RESOURCE_ATTRIBUTES: 'service.name=from-attributes, deployment.environment=prod%20eu',
+    };
+    expect(loadSettings(env, [])).toMatchObject({
+      tracingSampler: { name: 'traceidratio', ratio: 0.25 },
+      tracingService: {
+        serviceName: 'from-attributes',
+        attributes: { 'service.name': 'from-attributes', 'deployment.environment': 'prod eu' },
+      },
+    });
+    expect(loadSettings({ ...env, OTEL_SERVICE_NAME: 'edge' }, []).tracingService.serviceName).toBe('edge');
+  });
+
   it('drains for 5 s after SIGTERM unless told otherwise; 0 means no drain', () => {
     expect(loadSettings({}, []).shutdownDrainMs).toBe(5000);
     expect(loadSettings({ MEMGATE_SHUTDOWN_DRAIN_MS: '0' }, []).shutdownDrainMs).toBe(0);

@@ -17,6 +17,21 @@ const SRV_NAME = /^_(.+?)\._(.+?)\.(.+)$/;
 /** An HTTP header's name (RFC 9110's token). */
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
+/** The OTLP protocols memgate's tracing sends with (OTEL_EXPORTER_OTLP_PROTOCOL). */
+export const TRACING_PROTOCOLS = ['http/protobuf', 'http/json', 'grpc'] as const;
+export type TracingProtocol = (typeof TRACING_PROTOCOLS)[number];
+export type TracingPropagator = 'tracecontext' | 'baggage';
+
+/** OpenTelemetry's samplers (OTEL_TRACES_SAMPLER) that its JavaScript SDK has. */
+export const TRACING_SAMPLERS = [
+  'always_on',
+  'always_off',
+  'traceidratio',
+  'parentbased_always_on',
+  'parentbased_always_off',
+  'parentbased_traceidratio',
+] as const;
+
 /**
  * One environment variable (or a pair read together): how it is read, and how `--help`
  * and the README's table of settings describe it. Both are generated from SETTINGS.
@@ -430,6 +445,89 @@ export const SETTINGS = {
       return instance;
     },
   },
+  tracing: {
+    env: [
+      'OTEL_EXPORTER_OTLP_ENDPOINT',
+      'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT',
+      'OTEL_TRACES_EXPORTER',
+      'OTEL_EXPORTER_OTLP_PROTOCOL',
+      'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL',
+      'OTEL_PROPAGATORS',
+      'OTEL_SDK_DISABLED',
+    ],
+    default: 'off',
+    values: 'an `http://` or `https://` URL; `otlp` or `none`; `http/protobuf`, `http/json` or `grpc`; `tracecontext`, `baggage` or `none`, comma-separated; `true` or `false`',
+    summary: 'OpenTelemetry traces of `/check`, `/peek`, `/gate` and `ShouldRateLimit`, their store calls as child spans, sent over OTLP: on when `OTEL_EXPORTER_OTLP_ENDPOINT` or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` is set or `OTEL_TRACES_EXPORTER=otlp`; `OTEL_TRACES_EXPORTER=none` or `OTEL_SDK_DISABLED=true` keeps it off',
+    details: `The protocol is \`${DEFAULTS.tracingProtocol}\` unless \`OTEL_EXPORTER_OTLP_TRACES_PROTOCOL\` or \`OTEL_EXPORTER_OTLP_PROTOCOL\` says otherwise; without an endpoint, OpenTelemetry's \`localhost\` one. \`traceparent\` (and \`baggage\`) of a request parent its span, as \`OTEL_PROPAGATORS\` says. The exporter reads its other \`OTEL_EXPORTER_OTLP_*\` variables (headers, timeout, compression, certificates), and the batching its \`OTEL_BSP_*\`, as OpenTelemetry documents them. Off, no part of the SDK is loaded. A tracer provider the process registered itself (\`node --import\` of its own set-up) is used instead, whatever these say. Read from envoyproxy/ratelimit's \`TRACING_ENABLED\` and \`TRACING_EXPORTER_PROTOCOL\` too (see [Tracing](docs/operations.md#tracing))`,
+    read: (env): TracingExport | undefined => {
+      const problems: string[] = [];
+      const listed = (name: string, allowed: readonly string[], why: string): string[] => {
+        const given = value(env, name);
+        if (given === undefined) return [];
+        const names = given.split(',').map((part) => part.trim());
+        if (names.some((part) => !allowed.includes(part))) problems.push(`${name} must name ${allowed.join(', ')} (got ${JSON.stringify(given)}): ${why}`);
+        return names;
+      };
+      const exporters = listed('OTEL_TRACES_EXPORTER', ['otlp', 'none'], 'memgate sends traces over OTLP only');
+      const propagators = listed('OTEL_PROPAGATORS', ['tracecontext', 'baggage', 'none'], "memgate reads W3C's traceparent and baggage only");
+      const disabled = value(env, 'OTEL_SDK_DISABLED');
+      if (disabled !== undefined && !['true', 'false'].includes(disabled.toLowerCase())) problems.push(`OTEL_SDK_DISABLED must be true or false (got ${JSON.stringify(disabled)})`);
+      const protocol = (['OTEL_EXPORTER_OTLP_TRACES_PROTOCOL', 'OTEL_EXPORTER_OTLP_PROTOCOL'] as const).map((name) => [name, value(env, name)] as const).find(([, given]) => given !== undefined);
+      if (protocol && !(TRACING_PROTOCOLS as readonly string[]).includes(protocol[1] ?? '')) problems.push(`${protocol[0]} must be ${TRACING_PROTOCOLS.join(', ')} (got ${JSON.stringify(protocol[1])})`);
+      const endpoints = (['OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', 'OTEL_EXPORTER_OTLP_ENDPOINT'] as const).map((name) => [name, value(env, name)] as const);
+      for (const [name, given] of endpoints) if (given !== undefined && !isHttpUrl(given)) problems.push(`${name} must be an http:// or https:// URL (got ${JSON.stringify(given)})`);
+      if (problems.length > 0) throw new SettingsError(problems);
+      const on = exporters.length > 0 ? exporters.includes('otlp') : endpoints.some(([, given]) => given !== undefined);
+      if (!on || disabled?.toLowerCase() === 'true') return undefined;
+      const chosen = (protocol?.[1] ?? DEFAULTS.tracingProtocol) as TracingProtocol;
+      const [traces, any] = endpoints.map(([, given]) => given);
+      // OpenTelemetry's rule: the traces' own endpoint as it is; the general one with the signal's path, for HTTP.
+      const url = traces ?? (chosen === 'grpc' ? (any ?? DEFAULTS.tracingGrpcEndpoint) : `${(any ?? DEFAULTS.tracingHttpEndpoint).replace(/\/+$/, '')}/v1/traces`);
+      return { protocol: chosen, url, propagators: propagators.length === 0 ? ['tracecontext', 'baggage'] : propagators.filter((name) => name !== 'none') as TracingPropagator[] };
+    },
+  },
+  tracingSampler: {
+    env: ['OTEL_TRACES_SAMPLER', 'OTEL_TRACES_SAMPLER_ARG'],
+    default: DEFAULTS.tracingSampler,
+    values: `${TRACING_SAMPLERS.map((name) => `\`${name}\``).join(', ')}; a ratio from 0 to 1`,
+    summary: "which traces are kept when tracing is on, as OpenTelemetry's sampler variables say: `parentbased_*` follows the caller's `traceparent` and decides alone for a request without one; `OTEL_TRACES_SAMPLER_ARG` is the share a `traceidratio` keeps (default 1)",
+    details: "Read from envoyproxy/ratelimit's `TRACING_SAMPLING_RATE` too, as `parentbased_traceidratio`",
+    read: (env): TracingSampler => {
+      const name = value(env, 'OTEL_TRACES_SAMPLER') ?? DEFAULTS.tracingSampler;
+      const arg = value(env, 'OTEL_TRACES_SAMPLER_ARG');
+      const problems: string[] = [];
+      if (!(TRACING_SAMPLERS as readonly string[]).includes(name)) problems.push(`OTEL_TRACES_SAMPLER must be one of ${TRACING_SAMPLERS.join(', ')} (got ${JSON.stringify(name)})`);
+      const ratio = arg === undefined ? 1 : Number(arg);
+      if (arg !== undefined && (!/^[0-9.]+$/.test(arg) || !(ratio >= 0 && ratio <= 1))) problems.push(`OTEL_TRACES_SAMPLER_ARG must be a ratio from 0 to 1 (got ${JSON.stringify(arg)})`);
+      if (problems.length > 0) throw new SettingsError(problems);
+      return { name: name as TracingSampler['name'], ratio };
+    },
+  },
+  tracingService: {
+    env: ['OTEL_SERVICE_NAME', 'OTEL_RESOURCE_ATTRIBUTES'],
+    default: DEFAULTS.tracingServiceName,
+    values: 'a name; `key=value,…` (values percent-encoded)',
+    summary: "how memgate's spans name their service (`service.name`) and what else describes it (`service.namespace=edge,deployment.environment=prod`), as OpenTelemetry's resource variables say; `OTEL_SERVICE_NAME` wins over a `service.name` among the attributes",
+    details: "`service.version` is memgate's, and `service.instance.id` a random one per process unless given. Read from envoyproxy/ratelimit's `TRACING_SERVICE_NAME`, `TRACING_SERVICE_NAMESPACE` and `TRACING_SERVICE_INSTANCE_ID` too",
+    read: (env): TracingService => {
+      const attributes: Record<string, string> = {};
+      const given = value(env, 'OTEL_RESOURCE_ATTRIBUTES');
+      for (const pair of given === undefined ? [] : given.split(',')) {
+        const at = pair.indexOf('=');
+        const [key, text] = at === -1 ? ['', ''] : [pair.slice(0, at).trim(), pair.slice(at + 1).trim()];
+        let decoded: string | undefined;
+        try {
+          decoded = decodeURIComponent(text);
+        } catch {
+          decoded = undefined;
+        }
+        if (key === '' || decoded === undefined) throw new SettingsError([`OTEL_RESOURCE_ATTRIBUTES must be key=value pairs, comma-separated, each value percent-encoded (got ${JSON.stringify(pair.trim())})`]);
+        attributes[key] = decoded;
+      }
+      const serviceName = value(env, 'OTEL_SERVICE_NAME') ?? attributes['service.name'] ?? DEFAULTS.tracingServiceName;
+      return { serviceName, attributes };
+    },
+  },
   logLevel: {
     env: ['LOG_LEVEL'],
     default: DEFAULTS.logLevel,
@@ -665,6 +763,37 @@ function oneEndpoint(
     throw new SettingsError([`${name} must be ${forms} (got ${JSON.stringify(given)})`]);
   }
   return { host: endpoint.host, port: endpoint.port };
+}
+
+/** Where and how traces are sent (OTEL_EXPORTER_OTLP_*), when tracing is on. */
+export interface TracingExport {
+  readonly protocol: TracingProtocol;
+  /** The traces' own URL: `/v1/traces` already added to a general HTTP endpoint. */
+  readonly url: string;
+  /** What parents a request's span: W3C's traceparent, baggage, both or neither. */
+  readonly propagators: readonly TracingPropagator[];
+}
+
+export interface TracingSampler {
+  readonly name: (typeof TRACING_SAMPLERS)[number];
+  /** The share `traceidratio` keeps, 0 to 1. */
+  readonly ratio: number;
+}
+
+/** What the spans say of the service (OpenTelemetry's resource). */
+export interface TracingService {
+  readonly serviceName: string;
+  /** OTEL_RESOURCE_ATTRIBUTES, decoded. */
+  readonly attributes: Readonly<Record<string, string>>;
+}
+
+function isHttpUrl(text: string): boolean {
+  try {
+    const { protocol } = new URL(text);
+    return protocol === 'http:' || protocol === 'https:';
+  } catch {
+    return false;
+  }
 }
 
 /** Where statsd lines go (MEMGATE_STATSD). */

@@ -216,10 +216,53 @@ describe("envoyproxy/ratelimit's environment", () => {
     expect(refused({ CONFIG_TYPE: 'GRPC_XDS_SOTW' })[0]).toMatch(/files only/);
   });
 
+  it("reads upstream's tracing as OpenTelemetry's variables while TRACING_ENABLED is true, and leaves them unused otherwise", () => {
+    const tracing = {
+      TRACING_ENABLED: 'true',
+      TRACING_SERVICE_NAME: 'ratelimit-edge',
+      TRACING_SERVICE_NAMESPACE: 'edge, eu',
+      TRACING_SERVICE_INSTANCE_ID: 'pod-1',
+      TRACING_SAMPLING_RATE: '0.1',
+      TRACING_EXPORTER_PROTOCOL: 'grpc',
+    };
+    expect(fromUpstream(tracing).env).toEqual({
+      OTEL_TRACES_EXPORTER: 'otlp',
+      OTEL_SERVICE_NAME: 'ratelimit-edge',
+      OTEL_RESOURCE_ATTRIBUTES: 'service.namespace=edge%2C%20eu,service.instance.id=pod-1',
+      OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
+      OTEL_TRACES_SAMPLER_ARG: '0.1',
+      OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'grpc',
+    });
+    const settings = loadSettings({ ...tracing, OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4317' }, []);
+    expect(settings.tracing).toEqual({ protocol: 'grpc', url: 'http://collector:4317', propagators: ['tracecontext', 'baggage'] });
+    expect(settings.tracingSampler).toEqual({ name: 'parentbased_traceidratio', ratio: 0.1 });
+    expect(settings.tracingService).toEqual({
+      serviceName: 'ratelimit-edge',
+      attributes: { 'service.namespace': 'edge, eu', 'service.instance.id': 'pod-1' },
+    });
+    // Upstream samples every trace from a rate of 1 up, none from 0 down; its http is protobuf.
+    expect(fromUpstream({ TRACING_ENABLED: 'true', TRACING_SAMPLING_RATE: '5', TRACING_EXPORTER_PROTOCOL: 'http' }).env).toMatchObject({
+      OTEL_TRACES_SAMPLER_ARG: '1',
+      OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/protobuf',
+    });
+    expect(fromUpstream({ TRACING_ENABLED: 'true', TRACING_SAMPLING_RATE: '-1' }).env.OTEL_TRACES_SAMPLER_ARG).toBe('0');
+    // Without it upstream traces nothing, whatever else is set.
+    expect(fromUpstream({ ...tracing, TRACING_ENABLED: 'false' }).env).toEqual({ OTEL_TRACES_EXPORTER: 'none' });
+    expect(loadSettings({ TRACING_ENABLED: 'false', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' }, []).tracing).toBeUndefined();
+    expect(fromUpstream({ TRACING_SERVICE_NAME: 'alone' }).env).toEqual({});
+    expect(fromUpstream({ TRACING_ENABLED: 'true', TRACING_EXPORTER_PROTOCOL: 'thrift', TRACING_SAMPLING_RATE: 'half' }).problems).toEqual([
+      'TRACING_SAMPLING_RATE=half: not a number as upstream reads it (such as 0.1)',
+      'TRACING_EXPORTER_PROTOCOL=thrift: upstream takes http or grpc',
+    ]);
+    expect(fromUpstream({ ...tracing, OTEL_RESOURCE_ATTRIBUTES: 'team=edge' }).problems).toEqual([
+      'TRACING_SERVICE_NAMESPACE, TRACING_SERVICE_INSTANCE_ID and OTEL_RESOURCE_ATTRIBUTES disagree ("service.namespace=edge%2C%20eu,service.instance.id=pod-1" and "team=edge"): set one of them',
+    ]);
+  });
+
   it('stops the start with every refusal at once', () => {
-    const problems = problemsOf({ ...MEMCACHE_DEPLOYMENT, TRACING_ENABLED: 'true', DEBUG_PORT: '6070' });
+    const problems = problemsOf({ ...MEMCACHE_DEPLOYMENT, TRACING_ENABLED: 'true', TRACING_EXPORTER_PROTOCOL: 'zipkin', DEBUG_PORT: '6070' });
     expect(problems).toHaveLength(2);
-    expect(problems.join('\n')).toMatch(/TRACING_ENABLED/);
+    expect(problems.join('\n')).toMatch(/TRACING_EXPORTER_PROTOCOL=zipkin/);
     expect(problems.join('\n')).toMatch(/DEBUG_PORT=6070: memgate has no debug listener/);
   });
 

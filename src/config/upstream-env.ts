@@ -47,18 +47,6 @@ function refuseSet(names: readonly string[], why: string, accepted: (read: Upstr
   };
 }
 
-/** A switch upstream has off by default: accepted off, refused on with `why`. */
-function offOnly(name: string, why: string, memgate: string, also: readonly string[] = []): UpstreamVariable {
-  return {
-    names: [name, ...also],
-    handling: 'refused',
-    memgate: `Accepted when false (its other variables then unused). True is refused: ${memgate}`,
-    read: (read) => {
-      if (read.isTrue(name, false)) read.refuse(`${name}=${read.get(name) ?? ''}: ${why}`);
-    },
-  };
-}
-
 /** A variable read as memgate's `setting`, its value as it is. */
 function readAs(name: string, setting: string, memgate: string): UpstreamVariable {
   return {
@@ -105,6 +93,13 @@ const STATSD = ['STATSD_HOST', 'STATSD_PORT', 'USE_DOG_STATSD', 'USE_DOG_STATSD_
 const PROMETHEUS = ['PROMETHEUS_ADDR', 'PROMETHEUS_PATH', 'PROMETHEUS_MAPPER_YAML', 'PROMETHEUS_RESPONSE_TIME_AS_MILLISECONDS'];
 const LIMIT_HEADERS = ['LIMIT_LIMIT_HEADER', 'LIMIT_REMAINING_HEADER', 'LIMIT_RESET_HEADER'];
 const RUNTIME = ['RUNTIME_ROOT', 'RUNTIME_SUBDIRECTORY', 'RUNTIME_APPDIRECTORY'];
+const TRACING = [
+  'TRACING_SERVICE_NAME',
+  'TRACING_SERVICE_NAMESPACE',
+  'TRACING_SERVICE_INSTANCE_ID',
+  'TRACING_EXPORTER_PROTOCOL',
+  'TRACING_SAMPLING_RATE',
+];
 /** Where envoyproxy/ratelimit serves gRPC unless told otherwise. */
 const UPSTREAM_GRPC_PORT = 8081;
 
@@ -317,13 +312,46 @@ export const UPSTREAM_VARIABLES: readonly UpstreamVariable[] = [
       read.give('MEMGATE_ENVOY_LIMIT_HEADERS', names.join(','), 'LIMIT_RESPONSE_HEADERS_ENABLED');
     },
   },
-  offOnly('TRACING_ENABLED', 'memgate does not trace yet; unset TRACING_ENABLED', 'no tracing yet', [
-    'TRACING_SERVICE_NAME',
-    'TRACING_SERVICE_NAMESPACE',
-    'TRACING_SERVICE_INSTANCE_ID',
-    'TRACING_EXPORTER_PROTOCOL',
-    'TRACING_SAMPLING_RATE',
-  ]),
+  {
+    names: ['TRACING_ENABLED', ...TRACING],
+    handling: 'honoured',
+    memgate:
+      "`TRACING_ENABLED=true` read as `OTEL_TRACES_EXPORTER=otlp`, to `OTEL_EXPORTER_OTLP_ENDPOINT` as upstream (OpenTelemetry's `http://localhost:4318` when unset), and `false` as `none`; with it true, `TRACING_SERVICE_NAME` as `OTEL_SERVICE_NAME` (memgate's default name is `memgate`, upstream's `RateLimit`), `TRACING_SERVICE_NAMESPACE` and `TRACING_SERVICE_INSTANCE_ID` as `service.namespace` and `service.instance.id` in `OTEL_RESOURCE_ATTRIBUTES`, `TRACING_SAMPLING_RATE` as `OTEL_TRACES_SAMPLER=parentbased_traceidratio` with the rate (within 0 to 1) as `OTEL_TRACES_SAMPLER_ARG`, and `TRACING_EXPORTER_PROTOCOL` `http` or `grpc` as `OTEL_EXPORTER_OTLP_TRACES_PROTOCOL` `http/protobuf` or `grpc`. Unused while it is false, as upstream leaves them",
+    read: (read) => {
+      if (read.get('TRACING_ENABLED') === undefined) return;
+      if (!read.isTrue('TRACING_ENABLED', false)) {
+        read.give('OTEL_TRACES_EXPORTER', 'none', 'TRACING_ENABLED');
+        return;
+      }
+      read.give('OTEL_TRACES_EXPORTER', 'otlp', 'TRACING_ENABLED');
+      giveEach(read, [['TRACING_SERVICE_NAME', 'OTEL_SERVICE_NAME']]);
+      const resource = [
+        ['TRACING_SERVICE_NAMESPACE', 'service.namespace'],
+        ['TRACING_SERVICE_INSTANCE_ID', 'service.instance.id'],
+      ].flatMap(([name = '', key = '']) => {
+        const given = read.get(name);
+        return given === undefined ? [] : [{ name, pair: `${key}=${encodeURIComponent(given)}` }];
+      });
+      if (resource.length > 0) {
+        const names = resource.map(({ name }) => name).join(', ');
+        read.give('OTEL_RESOURCE_ATTRIBUTES', resource.map(({ pair }) => pair).join(','), names);
+      }
+      const rate = read.get('TRACING_SAMPLING_RATE');
+      if (rate !== undefined) {
+        // Go's ParseFloat; upstream samples every trace from 1 up and none from 0 down.
+        if (!/^[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$/.test(rate)) {
+          read.refuse(`TRACING_SAMPLING_RATE=${rate}: not a number as upstream reads it (such as 0.1)`);
+        } else {
+          read.give('OTEL_TRACES_SAMPLER', 'parentbased_traceidratio', 'TRACING_SAMPLING_RATE');
+          read.give('OTEL_TRACES_SAMPLER_ARG', String(Math.min(1, Math.max(0, Number(rate)))), 'TRACING_SAMPLING_RATE');
+        }
+      }
+      const protocol = read.get('TRACING_EXPORTER_PROTOCOL');
+      const otlp = ({ http: 'http/protobuf', grpc: 'grpc' } as Record<string, string>)[protocol ?? 'http'];
+      if (otlp === undefined) read.refuse(`TRACING_EXPORTER_PROTOCOL=${protocol ?? ''}: upstream takes http or grpc`);
+      else if (protocol !== undefined) read.give('OTEL_EXPORTER_OTLP_TRACES_PROTOCOL', otlp, 'TRACING_EXPORTER_PROTOCOL');
+    },
+  },
   {
     names: ['USE_STATSD', 'DISABLE_STATS', ...STATSD],
     handling: 'honoured',
