@@ -28,6 +28,9 @@ import { deferredLog, type DeferredLog } from './operator-log/deferred-log.js';
 import { logServersFromSrv, logStarted, type HeapLimit } from './operator-log/started-line.js';
 import { certificateLog } from './operator-log/certificate-log.js';
 import { statsdErrorLog } from './operator-log/statsd-log.js';
+import { tracingDiagLog } from './operator-log/tracing-log.js';
+import { startTracing } from './tracing/tracing.js';
+import { tracedStore } from './tracing/traced-store.js';
 import { createUpstreamStats } from './upstream-stats.js';
 import { storeTroubleLogger, type StoreTroubleLog } from './operator-log/store-trouble.js';
 import { storeWarnings, type StoreWarnings } from './operator-log/store-warnings.js';
@@ -108,8 +111,13 @@ export async function startService(
   });
   const recorder = usage?.recorder;
   if (recorder) metrics.watchUsagePending(() => recorder.pendingRows);
+  // Off, the tracer is undefined and nothing of tracing is put on a request's path.
+  const tracing = await startTracing(settings, {
+    ...(settings.tracing ? { diagLogger: tracingDiagLog(logger, settings.tracing.url) } : {}),
+  });
+  const { tracer } = tracing;
   const options = {
-    store,
+    store: tracer ? tracedStore(store, tracer) : store,
     keyPrefix: settings.keyPrefix,
     maxClockSkewMs: settings.maxClockSkewMs,
     cacheBytes: settings.cacheMb * 2 ** 20,
@@ -179,6 +187,7 @@ export async function startService(
     ...(admin ? { admin } : {}),
     ...(usage?.history ? { usage: usage.history } : {}),
     https: httpCertificates && httpsOptions(httpCertificates.current),
+    tracer,
   });
   try {
     await app.listen({ port: settings.port, host: settings.host });
@@ -187,6 +196,7 @@ export async function startService(
     await usage?.close();
     await store.close();
     await upstreamStats?.close();
+    await tracing.close();
     // "listen EADDRINUSE: address already in use 0.0.0.0:8080" names the address again.
     const { message, code } = error as NodeJS.ErrnoException;
     const why = /^listen [A-Z]+: (.*?)(?: \S+:\d+)?$/.exec(message)?.[1] ?? message;
@@ -212,6 +222,7 @@ export async function startService(
         logger,
         tls: grpcCertificates && { certificates: grpcCertificates, clientSan: settings.grpcTls.clientSan },
         stats: upstreamStats,
+        tracer,
       });
     } catch (error) {
       reloader.close();
@@ -220,6 +231,7 @@ export async function startService(
       await usage?.close();
       await store.close();
       await upstreamStats?.close();
+      await tracing.close();
       throw new Error(`cannot serve gRPC on ${settings.host}:${settings.grpcPort}: ${(error as Error).message}`, {
         cause: error,
       });
@@ -235,6 +247,7 @@ export async function startService(
     admin: admin !== undefined,
     address: app.server.address(),
     usage: usage?.description ?? 'off',
+    tracing: tracing.description,
   });
   storeTrouble.started(servers);
   log.flush();
@@ -250,7 +263,7 @@ export async function startService(
       reloader.close();
       stopHttpCertificates?.();
       grpcCertificates?.stop();
-      return stopServing({ app, grpc, store, drain, evictions, logger, usage }, drainMs).finally(() =>
+      return stopServing({ app, grpc, store, drain, evictions, logger, usage, tracing }, drainMs).finally(() =>
         upstreamStats?.close(),
       );
     },

@@ -1,5 +1,5 @@
 // How a running service stops: the drain, then the listener, the connections, the usage
-// history left and the store, in that order, telling the operator how each went.
+// history left, the store and the spans held, in that order, telling the operator how each went.
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
@@ -8,6 +8,8 @@ import type { GrpcServer } from './grpc/server.js';
 import type { Drain } from './http/drain.js';
 import type { CounterStore } from './store/counter-store.js';
 import type { OpenUsage } from './usage/open-usage.js';
+import { logTracingDropped } from './operator-log/tracing-log.js';
+import type { Tracing } from './tracing/tracing.js';
 
 export interface Serving {
   readonly app: FastifyInstance;
@@ -17,11 +19,12 @@ export interface Serving {
   readonly evictions: { stop(): void } | undefined;
   readonly logger: Logger;
   readonly usage: OpenUsage | undefined;
+  readonly tracing: Tracing;
 }
 
 /** RunningService.close: the drain, then the listener, the connections and the store, in that order. */
 export async function stopServing(
-  { app, grpc, store, drain, evictions, logger, usage }: Serving,
+  { app, grpc, store, drain, evictions, logger, usage, tracing }: Serving,
   drainMs: number,
 ): Promise<void> {
   evictions?.stop();
@@ -57,4 +60,6 @@ export async function stopServing(
     logger.error({ err }, 'writing the last usage history failed; it is lost');
   });
   await store.close();
+  // Last: the spans of the last requests and store calls.
+  if (!(await tracing.close())) logTracingDropped(logger, DEFAULTS.tracingFlushMs);
 }

@@ -76,7 +76,7 @@ describe('the memgate process', () => {
     });
     expect(service.logs[0]?.msg).toMatch(
       new RegExp(
-        `^memgate ${VERSION} listening on 127\\.0\\.0\\.1:${service.port}, gRPC off; store: embedded; policies: .*config/policies\\.yaml \\(login, url_shorten, export\\); cache 256 MiB, heap limit \\d+ MiB; admin routes off; usage history: written to sqlite .*usage\\.db, read from sqlite$`,
+        `^memgate ${VERSION} listening on 127\\.0\\.0\\.1:${service.port}, gRPC off; store: embedded; policies: .*config/policies\\.yaml \\(login, url_shorten, export\\); cache 256 MiB, heap limit \\d+ MiB; admin routes off; usage history: written to sqlite .*usage\\.db, read from sqlite; tracing: off$`,
       ),
     );
     expect(messages(service.logs, 40)).toEqual([

@@ -333,8 +333,10 @@ export function createEnvoyDecider(
       : [];
     /** A descriptor over its limit outside quota mode: upstream would refuse the call but for the global shadow. */
     let overAlone = false as boolean;
+    let degraded = false as boolean;
     counted.forEach(({ index, event, hits, rateLimit, enforced, quota: inQuota, shadow }, i) => {
       const decision = together?.checks[i] as Decision;
+      if (decision.degraded) degraded = true;
       // A check that does not enforce answers as allowed, its limit's status among its shadow limits.
       const status = decision.limits[0] ?? decision.shadowLimits?.[0];
       const over = enforced ? !decision.allowed : (decision.shadowDenied?.length ?? 0) > 0;
@@ -423,6 +425,7 @@ export function createEnvoyDecider(
       responseHeadersToAdd: Object.entries(headers).map(([key, value]): HeaderValue => ({ key, value })),
       ...(Object.keys(dynamicMetadata).length > 0 ? { dynamicMetadata } : {}),
       policyVersion: limiter.version,
+      degraded,
     };
   };
 }

@@ -74,6 +74,8 @@ export interface RateLimitResponse {
   readonly dynamicMetadata?: Readonly<Record<string, MetadataValue>>;
   /** The version of the policies the call was decided under: sent as the `memgate-policy-version` header, not in the message. */
   readonly policyVersion?: string;
+  /** Some limit was decided by its onStoreError rule, without the store's counts: not sent, for the call's span. */
+  readonly degraded?: boolean;
 }
 
 /**

@@ -1,9 +1,12 @@
 // Envoy's rate limit service as memgate serves it: the gRPC server (server.ts) deciding with
 // envoy-decisions.ts, healthy while memgate is ready, as /readyz says.
+import { SpanKind, type TextMapGetter, type Tracer } from '@opentelemetry/api';
 import type { Logger } from 'pino';
 import { leavesClientsUncounted, type CounterStore } from '../store/counter-store.js';
+import { ATTRIBUTES, failed, parentOf } from '../tracing/spans.js';
 import { createEnvoyDecider, type EnvoyLimiter, type LimitHeaderNames, type SettleRefusal } from './envoy-decisions.js';
-import { startGrpcServer, type GrpcServer, type GrpcServerOptions } from './server.js';
+import { InvalidRateLimitRequestError, type RateLimitRequest, type RateLimitResponse } from './messages.js';
+import { RATE_LIMIT_SERVICE, startGrpcServer, type GrpcServer, type GrpcServerOptions } from './server.js';
 import type { UpstreamStats } from '../upstream-stats.js';
 
 export interface RateLimitServiceOptions {
@@ -31,6 +34,8 @@ export interface RateLimitServiceOptions {
   readonly tls?: GrpcServerOptions['tls'];
   /** upstream's statsd stats (MEMGATE_STATSD); none when unset. */
   readonly stats?: UpstreamStats | undefined;
+  /** A span per call (tracing/tracing.ts); none when unset. */
+  readonly tracer?: Tracer | undefined;
 }
 
 /** Least time between two log lines of settles refused for one event and reason. */
@@ -68,43 +73,114 @@ export async function startRateLimitService(options: RateLimitServiceOptions): P
   const overridden = new Set<string>();
   const skipped = new Set<string>();
   const logRefusal = settleRefusalLog(logger);
+  const decide = createEnvoyDecider({
+    limiter: options.limiter,
+    onShadowOverLimit: options.onShadowOverLimit,
+    ...(options.shadowAll ? { shadowAll: true } : {}),
+    ...(options.quotaAll ? { quotaAll: true } : {}),
+    ...(options.limitHeaders ? { limitHeaders: options.limitHeaders } : {}),
+    ...(options.describeInMetadata ? { describeInMetadata: true } : {}),
+    ...(options.stats ? { stats: options.stats } : {}),
+    onLimitOverride: (domain) => {
+      // Once per domain: every request of a route with the override carries it.
+      if (overridden.has(domain)) return;
+      overridden.add(domain);
+      logger.info(
+        { domain },
+        `Envoy sends per-request limit overrides for domain "${domain}": each is applied in place of its descriptor's configured limit (see docs/envoy.md)`,
+      );
+    },
+    onSettleRefused: (refusal) => {
+      options.onSettleRefused?.(refusal);
+      logRefusal(refusal);
+    },
+    onReservationsSkipped: (domain) => {
+      // Once per domain, as for overrides: the route's every call does the same.
+      if (skipped.has(domain)) return;
+      skipped.add(domain);
+      logger.warn(
+        { domain },
+        `Envoy calls of domain "${domain}" hold several descriptors whose limits take reservations: memgate reserves for one per call, so these count their hits_addend without a reservation (see docs/envoy.md)`,
+      );
+    },
+  });
   return startGrpcServer({
     port: options.port,
     host: options.host,
     log: logger,
     tls: options.tls,
     ...(options.stats ? { onInternalError: () => options.stats?.serviceError() } : {}),
-    decide: createEnvoyDecider({
-      limiter: options.limiter,
-      onShadowOverLimit: options.onShadowOverLimit,
-      ...(options.shadowAll ? { shadowAll: true } : {}),
-      ...(options.quotaAll ? { quotaAll: true } : {}),
-      ...(options.limitHeaders ? { limitHeaders: options.limitHeaders } : {}),
-      ...(options.describeInMetadata ? { describeInMetadata: true } : {}),
-      ...(options.stats ? { stats: options.stats } : {}),
-      onLimitOverride: (domain) => {
-        // Once per domain: every request of a route with the override carries it.
-        if (overridden.has(domain)) return;
-        overridden.add(domain);
-        logger.info(
-          { domain },
-          `Envoy sends per-request limit overrides for domain "${domain}": each is applied in place of its descriptor's configured limit (see docs/envoy.md)`,
-        );
-      },
-      onSettleRefused: (refusal) => {
-        options.onSettleRefused?.(refusal);
-        logRefusal(refusal);
-      },
-      onReservationsSkipped: (domain) => {
-        // Once per domain, as for overrides: the route's every call does the same.
-        if (skipped.has(domain)) return;
-        skipped.add(domain);
-        logger.warn(
-          { domain },
-          `Envoy calls of domain "${domain}" hold several descriptors whose limits take reservations: memgate reserves for one per call, so these count their hits_addend without a reservation (see docs/envoy.md)`,
-        );
-      },
-    }),
+    decide: options.tracer ? tracedDecider(options.tracer, decide) : decide,
     serving: async () => !options.draining() && !(await options.store.health()).some(leavesClientsUncounted),
   });
+}
+
+/** What a call's metadata is read through: grpc-js's Metadata has it. */
+export interface CallMetadata {
+  get(key: string): readonly (string | Buffer)[];
+  getMap(): Readonly<Record<string, unknown>>;
+}
+
+/** W3C's headers (traceparent, tracestate, baggage) out of a call's metadata. */
+const METADATA: TextMapGetter<CallMetadata> = {
+  keys: (metadata) => Object.keys(metadata.getMap()),
+  get: (metadata, key) => {
+    const values = metadata.get(key);
+    return values.length === 0 ? undefined : values.map(String);
+  },
+};
+
+/** gRPC's span name for the method, as OpenTelemetry names RPC spans. */
+const SHOULD_RATE_LIMIT_SPAN = `${RATE_LIMIT_SERVICE}/ShouldRateLimit`;
+/** gRPC's status codes the span reports (rpc.grpc.status_code). */
+const INVALID_ARGUMENT = 3;
+const INTERNAL = 13;
+
+/**
+ * `decide` with each call a server span, its limiter's store calls as children. The span's
+ * parent is the traceparent in `metadata`, when the transport hands the call's metadata on.
+ */
+export function tracedDecider(
+  tracer: Tracer,
+  decide: (request: RateLimitRequest) => Promise<RateLimitResponse>,
+): (request: RateLimitRequest, metadata?: CallMetadata) => Promise<RateLimitResponse> {
+  return (request, metadata) =>
+    tracer.startActiveSpan(
+      SHOULD_RATE_LIMIT_SPAN,
+      {
+        kind: SpanKind.SERVER,
+        attributes: {
+          'rpc.system': 'grpc',
+          'rpc.service': RATE_LIMIT_SERVICE,
+          'rpc.method': 'ShouldRateLimit',
+          [ATTRIBUTES.domain]: request.domain,
+          [ATTRIBUTES.descriptors]: request.descriptors.length,
+        },
+      },
+      parentOf(metadata, METADATA),
+      async (span) => {
+        try {
+          const response = await decide(request);
+          span.setAttributes({
+            'rpc.grpc.status_code': 0,
+            [ATTRIBUTES.decision]: response.overallCode === 'OK' ? 'allowed' : 'denied',
+            [ATTRIBUTES.limits]: response.statuses.map((status) => status.currentLimit?.name ?? ''),
+            [ATTRIBUTES.degraded]: response.degraded === true,
+            ...(response.policyVersion === undefined ? {} : { [ATTRIBUTES.policyVersion]: response.policyVersion }),
+          });
+          return response;
+        } catch (error) {
+          // A malformed request is the caller's (INVALID_ARGUMENT); anything else is memgate's (INTERNAL).
+          if (error instanceof InvalidRateLimitRequestError)
+            span.setAttribute('rpc.grpc.status_code', INVALID_ARGUMENT);
+          else {
+            span.setAttribute('rpc.grpc.status_code', INTERNAL);
+            failed(span, error);
+          }
+          throw error;
+        } finally {
+          span.end();
+        }
+      },
+    );
 }

@@ -21,6 +21,8 @@ import { registerHealthRoutes } from './routes/health.js';
 import { registerLeaseRoutes } from './routes/leases.js';
 import { registerPolicyRoutes } from './routes/policies.js';
 import { registerUsageRoutes } from './routes/usage.js';
+import { routeSpans, UNTRACED } from './route-spans.js';
+import type { Tracer } from '@opentelemetry/api';
 import type { UsageHistory } from '../usage/usage-history.js';
 
 export interface AppOptions {
@@ -50,6 +52,8 @@ export interface AppOptions {
   readonly validateResponses?: boolean;
   /** Serve HTTPS with these options (MEMGATE_TLS_*: http/tls.ts); plain HTTP when unset. */
   readonly https?: ReturnType<typeof httpsOptions> | undefined;
+  /** A span per request of /check, /peek and /gate (tracing/tracing.ts); none when unset. */
+  readonly tracer?: Tracer | undefined;
 }
 
 /** The HTTP face of a limiter. Builds the app without listening, so tests can inject. */
@@ -65,6 +69,7 @@ export function buildApp({
   policyVersion,
   validateResponses = false,
   https,
+  tracer,
 }: AppOptions): FastifyInstance {
   // memgate logs through its own logger, never fastify's: given one, fastify makes a child
   // logger and listens for the end of every response, to log requests memgate does not
@@ -142,9 +147,10 @@ export function buildApp({
         },
       });
     }
-    registerDecisionRoutes(decisions, limiter);
+    const spans = tracer ? routeSpans(tracer) : UNTRACED;
+    registerDecisionRoutes(decisions, limiter, { spans });
     registerLeaseRoutes(decisions, limiter);
-    registerGatewayRoutes(decisions, limiter, handleError);
+    registerGatewayRoutes(decisions, limiter, handleError, { spans });
   });
   // Registered as a plugin, after swagger, so the OpenAPI document lists them too.
   void app.register((routes, _options, done) => {

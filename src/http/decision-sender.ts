@@ -17,10 +17,16 @@ export type DecisionSender = <D extends Decision>(
  * repeated from memory is one object for as long as its answer reads the same (a second at
  * most): the traffic of a client far over its limit, on any route, is serialized once.
  */
-export function decisionSender(): DecisionSender {
+export function decisionSender({
+  onDecision,
+}: {
+  /** Told of each decision before it is sent (its request's span, when tracing is on). */
+  readonly onDecision?: ((event: string, decision: Decision) => void) | undefined;
+} = {}): DecisionSender {
   const setHeaders = rateLimitHeaderWriter();
   const denialBodies = new WeakMap<Decision, string>();
   return (reply, snapshot, event, decision) => {
+    onDecision?.(event, decision);
     setHeaders(reply.code(decision.allowed ? 200 : 429), snapshot, event, decision);
     if (decision.allowed) return decision;
     let body = denialBodies.get(decision);

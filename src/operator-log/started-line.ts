@@ -46,6 +46,8 @@ export interface Started {
   readonly address: ReturnType<Server['address']>;
   /** Where usage history is written and read from, or `off`. */
   readonly usage: string;
+  /** Where spans go, or `off` (tracing/tracing.ts). */
+  readonly tracing: string;
 }
 
 /**
@@ -55,7 +57,7 @@ export interface Started {
 export function logStarted(
   logger: Logger,
   log: DeferredLog,
-  { settings, heapLimit, policies, envoy, grpcPort, store, admin, address, usage }: Started,
+  { settings, heapLimit, policies, envoy, grpcPort, store, admin, address, usage, tracing }: Started,
 ): string[] {
   const port = typeof address === 'object' && address !== null ? address.port : settings.port;
   // How far V8 may grow the heap before it must collect: see docs/operations.md, Memory.
@@ -99,8 +101,9 @@ export function logStarted(
       heapLimitFrom: heapLimit.from,
       pid: process.pid,
       usage,
+      tracing,
     },
-    `memgate ${VERSION} listening on ${settings.host}:${port}${tlsText(settings.httpTls)}, ${grpcText}; store: ${storeText}; policies: ${policies.source} (${events.join(', ')}${policies.gateway ? '; /gate on' : ''})${envoyText}; cache ${settings.cacheMb} MiB, heap limit ${heapLimitMb} MiB; admin routes ${admin ? 'on' : 'off'}; usage history: ${usage}`,
+    `memgate ${VERSION} listening on ${settings.host}:${port}${tlsText(settings.httpTls)}, ${grpcText}; store: ${storeText}; policies: ${policies.source} (${events.join(', ')}${policies.gateway ? '; /gate on' : ''})${envoyText}; cache ${settings.cacheMb} MiB, heap limit ${heapLimitMb} MiB; admin routes ${admin ? 'on' : 'off'}; usage history: ${usage}; tracing: ${tracing}`,
   );
   if (!store.shared) {
     log.warn(

@@ -5,6 +5,7 @@ import { DEFAULTS } from '../../config/defaults.js';
 import type { ErrorCode } from '../../config/error-codes.js';
 import { batchItemError, errorBody, type ErrorBody } from '../errors.js';
 import { decisionSender } from '../decision-sender.js';
+import { UNTRACED, type RouteSpans } from '../route-spans.js';
 import {
   checkBatchRoute,
   checkBodyRoute,
@@ -55,11 +56,16 @@ function decodes(text: string): boolean {
 /**
  * /check decides and counts; /peek gives the same decision and counts nothing. Both take
  * the query string (GET) or a JSON body (POST) and answer 200 when allowed, 429 when not.
+ * With `spans` (tracing on), each of their requests is a span.
  */
-export function registerDecisionRoutes(fastify: FastifyInstance, limiter: Limiter): void {
+export function registerDecisionRoutes(
+  fastify: FastifyInstance,
+  limiter: Limiter,
+  { spans = UNTRACED }: { readonly spans?: RouteSpans } = {},
+): void {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   // /check and /peek answer by one schema.
-  const send = decisionSender();
+  const send = decisionSender({ onDecision: spans.describe });
   const check = (snapshot: Limiter, request: CheckOrReserve) => snapshot.check(request);
   const peek = (snapshot: Limiter, request: CheckOrReserve) => snapshot.peek(request);
   /** A query string's request: its numbers as numbers, in one shape, no spread (this runs for every GET /check). */
@@ -75,21 +81,29 @@ export function registerDecisionRoutes(fastify: FastifyInstance, limiter: Limite
     ['/check', check, checkQueryRoute],
     ['/peek', peek, peekQueryRoute],
   ] as const) {
-    app.get(url, { schema }, async (request, reply) => {
-      const problem = queryProblem(request.url);
-      if (problem) return reply.code(400).send(problem);
-      const snapshot = limiter.current();
-      return send(reply, snapshot, request.query.event, await decide(snapshot, fromQuery(request.query)));
-    });
+    app.get(
+      url,
+      { schema, ...spans.hooks },
+      spans.wrap(async (request, reply) => {
+        const problem = queryProblem(request.url);
+        if (problem) return reply.code(400).send(problem);
+        const snapshot = limiter.current();
+        return send(reply, snapshot, request.query.event, await decide(snapshot, fromQuery(request.query)));
+      }),
+    );
   }
   for (const [url, decide, schema] of [
     ['/check', check, checkBodyRoute],
     ['/peek', peek, peekBodyRoute],
   ] as const) {
-    app.post(url, { schema }, async (request, reply) => {
-      const snapshot = limiter.current();
-      return send(reply, snapshot, request.body.event, await decide(snapshot, request.body));
-    });
+    app.post(
+      url,
+      { schema, ...spans.hooks },
+      spans.wrap(async (request, reply) => {
+        const snapshot = limiter.current();
+        return send(reply, snapshot, request.body.event, await decide(snapshot, request.body));
+      }),
+    );
   }
   app.post('/settle', { schema: settleRoute }, async (request) => limiter.settle(request.body));
   app.post('/release', { schema: releaseRoute }, async (request) => limiter.release(request.body));

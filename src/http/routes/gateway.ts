@@ -9,6 +9,7 @@ import { LimiterInputError } from '../../counting/errors.js';
 import type { Limiter } from '../../counting/limiter.js';
 import { errorBody, sendError, type ErrorHandler } from '../errors.js';
 import { rateLimitHeaderWriter } from '../rate-limit-headers.js';
+import { UNTRACED, type RouteSpans } from '../route-spans.js';
 import { gateRoute } from '../schemas.js';
 
 /** Input a gateway sent that memgate cannot place: answered with gateway.invalidStatus, counting nothing. */
@@ -30,8 +31,14 @@ export const isGateUrl = (url: string): boolean => /^\/gate(?:[/?]|$)/.test(url)
  * policy file's `gateway` section names is read. Allowed: 200; denied: `denyStatus`; both
  * with the RateLimit headers, and Retry-After on a denial. Input it cannot place gets
  * `invalidStatus`, its code also in a `memgate-error` header (nginx cannot read bodies).
+ * With `spans` (tracing on), each request is a span.
  */
-export function registerGatewayRoutes(app: FastifyInstance, limiter: Limiter, handleError: ErrorHandler): void {
+export function registerGatewayRoutes(
+  app: FastifyInstance,
+  limiter: Limiter,
+  handleError: ErrorHandler,
+  { spans = UNTRACED }: { readonly spans?: RouteSpans } = {},
+): void {
   const setHeaders = rateLimitHeaderWriter();
   // Envoy asks with the guarded request's own method (PROPFIND, PURGE, ...): /gate answers them all.
   for (const method of METHODS)
@@ -57,7 +64,11 @@ export function registerGatewayRoutes(app: FastifyInstance, limiter: Limiter, ha
       const outcome = outcomeOf(request, gateway);
       if (outcome.action === 'refuse') throw new GatewayInputError(outcome.code, outcome.message);
       const feature = outcome.action === 'allow' ? listedOnly(request, gateway) : featureOf(request, gateway);
-      if (feature === undefined) return { allowed: true, limits: [], policyVersion: snapshot.version };
+      if (feature === undefined) {
+        const uncounted = { allowed: true, limits: [], policyVersion: snapshot.version };
+        spans.describe?.(undefined, uncounted);
+        return uncounted;
+      }
       const event = outcome.action === 'allow' ? undefined : outcome.event;
       // The gateway sends the tier with every request; an event without tiers has one limit set for all.
       const tiered =
@@ -67,14 +78,16 @@ export function registerGatewayRoutes(app: FastifyInstance, limiter: Limiter, ha
       const tier = tiered && gateway.tierHeader ? textHeader(request, gateway.tierHeader, 'invalid_tier') : undefined;
       // The gateway's lists hold for every path, before any event's limits (Limiter.gate).
       const decision = await snapshot.gate({ event, feature, tier });
+      spans.describe?.(event, decision);
       const status = decision.allowed ? 200 : gateway.denyStatus;
       if (event === undefined || decision.listed) return reply.code(status).send(decision);
       setHeaders(reply.code(status), snapshot, event, decision);
       return decision;
     };
-    gate.all('/gate', { schema: gateRoute }, handler);
+    const traced = spans.wrap(handler);
+    gate.all('/gate', { schema: gateRoute, ...spans.hooks }, traced);
     // Documented once, as /gate, whose description names /gate/{path}.
-    gate.all('/gate/*', { schema: { ...gateRoute, hide: true } }, handler);
+    gate.all('/gate/*', { schema: { ...gateRoute, hide: true }, ...spans.hooks }, traced);
     done();
   });
 }
