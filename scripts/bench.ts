@@ -20,6 +20,7 @@ import { overload } from './bench/overload.js';
 import { failover } from './bench/failover.js';
 import type { Suite, SuiteContext, SuiteReport } from './bench/suite.js';
 import { throughput } from './bench/throughput.js';
+import { tracing } from './bench/tracing.js';
 import { reload } from './bench/reload.js';
 import { usage } from './bench/usage.js';
 import { whatIf } from './bench/what-if.js';
@@ -43,6 +44,7 @@ const SUITES: readonly Suite[] = [
   failover,
   whatIf,
   reload,
+  tracing,
 ];
 const DOCS = 'docs/performance.md';
 /** About how long `npm run build` takes on the 2-core development machine. */
@@ -57,7 +59,7 @@ ${SUITES.map((suite) => `                      ${suite.name.padEnd(11)} ${suite.
   --rounds N        rounds; every case runs once per round, in turn (default 3)
   --memcached H:P   an existing Memcached (default: start one on a free port)
   --baseline REF    a commit of this clone to build and measure beside this one, where
-                    a suite compares builds (throughput, exactness)
+                    a suite compares builds (throughput, exactness, tracing)
   --write-docs      write the results into ${DOCS}, each suite into its own section
                     (without it, nothing is written)
 
