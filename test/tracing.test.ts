@@ -239,6 +239,20 @@ async function check(url: string, feature: string, headers: Record<string, strin
   return (await fetch(`${url}/check?event=api&feature=${feature}`, { headers })).status;
 }
 
+/** A gateway's question about `client` on a path the policy's routes count. */
+async function gate(url: string, client: string): Promise<number> {
+  return (await fetch(`${url}/gate`, { headers: { 'x-client': client, 'x-original-uri': '/api/x' } })).status;
+}
+
+/** Envoy's question about `user`: its overall code. */
+async function askEnvoy(memgate: EnvoyService, user: string): Promise<string> {
+  const answer = await memgate.client.shouldRateLimit({
+    domain: 'edge',
+    descriptors: [{ entries: [{ key: 'user', value: user }] }],
+  });
+  return answer.overall_code;
+}
+
 describe('tracing off', () => {
   it('loads no part of the SDK and starts no span on any surface', async () => {
     expect(providerRegistered()).toBe(false);
@@ -265,13 +279,8 @@ describe('tracing off', () => {
     try {
       const feature = `f-${uniquePrefix()}`;
       expect(await check(memgate.url, feature, { traceparent: TRACEPARENT })).toBe(200);
-      const gate = await fetch(`${memgate.url}/gate`, { headers: { 'x-client': feature, 'x-original-uri': '/api/x' } });
-      expect(gate.status).toBe(200);
-      const answer = await memgate.client.shouldRateLimit({
-        domain: 'edge',
-        descriptors: [{ entries: [{ key: 'user', value: feature }] }],
-      });
-      expect(answer.overall_code).toBe('OK');
+      expect(await gate(memgate.url, feature)).toBe(200);
+      expect(await askEnvoy(memgate, feature)).toBe('OK');
       expect(spans).toBe(0);
       expect(sdkModulesLoaded()).toEqual([]);
     } finally {
@@ -301,14 +310,8 @@ describe("memgate's SDK", () => {
     expect(await check(memgate.url, feature)).toBe(429);
     // Refused: the caller's mistake, not memgate's.
     expect((await fetch(`${memgate.url}/check?event=api`)).status).toBe(400);
-    const gated = `g-${uniquePrefix()}`;
-    const gate = await fetch(`${memgate.url}/gate`, { headers: { 'x-client': gated, 'x-original-uri': '/api/x' } });
-    expect(gate.status).toBe(200);
-    const answer = await memgate.client.shouldRateLimit({
-      domain: 'edge',
-      descriptors: [{ entries: [{ key: 'user', value: feature }] }],
-    });
-    expect(answer.overall_code).toBe('OK');
+    expect(await gate(memgate.url, `g-${uniquePrefix()}`)).toBe(200);
+    expect(await askEnvoy(memgate, feature)).toBe('OK');
     await stopMemgate(memgate);
     expect(providerRegistered()).toBe(false);
 
