@@ -20,14 +20,24 @@ export function tracingDiagLog(logger: Pick<Logger, 'warn'>, target: string, now
     const [first] = args;
     const detail = first instanceof Error ? first.message : first === undefined ? '' : JSON.stringify(first);
     logger.warn(
-      { tracing: target, ...(leftOut > 0 ? { leftOut } : {}) },
-      `tracing to ${target}: ${message}${detail ? ` ${detail}` : ''} (spans may be lost meanwhile; checks are not affected)`,
+      { tracing: target, detail: `${message}${detail ? ` ${detail}` : ''}`, ...(leftOut > 0 ? { leftOut } : {}) },
+      `tracing to ${target}: ${errorMessage(message)} (spans may be lost meanwhile; checks are not affected)`,
     );
     lastAt = now();
     leftOut = 0;
   };
   const quiet = () => undefined;
   return { error: warn, warn, info: quiet, debug: quiet, verbose: quiet };
+}
+
+/** The SDK reports a failed export as the error in JSON (its stack, message, code): the message alone reads best. */
+function errorMessage(text: string): string {
+  try {
+    const { message } = JSON.parse(text) as { message?: unknown };
+    return typeof message === 'string' ? message : text;
+  } catch {
+    return text;
+  }
 }
 
 /** Spans still held when the service stopped that could not be sent in time. */
