@@ -38,7 +38,7 @@ afterEach(async () => {
   }
 });
 
-type Decide = GrpcServerOptions['decide'];
+type Decide = (request: RateLimitRequest) => Promise<RateLimitResponse>;
 
 async function start(decide: Decide, options: Partial<GrpcServerOptions> = {}): Promise<Harness> {
   const logged: Logged[] = [];

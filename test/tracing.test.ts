@@ -21,16 +21,8 @@ import {
   type TracerProvider,
 } from '@opentelemetry/api';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { parseEnvoyTexts } from '../src/config/envoy-config.js';
-import { parsePolicyText } from '../src/config/policies.js';
-import { loadSettings } from '../src/config/settings.js';
 import { VERSION } from '../src/config/version.js';
-import { createLimiter } from '../src/counting/limiter.js';
-import { createEnvoyDecider } from '../src/grpc/envoy-decisions.js';
-import { tracedDecider } from '../src/grpc/rate-limit-service.js';
-import { createMemcachedStore } from '../src/store/memcached/memcached-store.js';
-import { providerRegistered, startTracing } from '../src/tracing/tracing.js';
-import { tracedStore } from '../src/tracing/traced-store.js';
+import { providerRegistered } from '../src/tracing/tracing.js';
 import { envoyConfigFile, startEnvoyService, type EnvoyService } from './helpers/envoy-service.js';
 import { uniquePrefix, useMemcached } from './helpers/memcached.js';
 
@@ -406,35 +398,18 @@ describe("memgate's SDK", () => {
     expect(store.every((call) => call.status === 2)).toBe(true);
   });
 
-  it("parents a ShouldRateLimit call's span on the traceparent of its metadata, given the metadata", async () => {
+  it("parents a ShouldRateLimit call's span on the traceparent of its metadata", async () => {
     collector.spans.length = 0;
-    const settings = loadSettings(
-      { OTEL_EXPORTER_OTLP_ENDPOINT: collector.url, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' },
-      [],
+    const memgate = await startMemgate({
+      OTEL_EXPORTER_OTLP_ENDPOINT: collector.url,
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+    });
+    const answer = await memgate.client.shouldRateLimit(
+      { domain: 'edge', descriptors: [{ entries: [{ key: 'user', value: `u-${uniquePrefix()}` }] }] },
+      { traceparent: TRACEPARENT },
     );
-    const tracing = await startTracing(settings);
-    const { tracer } = tracing;
-    if (!tracer) throw new Error('tracing did not start');
-    const store = createMemcachedStore({ servers: memcached().servers });
-    try {
-      const limiter = createLimiter({
-        policies: parsePolicyText(POLICIES, 'policies.yaml'),
-        envoy: parseEnvoyTexts([['ratelimit.yaml', ENVOY]], 'envoy'),
-        store: tracedStore(store, tracer),
-        keyPrefix: uniquePrefix(),
-      });
-      const decide = tracedDecider(tracer, createEnvoyDecider({ limiter }));
-      const metadata = new grpc.Metadata();
-      metadata.set('traceparent', TRACEPARENT);
-      const answer = await decide(
-        { domain: 'edge', hitsAddend: 1, descriptors: [{ entries: [{ key: 'user', value: `u-${uniquePrefix()}` }] }] },
-        metadata,
-      );
-      expect(answer.overallCode).toBe('OK');
-    } finally {
-      await store.close();
-      expect(await tracing.close()).toBe(true);
-    }
+    expect(answer.overall_code).toBe('OK');
+    await stopMemgate(memgate);
     const span = collector.spans.find((one) => one.name.endsWith('/ShouldRateLimit'));
     expect(span).toMatchObject({ traceId: TRACE_ID, parentSpanId: CALLER_SPAN, kind: 2 });
     expect(collector.spans.filter((one) => one.parentSpanId === span?.spanId).length).toBeGreaterThan(0);

@@ -49,13 +49,18 @@ export interface WireResponseOut {
 }
 
 export interface RlsClient {
-  shouldRateLimit(request: WireRequestIn): Promise<WireResponseOut>;
+  /** `headers`: the call's metadata (a `traceparent`, say). */
+  shouldRateLimit(request: WireRequestIn, headers?: Readonly<Record<string, string>>): Promise<WireResponseOut>;
   /** The health service's status for `service` ("" for the whole server). */
   health(service?: string): Promise<string>;
   close(): void;
 }
 
-type Unary = (request: object, callback: (error: grpc.ServiceError | null, reply: unknown) => void) => void;
+type Unary = (
+  request: object,
+  metadata: grpc.Metadata,
+  callback: (error: grpc.ServiceError | null, reply: unknown) => void,
+) => void;
 
 /** In clear unless `credentials` say otherwise (grpc.credentials.createSsl for TLS). */
 export function rlsClient(
@@ -64,15 +69,17 @@ export function rlsClient(
 ): RlsClient {
   const client = new RateLimitClient(address, credentials);
   const health = new HealthClient(address, credentials);
-  const call = <T>(target: grpc.Client, method: string, request: object) =>
+  const call = <T>(target: grpc.Client, method: string, request: object, headers: Record<string, string> = {}) =>
     new Promise<T>((resolve, reject) => {
-      (target as unknown as Record<string, Unary>)[method]?.call(target, request, (error, reply) => {
+      const metadata = new grpc.Metadata();
+      for (const [key, value] of Object.entries(headers)) metadata.set(key, value);
+      (target as unknown as Record<string, Unary>)[method]?.call(target, request, metadata, (error, reply) => {
         if (error) reject(error);
         else resolve(reply as T);
       });
     });
   return {
-    shouldRateLimit: (request) => call<WireResponseOut>(client, 'ShouldRateLimit', request),
+    shouldRateLimit: (request, headers) => call<WireResponseOut>(client, 'ShouldRateLimit', request, headers),
     health: async (service = '') => (await call<{ status: string }>(health, 'Check', { service })).status,
     close() {
       client.close();

@@ -1,10 +1,12 @@
 // Envoy's rate limit service as memgate serves it: the gRPC server (server.ts) deciding with
 // envoy-decisions.ts, healthy while memgate is ready, as /readyz says.
-import { SpanKind, type TextMapGetter, type Tracer } from '@opentelemetry/api';
+import type { IncomingHttpHeaders } from 'node:http2';
+import { SpanKind, type Tracer } from '@opentelemetry/api';
 import type { Logger } from 'pino';
 import { leavesClientsUncounted, type CounterStore } from '../store/counter-store.js';
 import { ATTRIBUTES, failed, parentOf } from '../tracing/spans.js';
 import { createEnvoyDecider, type EnvoyLimiter, type LimitHeaderNames, type SettleRefusal } from './envoy-decisions.js';
+import { GRPC_STATUS } from './framing.js';
 import { InvalidRateLimitRequestError, type RateLimitRequest, type RateLimitResponse } from './messages.js';
 import { RATE_LIMIT_SERVICE, startGrpcServer, type GrpcServer, type GrpcServerOptions } from './server.js';
 import type { UpstreamStats } from '../upstream-stats.js';
@@ -115,36 +117,18 @@ export async function startRateLimitService(options: RateLimitServiceOptions): P
   });
 }
 
-/** What a call's metadata is read through: grpc-js's Metadata has it. */
-export interface CallMetadata {
-  get(key: string): readonly (string | Buffer)[];
-  getMap(): Readonly<Record<string, unknown>>;
-}
-
-/** W3C's headers (traceparent, tracestate, baggage) out of a call's metadata. */
-const METADATA: TextMapGetter<CallMetadata> = {
-  keys: (metadata) => Object.keys(metadata.getMap()),
-  get: (metadata, key) => {
-    const values = metadata.get(key);
-    return values.length === 0 ? undefined : values.map(String);
-  },
-};
-
 /** gRPC's span name for the method, as OpenTelemetry names RPC spans. */
 const SHOULD_RATE_LIMIT_SPAN = `${RATE_LIMIT_SERVICE}/ShouldRateLimit`;
-/** gRPC's status codes the span reports (rpc.grpc.status_code). */
-const INVALID_ARGUMENT = 3;
-const INTERNAL = 13;
 
 /**
  * `decide` with each call a server span, its limiter's store calls as children. The span's
- * parent is the traceparent in `metadata`, when the transport hands the call's metadata on.
+ * parent is the traceparent of the call's headers (its metadata), when it brings one.
  */
 export function tracedDecider(
   tracer: Tracer,
   decide: (request: RateLimitRequest) => Promise<RateLimitResponse>,
-): (request: RateLimitRequest, metadata?: CallMetadata) => Promise<RateLimitResponse> {
-  return (request, metadata) =>
+): (request: RateLimitRequest, headers?: IncomingHttpHeaders) => Promise<RateLimitResponse> {
+  return (request, headers) =>
     tracer.startActiveSpan(
       SHOULD_RATE_LIMIT_SPAN,
       {
@@ -157,12 +141,12 @@ export function tracedDecider(
           [ATTRIBUTES.descriptors]: request.descriptors.length,
         },
       },
-      parentOf(metadata, METADATA),
+      parentOf(headers),
       async (span) => {
         try {
           const response = await decide(request);
           span.setAttributes({
-            'rpc.grpc.status_code': 0,
+            'rpc.grpc.status_code': GRPC_STATUS.OK,
             [ATTRIBUTES.decision]: response.overallCode === 'OK' ? 'allowed' : 'denied',
             [ATTRIBUTES.limits]: response.statuses.map((status) => status.currentLimit?.name ?? ''),
             [ATTRIBUTES.degraded]: response.degraded === true,
@@ -172,9 +156,9 @@ export function tracedDecider(
         } catch (error) {
           // A malformed request is the caller's (INVALID_ARGUMENT); anything else is memgate's (INTERNAL).
           if (error instanceof InvalidRateLimitRequestError)
-            span.setAttribute('rpc.grpc.status_code', INVALID_ARGUMENT);
+            span.setAttribute('rpc.grpc.status_code', GRPC_STATUS.INVALID_ARGUMENT);
           else {
-            span.setAttribute('rpc.grpc.status_code', INTERNAL);
+            span.setAttribute('rpc.grpc.status_code', GRPC_STATUS.INTERNAL);
             failed(span, error);
           }
           throw error;

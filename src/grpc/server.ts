@@ -40,8 +40,11 @@ export interface GrpcServerOptions {
   /** 0 picks a free port; `GrpcServer.port` says which. */
   readonly port: number;
   readonly host: string;
-  /** Decides a checked request. A rejection is logged and answered INTERNAL, without its message. */
-  readonly decide: (request: RateLimitRequest) => Promise<RateLimitResponse>;
+  /**
+   * Decides a checked request; `headers` are the call's (its metadata: a traceparent, say). A
+   * rejection is logged and answered INTERNAL, without its message.
+   */
+  readonly decide: (request: RateLimitRequest, headers: IncomingHttpHeaders) => Promise<RateLimitResponse>;
   readonly log: GrpcLog;
   /** The health service's answer: SERVING when true. Always serving when absent. */
   readonly serving?: () => boolean | Promise<boolean>;
@@ -78,7 +81,7 @@ interface UnaryMethod {
   /** The request's bytes as the handler reads them; throws a refusal. */
   readonly decode: (bytes: Buffer) => unknown;
   readonly encode: (message: unknown) => Buffer;
-  readonly handle: (request: unknown) => Reply | Promise<Reply>;
+  readonly handle: (request: unknown, headers: IncomingHttpHeaders) => Reply | Promise<Reply>;
   /** Told of each call answered INTERNAL. */
   readonly onInternal?: (() => void) | undefined;
 }
@@ -138,7 +141,7 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
         // is not UTF-8, is not decoded but answered by its `problem`, which requestFromWire refuses.
         decode: requestDecoder(rls, requestProblem),
         encode: (message) => rls.responseSerialize(message),
-        handle: (request) => shouldRateLimit(request, options),
+        handle: (request, headers) => shouldRateLimit(request, headers, options),
         onInternal: options.onInternalError,
       },
     ],
@@ -344,7 +347,7 @@ function serveCall(context: CallContext, stream: ServerHttp2Stream, headers: Inc
       else refuse(GRPC_STATUS.INVALID_ARGUMENT, (error as Error).message);
       return;
     }
-    answer(method, context.log, request, {
+    answer(method, context.log, request, headers, {
       reply: (body, replyHeaders) => {
         if (answered) return;
         answered = true;
@@ -389,9 +392,13 @@ function inflated(bytes: Buffer, encoding: string | string[] | undefined, maxByt
   );
 }
 
-async function shouldRateLimit(wire: unknown, options: GrpcServerOptions): Promise<Reply> {
+async function shouldRateLimit(
+  wire: unknown,
+  headers: IncomingHttpHeaders,
+  options: GrpcServerOptions,
+): Promise<Reply> {
   const request = requestFromWire(wire);
-  const response = await options.decide(request);
+  const response = await options.decide(request, headers);
   const message = responseToWire(response, request.descriptors.length);
   return response.policyVersion === undefined
     ? { message }
@@ -433,13 +440,14 @@ function answer(
   method: UnaryMethod,
   log: GrpcLog,
   request: unknown,
+  headers: IncomingHttpHeaders,
   to: {
     reply: (body: Buffer, headers: Reply['headers']) => void;
     refuse: (code: GrpcStatusCode, message: string) => void;
   },
 ): void {
   Promise.resolve()
-    .then(() => method.handle(request))
+    .then(() => method.handle(request, headers))
     .then((reply) => ({ body: framed(method.encode(reply.message)), headers: reply.headers }))
     .then(
       ({ body, headers }) => {
