@@ -484,6 +484,12 @@ describe('the transport under calls grpc-js would not make', () => {
       const unknown = await rawCall(session, [prefixed(zipped, { compressed: true })], { 'grpc-encoding': 'br' });
       expect(status(unknown)).toBe(String(grpc.status.UNIMPLEMENTED));
       expect(unknown.headers['grpc-accept-encoding']).toBe('identity,gzip,deflate');
+      // Flagged compressed in no encoding, or with a flag that is neither 0 nor 1: the sender's fault, INTERNAL.
+      const unnamed = await rawCall(session, [prefixed(zipped, { compressed: true })]);
+      expect(status(unnamed)).toBe(String(grpc.status.INTERNAL));
+      const badFlag = prefixed(encodedRequest());
+      badFlag[0] = 2;
+      expect(status(await rawCall(session, [badFlag]))).toBe(String(grpc.status.INTERNAL));
     });
     expect(harness.decided).toHaveLength(2);
   });
@@ -505,6 +511,8 @@ describe('the transport under calls grpc-js would not make', () => {
       expect(status(unknownMethod)).toBe(String(grpc.status.UNIMPLEMENTED));
       const notGrpc = await rawCall(session, [Buffer.from('{}')], { 'content-type': 'application/json' });
       expect(notGrpc.headers[':status']).toBe(415);
+      const grpcWeb = await rawCall(session, [message], { 'content-type': 'application/grpc-web+proto' });
+      expect(grpcWeb.headers[':status']).toBe(415);
       expect(session.destroyed).toBe(false);
     });
     expect(harness.decided).toEqual([]);
@@ -537,6 +545,86 @@ describe('the transport under calls grpc-js would not make', () => {
     );
     socket.resume();
     expect(await closed).toBeLessThan(2000);
+  });
+
+  it('survives a peer that resets its call mid-message, at any point, and serves the next', async () => {
+    const harness = await start(echo);
+    const message = prefixed(encodedRequest());
+    await withSession(harness, async (session) => {
+      // Cut after 0, 3 (inside the prefix) and 9 bytes (inside the message), each by RST_STREAM(NO_ERROR), as Node's own client does.
+      for (const cut of [0, 3, 9]) {
+        const stream = session.request({
+          ':method': 'POST',
+          ':path': PATH,
+          'content-type': 'application/grpc',
+          te: 'trailers',
+        });
+        stream.on('error', () => undefined);
+        if (cut > 0) stream.write(message.subarray(0, cut));
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        stream.close(http2.constants.NGHTTP2_NO_ERROR);
+        await new Promise((resolve) => stream.once('close', resolve));
+      }
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(status(await rawCall(session, [message]))).toBe('0');
+    });
+    expect(harness.decided).toHaveLength(1);
+  });
+
+  it('gives up on a message that stops arriving, and reads a grpc-timeout longer than a timer holds as none', async () => {
+    const harness = await start(echo, { readTimeoutMs: 200 });
+    const message = prefixed(encodedRequest());
+    await withSession(harness, async (session) => {
+      const started = performance.now();
+      const stalled = await new Promise<RawAnswer>((resolve) => {
+        const stream = session.request({ ':method': 'POST', ':path': PATH, 'content-type': 'application/grpc' });
+        const answer: RawAnswer = { headers: {}, trailers: {}, body: Buffer.alloc(0), rstCode: -1 };
+        stream.on('response', (received) => {
+          answer.headers = received;
+        });
+        stream.on('error', () => undefined);
+        stream.on('close', () => {
+          answer.rstCode = stream.rstCode;
+          resolve(answer);
+        });
+        stream.write(message.subarray(0, 8));
+      });
+      expect(status(stalled)).toBe(String(grpc.status.DEADLINE_EXCEEDED));
+      expect(performance.now() - started).toBeGreaterThanOrEqual(190);
+      // 99,999,999 hours: not a deadline that fires at once.
+      expect(status(await rawCall(session, [message], { 'grpc-timeout': '99999999H' }))).toBe('0');
+    });
+    expect(harness.decided).toHaveLength(1);
+  });
+
+  it('decides nothing for a call whose message arrives after its deadline', async () => {
+    const harness = await start(echo);
+    const message = prefixed(encodedRequest());
+    await withSession(harness, async (session) => {
+      const late = await new Promise<RawAnswer>((resolve) => {
+        const stream = session.request({
+          ':method': 'POST',
+          ':path': PATH,
+          'content-type': 'application/grpc',
+          'grpc-timeout': '100m',
+        });
+        const answer: RawAnswer = { headers: {}, trailers: {}, body: Buffer.alloc(0), rstCode: -1 };
+        stream.on('response', (received) => {
+          answer.headers = received;
+        });
+        stream.on('error', () => undefined);
+        stream.on('close', () => {
+          resolve(answer);
+        });
+        stream.write(message.subarray(0, 3));
+        setTimeout(() => {
+          if (!stream.closed) stream.end(message.subarray(3));
+        }, 300);
+      });
+      expect(status(late)).toBe(String(grpc.status.DEADLINE_EXCEEDED));
+      await new Promise((resolve) => setTimeout(resolve, 350));
+    });
+    expect(harness.decided).toEqual([]);
   });
 
   it("answers DEADLINE_EXCEEDED at the call's grpc-timeout when the decision is late", async () => {

@@ -164,6 +164,10 @@ export const DEFAULTS = {
   grpcKeepaliveMs: 2 * 60 * 60 * 1000,
   /** How long that ping may go unanswered before the connection is closed. */
   grpcKeepaliveTimeoutMs: 20_000,
+  /** How long a gRPC call's message may take to arrive once its headers have (Envoy's are a few hundred bytes, sent at once). */
+  grpcReadTimeoutMs: 10_000,
+  /** gRPC calls one connection may have open at once (HTTP/2's SETTINGS_MAX_CONCURRENT_STREAMS). */
+  grpcMaxConcurrentStreams: 1000,
 
   /** OTEL_EXPORTER_OTLP_PROTOCOL: OpenTelemetry's default. */
   tracingProtocol: 'http/protobuf',

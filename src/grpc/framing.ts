@@ -35,56 +35,78 @@ export type ReadMessage =
   | { readonly kind: 'message'; readonly bytes: Buffer; readonly compressed: boolean }
   /** The prefix announced more than the limit: nothing more need be read. */
   | { readonly kind: 'too-large'; readonly length: number }
-  /** The body ended without a whole message, or carried a second one. */
-  | { readonly kind: 'malformed'; readonly reason: string };
+  /** Not one whole message: `code` is the status gRPC's protocol gives it. */
+  | { readonly kind: 'malformed'; readonly code: GrpcStatusCode; readonly reason: string };
 
 /**
- * Collects one prefixed message from a request body's chunks. `push` returns the outcome as soon
- * as it is known (a prefix over the limit after 5 bytes), `end` when the body is over.
+ * Collects one prefixed message from a request body's chunks into a buffer of its own (a chunk is
+ * a slice of the socket's read buffer, which holding would keep whole). `push` returns the outcome
+ * as soon as it is known (a prefix over the limit after 5 bytes), `end` when the body is over.
  */
 export class MessageReader {
-  private readonly chunks: Buffer[] = [];
-  private received = 0;
-  private announced: number | undefined;
-  private compressed = false;
+  private readonly prefix = Buffer.alloc(PREFIX_BYTES);
+  private prefixFilled = 0;
+  private message: Buffer | undefined;
+  private filled = 0;
 
   constructor(private readonly maxBytes: number) {}
 
   /** A chunk of the body; an outcome when one is known before the end. */
   push(chunk: Buffer): ReadMessage | undefined {
-    this.chunks.push(chunk);
-    this.received += chunk.length;
-    if (this.announced === undefined && this.received >= PREFIX_BYTES) {
-      const head = this.chunks.length === 1 ? chunk : Buffer.concat(this.chunks);
-      this.compressed = head[0] === 1;
-      this.announced = head.readUInt32BE(1);
-      if (this.announced > this.maxBytes) return { kind: 'too-large', length: this.announced };
+    let offset = 0;
+    if (!this.message) {
+      offset = chunk.copy(this.prefix, this.prefixFilled, 0, PREFIX_BYTES - this.prefixFilled);
+      this.prefixFilled += offset;
+      if (this.prefixFilled < PREFIX_BYTES) return undefined;
+      const flag = this.prefix[0] as number;
+      if (flag > 1)
+        return {
+          kind: 'malformed',
+          code: GRPC_STATUS.INTERNAL,
+          reason: `the message's compressed flag is ${flag}, not 0 or 1`,
+        };
+      const length = this.prefix.readUInt32BE(1);
+      if (length > this.maxBytes) return { kind: 'too-large', length };
+      this.message = Buffer.allocUnsafe(length);
     }
-    if (this.announced !== undefined && this.received > PREFIX_BYTES + this.announced)
-      return { kind: 'malformed', reason: 'a unary call carries one message; this one carried more' };
+    if (this.filled + chunk.length - offset > this.message.length)
+      return {
+        kind: 'malformed',
+        code: GRPC_STATUS.INVALID_ARGUMENT,
+        reason: 'a unary call carries one message; this one carried more',
+      };
+    this.filled += chunk.copy(this.message, this.filled, offset);
     return undefined;
   }
 
   /** The body is over. */
   end(): ReadMessage {
-    if (this.announced === undefined || this.received < PREFIX_BYTES + this.announced)
-      return { kind: 'malformed', reason: 'the request ended before its message did' };
-    const body = this.chunks.length === 1 ? (this.chunks[0] as Buffer) : Buffer.concat(this.chunks);
-    return { kind: 'message', bytes: body.subarray(PREFIX_BYTES), compressed: this.compressed };
+    if (!this.message || this.filled < this.message.length)
+      return {
+        kind: 'malformed',
+        code: GRPC_STATUS.INVALID_ARGUMENT,
+        reason: 'the request ended before its message did',
+      };
+    return { kind: 'message', bytes: this.message, compressed: this.prefix[0] === 1 };
   }
 }
+
+/** The longest delay a Node timer keeps (longer ones fire at once). */
+const LONGEST_TIMER_MS = 2 ** 31 - 1;
 
 const TIMEOUT_UNIT_MS: Readonly<Record<string, number>> = { H: 3_600_000, M: 60_000, S: 1000, m: 1, u: 1e-3, n: 1e-6 };
 
 /**
- * A grpc-timeout header (at most 8 digits and a unit) in milliseconds; undefined when absent or
- * not one, as gRPC servers treat a header they cannot read (no deadline).
+ * A grpc-timeout header (at most 8 digits and a unit) in milliseconds; undefined when absent, not
+ * one (as gRPC servers treat a header they cannot read: no deadline), or longer than a timer holds.
  */
 export function timeoutMs(header: string | string[] | undefined): number | undefined {
   if (typeof header !== 'string') return undefined;
   const match = /^(\d{1,8})([HMSmun])$/.exec(header);
   if (!match) return undefined;
-  return Number(match[1]) * (TIMEOUT_UNIT_MS[match[2] as string] as number);
+  const ms = Number(match[1]) * (TIMEOUT_UNIT_MS[match[2] as string] as number);
+  // Weeks away is no deadline for a call answered in milliseconds, and a timer cannot hold it.
+  return ms > LONGEST_TIMER_MS ? undefined : ms;
 }
 
 /** grpc-message's encoding: UTF-8, with '%' and bytes outside printable ASCII as %XX. */

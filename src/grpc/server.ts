@@ -5,6 +5,7 @@
 // checks requests and hands them to `decide`, which owns every decision; it never crashes on a
 // request and never lets a rejection go unhandled.
 import http2, { type Http2Session, type IncomingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
+import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { fileURLToPath } from 'node:url';
 import { gunzipSync, inflateSync } from 'node:zlib';
@@ -19,7 +20,15 @@ import {
   type RateLimitRequest,
   type RateLimitResponse,
 } from './messages.js';
-import { encodedMessage, framed, GRPC_STATUS, MessageReader, timeoutMs, type GrpcStatusCode } from './framing.js';
+import {
+  encodedMessage,
+  framed,
+  GRPC_STATUS,
+  MessageReader,
+  timeoutMs,
+  type GrpcStatusCode,
+  type ReadMessage,
+} from './framing.js';
 import { requestProblem } from './wire-scan.js';
 import { missingClientName, secureServerOptions } from './tls.js';
 import type { ListenerCertificates } from '../listener-certificates.js';
@@ -56,6 +65,8 @@ export interface GrpcServerOptions {
   /** How long a connection may stay silent before it is pinged; unanswered for `keepaliveTimeoutMs`, it is closed. */
   readonly keepaliveMs?: number;
   readonly keepaliveTimeoutMs?: number;
+  /** How long a call's message may take to arrive once its headers have. */
+  readonly readTimeoutMs?: number;
 }
 
 export interface GrpcServer {
@@ -163,9 +174,12 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
 
   const certificates = options.tls?.certificates;
   let stopRenewing: (() => void) | undefined;
-  let server: http2.Http2Server | http2.Http2SecureServer = http2.createServer();
+  // Bounds a peer's streams and header lists, where Node's defaults would let one hold 2^32 streams.
+  const settings = { maxConcurrentStreams: DEFAULTS.grpcMaxConcurrentStreams };
+  const limits = { settings, maxHeaderListPairs: 128, maxSessionMemory: 10 };
+  let server: http2.Http2Server | http2.Http2SecureServer = http2.createServer(limits);
   if (certificates) {
-    const secure = http2.createSecureServer(secureServerOptions(certificates));
+    const secure = http2.createSecureServer({ ...secureServerOptions(certificates), ...limits });
     stopRenewing = serveRenewedCertificates(secure, certificates);
     server = secure;
   }
@@ -174,17 +188,32 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
     log: options.log,
     maxMessageBytes: options.maxMessageBytes ?? REQUEST_LIMITS.messageBytes,
     clientSan: options.tls?.clientSan,
+    readTimeoutMs: options.readTimeoutMs ?? DEFAULTS.grpcReadTimeoutMs,
   };
   server.on('stream', (stream, headers) => {
-    serveCall(call, stream, headers);
+    try {
+      serveCall(call, stream, headers);
+    } catch (error) {
+      // A fault of memgate's own: the call is dropped, the process and the connection stay.
+      options.log.error({ err: error }, 'a gRPC call could not be served');
+      stream.destroy();
+    }
   });
   const sessions = new Set<Http2Session>();
   const keepalive = {
     everyMs: options.keepaliveMs ?? DEFAULTS.grpcKeepaliveMs,
     timeoutMs: options.keepaliveTimeoutMs ?? DEFAULTS.grpcKeepaliveTimeoutMs,
   };
+  // Every connection, for the drain's deadline: one still in its TLS handshake is no session yet.
+  const sockets = new Set<Socket>();
+  server.on('connection', (socket: Socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+  });
   server.on('session', (session) => {
     sessions.add(session);
+    // A connection that comes in while the server closes is told to go at once.
+    if (closing) session.close();
     // A peer's broken connection is the peer's: the session closes and takes its streams.
     session.on('error', () => undefined);
     const stopPinging = keepPinging(session, keepalive);
@@ -213,6 +242,7 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
         stopRenewing?.();
         const deadline = setTimeout(() => {
           for (const session of sessions) session.destroy();
+          for (const socket of sockets) socket.destroy();
           resolve({ forced: true });
         }, deadlineMs);
         server.close(() => {
@@ -257,21 +287,76 @@ interface CallContext {
   readonly log: GrpcLog;
   readonly maxMessageBytes: number;
   readonly clientSan: string | undefined;
+  /** How long a call's message may take to arrive. */
+  readonly readTimeoutMs: number;
 }
 
 const OK_TRAILERS = { 'grpc-status': '0' };
 const ACCEPTED_ENCODINGS = 'identity,gzip,deflate';
 
-/** One unary call on its stream: read, decoded, handled, answered once. */
+/** Whether headers can still be sent on the stream: the peer may have reset or closed it meanwhile. */
+const answerable = (stream: ServerHttp2Stream) => !stream.destroyed && !stream.closed && !stream.headersSent;
+
+/** Sends the stream's headers, or drops a stream that can no longer take them; never throws. */
+function respond(
+  stream: ServerHttp2Stream,
+  headers: http2.OutgoingHttpHeaders,
+  options: http2.ServerStreamResponseOptions,
+): boolean {
+  if (!answerable(stream)) return false;
+  try {
+    stream.respond(headers, options);
+    return true;
+  } catch {
+    stream.destroy();
+    return false;
+  }
+}
+
+/** Ends the stream with RST_STREAM(`code`) once what was sent is out; never throws. */
+function closeStream(stream: ServerHttp2Stream, code: number): void {
+  if (stream.destroyed || stream.closed) return;
+  try {
+    stream.close(code);
+  } catch {
+    stream.destroy();
+  }
+}
+
+/** gRPC's content types: application/grpc, alone or with +proto and parameters. */
+const isGrpc = (contentType: string | undefined) =>
+  contentType !== undefined && /^application\/grpc(?:[+;]|$)/.test(contentType);
+
+/** What each session's client certificate says of the required name: read once per connection. */
+const clientNameChecks = new WeakMap<Http2Session, string | undefined>();
+
+function missingName(stream: ServerHttp2Stream, wanted: string): string | undefined {
+  const session = stream.session;
+  if (!session) return 'the connection closed';
+  if (!clientNameChecks.has(session))
+    clientNameChecks.set(session, missingClientName(session.socket as TLSSocket, wanted));
+  return clientNameChecks.get(session);
+}
+
+/**
+ * One unary call on its stream: read, decoded, handled, answered once. A peer may reset the
+ * stream at any point: every answer checks that it still can be sent, and a call answered
+ * (or refused, or past its deadline) reads and decides nothing more.
+ */
 function serveCall(context: CallContext, stream: ServerHttp2Stream, headers: IncomingHttpHeaders): void {
   stream.on('error', () => undefined);
   let answered = false;
-  /** An answer without a message: the status in the only headers (gRPC's trailers-only). */
-  const refuse = (code: GrpcStatusCode, message: string, extra: Record<string, string> = {}) => {
+  // The call's deadline, and until its message is read the server's own wait for it (a peer that
+  // sends part of a message and then nothing holds no stream longer); set once the call is known.
+  let deadline: NodeJS.Timeout | undefined;
+  let reading: NodeJS.Timeout | undefined;
+  /** An answer without a message (gRPC's trailers-only), then RST_STREAM(`closeWith`) if given. */
+  const refuse = (code: GrpcStatusCode, message: string, extra: Record<string, string> = {}, closeWith?: number) => {
     if (answered) return;
     answered = true;
-    if (stream.destroyed || stream.headersSent) return;
-    stream.respond(
+    stop();
+    respond(
+      stream,
       {
         ':status': 200,
         'content-type': 'application/grpc',
@@ -281,59 +366,103 @@ function serveCall(context: CallContext, stream: ServerHttp2Stream, headers: Inc
       },
       { endStream: true },
     );
+    if (closeWith !== undefined) closeStream(stream, closeWith);
   };
-  const contentType = headers['content-type'];
-  if (headers[':method'] !== 'POST' || !contentType?.startsWith('application/grpc')) {
+  const reply = (body: Buffer, replyHeaders: Reply['headers']) => {
+    if (answered) return;
+    answered = true;
+    stop();
+    if (
+      !respond(
+        stream,
+        { ':status': 200, 'content-type': 'application/grpc', ...replyHeaders },
+        { waitForTrailers: true },
+      )
+    )
+      return;
+    stream.once('wantTrailers', () => {
+      try {
+        stream.sendTrailers(OK_TRAILERS);
+      } catch {
+        stream.destroy();
+      }
+    });
+    stream.end(body);
+  };
+
+  if (headers[':method'] !== 'POST' || !isGrpc(headers['content-type'])) {
     // Not a gRPC call: HTTP's own answer, as gRPC's protocol asks.
     answered = true;
-    stream.respond({ ':status': 415, 'content-type': 'text/plain' });
-    stream.end('memgate serves gRPC here (POST with content-type application/grpc)\n');
+    if (respond(stream, { ':status': 415, 'content-type': 'text/plain' }, {}))
+      stream.end('memgate serves gRPC here (POST with content-type application/grpc)\n');
     return;
   }
   const method = context.methods.get(headers[':path'] ?? '');
   if (!method) {
-    refuse(GRPC_STATUS.UNIMPLEMENTED, `memgate serves no method ${String(headers[':path']).slice(0, 200)}`);
-    stream.close(http2.constants.NGHTTP2_NO_ERROR);
+    refuse(
+      GRPC_STATUS.UNIMPLEMENTED,
+      `memgate serves no method ${String(headers[':path']).slice(0, 200)}`,
+      {},
+      http2.constants.NGHTTP2_NO_ERROR,
+    );
     return;
   }
   if (context.clientSan !== undefined) {
-    const missing = missingClientName(stream.session?.socket as TLSSocket, context.clientSan);
+    const missing = missingName(stream, context.clientSan);
     if (missing !== undefined) {
-      refuse(GRPC_STATUS.UNAUTHENTICATED, missing);
-      stream.close(http2.constants.NGHTTP2_NO_ERROR);
+      refuse(GRPC_STATUS.UNAUTHENTICATED, missing, {}, http2.constants.NGHTTP2_NO_ERROR);
       return;
     }
   }
   const waitMs = timeoutMs(headers['grpc-timeout']);
-  const deadline =
-    waitMs === undefined
-      ? undefined
-      : setTimeout(() => {
-          refuse(GRPC_STATUS.DEADLINE_EXCEEDED, `no answer within the call's deadline of ${waitMs} ms`);
-        }, waitMs);
+  if (waitMs !== undefined)
+    deadline = setTimeout(() => {
+      refuse(
+        GRPC_STATUS.DEADLINE_EXCEEDED,
+        `no answer within the call's deadline of ${waitMs} ms`,
+        {},
+        http2.constants.NGHTTP2_CANCEL,
+      );
+    }, waitMs);
+  reading = setTimeout(() => {
+    refuse(
+      GRPC_STATUS.DEADLINE_EXCEEDED,
+      `the request's message did not arrive within ${context.readTimeoutMs} ms`,
+      {},
+      http2.constants.NGHTTP2_CANCEL,
+    );
+  }, context.readTimeoutMs);
+  function stop() {
+    clearTimeout(deadline);
+    clearTimeout(reading);
+    reading = undefined;
+    stream.off('data', onData);
+  }
   stream.once('close', () => {
     answered = true;
-    clearTimeout(deadline);
+    stop();
   });
 
   const reader = new MessageReader(context.maxMessageBytes);
   let read = false;
-  const onOutcome = (outcome: ReturnType<MessageReader['end']>) => {
+  const onOutcome = (outcome: ReadMessage) => {
     read = true;
     stream.off('data', onData);
+    clearTimeout(reading);
+    if (answered) return;
     if (outcome.kind === 'too-large') {
       // Refused on its prefix; the rest of the message is not read: RST_STREAM(NO_ERROR) asks the
       // sender to stop, and what is already on its way is dropped by HTTP/2 without being decoded.
       refuse(
         GRPC_STATUS.RESOURCE_EXHAUSTED,
         `the message is ${outcome.length} bytes; at most ${context.maxMessageBytes} are read`,
+        {},
+        http2.constants.NGHTTP2_NO_ERROR,
       );
-      stream.close(http2.constants.NGHTTP2_NO_ERROR);
       return;
     }
     if (outcome.kind === 'malformed') {
-      refuse(GRPC_STATUS.INVALID_ARGUMENT, outcome.reason);
-      stream.close(http2.constants.NGHTTP2_NO_ERROR);
+      refuse(outcome.code, outcome.reason, {}, http2.constants.NGHTTP2_NO_ERROR);
       return;
     }
     let request: unknown;
@@ -347,28 +476,12 @@ function serveCall(context: CallContext, stream: ServerHttp2Stream, headers: Inc
       else refuse(GRPC_STATUS.INVALID_ARGUMENT, (error as Error).message);
       return;
     }
-    answer(method, context.log, request, headers, {
-      reply: (body, replyHeaders) => {
-        if (answered) return;
-        answered = true;
-        clearTimeout(deadline);
-        if (stream.destroyed) return;
-        stream.respond(
-          { ':status': 200, 'content-type': 'application/grpc', ...replyHeaders },
-          { waitForTrailers: true },
-        );
-        stream.once('wantTrailers', () => {
-          stream.sendTrailers(OK_TRAILERS);
-        });
-        stream.end(body);
-      },
-      refuse,
-    });
+    answer(method, context.log, request, headers, { reply, refuse });
   };
-  const onData = (chunk: Buffer) => {
+  function onData(chunk: Buffer) {
     const outcome = reader.push(chunk);
     if (outcome) onOutcome(outcome);
-  };
+  }
   stream.on('data', onData);
   stream.once('end', () => {
     if (!read) onOutcome(reader.end());
@@ -386,9 +499,13 @@ function inflated(bytes: Buffer, encoding: string | string[] | undefined, maxByt
       ? new GrpcStatusError(GRPC_STATUS.RESOURCE_EXHAUSTED, `the message uncompressed is over ${maxBytes} bytes`)
       : new GrpcStatusError(GRPC_STATUS.INTERNAL, `the message could not be uncompressed as ${String(encoding)}`);
   }
+  // A message flagged compressed in no encoding, or identity, is the sender's fault (gRPC's
+  // compression.md); an encoding memgate does not read is named with those it does.
+  if (encoding === undefined || encoding === 'identity')
+    throw new GrpcStatusError(GRPC_STATUS.INTERNAL, 'the message is flagged compressed, but grpc-encoding names none');
   throw new GrpcStatusError(
     GRPC_STATUS.UNIMPLEMENTED,
-    `a compressed message in ${JSON.stringify(encoding ?? 'identity')}: memgate reads ${ACCEPTED_ENCODINGS}`,
+    `a compressed message in ${JSON.stringify(encoding)}: memgate reads ${ACCEPTED_ENCODINGS}`,
   );
 }
 
