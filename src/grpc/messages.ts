@@ -84,7 +84,7 @@ export interface RateLimitResponse {
  * become counters' keys, so they are bounded as /check's features are.
  */
 export const REQUEST_LIMITS = {
-  /** The whole message: larger is RESOURCE_EXHAUSTED, refused by grpc-js before it is read. */
+  /** The whole message: larger is RESOURCE_EXHAUSTED, refused on its length prefix before it is read (server.ts). */
   messageBytes: 64 * 1024,
   domainBytes: 256,
   descriptors: 64,
