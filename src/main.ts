@@ -14,12 +14,13 @@
 // It also gives V8 no more helper threads than cores (v8HelperThreads).
 import { spawn } from 'node:child_process';
 import { writeSync } from 'node:fs';
-import { availableParallelism } from 'node:os';
+import { availableParallelism, getPriority } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { inspect } from 'node:util';
 import { DEFAULTS } from './config/defaults.js';
 import { loadSettings, SettingsError, USAGE, type LoadedSettings, type Settings } from './config/settings.js';
 import { VERSION } from './config/version.js';
+import { MAX_NICE, setThreadsNice } from './config/thread-priority.js';
 // Types only: the service's modules are loaded by the process that serves (see serve()).
 import type { Logger } from 'pino';
 import type { HeapLimit, RunningService } from './service.js';
@@ -205,6 +206,10 @@ async function serve(
     pending.reload = true;
   };
   process.on('SIGHUP', early);
+  // V8's helper threads (concurrent marking, parallel compiling) below the serving thread: on
+  // a busy machine a collection's background work then waits for a core, not a check. Their
+  // work waits; the serving thread takes over what is urgent (docs/operations.md, Memory).
+  setThreadsNice({ nice: Math.min(MAX_NICE, getPriority() + DEFAULTS.v8HelperNiceBy), exceptMain: true });
   // Loaded here, not above: the launcher needs none of it.
   const [{ pino }, { PolicyError }, { startService }] = await Promise.all([
     import('pino'),

@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
-import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
-import { availableParallelism, tmpdir } from 'node:os';
+import { availableParallelism, getPriority, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULTS } from '../src/config/defaults.js';
@@ -128,6 +128,17 @@ describe('the memgate process', () => {
     // V8's helper threads no more than the cores: more only take turns with the serving thread.
     expect(cmdline.split('\0')).toContain(`--v8-pool-size=${Math.min(4, availableParallelism())}`);
     expect(service.logs[0]?.heapLimitMb).toBeLessThan(32 + DEFAULTS.heapBeyondCacheMb + 64);
+    // Its serving thread keeps its priority; the threads it runs at start, V8's helpers among
+    // them, are lowered below it (a thread started later by libuv keeps the serving thread's).
+    const threads = await readdir(`/proc/${service.servicePid}/task`);
+    const priorities = threads.map((thread) => [Number(thread), getPriority(Number(thread))] as const);
+    const lowered = Math.min(19, getPriority() + DEFAULTS.v8HelperNiceBy);
+    expect(priorities.filter(([thread]) => thread === service.servicePid)).toEqual([
+      [service.servicePid, getPriority()],
+    ]);
+    expect(priorities.filter(([, priority]) => priority === lowered).length).toBeGreaterThanOrEqual(
+      Math.min(4, availableParallelism()),
+    );
     service.child.kill('SIGKILL');
     // Nobody would stop it any more: it notices, and stops by itself.
     await expect

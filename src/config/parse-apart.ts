@@ -12,6 +12,7 @@ import { createRequire } from 'node:module';
 import { getPriority } from 'node:os';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { DEFAULTS } from './defaults.js';
+import { MAX_NICE } from './thread-priority.js';
 import { EnvoyConfig } from './envoy-config.js';
 import { gatewayOf, PolicyError, PolicySet } from './policies.js';
 import { knownOverrideShapes } from './policy-changes.js';
@@ -45,8 +46,6 @@ export interface ParsedFiles {
   readonly envoy: EnvoyConfig | undefined;
 }
 
-/** The lowest priority a process can have (nice 19). */
-const MAX_NICE = 19;
 /** What V8 writes when a heap limit is reached, before it aborts the process. */
 const OUT_OF_MEMORY = /heap out of memory|Reached heap limit/;
 /** The end of the process's standard error kept to tell why it ended. */

@@ -8,28 +8,11 @@
  * parse, are already running when this code starts (the serving process setting the pid's
  * would reach the main thread only).
  */
-import { readdirSync } from 'node:fs';
-import { setPriority } from 'node:os';
+import { setThreadsNice } from './thread-priority.js';
 import type { ParseJob } from './policy-parse-job.js';
 
-function lowerEveryThread(nice: number): void {
-  let threads: string[];
-  try {
-    threads = readdirSync('/proc/self/task');
-  } catch {
-    threads = ['0']; // No /proc: this thread only (0 is the caller).
-  }
-  for (const thread of threads) {
-    try {
-      setPriority(Number(thread), nice);
-    } catch {
-      // Ended meanwhile, or not allowed here (a sandbox without setpriority): parsed as it is.
-    }
-  }
-}
-
 const nice = Number(process.argv[2]);
-if (Number.isInteger(nice)) lowerEveryThread(nice);
+if (Number.isInteger(nice)) setThreadsNice({ nice });
 
 const { parseMessages } = await import('./policy-parse-job.js');
 
