@@ -209,27 +209,67 @@ function invalid(message: string): never {
 }
 
 /**
- * The response as proto-loader encodes it. A response that does not fit the request (a status per
- * descriptor) or the protocol is a bug of whoever decided, and throws a plain Error.
+ * Throws unless `response` fits the request (a status per descriptor) and the protocol (codes,
+ * units, counts and seconds it can carry): such a response is a bug of whoever decided, and throws
+ * a plain Error. The one check of both encodings, responseToWire's and response-encoder.ts's.
  */
-export function responseToWire(response: RateLimitResponse, descriptorCount: number): WireResponse {
+export function checkResponse(response: RateLimitResponse, descriptorCount: number): void {
   if (!CODES.has(response.overallCode))
     throw new Error(`overallCode ${JSON.stringify(response.overallCode)} is not OK or OVER_LIMIT`);
   if (response.statuses.length !== descriptorCount) {
     throw new Error(`${response.statuses.length} statuses for ${descriptorCount} descriptors`);
   }
+  // An index, not a field's name: the names are only spelled out for an error.
+  response.statuses.forEach(checkStatus);
+}
+
+function checkStatus(status: DescriptorStatus, index: number): void {
+  if (!CODES.has(status.code))
+    throw new Error(`statuses[${index}].code ${JSON.stringify(status.code)} is not OK or OVER_LIMIT`);
+  if (status.currentLimit) {
+    const { unit, requestsPerUnit } = status.currentLimit;
+    if (!RESPONSE_UNITS.has(unit))
+      throw new Error(`statuses[${index}].currentLimit.unit ${JSON.stringify(unit)} is not a unit`);
+    checkCount(requestsPerUnit, index, 'currentLimit.requestsPerUnit');
+  }
+  const seconds = status.durationUntilResetSeconds;
+  if (seconds !== undefined && (!Number.isInteger(seconds) || seconds < 0))
+    throw new Error(`statuses[${index}].durationUntilResetSeconds ${seconds} is not a whole number of seconds`);
+  checkCount(status.limitRemaining, index, 'limitRemaining');
+}
+
+function checkCount(count: number, index: number, field: string): void {
+  if (!Number.isInteger(count) || count < 0) throw new Error(`statuses[${index}].${field} ${count} is not a count`);
+}
+
+/** A checked count as a uint32 field carries it: at most UINT32_MAX. */
+export function uint32(count: number): number {
+  return Math.min(count, UINT32_MAX);
+}
+
+/**
+ * The response as proto-loader encodes it, once checkResponse has passed it (it throws what that
+ * throws). ShouldRateLimit's answers are written by response-encoder.ts, which falls back to this
+ * for dynamic metadata.
+ */
+export function responseToWire(response: RateLimitResponse, descriptorCount: number): WireResponse {
+  checkResponse(response, descriptorCount);
   return {
     overallCode: response.overallCode,
-    statuses: response.statuses.map((status, index) => statusToWire(status, `statuses[${index}]`)),
+    statuses: response.statuses.map(statusToWire),
     responseHeadersToAdd: response.responseHeadersToAdd ?? [],
     requestHeadersToAdd: response.requestHeadersToAdd ?? [],
-    dynamicMetadata: structToWire(response.dynamicMetadata),
+    dynamicMetadata: structToWire(response),
   };
 }
 
-function structToWire(values: Readonly<Record<string, MetadataValue>> | undefined): WireStruct | null {
-  if (values === undefined || Object.keys(values).length === 0) return null;
-  return fieldsToWire(values);
+/** Whether the response carries dynamic_metadata: not for none, nor an empty Struct (Envoy sets none for one either). */
+export function hasDynamicMetadata(response: RateLimitResponse): boolean {
+  return response.dynamicMetadata !== undefined && Object.keys(response.dynamicMetadata).length > 0;
+}
+
+function structToWire(response: RateLimitResponse): WireStruct | null {
+  return response.dynamicMetadata && hasDynamicMetadata(response) ? fieldsToWire(response.dynamicMetadata) : null;
 }
 
 function fieldsToWire(values: MetadataFields): WireStruct {
@@ -245,33 +285,13 @@ function valueToWire(value: MetadataValue): WireValue {
   return { structValue: fieldsToWire(value as MetadataFields) };
 }
 
-function statusToWire(status: DescriptorStatus, where: string): WireDescriptorStatus {
-  if (!CODES.has(status.code)) throw new Error(`${where}.code ${JSON.stringify(status.code)} is not OK or OVER_LIMIT`);
-  let currentLimit: CurrentLimit | null = null;
-  if (status.currentLimit) {
-    const { name, unit, requestsPerUnit } = status.currentLimit;
-    if (!RESPONSE_UNITS.has(unit)) throw new Error(`${where}.currentLimit.unit ${JSON.stringify(unit)} is not a unit`);
-    currentLimit = { name, unit, requestsPerUnit: uint32(requestsPerUnit, `${where}.currentLimit.requestsPerUnit`) };
-  }
-  const durationUntilReset =
-    status.durationUntilResetSeconds === undefined
-      ? null
-      : wholeSeconds(status.durationUntilResetSeconds, `${where}.durationUntilResetSeconds`);
+function statusToWire(status: DescriptorStatus): WireDescriptorStatus {
+  const limit = status.currentLimit;
+  const seconds = status.durationUntilResetSeconds;
   return {
     code: status.code,
-    currentLimit,
-    limitRemaining: uint32(status.limitRemaining, `${where}.limitRemaining`),
-    durationUntilReset,
+    currentLimit: limit ? { name: limit.name, unit: limit.unit, requestsPerUnit: uint32(limit.requestsPerUnit) } : null,
+    limitRemaining: uint32(status.limitRemaining),
+    durationUntilReset: seconds === undefined ? null : { seconds, nanos: 0 },
   };
-}
-
-function uint32(count: number, field: string): number {
-  if (!Number.isInteger(count) || count < 0) throw new Error(`${field} ${count} is not a count`);
-  return Math.min(count, UINT32_MAX);
-}
-
-function wholeSeconds(seconds: number, field: string): WireDuration {
-  if (!Number.isInteger(seconds) || seconds < 0)
-    throw new Error(`${field} ${seconds} is not a whole number of seconds`);
-  return { seconds, nanos: 0 };
 }
