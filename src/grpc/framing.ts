@@ -1,6 +1,7 @@
 // gRPC's wire conventions over HTTP/2 that a unary server needs (grpc/grpc's
 // doc/PROTOCOL-HTTP2.md): the 5-byte message prefix, the status codes, grpc-timeout and the
-// percent-encoded grpc-message. The codec of the messages themselves is proto-loader's.
+// percent-encoded grpc-message. The codec of the messages themselves is proto-loader's, but for
+// ShouldRateLimit's answers (response-encoder.ts).
 
 /** gRPC's status codes, as its protocol numbers them (only those memgate sends or tests read). */
 export const GRPC_STATUS = {

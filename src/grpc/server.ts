@@ -1,9 +1,10 @@
 // The gRPC server: Envoy's envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit and the
 // standard grpc.health.v1.Health/Check, unary calls served on node:http2's stream API with
-// proto-loader's codecs (framing.ts has gRPC's wire conventions). @grpc/grpc-js served them until
-// issue 39: it cost a call twice node:http2's own CPU (docs/performance.md, the grpc suite). It
-// checks requests and hands them to `decide`, which owns every decision; it never crashes on a
-// request and never lets a rejection go unhandled.
+// proto-loader's codecs, but for ShouldRateLimit's answers, which response-encoder.ts writes
+// (framing.ts has gRPC's wire conventions). @grpc/grpc-js served them until issue 39: it cost a
+// call twice node:http2's own CPU (docs/performance.md, the grpc suite). It checks requests and
+// hands them to `decide`, which owns every decision; it never crashes on a request and never lets
+// a rejection go unhandled.
 import http2, { type Http2Session, type IncomingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
 import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
@@ -16,7 +17,6 @@ import {
   InvalidRateLimitRequestError,
   REQUEST_LIMITS,
   requestFromWire,
-  responseToWire,
   type RateLimitRequest,
   type RateLimitResponse,
 } from './messages.js';
@@ -29,6 +29,7 @@ import {
   type GrpcStatusCode,
   type ReadMessage,
 } from './framing.js';
+import { framedResponse, type ResponseSerializer } from './response-encoder.js';
 import { requestProblem } from './wire-scan.js';
 import { missingClientName, secureServerOptions } from './tls.js';
 import type { ListenerCertificates } from '../listener-certificates.js';
@@ -81,9 +82,9 @@ export interface GrpcServer {
 /** The header naming the policy version a call was decided under (docs/envoy.md). */
 export const POLICY_VERSION_HEADER = 'memgate-policy-version';
 
-/** A method's answer: its message, and headers to send before it. */
+/** A method's answer: its message as sent, behind gRPC's prefix (framing.ts), and headers to send before it. */
 interface Reply {
-  readonly message: unknown;
+  readonly body: Buffer;
   readonly headers?: Readonly<Record<string, string>>;
 }
 
@@ -91,7 +92,7 @@ interface UnaryMethod {
   readonly name: string;
   /** The request's bytes as the handler reads them; throws a refusal. */
   readonly decode: (bytes: Buffer) => unknown;
-  readonly encode: (message: unknown) => Buffer;
+  /** Answers the request, its message encoded: a throw or a rejection is answered as `answer` says. */
   readonly handle: (request: unknown, headers: IncomingHttpHeaders) => Reply | Promise<Reply>;
   /** Told of each call answered INTERNAL. */
   readonly onInternal?: (() => void) | undefined;
@@ -151,8 +152,9 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
         // The bytes are read first (wire-scan.ts): a request beyond the limits, or with text that
         // is not UTF-8, is not decoded but answered by its `problem`, which requestFromWire refuses.
         decode: requestDecoder(rls, requestProblem),
-        encode: (message) => rls.responseSerialize(message),
-        handle: (request, headers) => shouldRateLimit(request, headers, options),
+        // The answer is written by response-encoder.ts, which falls back to proto-loader's encoder
+        // for the rare answer with dynamic metadata.
+        handle: (request, headers) => shouldRateLimit(request, headers, options, rls.responseSerialize),
         onInternal: options.onInternalError,
       },
     ],
@@ -161,13 +163,13 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
       {
         name: 'Health/Check',
         decode: requestDecoder(health),
-        encode: (message) => health.responseSerialize(message),
-        handle: async (request) => ({
-          message: await healthCheck(
+        handle: async (request) => {
+          const message = await healthCheck(
             (request as { service: string }).service,
             async () => !closing && (await isServing(options)),
-          ),
-        }),
+          );
+          return { body: framed(health.responseSerialize(message)) };
+        },
       },
     ],
   ]);
@@ -513,13 +515,14 @@ async function shouldRateLimit(
   wire: unknown,
   headers: IncomingHttpHeaders,
   options: GrpcServerOptions,
+  serialize: ResponseSerializer,
 ): Promise<Reply> {
   const request = requestFromWire(wire);
   const response = await options.decide(request, headers);
-  const message = responseToWire(response, request.descriptors.length);
+  const body = framedResponse(response, request.descriptors.length, serialize);
   return response.policyVersion === undefined
-    ? { message }
-    : { message, headers: { [POLICY_VERSION_HEADER]: response.policyVersion } };
+    ? { body }
+    : { body, headers: { [POLICY_VERSION_HEADER]: response.policyVersion } };
 }
 
 /**
@@ -565,7 +568,6 @@ function answer(
 ): void {
   Promise.resolve()
     .then(() => method.handle(request, headers))
-    .then((reply) => ({ body: framed(method.encode(reply.message)), headers: reply.headers }))
     .then(
       ({ body, headers }) => {
         to.reply(body, headers);
