@@ -2,28 +2,15 @@
 // @grpc/proto-loader with memgate's own options followed by memgate's requestFromWire; and its
 // one-varint reading of overall_code against a full decode of responses memgate encodes.
 import { fileURLToPath } from 'node:url';
-import type { MethodDefinition } from '@grpc/grpc-js';
-import * as protoLoader from '@grpc/proto-loader';
 import protobuf from 'protobufjs';
 import { describe, expect, it } from 'vitest';
 import { requestFromWire, responseToWire, type RateLimitResponse } from '../../src/grpc/messages.js';
+import { shouldRateLimitCodec } from '../../test/helpers/rls-codec.js';
 import { decodedOverallCode, grpcFrame, overallCodeOf, rateLimitMessages, requestFrames } from './lean-grpc.js';
 
 const PROTO_DIR = fileURLToPath(new URL('../../proto/', import.meta.url));
 // What memgate's gRPC server loads (src/grpc/server.ts).
-const definition = protoLoader.loadSync('envoy/service/ratelimit/v3/rls.proto', {
-  includeDirs: [PROTO_DIR],
-  keepCase: false,
-  longs: Number,
-  enums: String,
-  defaults: true,
-});
-const shouldRateLimit = (
-  definition['envoy.service.ratelimit.v3.RateLimitService'] as unknown as Record<
-    string,
-    MethodDefinition<object, object>
-  >
-).ShouldRateLimit as MethodDefinition<object, object>;
+const shouldRateLimit = shouldRateLimitCodec;
 
 /** The frame's message, after checking its 5-byte prefix: not compressed, the right length. */
 function messageOf(frame: Buffer): Buffer {

@@ -1,8 +1,6 @@
-import { fileURLToPath } from 'node:url';
-import * as protoLoader from '@grpc/proto-loader';
-import type * as grpc from '@grpc/grpc-js';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { shouldRateLimitCodec } from '../../test/helpers/rls-codec.js';
 import { framed, PREFIX_BYTES } from './framing.js';
 import {
   responseToWire,
@@ -15,15 +13,7 @@ import {
 import { framedResponse } from './response-encoder.js';
 
 // The server's codec: proto-loader's, with its options (server.ts).
-const definition = protoLoader.loadSync('envoy/service/ratelimit/v3/rls.proto', {
-  includeDirs: [fileURLToPath(new URL('../../proto/', import.meta.url))],
-  keepCase: false,
-  longs: Number,
-  enums: String,
-  defaults: true,
-});
-const method = (definition['envoy.service.ratelimit.v3.RateLimitService'] as grpc.ServiceDefinition)
-  .ShouldRateLimit as grpc.MethodDefinition<object, object>;
+const method = shouldRateLimitCodec;
 const serialize = (wire: object): Buffer => method.responseSerialize(wire);
 
 /** The encoding the hand encoder replaces: responseToWire, proto-loader, framed. */

@@ -1,21 +1,11 @@
-import { fileURLToPath } from 'node:url';
-import * as protoLoader from '@grpc/proto-loader';
-import type * as grpc from '@grpc/grpc-js';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { shouldRateLimitCodec } from '../../test/helpers/rls-codec.js';
 import { REQUEST_LIMITS } from './messages.js';
 import { requestDecoder } from './server.js';
 import { requestProblem } from './wire-scan.js';
 
-const definition = protoLoader.loadSync('envoy/service/ratelimit/v3/rls.proto', {
-  includeDirs: [fileURLToPath(new URL('../../proto/', import.meta.url))],
-  keepCase: false,
-  longs: Number,
-  enums: String,
-  defaults: true,
-});
-const method = (definition['envoy.service.ratelimit.v3.RateLimitService'] as grpc.ServiceDefinition)
-  .ShouldRateLimit as grpc.MethodDefinition<object, object>;
+const method = shouldRateLimitCodec;
 const encode = (request: object): Buffer => method.requestSerialize(request);
 
 interface Entry {
@@ -108,21 +98,13 @@ describe('requestProblem, before a RateLimitRequest is decoded', () => {
 describe('the server decodes only what the scan lets through', () => {
   it('refuses 7,000 descriptors, or a value not UTF-8, without decoding a byte', () => {
     let decoded = 0;
-    const counting: grpc.ServiceDefinition = {
-      ShouldRateLimit: {
-        ...method,
-        requestDeserialize: (bytes: Buffer) => {
-          decoded++;
-          return method.requestDeserialize(bytes);
-        },
+    const counting = {
+      requestDeserialize: (bytes: Buffer) => {
+        decoded++;
+        return method.requestDeserialize(bytes);
       },
     };
-    const scanned = {
-      requestDeserialize: requestDecoder(
-        counting.ShouldRateLimit as grpc.MethodDefinition<object, object>,
-        requestProblem,
-      ),
-    };
+    const scanned = { requestDeserialize: requestDecoder(counting, requestProblem) };
     const many = Array.from({ length: 7000 }, () => [{ key: 'a', value: '' }]);
     expect(scanned.requestDeserialize(request(many))).toEqual({
       problem: `7000 descriptors; at most ${REQUEST_LIMITS.descriptors} are allowed`,
