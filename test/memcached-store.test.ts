@@ -1,6 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { StoreOverloadedError, StoreUnavailableError } from '../src/store/counter-store.js';
 import { createMemcachedStore } from '../src/store/memcached/memcached-store.js';
+import { itemTtls } from './conformance/helpers-integration.js';
 import { startMemcachedProcess, uniquePrefix, useMemcached, type MemcachedProcess } from './helpers/memcached.js';
 
 describe('memcached store on one server', () => {
@@ -20,6 +21,26 @@ describe('memcached store on one server', () => {
     const key = `${uniquePrefix()}:{t}:month`;
     await store.incrementAndRead([{ key, delta: 1, ttlSeconds: 40 * 86_400 }], []);
     expect((await store.incrementAndRead([], [key])).read).toEqual([1]);
+    await store.close();
+  });
+
+  it('lengthens each counter an increment creates by a jitter of its own, below expirationJitterS', async () => {
+    expect(() => createMemcachedStore({ servers: memcached().servers, expirationJitterS: -1 })).toThrow(RangeError);
+    const store = createMemcachedStore({ servers: memcached().servers, expirationJitterS: 3600 });
+    const prefix = uniquePrefix();
+    const keys = Array.from({ length: 10 }, (_, i) => `${prefix}:{t}:${i}`);
+    await store.incrementAndRead(
+      keys.map((key) => ({ key, delta: 1, ttlSeconds: 60 })),
+      [],
+    );
+    const ttls = [...(await itemTtls(memcached().servers, `${prefix}:`)).values()];
+    expect(ttls).toHaveLength(10);
+    for (const ttl of ttls) {
+      expect(ttl).toBeGreaterThanOrEqual(59);
+      expect(ttl).toBeLessThanOrEqual(60 + 3599);
+    }
+    // Ten draws all below 60 s: (60/3600)^10, about 2e-18.
+    expect(Math.max(...ttls)).toBeGreaterThan(120);
     await store.close();
   });
 

@@ -39,6 +39,8 @@ export const DEFAULTS = {
   memcachedTimeoutMs: 250,
   /** MEMCACHED_MAX_IN_FLIGHT: checks that may wait on Memcached at once; more are shed. */
   memcachedMaxInFlight: 1000,
+  /** MEMCACHED_EXPIRATION_JITTER_S: most seconds added at random to a new counter's life; 0 adds none. */
+  memcachedExpirationJitterS: 0,
   /** Servers one call may talk to at once. */
   memcachedMaxParallelServers: 8,
   /** MEMCACHED_FAILOVER: a down server's clients move to the next server on the ring. */

@@ -1,6 +1,6 @@
 import { StoreUnavailableError, type CounterIncrement } from '../counter-store.js';
 import type { Exchange, ServerConnection } from './connection.js';
-import { encodeBatch, Opcode, Status, type BatchRequest } from './protocol.js';
+import { encodeBatch, Opcode, Status, type BatchRequest, type ExpirationOptions } from './protocol.js';
 import type { Reply } from './reply.js';
 
 export interface BatchReplies {
@@ -15,8 +15,11 @@ export interface BatchReplies {
   readonly raced: number[];
 }
 
-/** How a batch is sent. The store keeps one object of each kind: batches are the hot path. */
-export interface BatchOptions {
+/**
+ * How a batch is sent, and how long the keys its increments create live beyond their TTL
+ * (`expirationJitterS`, see encodeBatch). The store keeps one object of each kind: batches are the hot path.
+ */
+export interface BatchOptions extends ExpirationOptions {
   /**
    * When this call fails or is too late, take back every increment the server applied,
    * whenever its reply comes: the caller decided without the store and did not admit the
@@ -29,7 +32,12 @@ export interface BatchOptions {
   readonly onUndo: ((undone: number, error?: unknown) => void) | undefined;
 }
 
-export const PLAIN_BATCH: BatchOptions = { undoIfAbandoned: false, evenWhenDown: false, onUndo: undefined };
+export const PLAIN_BATCH: BatchOptions = {
+  undoIfAbandoned: false,
+  evenWhenDown: false,
+  onUndo: undefined,
+  expirationJitterS: 0,
+};
 
 /**
  * Sends increments, decrements, then quiet gets, then a no-op to one server in one write,
@@ -74,7 +82,7 @@ class Batch implements Exchange {
     private readonly reject: (error: StoreUnavailableError) => void,
   ) {
     this.opaque = connection.nextOpaque();
-    const encoded = encodeBatch(request, this.opaque, now);
+    const encoded = encodeBatch(request, this.opaque, now, options);
     this.bytes = encoded.bytes;
     this.readKeyStarts = encoded.readKeyStarts;
     this.readKeyLengths = encoded.readKeyLengths;
@@ -161,4 +169,9 @@ class Batch implements Exchange {
   }
 }
 
-const TAKING_BACK: BatchOptions = { undoIfAbandoned: false, evenWhenDown: true, onUndo: undefined };
+const TAKING_BACK: BatchOptions = {
+  undoIfAbandoned: false,
+  evenWhenDown: true,
+  onUndo: undefined,
+  expirationJitterS: 0,
+};

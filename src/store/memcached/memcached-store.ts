@@ -15,7 +15,7 @@ import {
   type StoreVersion,
   type VersionedValue,
 } from '../counter-store.js';
-import { PLAIN_BATCH, runBatch, type BatchOptions, type BatchReplies } from './batch.js';
+import { runBatch, type BatchOptions, type BatchReplies } from './batch.js';
 import { deleteKey, readVersioned, removeCounter, setCounter, swapCounter } from './command.js';
 import { syncClock, type ClockSync, type SyncedClock } from './clock-sync.js';
 import { ServerConnection } from './connection.js';
@@ -39,6 +39,11 @@ export interface MemcachedStoreOptions {
   readonly coalesceWrites?: boolean;
   /** Most checks waiting on Memcached at once; more are refused with StoreOverloadedError. Default 1000. */
   readonly maxInFlight?: number;
+  /**
+   * Up to this many whole seconds added at random to the life of each counter an increment
+   * creates, so that keys made together expire apart (MEMCACHED_EXPIRATION_JITTER_S). Default 0: none.
+   */
+  readonly expirationJitterS?: number;
   /** Told of every call's kind, duration and outcome, for metrics. */
   readonly onOperation?: (
     operation: StoreOperation,
@@ -88,6 +93,10 @@ interface ServerShare {
  * tag, so one check's keys sit on one server and the check is one write and one round trip.
  */
 export function createMemcachedStore(options: MemcachedStoreOptions): CounterStore {
+  const expirationJitterS = options.expirationJitterS ?? DEFAULTS.memcachedExpirationJitterS;
+  // Before any connection opens. A negative draw could shorten a TTL to 0, which Memcached reads as "never expires".
+  if (!Number.isInteger(expirationJitterS) || expirationJitterS < 0)
+    throw new RangeError(`expirationJitterS must be a whole number of seconds from 0, not ${expirationJitterS}`);
   const endpoints = parseServerList(options.servers, options.credentials);
   const timeoutMs = options.timeoutMs ?? DEFAULTS.memcachedTimeoutMs;
   const coalesceWrites = options.coalesceWrites ?? true;
@@ -220,8 +229,14 @@ export function createMemcachedStore(options: MemcachedStoreOptions): CounterSto
   // Built once each: a batch is the hot path, and objects of one shape keep it fast.
   const nowOf = clocks.map((clock) => () => clock.now());
   const { onUndo } = options;
-  const undoing: BatchOptions = { undoIfAbandoned: true, evenWhenDown: false, onUndo };
-  const takingBack: BatchOptions = { undoIfAbandoned: false, evenWhenDown: true, onUndo };
+  // Jitter lengthens only the counters increments create: a longer life never changes a
+  // decision, as memgate reads only the buckets of its windows (and judges a record's hold by
+  // the time in its id). Not swap's keys (a concurrency slot is held exactly as long as its
+  // TTL) nor reset's marker (one key, never made in a crowd).
+  const counting: BatchOptions = { undoIfAbandoned: false, evenWhenDown: false, onUndo: undefined, expirationJitterS };
+  const undoing: BatchOptions = { undoIfAbandoned: true, evenWhenDown: false, onUndo, expirationJitterS };
+  // Decrements never create a key.
+  const takingBack: BatchOptions = { undoIfAbandoned: false, evenWhenDown: true, onUndo, expirationJitterS: 0 };
   const maxParallelServers = options.maxParallelServers ?? DEFAULTS.memcachedMaxParallelServers;
   const maxInFlight = options.maxInFlight ?? DEFAULTS.memcachedMaxInFlight;
   let inFlight = 0;
@@ -360,7 +375,7 @@ export function createMemcachedStore(options: MemcachedStoreOptions): CounterSto
     inFlight++;
     return run(
       { increments, decrements: [], reads },
-      call.admittedIfUnanswered === false ? undoing : PLAIN_BATCH,
+      call.admittedIfUnanswered === false ? undoing : counting,
       true,
     ).then(
       (replies) => {

@@ -1,5 +1,5 @@
-import { describe, expect, it } from 'vitest';
-import { encodeRequest, expiration, Opcode, storageExtras } from './protocol.js';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { encodeBatch, encodeRequest, expiration, Opcode, storageExtras } from './protocol.js';
 import { HEADER_BYTES, Reply } from './reply.js';
 
 const NOW_MS = Date.UTC(2026, 10, 22, 12, 0, 0, 500);
@@ -49,6 +49,60 @@ describe('compare-and-swap requests', () => {
     const longer = storageExtras(month + 1, () => NOW_MS).readUInt32BE(4);
     expect(longer).toBe(Math.floor(NOW_MS / 1000) + month + 1);
     expect(longer).toBe(expiration(month + 1, () => NOW_MS));
+  });
+});
+
+describe("encodeBatch's increments", () => {
+  afterEach(() => {
+    vi.restoreAllMocks();
+  });
+
+  /** The expiration field of each arithmetic request (increments, then decrements) of a batch. */
+  function expirations(bytes: Buffer, count: number): number[] {
+    const fields: number[] = [];
+    let offset = 0;
+    for (let i = 0; i < count; i++) {
+      const keyBytes = bytes.readUInt16BE(offset + 2);
+      fields.push(bytes.readUInt32BE(offset + HEADER_BYTES + 16));
+      offset += HEADER_BYTES + 20 + keyBytes;
+    }
+    return fields;
+  }
+
+  const batch = {
+    increments: [
+      { key: 'a', delta: 1, ttlSeconds: 62 },
+      { key: 'bb', delta: 2, ttlSeconds: 3602 },
+    ],
+    decrements: [{ key: 'a', delta: 1 }],
+    reads: [],
+  };
+
+  it('carry their TTL as it is without jitter, drawing no random number', () => {
+    const random = vi.spyOn(Math, 'random');
+    expect(expirations(encodeBatch(batch, 1, () => NOW_MS).bytes, 3)).toEqual([62, 3602, 0xffffffff]);
+    expect(expirations(encodeBatch(batch, 1, () => NOW_MS, { expirationJitterS: 0 }).bytes, 3)).toEqual([
+      62, 3602, 0xffffffff,
+    ]);
+    expect(random).not.toHaveBeenCalled();
+  });
+
+  it('carry their TTL plus a whole number of seconds below the jitter, drawn for each; a decrement never creates, and gets none', () => {
+    vi.spyOn(Math, 'random').mockReturnValueOnce(0).mockReturnValueOnce(0.9999);
+    expect(expirations(encodeBatch(batch, 1, () => NOW_MS, { expirationJitterS: 300 }).bytes, 3)).toEqual([
+      62,
+      3602 + 299,
+      0xffffffff,
+    ]);
+  });
+
+  it('carry a jittered TTL over 30 days as the Unix time it ends at', () => {
+    vi.spyOn(Math, 'random').mockReturnValue(0.5);
+    const month = 30 * 86_400;
+    const long = { increments: [{ key: 'k', delta: 1, ttlSeconds: month - 10 }], decrements: [], reads: [] };
+    expect(expirations(encodeBatch(long, 1, () => NOW_MS, { expirationJitterS: 100 }).bytes, 1)).toEqual([
+      Math.floor(NOW_MS / 1000) + month + 40,
+    ]);
   });
 });
 

@@ -48,6 +48,17 @@ export interface BatchRequest {
   readonly reads: readonly string[];
 }
 
+/** How the increments of a batch set the expiration of the keys they create. */
+export interface ExpirationOptions {
+  /**
+   * Up to this many seconds (whole, 0 for none) added at random to each created key's life, as
+   * envoyproxy/ratelimit's EXPIRATION_JITTER_MAX_SECONDS does: keys made together expire apart.
+   */
+  readonly expirationJitterS: number;
+}
+
+const NO_JITTER: ExpirationOptions = { expirationJitterS: 0 };
+
 /** A batch's bytes, and where each read's key lies in them (to match quiet replies by key without making strings). */
 export interface EncodedBatch {
   readonly bytes: Buffer;
@@ -59,15 +70,25 @@ export interface EncodedBatch {
  * Encodes a batch with one opaque. The server answers in order: one reply per increment and
  * decrement, one per read key that exists, then the no-op's reply, which closes the batch.
  */
-export function encodeBatch(batch: BatchRequest, opaque: number, now: () => number): EncodedBatch {
+export function encodeBatch(
+  batch: BatchRequest,
+  opaque: number,
+  now: () => number,
+  expirations: ExpirationOptions = NO_JITTER,
+): EncodedBatch {
   const { increments, decrements, reads } = batch;
+  const jitterS = expirations.expirationJitterS;
   let size = HEADER_BYTES;
   for (const op of increments) size += HEADER_BYTES + ARITHMETIC_EXTRAS_BYTES + Buffer.byteLength(op.key);
   for (const op of decrements) size += HEADER_BYTES + ARITHMETIC_EXTRAS_BYTES + Buffer.byteLength(op.key);
   for (const key of reads) size += HEADER_BYTES + Buffer.byteLength(key);
   const bytes = Buffer.alloc(size);
   let offset = 0;
-  // A missing key is created holding the delta itself: the first request counts once.
+  // A missing key is created holding the delta itself: the first request counts once. The
+  // expiration is read only when the increment creates the key, so jitter lengthens a key's
+  // life once, at its creation: keys made together (a second's buckets of many clients) then
+  // expire apart instead of all at once. A longer life never changes a decision: memgate reads
+  // only the buckets of its windows, and a record's hold is judged by the time in its id.
   for (const op of increments)
     offset = writeArithmetic(
       bytes,
@@ -76,7 +97,7 @@ export function encodeBatch(batch: BatchRequest, opaque: number, now: () => numb
       op.key,
       op.delta,
       op.delta,
-      expiration(op.ttlSeconds, now),
+      expiration(jitterS === 0 ? op.ttlSeconds : op.ttlSeconds + Math.floor(Math.random() * jitterS), now),
       opaque,
     );
   for (const op of decrements)
