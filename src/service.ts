@@ -324,6 +324,7 @@ function openStore(settings: Settings, { metrics, storeTrouble, warnings, clockL
         servers: settings.memcachedServers,
         timeoutMs: settings.memcachedTimeoutMs,
         maxInFlight: settings.memcachedMaxInFlight,
+        expirationJitterS: settings.memcachedExpirationJitterS,
         onOperation: metrics.onOperation,
         failover: settings.memcachedFailover,
         failoverHoldDownMs: settings.memcachedFailoverHoldDownMs,

@@ -41,6 +41,12 @@ export const DEFAULTS = {
   memcachedMaxInFlight: 1000,
   /** MEMCACHED_EXPIRATION_JITTER_S: most seconds added at random to a new counter's life; 0 adds none. */
   memcachedExpirationJitterS: 0,
+  /**
+   * The most MEMCACHED_EXPIRATION_JITTER_S takes: a day is far wider than any crowd of keys made
+   * together needs spreading (upstream's default is 300), and a value meant in ms (300000) would
+   * otherwise keep every dead counter for days.
+   */
+  maxMemcachedExpirationJitterS: 86_400,
   /** Servers one call may talk to at once. */
   memcachedMaxParallelServers: 8,
   /** MEMCACHED_FAILOVER: a down server's clients move to the next server on the ring. */

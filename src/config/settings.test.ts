@@ -24,6 +24,7 @@ describe('loadSettings', () => {
       memcachedServers: undefined,
       memcachedTimeoutMs: DEFAULTS.memcachedTimeoutMs,
       memcachedMaxInFlight: DEFAULTS.memcachedMaxInFlight,
+      memcachedExpirationJitterS: DEFAULTS.memcachedExpirationJitterS,
       keyPrefix: DEFAULTS.keyPrefix,
       logLevel: DEFAULTS.logLevel,
       maxClockSkewMs: DEFAULTS.maxClockSkewMs,
@@ -218,6 +219,13 @@ describe('loadSettings', () => {
     expect(loadSettings({ ...env, OTEL_SERVICE_NAME: 'edge' }, []).tracingService.serviceName).toBe('edge');
   });
 
+  it("adds no jitter to counters' lives unless MEMCACHED_EXPIRATION_JITTER_S asks, up to a day", () => {
+    expect(loadSettings({}, []).memcachedExpirationJitterS).toBe(0);
+    expect(loadSettings({ MEMCACHED_EXPIRATION_JITTER_S: '0' }, []).memcachedExpirationJitterS).toBe(0);
+    expect(loadSettings({ MEMCACHED_EXPIRATION_JITTER_S: '300' }, []).memcachedExpirationJitterS).toBe(300);
+    expect(loadSettings({ MEMCACHED_EXPIRATION_JITTER_S: '86400' }, []).memcachedExpirationJitterS).toBe(86_400);
+  });
+
   it('drains for 5 s after SIGTERM unless told otherwise; 0 means no drain', () => {
     expect(loadSettings({}, []).shutdownDrainMs).toBe(5000);
     expect(loadSettings({ MEMGATE_SHUTDOWN_DRAIN_MS: '0' }, []).shutdownDrainMs).toBe(0);
@@ -231,6 +239,10 @@ describe('loadSettings', () => {
     ['MEMGATE_MAX_DENIAL_CACHE_MS', '1.5', 'MEMGATE_MAX_DENIAL_CACHE_MS must be a whole number from 0 to 3600000 ms (got "1.5")'],
     ['PORT', '65536', 'PORT must be a whole number from 0 to 65535 (got "65536")'],
     ['MEMCACHED_TIMEOUT_MS', '0', 'MEMCACHED_TIMEOUT_MS must be a whole number from 1 to 60000 ms (got "0")'],
+    ['MEMCACHED_EXPIRATION_JITTER_S', '-1', 'MEMCACHED_EXPIRATION_JITTER_S must be a whole number from 0 to 86400 s (got "-1")'],
+    ['MEMCACHED_EXPIRATION_JITTER_S', 'abc', 'MEMCACHED_EXPIRATION_JITTER_S must be a whole number from 0 to 86400 s (got "abc")'],
+    ['MEMCACHED_EXPIRATION_JITTER_S', '1.5', 'MEMCACHED_EXPIRATION_JITTER_S must be a whole number from 0 to 86400 s (got "1.5")'],
+    ['MEMCACHED_EXPIRATION_JITTER_S', '300000', 'MEMCACHED_EXPIRATION_JITTER_S must be a whole number from 0 to 86400 s (got "300000")'],
     ['MEMCACHED_FAILOVER', 'yes', 'MEMCACHED_FAILOVER must be on or off (got "yes")'],
     ['MEMCACHED_FAILOVER_SETTLE_MS', '10s', 'MEMCACHED_FAILOVER_SETTLE_MS must be a whole number from 0 to 3600000 ms (got "10s")'],
     ['MEMCACHED_FAILOVER_HOLD_DOWN_MS', '-5', 'MEMCACHED_FAILOVER_HOLD_DOWN_MS must be a whole number from 0 to 3600000 ms (got "-5")'],

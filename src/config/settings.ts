@@ -287,6 +287,11 @@ export const SETTINGS = {
     summary: 'checks that may wait on Memcached at once; past it a check is shed at once with `503 overloaded` instead of queueing',
     details: 'Shed checks get `retry-after: 1`',
   }),
+  memcachedExpirationJitterS: integer('MEMCACHED_EXPIRATION_JITTER_S', DEFAULTS.memcachedExpirationJitterS, 0, DEFAULTS.maxMemcachedExpirationJitterS, 's', {
+    summary: 'up to this many seconds, drawn at random for each, added to the life of every counter memgate creates in Memcached, so that counters made together expire apart; 0 adds none',
+    details:
+      "A longer life never changes a decision: memgate reads only the buckets of its windows.",
+  }),
   keyPrefix: {
     env: ['MEMGATE_KEY_PREFIX'],
     default: DEFAULTS.keyPrefix,
