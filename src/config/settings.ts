@@ -290,7 +290,7 @@ export const SETTINGS = {
   memcachedExpirationJitterS: integer('MEMCACHED_EXPIRATION_JITTER_S', DEFAULTS.memcachedExpirationJitterS, 0, DEFAULTS.maxMemcachedExpirationJitterS, 's', {
     summary: 'up to this many seconds, drawn at random for each, added to the life of every counter memgate creates in Memcached, so that counters made together expire apart; 0 adds none',
     details:
-      "A longer life never changes a decision: memgate reads only the buckets of its windows.",
+      "A longer life never changes a decision: memgate reads only the buckets of its windows. Read from envoyproxy/ratelimit's `EXPIRATION_JITTER_MAX_SECONDS` too",
   }),
   keyPrefix: {
     env: ['MEMGATE_KEY_PREFIX'],

@@ -195,6 +195,25 @@ describe("envoyproxy/ratelimit's environment", () => {
     ]);
   });
 
+  it("reads upstream's EXPIRATION_JITTER_MAX_SECONDS (its default 300 written out) as MEMCACHED_EXPIRATION_JITTER_S", () => {
+    const settings = loadSettings({ ...MEMCACHE_DEPLOYMENT, EXPIRATION_JITTER_MAX_SECONDS: '300' }, []);
+    expect(settings.memcachedExpirationJitterS).toBe(300);
+    expect(settings.fromUpstream).toContain('EXPIRATION_JITTER_MAX_SECONDS as MEMCACHED_EXPIRATION_JITTER_S');
+    expect(loadSettings({ EXPIRATION_JITTER_MAX_SECONDS: '0' }, []).memcachedExpirationJitterS).toBe(0);
+    expect(fromUpstream({ EXPIRATION_JITTER_MAX_SECONDS: '300' })).toMatchObject({
+      env: { MEMCACHED_EXPIRATION_JITTER_S: '300' },
+      problems: [],
+    });
+    // Unset, memgate adds none (upstream would add up to 300 s): memgate's own default.
+    expect(loadSettings(MEMCACHE_DEPLOYMENT, []).memcachedExpirationJitterS).toBe(0);
+    expect(problemsOf({ EXPIRATION_JITTER_MAX_SECONDS: '300', MEMCACHED_EXPIRATION_JITTER_S: '60' })).toEqual([
+      'EXPIRATION_JITTER_MAX_SECONDS and MEMCACHED_EXPIRATION_JITTER_S disagree ("300" and "60"): set one of them',
+    ]);
+    expect(problemsOf({ EXPIRATION_JITTER_MAX_SECONDS: '-1' })).toEqual([
+      'EXPIRATION_JITTER_MAX_SECONDS=-1: read as MEMCACHED_EXPIRATION_JITTER_S, it must be a whole number of seconds from 0 to 86400',
+    ]);
+  });
+
   it("refuses, naming memgate's equivalent, what memgate would otherwise do differently", () => {
     const refused = (env: Record<string, string>) => fromUpstream(env).problems;
     // Redis is upstream's default backend.
@@ -210,8 +229,14 @@ describe("envoyproxy/ratelimit's environment", () => {
     ]);
     expect(refused({ GRPC_HOST: '10.0.0.1', HOST: '0.0.0.0' })[0]).toMatch(/^GRPC_HOST=10.0.0.1: memgate serves gRPC on HOST/);
     expect(refused({ GRPC_HOST: '0.0.0.0' })).toEqual([]);
-    expect(refused({ EXPIRATION_JITTER_MAX_SECONDS: '300' })).toHaveLength(1);
-    expect(refused({ EXPIRATION_JITTER_MAX_SECONDS: '0' })).toEqual([]);
+    expect(refused({ EXPIRATION_JITTER_MAX_SECONDS: '-1' })).toEqual([
+      'EXPIRATION_JITTER_MAX_SECONDS=-1: read as MEMCACHED_EXPIRATION_JITTER_S, it must be a whole number of seconds from 0 to 86400',
+    ]);
+    expect(refused({ EXPIRATION_JITTER_MAX_SECONDS: 'abc' })).toEqual([
+      'EXPIRATION_JITTER_MAX_SECONDS=abc: read as MEMCACHED_EXPIRATION_JITTER_S, it must be a whole number of seconds from 0 to 86400',
+    ]);
+    expect(refused({ EXPIRATION_JITTER_MAX_SECONDS: '1.5' })[0]).toMatch(/^EXPIRATION_JITTER_MAX_SECONDS=1.5: /);
+    expect(refused({ EXPIRATION_JITTER_MAX_SECONDS: '86401' })[0]).toMatch(/^EXPIRATION_JITTER_MAX_SECONDS=86401: /);
     expect(refused({ USE_PROMETHEUS: 'true', PROMETHEUS_ADDR: ':9090' })[0]).toMatch(/GET \/metrics on PORT/);
     expect(refused({ CONFIG_TYPE: 'GRPC_XDS_SOTW' })[0]).toMatch(/files only/);
   });

@@ -47,15 +47,25 @@ function refuseSet(names: readonly string[], why: string, accepted: (read: Upstr
   };
 }
 
-/** A variable read as memgate's `setting`, its value as it is. */
-function readAs(name: string, setting: string, memgate: string): UpstreamVariable {
+/**
+ * A variable read as memgate's `setting`, its value as it is. With `takes`, a value it does not
+ * accept is refused naming the variable as set, not only the setting it would have been read as.
+ */
+function readAs(
+  name: string,
+  setting: string,
+  memgate: string,
+  takes?: { readonly accepts: (given: string) => boolean; readonly values: string },
+): UpstreamVariable {
   return {
     names: [name],
     handling: 'honoured',
     memgate: `read as \`${setting}\`${memgate}`,
     read: (read) => {
       const given = read.get(name);
-      if (given !== undefined) read.give(setting, given, name);
+      if (given === undefined) return;
+      if (takes && !takes.accepts(given)) read.refuse(`${name}=${given}: read as ${setting}, it must be ${takes.values}`);
+      else read.give(setting, given, name);
     },
   };
 }
@@ -279,12 +289,15 @@ export const UPSTREAM_VARIABLES: readonly UpstreamVariable[] = [
       if (given !== undefined) read.give('MEMGATE_KEY_PREFIX', given.replace(/:+$/, '') || given, 'CACHE_KEY_PREFIX');
     },
   },
-  {
-    names: ['EXPIRATION_JITTER_MAX_SECONDS'],
-    handling: 'refused',
-    memgate: 'accepted as 0; more is refused: each bucket lives exactly as long as a window can read it, plus 2 s',
-    read: refuseSet(['EXPIRATION_JITTER_MAX_SECONDS'], "memgate's buckets live exactly as long as a window reads them, plus 2 s; set 0 or unset it", (read) => Number(read.get('EXPIRATION_JITTER_MAX_SECONDS')) === 0),
-  },
+  readAs(
+    'EXPIRATION_JITTER_MAX_SECONDS',
+    'MEMCACHED_EXPIRATION_JITTER_S',
+    ": up to that many seconds, drawn at random, added to the life of each counter memgate creates, so that counters made together expire apart, as upstream does. Upstream's default 300 written out starts memgate unchanged; unset, memgate adds none (upstream adds up to 300 s). A value that is not a whole number from 0 to 86400 is refused, naming it",
+    {
+      accepts: (given) => /^[0-9]+$/.test(given) && Number(given) <= DEFAULTS.maxMemcachedExpirationJitterS,
+      values: `a whole number of seconds from 0 to ${DEFAULTS.maxMemcachedExpirationJitterS}`,
+    },
+  ),
   {
     names: ['LOCAL_CACHE_SIZE_IN_BYTES', 'STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT'],
     handling: 'accepted',

@@ -304,18 +304,35 @@ describe('upstream test/memcached/cache_impl_test.go', () => {
     });
   });
 
-  it('TestMemcacheWithJitter: EXPIRATION_JITTER_MAX_SECONDS=3600 is refused at start, naming it', () => {
-    // docs/envoy.md, upstream environment, EXPIRATION_JITTER_MAX_SECONDS: accepted as 0, more refused.
-    const run = startRefused({
-      ...upstreamRuntime({ 'domain.yaml': CACHE_IMPL }).env,
-      USE_STATSD: 'false',
-      BACKEND_TYPE: 'memcache',
-      MEMCACHE_HOST_PORT: memcached().servers,
-      EXPIRATION_JITTER_MAX_SECONDS: '3600',
-    });
-    expect(run.status).toBe(2);
-    expect(run.stdout).toBe('');
-    expect(run.stderr).toContain('EXPIRATION_JITTER_MAX_SECONDS=3600');
+  it("TestMemcacheWithJitter: EXPIRATION_JITTER_MAX_SECONDS=3600 lengthens each new counter's life by a random whole number of seconds below 3600", async () => {
+    const prefix = uniquePrefix();
+    const { client } = await startCacheImpl({ MEMGATE_KEY_PREFIX: prefix, EXPIRATION_JITTER_MAX_SECONDS: '3600' });
+    // CACHE_IMPL's minute limits, each its own counters: a crowd of keys made at once.
+    const minuteDescriptors: [string, string][][] = [
+      [['key', 'value']],
+      [['key', 'value1']],
+      [
+        ['key2', 'value2'],
+        ['subkey2', 'subvalue2'],
+      ],
+      ...[5, 6, 7, 8, 9, 10].map((n): [string, string][] => [[`key${n}`, `value${n}`]]),
+    ];
+    await awayFromWindowEnd('MINUTE');
+    for (const pairs of minuteDescriptors)
+      expect((await call(client, 'domain', [descriptor(pairs)])).overall_code).toBe('OK');
+    const left = resetOf('MINUTE');
+    const ttls = [...(await itemTtls(memcached().servers, `${prefix}:`)).values()];
+    expect(ttls.length).toBeGreaterThanOrEqual(minuteDescriptors.length);
+    // docs/envoy.md, upstream environment, EXPIRATION_JITTER_MAX_SECONDS: read as MEMCACHED_EXPIRATION_JITTER_S.
+    // Each counter lives as long as its window can read it, plus 2 s (see the test below), plus 0 to 3599 s.
+    const unjittered = SECONDS.MINUTE + 2;
+    for (const ttl of ttls) {
+      expect(ttl).toBeGreaterThanOrEqual(left - 1);
+      expect(ttl).toBeLessThanOrEqual(unjittered + 3600);
+    }
+    // Upstream's test pins rand; here the draws are real. With this many keys, the chance that
+    // none drew more than 60 s is below (61/3600)^9, about 1e-16.
+    expect(Math.max(...ttls)).toBeGreaterThan(unjittered + 60);
   });
 
   it('TestMemcacheAdd: the first hits of a key, at once from two instances, are each counted once', async () => {
@@ -354,8 +371,8 @@ describe('upstream test/memcached/cache_impl_test.go', () => {
     const left = resetOf('MINUTE');
     const ttls = [...(await itemTtls(memcached().servers, `${prefix}:`)).values()];
     expect(ttls.length).toBeGreaterThan(0);
-    // docs/envoy.md, upstream environment, EXPIRATION_JITTER_MAX_SECONDS: a bucket lives as long as a window
-    // can read it, plus 2 s (upstream: the unit's 60 s from the first hit).
+    // docs/envoy.md, "Counting: counter lifetime": without EXPIRATION_JITTER_MAX_SECONDS, a bucket lives as
+    // long as a window can read it, plus 2 s (upstream: the unit's 60 s from the first hit, plus its default 300 s jitter).
     for (const ttl of ttls) {
       expect(ttl).toBeGreaterThanOrEqual(left - 1);
       expect(ttl).toBeLessThanOrEqual(SECONDS.MINUTE + 2);
