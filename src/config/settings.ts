@@ -288,7 +288,7 @@ export const SETTINGS = {
     details: 'Shed checks get `retry-after: 1`',
   }),
   memcachedExpirationJitterS: integer('MEMCACHED_EXPIRATION_JITTER_S', DEFAULTS.memcachedExpirationJitterS, 0, DEFAULTS.maxMemcachedExpirationJitterS, 's', {
-    summary: 'up to this many seconds, drawn at random for each, added to the life of every counter memgate creates in Memcached, so that counters made together expire apart; 0 adds none',
+    summary: 'up to this many seconds, drawn at random for each, added to the life of every counter an increment creates in Memcached (window buckets, lease and reservation records; token buckets and concurrency slots keep theirs), so that counters made together expire apart; 0 adds none',
     details:
       "A longer life never changes a decision: memgate reads only the buckets of its windows. Read from envoyproxy/ratelimit's `EXPIRATION_JITTER_MAX_SECONDS` too",
   }),
