@@ -115,10 +115,16 @@ export const reload: Suite = {
         // Whether a slow probe was memgate's or the machine's: how long the serving thread sat
         // runnable without a core, the parse process, the prober and Memcached sharing them.
         const waitsNs: number[] = [];
+        // And the prober's own: a probe it sent late while it waited is the machine's, not memgate's.
+        const proberWaitsNs: number[] = [];
+        let proberPid: number | undefined;
         const sampler = setInterval(() => {
           rssPeak = Math.max(rssPeak, residentMiB(service.pid).now);
           parseRssPeak = Math.max(parseRssPeak, childrenMiB(service.pid));
           waitsNs.push(waitedForCoreNs(service.pid));
+          // Once it has ended (its answer read), there is nothing more to read.
+          const proberWait = proberPid === undefined ? Number.NaN : waitedForCoreNs(proberPid);
+          if (Number.isFinite(proberWait)) proberWaitsNs.push(proberWait);
         }, 20);
         // Written out before the probing: 2 MiB of text made meanwhile would be this
         // process's garbage, collected on the cores the service and the prober share.
@@ -139,6 +145,11 @@ export const reload: Suite = {
               reloadsMs.push(performance.now() - began);
               progress(`reload ${i}: ${Math.round(reloadsMs.at(-1) ?? 0)} ms`);
             }
+          },
+          {
+            onStarted: (pid) => {
+              proberPid = pid;
+            },
           },
         ).finally(() => {
           clearInterval(sampler);
@@ -165,6 +176,12 @@ export const reload: Suite = {
             Number.isNaN(waitsNs[0])
               ? 'not measured (no /proc schedstat)'
               : `${Math.round(longestWait(waitsNs, 5))} ms`,
+          ],
+          [
+            'the prober’s own longest wait for a core, within 100 ms',
+            proberWaitsNs.length === 0
+              ? 'not measured (no /proc schedstat)'
+              : `${Math.round(longestWait(proberWaitsNs, 5))} ms`,
           ],
           ['service heap used, before and after', `${Math.round(heapBefore)} MiB, ${Math.round(heapAfter)} MiB`],
           [

@@ -130,10 +130,16 @@ export interface Probed {
  * is never the one held, and each request counts from when it was due, so one the prober
  * sent late (its timer fired late) still counts from then.
  */
-export async function probeWhile(url: string, everyMs: number, work: () => Promise<void>): Promise<Probed> {
+export async function probeWhile(
+  url: string,
+  everyMs: number,
+  work: () => Promise<void>,
+  { onStarted }: { readonly onStarted?: (proberPid: number) => void } = {},
+): Promise<Probed> {
   const prober = spawn(process.execPath, ['--input-type=module', '-e', PROBER, url, String(everyMs)], {
     stdio: ['pipe', 'pipe', 'inherit'],
   });
+  if (prober.pid !== undefined) onStarted?.(prober.pid);
   let output = '';
   prober.stdout.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
   const exited = new Promise<number | null>((resolve) => prober.on('exit', resolve));
