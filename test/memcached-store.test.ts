@@ -29,14 +29,17 @@ describe('memcached store on one server', () => {
     const store = createMemcachedStore({ servers: memcached().servers, expirationJitterS: 3600 });
     const prefix = uniquePrefix();
     const keys = Array.from({ length: 10 }, (_, i) => `${prefix}:{t}:${i}`);
+    const began = performance.now();
     await store.incrementAndRead(
       keys.map((key) => ({ key, delta: 1, ttlSeconds: 60 })),
       [],
     );
     const ttls = [...(await itemTtls(memcached().servers, `${prefix}:`)).values()];
+    // Seconds that passed before the TTLs were read, on a busy host too.
+    const passed = Math.ceil((performance.now() - began) / 1000);
     expect(ttls).toHaveLength(10);
     for (const ttl of ttls) {
-      expect(ttl).toBeGreaterThanOrEqual(59);
+      expect(ttl).toBeGreaterThanOrEqual(59 - passed);
       expect(ttl).toBeLessThanOrEqual(60 + 3599);
     }
     // Ten draws all below 60 s: (60/3600)^10, about 2e-18.
