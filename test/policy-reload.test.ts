@@ -280,7 +280,10 @@ describe('reloads that cannot hurt', () => {
         .filter(Boolean);
     await expect.poll(children, { timeout: 10_000, interval: 20 }).toHaveLength(1);
     const [parser] = children();
-    expect(readFileSync(`/proc/${parser}/cmdline`, 'utf8')).toContain('policy-parse-process');
+    // Forked, a child shows its parent's command line until it has started node on its own.
+    await expect
+      .poll(() => readFileSync(`/proc/${parser}/cmdline`, 'utf8'), { timeout: 5000, interval: 10 })
+      .toContain('policy-parse-process');
     // Inside the parse (past starting node and loading the parser, about 0.3 s of CPU): busy, not listening.
     const cpuSeconds = () => {
       const fields = readFileSync(`/proc/${parser}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
