@@ -331,6 +331,14 @@ describe('the memgate process', () => {
       'MEMGATE_CAHCE_MB is not a memgate setting: did you mean MEMGATE_CACHE_MB? (memgate --help lists every setting)',
     ],
     [
+      { MEMCACHE_SERVERS: 'cache:11211' },
+      'MEMCACHE_SERVERS is not a memgate setting: did you mean MEMCACHED_SERVERS? (memgate --help lists every setting)',
+    ],
+    [
+      { MEMGATE_PORT: '9000' },
+      'MEMGATE_PORT is not a memgate setting: did you mean PORT? (a Kubernetes service link would hold tcp://…) (memgate --help lists every setting)',
+    ],
+    [
       { MEMCACHED_SERVERS: '' },
       'MEMCACHED_SERVERS is set but empty: name the servers (host:port,…), or unset it to count in this process only',
     ],

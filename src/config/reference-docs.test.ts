@@ -4,7 +4,8 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { ERROR_CODES } from './error-codes.js';
-import { READ_BY_OTHER_TOOLS, REPLACED_SETTINGS, SERVICE_LINK, SETTINGS, type Setting } from './settings.js';
+import { READ_BY_OTHER_TOOLS, REPLACED_SETTINGS, SETTINGS, type Setting } from './settings.js';
+import { LINK_NAME } from './variable-names.js';
 import { UPSTREAM_VARIABLES } from './upstream-env.js';
 
 const README = new URL('../../README.md', import.meta.url);
@@ -84,7 +85,7 @@ describe('README.md and docs/', () => {
       // Not settings, and said so: Kubernetes' service links, and a misspelt name quoted with memgate's refusal of it.
       const unknown = [...text.matchAll(/\b(?:MEMGATE|MEMCACHED)_[A-Z0-9_]+\b/g)]
         .map(([variable]) => variable)
-        .filter((variable) => !known.has(variable) && !SERVICE_LINK.test(variable) && !text.includes(`${variable} is not a memgate setting`));
+        .filter((variable) => !known.has(variable) && !LINK_NAME.test(variable) && !text.includes(`${variable} is not a memgate setting`));
       expect(unknown, name).toEqual([]);
     }
   });

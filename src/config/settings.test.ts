@@ -319,9 +319,68 @@ describe('loadSettings', () => {
         MEMCACHED_PORT: 'tcp://10.0.0.7:11211',
         MEMCACHED_PORT_11211_TCP: 'tcp://10.0.0.7:11211',
         MEMCACHED_PORT_11211_TCP_ADDR: '10.0.0.7',
+        MEMGATE_PORT: 'tcp://10.0.0.8:8080',
         MEMGATE_PORT_8080_TCP_PROTO: 'tcp',
       }),
     ).toEqual([]);
+  });
+
+  it('refuses a setting misspelt under any prefix, or with memgate\'s prefix added, swapped or left out, naming the one meant', () => {
+    const meant = (env: Record<string, string>) =>
+      problemsOf(env).map((problem) => /^(\S+) is not a memgate setting(?:: did you mean (.+?)\?)?/.exec(problem)?.slice(1, 3));
+    expect(meant({ MEMCACHE_SERVERS: 'cache:11211' })).toEqual([['MEMCACHE_SERVERS', 'MEMCACHED_SERVERS']]);
+    expect(meant({ MEMGATE_PORT: '9000' })).toEqual([['MEMGATE_PORT', 'PORT']]);
+    expect(meant({ MEMGATE_HOST: '0.0.0.0' })).toEqual([['MEMGATE_HOST', 'HOST']]);
+    // MEMGATE_URL is the client's setting, not what a Memcached address was meant for.
+    expect(meant({ MEMCACHED_URL: 'cache:11211' })).toEqual([['MEMCACHED_URL', 'MEMCACHED_SERVERS']]);
+    expect(meant({ MEMGATE_SERVERS: 'cache:11211' })).toEqual([['MEMGATE_SERVERS', 'MEMCACHED_SERVERS']]);
+    expect(meant({ MEMCACHED_CACHE_MB: '64' })).toEqual([['MEMCACHED_CACHE_MB', 'MEMGATE_CACHE_MB']]);
+    expect(meant({ CACHE_MB: '64' })).toEqual([['CACHE_MB', 'MEMGATE_CACHE_MB']]);
+    expect(meant({ TLS_CERT: 'c.pem' })).toEqual([['TLS_CERT', 'MEMGATE_TLS_CERT or MEMCACHED_TLS_CERT']]);
+    expect(meant({ MEMGATE_LOG_LEVEL: 'debug' })).toEqual([['MEMGATE_LOG_LEVEL', 'LOG_LEVEL']]);
+    // Two edits, or two letters swapped, under any prefix; one edit for a short name.
+    expect(meant({ LOG_LEVL: 'info', LOGLEVEL: 'info', MEMCACHED_SERVRES: 'a:1', PROT: '80', HSOT: 'x' })).toEqual([
+      ['HSOT', 'HOST'],
+      ['LOGLEVEL', 'LOG_LEVEL'],
+      ['LOG_LEVL', 'LOG_LEVEL'],
+      ['MEMCACHED_SERVRES', 'MEMCACHED_SERVERS'],
+      ['PROT', 'PORT'],
+    ]);
+    // A machine's own variables are not settings misspelt, nor are other programs' of one word.
+    expect(
+      problemsOf({
+        HOME: '/root',
+        HOSTNAME: 'pod-1',
+        PATH: '/usr/bin',
+        PWD: '/',
+        TERM: 'xterm',
+        USERNAME: 'me',
+        PASSWORD: 'x',
+        SERVERS: 'a',
+        NODE_ENV: 'production',
+        NODE_OPTIONS: '--enable-source-maps',
+        GRPC_TRACE: 'all',
+        GRPC_VERBOSITY: 'debug',
+        OTEL_METRICS_EXPORTER: 'none',
+        OTEL_LOGS_EXPORTER: 'none',
+        OTEL_EXPORTER_OTLP_HEADERS: 'a=b',
+        KUBERNETES_SERVICE_HOST: '10.0.0.1',
+        KUBERNETES_SERVICE_PORT: '443',
+        KUBERNETES_PORT: 'tcp://10.0.0.1:443',
+      }),
+    ).toEqual([]);
+  });
+
+  it('knows Kubernetes service links by their tcp:// values: without one, a link-shaped name is a mistake', () => {
+    expect(problemsOf({ MEMGATE_PORT: 'tcp://10.0.0.8:8080', MEMGATE_SERVICE_HOST: '10.0.0.8' })).toEqual([]);
+    expect(problemsOf({ MEMGATE_PORT: '9000' })).toEqual([
+      'MEMGATE_PORT is not a memgate setting: did you mean PORT? (a Kubernetes service link would hold tcp://…) (memgate --help lists every setting)',
+    ]);
+    expect(problemsOf({ MEMCACHED_SERVICE_HOST: '10.0.0.7' })).toEqual([
+      'MEMCACHED_SERVICE_HOST is not a memgate setting (memgate --help lists every setting)',
+    ]);
+    // Another service's link is no MEMGATE one.
+    expect(problemsOf({ MEMCACHED_PORT: 'tcp://10.0.0.7:11211', MEMGATE_SERVICE_PORT: '8080' })).toHaveLength(1);
   });
 
   it('refuses an empty MEMCACHED_SERVERS: unset is what means in-process counters', () => {

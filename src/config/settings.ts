@@ -2,12 +2,12 @@ import { isIP } from 'node:net';
 import { createSecureContext } from 'node:tls';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import leven from 'leven';
 import { DEFAULTS, KEY_PREFIX_PATTERN } from './defaults.js';
 import { parseServerList, ServerListError, type Credentials } from './memcached-servers.js';
 import { parseRetention, type Archive } from './retention.js';
 import { readPemFile, type ListenerTls, type MemcachedTls } from './tls.js';
-import { fromUpstream } from './upstream-env.js';
+import { fromUpstream, isUpstreamVariable } from './upstream-env.js';
+import { misnamedVariables } from './variable-names.js';
 
 type Env = Readonly<Record<string, string | undefined>>;
 
@@ -566,42 +566,21 @@ export const READ_BY_OTHER_TOOLS: Readonly<Record<string, string>> = {
 };
 
 /**
- * What Kubernetes puts in every pod of a namespace that has a Service named memgate or
- * memcached (service links): MEMCACHED_SERVICE_HOST, MEMCACHED_PORT=tcp://…,
- * MEMCACHED_PORT_11211_TCP_ADDR and the like. Never settings; never refused.
+ * A problem for each variable that is a setting misspelt, or memgate's own but no setting
+ * (variable-names.ts): it would otherwise be ignored in silence, its default used.
  */
-export const SERVICE_LINK = /^(?:MEMGATE|MEMCACHED)_(?:SERVICE_HOST|SERVICE_PORT(?:_[A-Z0-9_]+)?|PORT(?:_[0-9]+_(?:TCP|UDP|SCTP)(?:_PROTO|_PORT|_ADDR)?)?)$/;
-
-/** Every variable name the service reads, or knows another tool reads, with memgate's prefixes. */
-const KNOWN_NAMES: readonly string[] = [
-  ...Object.values(SETTINGS).flatMap((setting: Setting<unknown>) => setting.env),
-  ...Object.keys(REPLACED_SETTINGS),
-  ...Object.keys(READ_BY_OTHER_TOOLS),
-];
-
-/**
- * A problem for each MEMGATE_* or MEMCACHED_* variable that is no setting: a misspelt one
- * would otherwise be ignored in silence, its default used. Names the closest known setting.
- */
-function unknownVariables(env: Env): string[] {
-  return Object.keys(env)
-    .filter((name) => /^(?:MEMGATE|MEMCACHED)_/.test(name) && !KNOWN_NAMES.includes(name) && !SERVICE_LINK.test(name))
-    .sort()
-    .map((name) => {
-      const closest = closestName(name);
-      return `${name} is not a memgate setting${closest ? `: did you mean ${closest}?` : ''} (memgate --help lists every setting)`;
-    });
-}
-
-/** The known name closest to `name` in edits, when it is close enough to be what was meant. */
-function closestName(name: string): string | undefined {
-  let best: { name: string; distance: number } | undefined;
-  for (const known of KNOWN_NAMES) {
-    const distance = leven(name, known);
-    if (best === undefined || distance < best.distance) best = { name: known, distance };
-  }
-  // A third of the name's letters changed is a different name, not a typo.
-  return best && best.distance <= Math.max(2, Math.floor(name.length / 3)) ? best.name : undefined;
+function misnamedVariableProblems(env: Env): string[] {
+  const settings = Object.values(SETTINGS).flatMap((setting: Setting<unknown>) => setting.env);
+  const readElsewhere = new Set([...Object.keys(REPLACED_SETTINGS), ...Object.keys(READ_BY_OTHER_TOOLS)]);
+  return misnamedVariables(env, {
+    settings,
+    alsoKnown: (name) => readElsewhere.has(name) || isUpstreamVariable(name),
+  }).map(({ name, meant }) => {
+    const guess = meant.length > 0 ? `: did you mean ${meant.join(' or ')}?` : '';
+    // MEMGATE_PORT=9000 is no Kubernetes link, whose value is tcp://…
+    const link = name.endsWith('_PORT') && meant.length > 0 ? ' (a Kubernetes service link would hold tcp://…)' : '';
+    return `${name} is not a memgate setting${guess}${link} (memgate --help lists every setting)`;
+  });
 }
 
 /** How the service runs, from the environment and the command line. */
@@ -626,7 +605,7 @@ export const USAGE = [
     return [`  ${setting.env.join(', ')} (${fallback}; ${plainText(setting.values)})`, `      ${plainText(setting.summary)}`];
   }),
   '',
-  'Any other MEMGATE_* or MEMCACHED_* variable stops the start, naming the closest setting.',
+  'Any other MEMGATE_* or MEMCACHED_* variable, or one within two edits of a setting, stops the start, naming the setting it meant.',
   'Exit codes: 0 stopped cleanly, 1 failed, 2 bad usage or configuration (a setting, or the policy file).',
 ].join('\n');
 
@@ -650,7 +629,7 @@ export function loadSettings(
     throw new SettingsError([`${first ?? 'bad command line'} (memgate --help lists the options)`]);
   }
   const problems: string[] = Object.entries(REPLACED_SETTINGS).flatMap(([name, message]) => (value(env, name) === undefined ? [] : [message]));
-  problems.push(...unknownVariables(env));
+  problems.push(...misnamedVariableProblems(env));
   // envoyproxy/ratelimit's variables, read as memgate's (or refused): memgate's own, where set, agree.
   const upstream = fromUpstream(env);
   problems.push(...upstream.problems);

@@ -7,6 +7,7 @@
  */
 import { join } from 'node:path';
 import { DEFAULTS } from './defaults.js';
+import { isServiceLink, linkedServices } from './variable-names.js';
 
 type Env = Readonly<Record<string, string | undefined>>;
 
@@ -423,9 +424,10 @@ export function fromUpstream(env: Env): FromUpstream {
   const problems: string[] = [];
   // A Kubernetes service named redis, grpc or statsd puts REDIS_PORT=tcp://…, GRPC_PORT=tcp://…
   // into every pod of its namespace: those are links, not upstream's settings.
+  const links = linkedServices(env);
   const get = (name: string) => {
     const text = env[name]?.trim();
-    return text === '' || text === undefined || isServiceLink(name, text) ? undefined : text;
+    return text === '' || text === undefined || isServiceLink(name, links) ? undefined : text;
   };
   const read: UpstreamRead = {
     get,
@@ -457,14 +459,6 @@ export function fromUpstream(env: Env): FromUpstream {
     }
   }
   return { env: given, honoured, problems };
-}
-
-/** Kubernetes' service link variables (`<SERVICE>_SERVICE_HOST`, `<SERVICE>_PORT=tcp://…`, …). */
-const LINK_NAME = /_(?:SERVICE_HOST|SERVICE_PORT(?:_[A-Z0-9_]+)?|PORT_[0-9]+_(?:TCP|UDP|SCTP)(?:_PROTO|_PORT|_ADDR)?)$/;
-const LINK_VALUE = /^(?:tcp|udp|sctp):\/\//;
-
-function isServiceLink(name: string, value: string): boolean {
-  return LINK_NAME.test(name) || LINK_VALUE.test(value);
 }
 
 /** Whether `name` is one of envoyproxy/ratelimit's variables. */
