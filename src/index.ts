@@ -21,6 +21,6 @@ export type {
 export { createEmbeddedStore } from './store/embedded-store.js';
 export type { EmbeddedStoreOptions } from './store/embedded-store.js';
 export { createMemcachedStore } from './store/memcached/memcached-store.js';
-export type { MemcachedStoreOptions } from './store/memcached/memcached-store.js';
+export type { MemcachedStoreOptions, StoreLogger } from './store/memcached/memcached-store.js';
 export { buildApp } from './http/app.js';
 export type { AppOptions } from './http/app.js';

@@ -329,6 +329,8 @@ function openStore(settings: Settings, { metrics, storeTrouble, warnings, clockL
         failover: settings.memcachedFailover,
         failoverHoldDownMs: settings.memcachedFailoverHoldDownMs,
         failoverSettleMs: settings.memcachedFailoverSettleMs,
+        // The service says it in its own lines (store-trouble.ts), with what each event gets.
+        logger: false,
         onServerState: storeTrouble.onServerState,
         onPlacementChange: (change) => {
           metrics.onPlacementChange(change);

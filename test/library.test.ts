@@ -12,6 +12,7 @@ import {
   PolicyError,
 } from '../src/index.js';
 import { uniquePrefix, useMemcached } from './helpers/memcached.js';
+import { freePort } from '../scripts/lib/memcached-process.js';
 
 const run = promisify(execFile);
 
@@ -45,6 +46,18 @@ describe('memgate as a library', () => {
     });
     expect(stdout.trim()).toBe('true 4');
     expect(Date.now() - started).toBeLessThan(15_000);
+
+    // Memcached unreachable: still answered (degraded), one warning, and health() says so.
+    const port = await freePort();
+    const unreachable = await run(process.execPath, [resolve('node_modules/tsx/dist/cli.mjs'), 'example.ts'], {
+      cwd: app,
+      env: { PATH: process.env.PATH, MEMCACHED_SERVERS: `127.0.0.1:${port}` },
+      timeout: 15_000,
+    });
+    expect(unreachable.stdout).toMatch(/^true /);
+    const lines = unreachable.stderr.trim().split('\n');
+    expect(lines.filter((line) => line.includes(`Memcached 127.0.0.1:${port} cannot be reached`))).toHaveLength(1);
+    expect(lines.at(-1)).toMatch(new RegExp(`^not counting: .*127\\.0\\.0\\.1:${port}`));
   });
 
   it('limits with policies given inline, on Memcached', async () => {

@@ -1,4 +1,6 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { freePort } from '../scripts/lib/memcached-process.js';
+import { createLimiter } from '../src/counting/limiter.js';
 import { StoreOverloadedError, StoreUnavailableError } from '../src/store/counter-store.js';
 import { createMemcachedStore } from '../src/store/memcached/memcached-store.js';
 import { itemTtls } from './conformance/helpers-integration.js';
@@ -327,5 +329,55 @@ describe('memcached store with SASL', () => {
     const good = createMemcachedStore({ servers: server.servers, credentials: user });
     expect((await good.incrementAndRead([], [key])).read).toEqual([0]);
     await good.close();
+  });
+});
+
+describe('a library whose Memcached cannot be reached', () => {
+  const policies = { events: { login: { limits: [{ limit: 5, window: '1m' }] } } };
+
+  it('warns once per outage through the logger it was given, and health() says which server', async () => {
+    const warnings: string[] = [];
+    const port = await freePort();
+    const store = createMemcachedStore({
+      servers: `127.0.0.1:${port}`,
+      timeoutMs: 200,
+      logger: { warn: (line) => warnings.push(line) },
+    });
+    const limiter = createLimiter({ policies, store });
+    for (let i = 0; i < 20; i++) {
+      const decision = await limiter.check({ event: 'login', feature: 'alice' });
+      expect([decision.allowed, decision.degraded]).toEqual([true, true]);
+    }
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toContain(`Memcached 127.0.0.1:${port} cannot be reached`);
+    expect(warnings[0]).toContain('onStoreError');
+    const [health] = await store.health();
+    expect(health).toMatchObject({ server: `127.0.0.1:${port}`, up: false });
+    expect(health?.error).toContain(`127.0.0.1:${port}`);
+
+    // It comes back: health says so, and the next outage is told again.
+    const server = await startMemcachedProcess({ port });
+    await expect.poll(async () => (await store.health())[0]?.up, { timeout: 5000 }).toBe(true);
+    expect((await limiter.check({ event: 'login', feature: 'alice' })).degraded).toBeUndefined();
+    await server.stop();
+    await limiter.check({ event: 'login', feature: 'alice' });
+    await expect.poll(() => warnings.length, { timeout: 5000 }).toBe(2);
+    await limiter.close();
+  });
+
+  it('warns on the console by default, and says nothing with logger: false', async () => {
+    const warn = vi.spyOn(console, 'warn').mockImplementation(() => undefined);
+    try {
+      const servers = `127.0.0.1:${await freePort()}`;
+      for (const logger of [undefined, false as const]) {
+        const limiter = createLimiter({ policies, store: createMemcachedStore({ servers, timeoutMs: 200, logger }) });
+        for (let i = 0; i < 5; i++) await limiter.check({ event: 'login', feature: 'bob' });
+        await limiter.close();
+      }
+      expect(warn).toHaveBeenCalledTimes(1);
+      expect(warn.mock.calls[0]?.[0]).toContain(`Memcached ${servers} cannot be reached`);
+    } finally {
+      warn.mockRestore();
+    }
   });
 });

@@ -76,6 +76,8 @@ async function runScenario({ name, failover, fault }: Scenario): Promise<Outcome
       failover,
       failoverHoldDownMs: HOLD_DOWN_MS,
       failoverSettleMs: SETTLE_MS,
+      // The node is killed on purpose: the bench reports what that did, not a warning per instance.
+      logger: false,
       onPlacementChange: (change) => {
         if (change.kind === 'returned') returnedAt[instance] = performance.now();
       },

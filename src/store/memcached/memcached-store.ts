@@ -24,6 +24,11 @@ import type { BatchRequest } from './protocol.js';
 import { Placement, type PlacementChange } from './placement.js';
 import { parseServerList, type Credentials, type MemcachedTls } from './servers.js';
 
+/** Where the store warns of a server it cannot reach: console and pino loggers are ones. */
+export interface StoreLogger {
+  warn(message: string): void;
+}
+
 export interface MemcachedStoreOptions {
   /** `host[:port],…`, as in MEMCACHED_SERVERS. */
   readonly servers: string;
@@ -59,6 +64,12 @@ export interface MemcachedStoreOptions {
   readonly failoverHoldDownMs?: number;
   /** How long a server must answer without a break before its clients move back. Default 10 s. */
   readonly failoverSettleMs?: number;
+  /**
+   * Told once per outage, in one line, that a server cannot be reached and what checks get
+   * meanwhile; anything with `warn(message)` (console, pino). Default console; false says
+   * nothing (the service writes its own lines: operator-log/store-trouble.ts).
+   */
+  readonly logger?: StoreLogger | false | undefined;
   /** Told when a server goes down (with the reason) and when it answers again. */
   readonly onServerState?: (server: string, state: { up: boolean; reason?: string }) => void;
   /** Told when a server's clients move away, when it answers again while away, and when they move back. Before onServerState. */
@@ -178,6 +189,7 @@ export function createMemcachedStore(options: MemcachedStoreOptions): CounterSto
     };
     next();
   }
+  const warnDown = outageWarning(options.logger ?? console, endpoints.length);
   const servers = endpoints.map(
     ({ host, port, username, password, label }, index) =>
       new ServerConnection({
@@ -193,6 +205,7 @@ export function createMemcachedStore(options: MemcachedStoreOptions): CounterSto
         onStateChange: (state) => {
           if (state.up) placement.up(index);
           else placement.down(index, state.reason ?? 'no reason');
+          warnDown(label, state);
           options.onServerState?.(label, state);
         },
       }),
@@ -582,6 +595,26 @@ export function createMemcachedStore(options: MemcachedStoreOptions): CounterSto
       for (const server of servers) server.close();
       return Promise.resolve();
     },
+  };
+}
+
+/**
+ * A library's warning that a server cannot be reached, once per outage: without it, every
+ * check of its clients would be answered by onStoreError (allowed, degraded) without a word.
+ */
+function outageWarning(logger: StoreLogger | false, serverCount: number) {
+  const warned = new Set<string>();
+  return (server: string, { up, reason = 'no reason' }: { up: boolean; reason?: string }): void => {
+    if (up) {
+      warned.delete(server);
+      return;
+    }
+    if (!logger || warned.has(server)) return;
+    warned.add(server);
+    const elsewhere = serverCount > 1 ? ' counted on another server if failover is on and one answers, otherwise' : '';
+    logger.warn(
+      `memgate: Memcached ${server} cannot be reached (${reason}); until it answers, checks of its clients are${elsewhere} decided by their event's onStoreError (allowed and marked degraded by default). store.health() tells which servers answer.`,
+    );
   };
 }
 
