@@ -186,47 +186,76 @@ type Finisher<T> = (
   settled: Settled,
 ) => T | Promise<T>;
 
+/**
+ * Requests of this process in their rounds now, over every limiter. With a store no other
+ * process counts in, a request alone in its rounds need not pause before it looks again: no
+ * other request's count can be on its way back (the accuracy lab replays one check at a time).
+ */
+let inRounds = 0;
+
 async function runRounds<T>(context: Context, request: StepRequest, finishWith: Finisher<T>): Promise<T> {
-  const { counters } = request;
-  let mode = startMode(request);
-  let countRounds = 0;
-  let reads = 0;
-  // What each counter held before the request at the last denied look.
-  let lastLook: Look | undefined;
-  for (;;) {
-    const sentAt = performance.now();
-    const rounds =
-      counters.length === 1
-        ? [await roundOf(context, counters[0] as StepCounter, mode, false)]
-        : await Promise.all(counters.map((counter) => roundOf(context, counter, mode, true)));
-    const allowed = enforcedAllowed(context, request, rounds);
-    if (mode === 'count') countRounds++;
-    else reads++;
-    if (allowed && mode === 'count')
-      return finishWith(context, request, rounds, { allowed, last: mode, gaveUp: false });
-    if (allowed) {
-      // Room on a read: count it now, a lease only what remains.
-      mode = 'count';
-      continue;
+  inRounds++;
+  // Counted as in its rounds until its answer is finished: a finish may take back what it counted.
+  try {
+    let decidedBy: readonly CounterRound[];
+    let settled: Settled;
+    const { counters } = request;
+    let mode = startMode(request);
+    let countRounds = 0;
+    let reads = 0;
+    // What each counter held before the request at the last denied look.
+    let lastLook: Look | undefined;
+    for (;;) {
+      const sentAt = performance.now();
+      const rounds =
+        counters.length === 1
+          ? [await roundOf(context, counters[0] as StepCounter, mode, false)]
+          : await Promise.all(counters.map((counter) => roundOf(context, counter, mode, true)));
+      const allowed = enforcedAllowed(context, request, rounds);
+      if (mode === 'count') countRounds++;
+      else reads++;
+      if (allowed && mode === 'count') {
+        decidedBy = rounds;
+        settled = { allowed, last: mode, gaveUp: false };
+        break;
+      }
+      if (allowed) {
+        // Room on a read: count it now, a lease only what remains.
+        mode = 'count';
+        continue;
+      }
+      // How long this process and the store took to answer (read only on a denial, off the hot
+      // path): what another request's take-back may take too, here or on another instance.
+      const roundMs = performance.now() - sentAt;
+      await undoCounted(context, counters, rounds, () => true);
+      // Decided without counts or exactly (the event's onStoreError rule, a list, a denial in
+      // memory, a cost beyond a limit, a compare-and-swap): it stands.
+      if (deniedForSure(context, request, rounds)) {
+        decidedBy = rounds;
+        settled = { allowed, last: mode, gaveUp: false };
+        break;
+      }
+      const look = rounds.map((round) => round.look);
+      // No room on a read, and the counts as they were a pause before: no other request was
+      // counting or taking back meanwhile, so what fills the window was admitted. The denial stands.
+      if (mode === 'read' && lastLook !== undefined && sameLook(look, lastLook)) {
+        decidedBy = rounds;
+        settled = { allowed, last: mode, gaveUp: false };
+        break;
+      }
+      if (countRounds >= MAX_COUNT_ROUNDS || reads >= MAX_READS) {
+        decidedBy = rounds;
+        settled = { allowed, last: mode, gaveUp: true };
+        break;
+      }
+      lastLook = look;
+      mode = 'read';
+      if (context.store.shared || inRounds > 1) await pauseBeforeLookingAgain(reads + countRounds, roundMs);
     }
-    // How long this process and the store took to answer (read only on a denial, off the hot
-    // path): what another request's take-back may take too, here or on another instance.
-    const roundMs = performance.now() - sentAt;
-    await undoCounted(context, counters, rounds, () => true);
-    // Decided without counts or exactly (the event's onStoreError rule, a list, a denial in
-    // memory, a cost beyond a limit, a compare-and-swap): it stands.
-    if (deniedForSure(context, request, rounds))
-      return finishWith(context, request, rounds, { allowed, last: mode, gaveUp: false });
-    const look = rounds.map((round) => round.look);
-    // No room on a read, and the counts as they were a pause before: no other request was
-    // counting or taking back meanwhile, so what fills the window was admitted. The denial stands.
-    if (mode === 'read' && lastLook !== undefined && sameLook(look, lastLook))
-      return finishWith(context, request, rounds, { allowed, last: mode, gaveUp: false });
-    if (countRounds >= MAX_COUNT_ROUNDS || reads >= MAX_READS)
-      return finishWith(context, request, rounds, { allowed, last: mode, gaveUp: true });
-    lastLook = look;
-    mode = 'read';
-    await pauseBeforeLookingAgain(reads + countRounds, roundMs);
+    const finished = finishWith(context, request, decidedBy, settled);
+    return finished instanceof Promise ? await finished : finished;
+  } finally {
+    inRounds--;
   }
 }
 
