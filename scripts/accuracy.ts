@@ -8,7 +8,7 @@ import { availableParallelism } from 'node:os';
 import { parseDuration } from '../src/config/duration.js';
 import { parseClf, type ParsedLog } from './accuracy/clf.js';
 import { replay } from './accuracy/replay.js';
-import { charts, markdownReport, runHeading, runTable, type LabRun } from './accuracy/report.js';
+import { charts, markdownReport, replayRates, runHeading, runTable, type LabRun } from './accuracy/report.js';
 import { openStore, type StoreChoice } from './accuracy/scheme-replay.js';
 import { schemesFor } from './accuracy/schemes.js';
 import { SHAPES, type TimedRequest } from './accuracy/traffic.js';
@@ -211,7 +211,10 @@ runCommand(
     const seconds = (performance.now() - started) / 1000;
     const checks = runs.reduce((sum, run) => sum + run.result.requests * run.result.schemes.length, 0);
     const requests = jobs.reduce((sum, job) => sum + job.requests.length, 0);
-    const timing = `${requests.toLocaleString('en')} requests through ${checks.toLocaleString('en')} limiter checks in ${seconds.toFixed(1)} s on ${workers} thread${workers === 1 ? '' : 's'}`;
+    const timing = [
+      `${requests.toLocaleString('en')} requests through ${checks.toLocaleString('en')} limiter checks in ${seconds.toFixed(1)} s on ${workers} thread${workers === 1 ? '' : 's'}`,
+      replayRates(runs, seconds, workers),
+    ].join('\n');
     const command = `npm run accuracy --${process.argv.length > 2 ? ` ${process.argv.slice(2).join(' ')}` : ''}`;
 
     if (out.kind === 'stdout') {

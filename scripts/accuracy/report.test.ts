@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { bucketLabel, charts, markdownReport, multiple, runTable, type LabRun } from './report.js';
+import { bucketLabel, charts, markdownReport, multiple, replayRates, runTable, type LabRun } from './report.js';
 import type { SchemeResult } from './scheme-replay.js';
 import { schemesFor } from './schemes.js';
 
@@ -15,6 +15,7 @@ function run(traffic: string, window: number, limit: number): LabRun {
     keysPerCheck: { mean: 30 / (i + 1), max: 60 },
     itemsPerFeature: 68 - i,
     bytesPerFeature: 6000 - 100 * i,
+    limiterMs: 100,
   }));
   return {
     traffic,
@@ -122,5 +123,19 @@ describe('the accuracy tables', () => {
 
   it('write a multiple to two decimals unless that would round it', () => {
     expect([1.9, 1, 1.999, 13 / 7].map(multiple)).toEqual(['1.90', '1.00', '1.999', '1.857']);
+  });
+});
+
+describe('replayRates', () => {
+  it('gives the replay per thread beside the limiter alone on the same checks', () => {
+    const runs = [run('steady', 60, 10)];
+    const schemes = runs[0]?.result.schemes.length ?? 0;
+    // Each scheme: 1,000 checks in 100 ms inside the limiter, 10,000 a second; the replay took
+    // as long as the limiter's time over two threads, so it runs at 100% of it.
+    const seconds = (schemes * 0.1) / 2;
+    expect(replayRates(runs, seconds, 2)).toBe(
+      'replay: 10,000 checks/s per thread; the embedded limiter alone on the same checks: 10,000 checks/s (the replay runs at 100% of it)',
+    );
+    expect(replayRates(runs, seconds * 4, 2)).toContain('(the replay runs at 25% of it)');
   });
 });

@@ -348,3 +348,24 @@ export function costChart(run: LabRun): Promise<string> {
     hconcat: [panel('keys', 'keys read per check, mean'), panel('bytes', 'bytes per active client')],
   });
 }
+
+/**
+ * The replay's checks a second per thread, beside the limiter's alone on the same checks (their
+ * count over the time spent inside limiter.check): how much the lab adds to what it measures.
+ */
+export function replayRates(runs: readonly LabRun[], seconds: number, workers: number): string {
+  let checks = 0;
+  let limiterMs = 0;
+  for (const run of runs) {
+    for (const scheme of run.result.schemes) {
+      checks += run.result.requests;
+      limiterMs += scheme.limiterMs;
+    }
+  }
+  // Threads the schemes kept busy: never more than there were schemes to run at once.
+  const threads = Math.max(1, Math.min(workers, Math.max(...runs.map((run) => run.result.schemes.length))));
+  const replay = checks / seconds / threads;
+  const alone = limiterMs > 0 ? checks / (limiterMs / 1000) : 0;
+  const perSecond = (rate: number) => Math.round(rate).toLocaleString('en');
+  return `replay: ${perSecond(replay)} checks/s per thread; the embedded limiter alone on the same checks: ${perSecond(alone)} checks/s (the replay runs at ${((100 * replay) / Math.max(1, alone)).toFixed(0)}% of it)`;
+}

@@ -31,6 +31,8 @@ export interface SchemeResult {
   readonly itemsPerFeature: number;
   /** Estimated Memcached memory of those items: item header, key and value. */
   readonly bytesPerFeature: number;
+  /** Time spent inside the limiter's checks, in milliseconds: the replay less the lab's own work. */
+  readonly limiterMs: number;
 }
 
 /** Where a scheme counts: plain data, so a worker thread can open its own. */
@@ -38,7 +40,10 @@ export type StoreChoice = { readonly kind: 'embedded' } | { readonly kind: 'memc
 
 /** A store of the kind chosen; the embedded one on the replay's clock `now`. */
 export function openStore(choice: StoreChoice, now: () => number): CounterStore {
-  return choice.kind === 'memcached' ? createMemcachedStore({ servers: choice.servers }) : createEmbeddedStore({ now });
+  // The lab stops at a Memcached that does not answer, saying so in its own line.
+  return choice.kind === 'memcached'
+    ? createMemcachedStore({ servers: choice.servers, logger: false })
+    : createEmbeddedStore({ now });
 }
 
 /** Memcached's per-item cost besides key and value (item header with CAS, CRLF). */
@@ -70,10 +75,13 @@ export async function replayScheme(
   let allowedCount = 0;
   let falseAllows = 0;
   let falseDenies = 0;
+  let limiterMs = 0;
   try {
     for (const [index, { ms, feature }] of requests.entries()) {
       clock.ms = ms;
+      const asked = performance.now();
       const { allowed, degraded } = await limiter.check({ event: 'e', feature });
+      limiterMs += performance.now() - asked;
       // Decided without the store, by onStoreError: not what the scheme would decide.
       if (degraded)
         throw new Error(`${store.description} stopped answering while replaying ${JSON.stringify(scheme.name)}`);
@@ -113,5 +121,6 @@ export async function replayScheme(
     keysPerCheck: plan.limits[0] ? partOf(plan).limitSizing(plan.limits[0]).keysPerCheck : { mean: 0, max: 0 },
     itemsPerFeature: items,
     bytesPerFeature: items * (ITEM_OVERHEAD_BYTES + keyBytes + valueBytes),
+    limiterMs,
   };
 }
