@@ -338,6 +338,9 @@ describe('loadSettings', () => {
     expect(meant({ CACHE_MB: '64' })).toEqual([['CACHE_MB', 'MEMGATE_CACHE_MB']]);
     expect(meant({ TLS_CERT: 'c.pem' })).toEqual([['TLS_CERT', 'MEMGATE_TLS_CERT or MEMCACHED_TLS_CERT']]);
     expect(meant({ MEMGATE_LOG_LEVEL: 'debug' })).toEqual([['MEMGATE_LOG_LEVEL', 'LOG_LEVEL']]);
+    // envoyproxy/ratelimit's names are read, so their mistakes are named too.
+    expect(meant({ MEMCACHE_HOST_PORTS: 'cache:11211' })).toEqual([['MEMCACHE_HOST_PORTS', 'MEMCACHE_HOST_PORT']]);
+    expect(meant({ MEMGATE_STATSD_HOST: 'statsd' })).toEqual([['MEMGATE_STATSD_HOST', 'STATSD_HOST']]);
     // Two edits, or two letters swapped, under any prefix; one edit for a short name.
     expect(meant({ LOG_LEVL: 'info', LOGLEVEL: 'info', MEMCACHED_SERVRES: 'a:1', PROT: '80', HSOT: 'x' })).toEqual([
       ['HSOT', 'HOST'],

@@ -6,7 +6,7 @@ import { DEFAULTS, KEY_PREFIX_PATTERN } from './defaults.js';
 import { parseServerList, ServerListError, type Credentials } from './memcached-servers.js';
 import { parseRetention, type Archive } from './retention.js';
 import { readPemFile, type ListenerTls, type MemcachedTls } from './tls.js';
-import { fromUpstream, isUpstreamVariable } from './upstream-env.js';
+import { fromUpstream, isUpstreamVariable, UPSTREAM_NAMES } from './upstream-env.js';
 import { misnamedVariables } from './variable-names.js';
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -570,7 +570,8 @@ export const READ_BY_OTHER_TOOLS: Readonly<Record<string, string>> = {
  * (variable-names.ts): it would otherwise be ignored in silence, its default used.
  */
 function misnamedVariableProblems(env: Env): string[] {
-  const settings = Object.values(SETTINGS).flatMap((setting: Setting<unknown>) => setting.env);
+  // envoyproxy/ratelimit's names are honoured too: a misspelt one is as silent as memgate's.
+  const settings = [...new Set([...Object.values(SETTINGS).flatMap((setting: Setting<unknown>) => setting.env), ...UPSTREAM_NAMES])];
   const readElsewhere = new Set([...Object.keys(REPLACED_SETTINGS), ...Object.keys(READ_BY_OTHER_TOOLS)]);
   return misnamedVariables(env, {
     settings,

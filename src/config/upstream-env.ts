@@ -403,7 +403,9 @@ export const UPSTREAM_VARIABLES: readonly UpstreamVariable[] = [
 ];
 
 /** The variables of the rows, their patterns (`REDIS_*`) as patterns. */
-const KNOWN = UPSTREAM_VARIABLES.flatMap((row) => row.names.filter((name) => !name.endsWith('*')));
+/** Every variable of envoyproxy/ratelimit's that memgate reads or refuses by name. */
+export const UPSTREAM_NAMES: readonly string[] = UPSTREAM_VARIABLES.flatMap((row) => row.names.filter((name) => !name.endsWith('*')));
+const KNOWN = UPSTREAM_NAMES;
 
 /** What an upstream environment gives memgate, and what it refuses. */
 export interface FromUpstream {

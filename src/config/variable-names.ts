@@ -63,7 +63,7 @@ function oneSwap(a: string, b: string): boolean {
 }
 
 export interface VariableNames {
-  /** The service's settings: what a mistake is told to write. */
+  /** The names the service reads (its settings, envoyproxy/ratelimit's): what a mistake is told to write. */
   readonly settings: readonly string[];
   /** Whether a name is read though not suggested: other tools' (MEMGATE_URL), envoyproxy/ratelimit's, replaced ones. */
   readonly alsoKnown: (name: string) => boolean;

@@ -1,12 +1,14 @@
+// The policy parse process (src/config/parse-apart.ts) started for real: memgate processes of its
+// own, so an integration test, not a unit one.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { getPriority, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { DEFAULTS } from './defaults.js';
-import { EnvoyConfig, parseEnvoyTexts, readEnvoyFiles } from './envoy-config.js';
-import { PARSE_LIMITS, parseApart } from './parse-apart.js';
-import { parsePolicyText, PolicyError, PolicySet } from './policies.js';
+import { DEFAULTS } from '../src/config/defaults.js';
+import { EnvoyConfig, parseEnvoyTexts, readEnvoyFiles } from '../src/config/envoy-config.js';
+import { PARSE_LIMITS, parseApart } from '../src/config/parse-apart.js';
+import { parsePolicyText, PolicyError, PolicySet } from '../src/config/policies.js';
 
 const text = (path: string) => readFileSync(path, 'utf8');
 
@@ -124,7 +126,7 @@ describe('parseApart', () => {
     writeFileSync(file, manyOverrides(10_000) + manyOverrides(10_000).replace('events:\n  api:', '  web:'));
     const script = `
       import { readFileSync } from 'node:fs';
-      import { parseApart } from ${JSON.stringify(new URL('./parse-apart.ts', import.meta.url).href)};
+      import { parseApart } from ${JSON.stringify(new URL('../src/config/parse-apart.ts', import.meta.url).href)};
       parseApart({ policies: { text: readFileSync(${JSON.stringify(file)}, 'utf8'), source: 'large.yaml' } }).catch(() => {});
       const cpu = (pid) => { const f = readFileSync('/proc/' + pid + '/stat', 'utf8').split(') ')[1].split(' '); return (Number(f[11]) + Number(f[12])) / 100; };
       setInterval(() => {
