@@ -21,7 +21,8 @@ const spelled = (value: unknown) =>
 /** 10,000 overrides of one event, each of a limit of its own. */
 function manyOverrides(count: number): string {
   const lines = ['events:', '  api:', '    limits: [{ limit: 100, window: 1m }]', '    overrides:'];
-  for (let i = 0; i < count; i++) lines.push(`      - { match: { feature: "user-${i}" }, limits: [{ limit: ${i + 1}, window: 1m }] }`);
+  for (let i = 0; i < count; i++)
+    lines.push(`      - { match: { feature: "user-${i}" }, limits: [{ limit: ${i + 1}, window: 1m }] }`);
   return `${lines.join('\n')}\n`;
 }
 
@@ -73,7 +74,10 @@ describe('parseApart', () => {
   it('refuses a file that takes more memory or time than the parse process may, and is not hurt by it', async () => {
     const large = manyOverrides(10_000);
     await expect(
-      parseApart({ policies: { text: large, source: 'large.yaml' } }, { ...PARSE_LIMITS, heapMb: 16, deadlineMs: 60_000 }),
+      parseApart(
+        { policies: { text: large, source: 'large.yaml' } },
+        { ...PARSE_LIMITS, heapMb: 16, deadlineMs: 60_000 },
+      ),
     ).rejects.toThrow(/parsing took more than the 16 MiB it may; not used/);
     await expect(
       parseApart({ policies: { text: large, source: 'large.yaml' } }, { ...PARSE_LIMITS, heapMb: 512, deadlineMs: 50 }),
@@ -113,7 +117,10 @@ describe('parseApart', () => {
     await atStart;
     await expect.poll(parseProcesses, { timeout: 5000 }).toEqual([]);
     await expect(
-      parseApart({ policies: { text: large, source: 'large.yaml' } }, { ...PARSE_LIMITS, heapMb: 512, deadlineMs: 200 }),
+      parseApart(
+        { policies: { text: large, source: 'large.yaml' } },
+        { ...PARSE_LIMITS, heapMb: 512, deadlineMs: 200 },
+      ),
     ).rejects.toThrow(/not parsed within 200 ms/);
     await expect.poll(parseProcesses, { timeout: 5000 }).toEqual([]);
   }, 60_000);
