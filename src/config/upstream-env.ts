@@ -405,7 +405,6 @@ export const UPSTREAM_VARIABLES: readonly UpstreamVariable[] = [
 /** The variables of the rows, their patterns (`REDIS_*`) as patterns. */
 /** Every variable of envoyproxy/ratelimit's that memgate reads or refuses by name. */
 export const UPSTREAM_NAMES: readonly string[] = UPSTREAM_VARIABLES.flatMap((row) => row.names.filter((name) => !name.endsWith('*')));
-const KNOWN = UPSTREAM_NAMES;
 
 /** What an upstream environment gives memgate, and what it refuses. */
 export interface FromUpstream {
@@ -465,5 +464,5 @@ export function fromUpstream(env: Env): FromUpstream {
 
 /** Whether `name` is one of envoyproxy/ratelimit's variables. */
 export function isUpstreamVariable(name: string): boolean {
-  return KNOWN.includes(name) || name.startsWith('REDIS_');
+  return UPSTREAM_NAMES.includes(name) || name.startsWith('REDIS_');
 }

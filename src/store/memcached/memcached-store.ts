@@ -599,19 +599,14 @@ export function createMemcachedStore(options: MemcachedStoreOptions): CounterSto
 }
 
 /**
- * A library's warning that a server cannot be reached, once per outage: without it, every
- * check of its clients would be answered by onStoreError (allowed, degraded) without a word.
+ * A library's warning that a server cannot be reached: without it, every check of its clients
+ * would be answered by onStoreError (allowed, degraded) without a word. Once per outage, as
+ * the connection tells of a server going down once until it answers again.
  */
 function outageWarning(logger: StoreLogger | false, serverCount: number) {
-  const warned = new Set<string>();
+  const elsewhere = serverCount > 1 ? ' counted on another server if failover is on and one answers, otherwise' : '';
   return (server: string, { up, reason = 'no reason' }: { up: boolean; reason?: string }): void => {
-    if (up) {
-      warned.delete(server);
-      return;
-    }
-    if (!logger || warned.has(server)) return;
-    warned.add(server);
-    const elsewhere = serverCount > 1 ? ' counted on another server if failover is on and one answers, otherwise' : '';
+    if (up || !logger) return;
     logger.warn(
       `memgate: Memcached ${server} cannot be reached (${reason}); until it answers, checks of its clients are${elsewhere} decided by their event's onStoreError (allowed and marked degraded by default). store.health() tells which servers answer.`,
     );
