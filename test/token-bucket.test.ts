@@ -167,7 +167,8 @@ describe('a token bucket over HTTP', () => {
       // q is the burst, w how long an empty bucket takes to fill; t when it is full again.
       expect(first.headers['ratelimit-policy']).toBe('"api-10per1s";q=50;w=5');
       expect(first.headers.ratelimit).toBe('"api-10per1s";r=2;t=5');
-      const refused = await app.inject({ method: 'GET', url: '/check?event=api&feature=h&cost=3' });
+      // 10 asked of 2 left: refused until 800 ms have passed (a token every 100 ms), however slow the host.
+      const refused = await app.inject({ method: 'GET', url: '/check?event=api&feature=h&cost=10' });
       expect(refused.statusCode).toBe(429);
       expect(refused.headers['retry-after']).toBe('1');
       const lease = await app.inject({
