@@ -1,7 +1,9 @@
 // A healthy memcached and a memgate that is itself the bottleneck: its event-loop turns run
 // longer than the store's deadline, so replies wait unread in the socket. That is memgate's
 // lateness, not the store's, and must never turn checks into unchecked decisions.
+import { once } from 'node:events';
 import { mkdtemp, writeFile } from 'node:fs/promises';
+import { connect, createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -43,6 +45,51 @@ describe('event-loop turns longer than the deadline', () => {
         busy(300);
       });
       const decisions = await Promise.all(checks);
+      expect(decisions.filter((d) => d.degraded)).toEqual([]);
+      expect(decisions.every((d) => d.allowed)).toBe(true);
+    }
+  });
+
+  it('decide every check on the store’s answers when the poll right after they leave runs past the deadline', async () => {
+    // A socket of the test's own whose every byte holds the loop: its data is read in a poll
+    // phase, and memcached answers while that phase runs, after it has looked at the sockets.
+    const holder = createServer((socket) =>
+      socket.on('data', () => {
+        busy(300);
+      }),
+    );
+    holder.listen(0, '127.0.0.1');
+    await once(holder, 'listening');
+    const poke = connect((holder.address() as AddressInfo).port, '127.0.0.1');
+    await once(poke, 'connect');
+    closers.push(async () => {
+      poke.destroy();
+      holder.close();
+      await once(holder, 'close');
+    });
+    const store = createMemcachedStore({ servers: memcached().servers, timeoutMs: 30 });
+    closers.push(() => store.close());
+    const limiter = createLimiter({
+      policies: { events: { api: { limits: [{ limit: 50, window: '1m' }] } } },
+      store,
+      keyPrefix: uniquePrefix(),
+    });
+    for (let round = 0; round < 5; round++) {
+      // A check that sets the connection's deadline timer going...
+      await limiter.check({ event: 'api', feature: `first-${round}` });
+      const decisions = await new Promise<Decision[]>((resolve) => {
+        // ...and a timer due with it (the busy wait below makes both due), which sends checks in
+        // the same turn the deadline timer fired. They leave in the check phase; the poke's byte
+        // makes the next poll phase hold the loop ten deadlines long before their answers are read.
+        setTimeout(() => {
+          const checks = Array.from({ length: 40 }, (_, i) =>
+            limiter.check({ event: 'api', feature: `f${i % 4}-${round}` }),
+          );
+          setImmediate(() => poke.write('x'));
+          resolve(Promise.all(checks));
+        }, 30);
+        busy(35);
+      });
       expect(decisions.filter((d) => d.degraded)).toEqual([]);
       expect(decisions.every((d) => d.allowed)).toBe(true);
     }

@@ -107,8 +107,8 @@ interface Pending {
  * limiter needs on top:
  *
  * - **Deadlines that measure the store, not memgate.** An exchange is late only when the
- *   server has sent nothing at all for `deadlineMs` while it waited, judged after the
- *   event loop has read what the socket holds. A busy memgate whose turns run longer than
+ *   server has sent nothing at all for `deadlineMs` while it waited, judged as of an
+ *   instant after which the event loop has read what the socket holds. A busy memgate whose turns run longer than
  *   the deadline reads its replies late, but they are there: that is not the store's fault
  *   and must not turn checks into unchecked decisions. A late exchange keeps its socket: a
  *   server that was only frozen applies the requests it had received when it wakes, and
@@ -143,6 +143,8 @@ export class ServerConnection {
   /** When the server last sent any bytes (performance.now()). */
   private lastHeardAt = 0;
   private deadlineTimer: NodeJS.Timeout | undefined;
+  /** When the deadline timer last fired: the poll after it read all the server had sent by then. */
+  private judgeAsOf = 0;
   private downReason: string | undefined;
   private probing = false;
   private closed = false;
@@ -340,32 +342,37 @@ export class ServerConnection {
 
   /**
    * The deadline of the oldest exchange passed. Bytes the server sent while memgate was busy
-   * wait unread in the socket, so look only after two polls of the event loop: the first may
-   * have started before they arrived (a busy poll phase runs long), the second starts after.
-   * An exchange is then late only if the server sent nothing at all for a whole deadline
-   * since it left. judgeLater is one function for the connection's timer rather than a
-   * closure each time.
+   * wait unread in the socket; the event loop's poll phase, which follows its timers, reads
+   * them. So the exchanges are judged in the check phase after that poll, as of when this
+   * timer fired: the poll began after that instant and read whatever had come by then,
+   * however long it ran. (Judged as of the check phase itself, a poll that ran 100 ms on
+   * other sockets looked like 100 ms of silence from a server whose answer came just after
+   * the poll had looked.) An exchange is late only if the server sent nothing at all for a
+   * whole deadline between its leaving and that instant. judgeLater is one function for
+   * the connection's timer rather than a closure each time.
    */
   private readonly judgeLater = (): void => {
-    setImmediate(() => {
-      setImmediate(() => {
-        this.deadlineTimer = undefined;
-        this.judge();
-      });
-    });
+    this.judgeAsOf = performance.now();
+    setImmediate(this.judgeAfterPoll);
   };
 
-  private judge(): void {
-    const now = performance.now();
+  private readonly judgeAfterPoll = (): void => {
+    this.deadlineTimer = undefined;
+    this.judge(this.judgeAsOf);
+  };
+
+  private judge(asOf: number): void {
     const { deadlineMs } = this.options;
     for (const pending of this.waiting()) {
       if (pending.late) continue;
       // Bytes handed to a socket this very turn (corked), or waiting for it to connect, have not
       // waited on the server yet: a connection that never comes is the connect timeout's.
-      const silentMs = now - Math.max(pending.sentAt ?? now, this.lastHeardAt);
-      if (silentMs < deadlineMs) {
-        // Younger exchanges left later: the next to judge is this one.
-        this.deadlineTimer = setTimeout(this.judgeLater, deadlineMs - silentMs).unref();
+      const waitingSince = Math.max(pending.sentAt ?? Infinity, this.lastHeardAt);
+      if (asOf - waitingSince < deadlineMs) {
+        // Younger exchanges left later: the next to judge is this one, a deadline after it
+        // last heard from the server (at once when that has passed during a long poll).
+        const dueIn = Number.isFinite(waitingSince) ? waitingSince + deadlineMs - performance.now() : deadlineMs;
+        this.deadlineTimer = setTimeout(this.judgeLater, Math.max(1, dueIn)).unref();
         return;
       }
       pending.late = true;
