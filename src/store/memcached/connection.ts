@@ -399,8 +399,10 @@ export class ServerConnection {
     socket.cork();
     setImmediate(() => {
       if (this.corked === corked) this.corked = undefined;
-      socket.uncork();
+      // Timed before the bytes leave: a clock reading's bounds must hold its server's answer
+      // even when this thread is preempted between the write and the timestamp.
       const now = performance.now();
+      socket.uncork();
       for (const each of corked.pending) this.sent(each, now);
     });
   }
