@@ -50,6 +50,26 @@ describe('event-loop turns longer than the deadline', () => {
     }
   });
 
+  it('connect to memcached while the loop is held past the connect deadline', async () => {
+    // A deadline of 30 ms gives a connection a second to be made (see CONNECT_DEADLINES).
+    const store = createMemcachedStore({ servers: memcached().servers, timeoutMs: 30 });
+    closers.push(() => store.close());
+    const limiter = createLimiter({
+      policies: { events: { api: { limits: [{ limit: 50, window: '1m' }] } } },
+      store,
+      keyPrefix: uniquePrefix(),
+    });
+    const decision = limiter.check({ event: 'api', feature: 'first-of-all' });
+    // The connection starts in this turn and is made at once; the loop is held a second and a
+    // half before it can hear so, past the connect timer.
+    setImmediate(() => {
+      busy(1500);
+    });
+    expect(await decision).toMatchObject({ allowed: true });
+    expect((await decision).degraded).toBeUndefined();
+    expect((await store.health()).map(({ up }) => up)).toEqual([true]);
+  });
+
   it('decide every check on the store’s answers when the poll right after they leave runs past the deadline', async () => {
     // A socket of the test's own whose every byte holds the loop: its data is read in a poll
     // phase, and memcached answers while that phase runs, after it has looked at the sockets.

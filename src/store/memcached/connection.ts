@@ -231,12 +231,19 @@ export class ServerConnection {
     this.partial = undefined;
     let failure: string | undefined;
     const connectMs = Math.max(1000, CONNECT_DEADLINES * deadlineMs);
+    let connected = false;
     const connectTimer = setTimeout(() => {
-      failure = `did not connect within ${connectMs} ms`;
-      socket.destroy();
+      // Judged after the poll phase that follows this timer, as the exchanges' deadlines are:
+      // a connection made while this process was busy is told there, and is not one that never came.
+      setImmediate(() => {
+        if (connected || socket.destroyed) return;
+        failure = `did not connect within ${connectMs} ms`;
+        socket.destroy();
+      });
     }, connectMs);
     // Over TLS, bytes written before the handshake wait for it in Node: they leave at secureConnect.
     socket.once(tls ? 'secureConnect' : 'connect', () => {
+      connected = true;
       clearTimeout(connectTimer);
       // Bytes written while connecting leave now: their deadline starts here.
       const now = performance.now();
