@@ -27,15 +27,21 @@ function busy(ms: number): void {
   while (performance.now() < until);
 }
 
+/** A limiter of 50 a minute on a memcached store of its own whose deadline is 30 ms. */
+function limiterWithDeadline() {
+  const store = createMemcachedStore({ servers: memcached().servers, timeoutMs: 30 });
+  closers.push(() => store.close());
+  const limiter = createLimiter({
+    policies: { events: { api: { limits: [{ limit: 50, window: '1m' }] } } },
+    store,
+    keyPrefix: uniquePrefix(),
+  });
+  return { store, limiter };
+}
+
 describe('event-loop turns longer than the deadline', () => {
   it('decide every check on the store’s answers, which wait unread in the socket', async () => {
-    const store = createMemcachedStore({ servers: memcached().servers, timeoutMs: 30 });
-    closers.push(() => store.close());
-    const limiter = createLimiter({
-      policies: { events: { api: { limits: [{ limit: 50, window: '1m' }] } } },
-      store,
-      keyPrefix: uniquePrefix(),
-    });
+    const { limiter } = limiterWithDeadline();
     for (let round = 0; round < 5; round++) {
       const checks: Promise<Decision>[] = Array.from({ length: 40 }, (_, i) =>
         limiter.check({ event: 'api', feature: `f${i % 4}-${round}` }),
@@ -52,13 +58,7 @@ describe('event-loop turns longer than the deadline', () => {
 
   it('connect to memcached while the loop is held past the connect deadline', async () => {
     // A deadline of 30 ms gives a connection a second to be made (see CONNECT_DEADLINES).
-    const store = createMemcachedStore({ servers: memcached().servers, timeoutMs: 30 });
-    closers.push(() => store.close());
-    const limiter = createLimiter({
-      policies: { events: { api: { limits: [{ limit: 50, window: '1m' }] } } },
-      store,
-      keyPrefix: uniquePrefix(),
-    });
+    const { store, limiter } = limiterWithDeadline();
     const decision = limiter.check({ event: 'api', feature: 'first-of-all' });
     // The connection starts in this turn and is made at once; the loop is held a second and a
     // half before it can hear so, past the connect timer.
@@ -87,13 +87,7 @@ describe('event-loop turns longer than the deadline', () => {
       holder.close();
       await once(holder, 'close');
     });
-    const store = createMemcachedStore({ servers: memcached().servers, timeoutMs: 30 });
-    closers.push(() => store.close());
-    const limiter = createLimiter({
-      policies: { events: { api: { limits: [{ limit: 50, window: '1m' }] } } },
-      store,
-      keyPrefix: uniquePrefix(),
-    });
+    const { limiter } = limiterWithDeadline();
     for (let round = 0; round < 5; round++) {
       // A check that sets the connection's deadline timer going...
       await limiter.check({ event: 'api', feature: `first-${round}` });
