@@ -108,12 +108,13 @@ interface Pending {
  *
  * - **Deadlines that measure the store, not memgate.** An exchange is late only when the
  *   server has sent nothing at all for `deadlineMs` while it waited, judged as of an
- *   instant after which the event loop has read what the socket holds. A busy memgate whose turns run longer than
- *   the deadline reads its replies late, but they are there: that is not the store's fault
- *   and must not turn checks into unchecked decisions. A late exchange keeps its socket: a
- *   server that was only frozen applies the requests it had received when it wakes, and
- *   their replies still reach the exchange (see Exchange.onLate). One timer per connection
- *   watches them all, oldest first: replies come in order.
+ *   instant after which the event loop has read what the socket holds. A busy memgate
+ *   whose turns run longer than the deadline reads its replies late, but they are there:
+ *   that is not the store's fault and must not turn checks into unchecked decisions. A
+ *   late exchange keeps its socket: a server that was only frozen applies the requests it
+ *   had received when it wakes, and their replies still reach the exchange (see
+ *   Exchange.onLate). One timer per connection watches them all, oldest first: replies
+ *   come in order.
  * - **Down means down.** Once an exchange is late or the connection fails, the server is
  *   down: exchanges fail at once instead of each waiting a deadline and piling requests
  *   into a frozen socket, and one probe (a no-op) waits for the server. Replies come in
