@@ -375,11 +375,11 @@ export class ServerConnection {
       if (pending.late) continue;
       // Bytes handed to a socket this very turn (corked), or waiting for it to connect, have not
       // waited on the server yet: a connection that never comes is the connect timeout's.
-      const waitingSince = Math.max(pending.sentAt ?? Infinity, this.lastHeardAt);
-      if (asOf - waitingSince < deadlineMs) {
+      const waitingSince = pending.sentAt === undefined ? undefined : Math.max(pending.sentAt, this.lastHeardAt);
+      if (waitingSince === undefined || asOf - waitingSince < deadlineMs) {
         // Younger exchanges left later: the next to judge is this one, a deadline after it
         // last heard from the server (at once when that has passed during a long poll).
-        const dueIn = Number.isFinite(waitingSince) ? waitingSince + deadlineMs - performance.now() : deadlineMs;
+        const dueIn = waitingSince === undefined ? deadlineMs : waitingSince + deadlineMs - performance.now();
         this.deadlineTimer = setTimeout(this.judgeLater, Math.max(1, dueIn)).unref();
         return;
       }
