@@ -1,6 +1,20 @@
 // Where a place is in a parsed YAML or JSON document, so that a file's problems are listed in
 // the order of what they are about and name where they are (policies.ts, envoy-config.ts).
-import type { ErrorObject } from 'ajv';
+
+/**
+ * What memgate reads of a JSON schema error. Ajv's ErrorObject has this shape; it is written
+ * out here so that the library's declarations never name ajv, which its package does not carry
+ * (policy files are checked by a validator compiled ahead of time: policy-shape-validator.ts).
+ */
+export interface SchemaError {
+  readonly instancePath: string;
+  readonly schemaPath: string;
+  readonly keyword: string;
+  readonly params: Readonly<Record<string, unknown>>;
+  readonly message?: string;
+  /** Set on the errors of a propertyNames schema: the key it refused. */
+  readonly propertyName?: string;
+}
 
 export function asRecord(value: unknown): Record<string, unknown> | undefined {
   return value !== null && typeof value === 'object' && !Array.isArray(value)
@@ -42,8 +56,8 @@ export function valueAt(document: unknown, path: readonly string[]): unknown {
   return value;
 }
 
-/** The path of the field an ajv error is about (for a missing or unknown key, that key's). */
-export function pathOf(error: ErrorObject): string[] {
+/** The path of the field a schema error is about (for a missing or unknown key, that key's). */
+export function pathOf(error: SchemaError): string[] {
   const path = error.instancePath
     .split('/')
     .slice(1)

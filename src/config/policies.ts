@@ -1,7 +1,6 @@
 import { extname } from 'node:path';
-import { Ajv, type ErrorObject } from 'ajv';
-import { AJV_CODE_OPTIONS, DEFAULTS } from './defaults.js';
-import { asRecord, compareRanks, formatPath, pathOf, rankIn, valueAt } from './document-order.js';
+import { DEFAULTS } from './defaults.js';
+import { asRecord, compareRanks, formatPath, pathOf, rankIn, valueAt, type SchemaError } from './document-order.js';
 import {
   CALENDAR_NOMINAL_SECONDS,
   CALENDAR_WINDOWS,
@@ -15,6 +14,7 @@ import { readBoundedText } from './policy-files.js';
 import { describeMatch, sameClientNote, parseClientLists, parseClientMatch, reportMatchProblems, type ClientMatch } from './feature-match.js';
 import { missedAtGate, parseGateway, type GatewayPolicy, type RawGateway } from './gateway-policy.js';
 import { MAX_CLIENT_RULES_PER_FILE, MAX_LIMIT, policyFileSchema } from './policy-schema.js';
+import { validatePolicyShape } from './policy-shape-validator.js';
 import { parseYamlText, YamlTextError } from './policy-yaml.js';
 
 /**
@@ -160,7 +160,9 @@ export class PolicyError extends Error {
 
 const DURATION_HINT = 'must be a positive whole duration like 30s, 5m, 1h, 1d or a number of seconds';
 
-const validateShape = new Ajv({ allErrors: true, allowUnionTypes: true, code: AJV_CODE_OPTIONS }).compile(policyFileSchema);
+// Compiled ahead of time from policyFileSchema (npx tsx scripts/policy-validator.ts), not by ajv
+// here: the library must not carry ajv (3 MB, 5 packages). Its errors are ajv's, word for word.
+const validateShape = validatePolicyShape;
 
 /** One fault of a policy file, with where it is, so faults are listed in the file's order. */
 interface Problem {
@@ -815,8 +817,8 @@ function placementHint(key: string, path: readonly string[]): string | undefined
 }
 
 
-/** Turns an ajv error into "event "login", field limits[0].limit: must be >= 1 (got 0)". */
-function describeSchemaError(error: ErrorObject, document: unknown): Problem[] {
+/** Turns a schema error into "event "login", field limits[0].limit: must be >= 1 (got 0)". */
+function describeSchemaError(error: SchemaError, document: unknown): Problem[] {
   // A bad event name is reported once, by its propertyNames error, not again by the pattern inside it.
   if (error.propertyName !== undefined) return [];
   const path = error.instancePath
