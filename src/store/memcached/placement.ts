@@ -1,5 +1,5 @@
-import HashRing from 'hashring';
 import { DEFAULTS } from '../../config/defaults.js';
+import { HashRing } from './ring.js';
 import { hashTagOf } from './servers.js';
 
 export interface PlacementOptions {
@@ -177,7 +177,7 @@ export class Placement {
   /**
    * The index of the server that holds `key` now. While a server is out, the walk goes on
    * along the same ring to the first placed server (a ring rebuilt from the placed servers
-   * alone would not do: hashring gives each server a number of points that depends on how
+   * alone would not do: the ring gives each server a number of points that depends on how
    * many there are, and rounds it differently for some counts, moving clients of servers
    * that never failed).
    */
@@ -203,7 +203,7 @@ export class Placement {
     if (!home) return 0;
     if (outCount === 0) return this.indexOf.get(home.get(tag)) ?? 0;
     // The first placed server is among the first outCount + 1 distinct servers clockwise.
-    for (const label of home.range(tag, outCount + 1, true)) {
+    for (const label of home.range(tag, outCount + 1)) {
       const index = this.indexOf.get(label) ?? 0;
       if (!isOut(index)) return index;
     }
@@ -398,17 +398,14 @@ export class Placement {
     if (!this.home || this.outCount === 0) return [];
     const placed = new Set(this.nodes.filter((node) => !node.out).map((node) => node.label));
     if (placed.has(label)) return [];
-    const points = this.home.points(this.nodes.map((node) => node.label)) as unknown as Record<string, number[]>;
-    const ring = Object.entries(points)
-      .flatMap(([server, values]) => values.map((value) => ({ value, server })))
-      .sort((a, b) => a.value - b.value);
+    const ring = this.home.owners;
     const targets = new Set<string>();
-    ring.forEach(({ server }, i) => {
+    ring.forEach((server, i) => {
       if (server !== label) return;
       for (let step = 1; step < ring.length; step++) {
-        const next = ring[(i + step) % ring.length] as { server: string };
-        if (placed.has(next.server)) {
-          targets.add(next.server);
+        const next = ring[(i + step) % ring.length] as string;
+        if (placed.has(next)) {
+          targets.add(next);
           return;
         }
       }
