@@ -1,4 +1,4 @@
-import type { EnvoyConfig, EnvoyDescriptor, EnvoyDomain } from './envoy-config.js';
+import type { EnvoyConfig, EnvoyDescriptor, EnvoyDomain } from './envoy-model.js';
 import { ENVOY_EVENT_PREFIX, envoyEventName } from './envoy-match.js';
 import { NAME_PATTERN } from './policy-schema.js';
 import { PolicySet, type EventPolicy } from './policies.js';

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { DescriptorLevel, EnvoyConfig, EnvoyDescriptor, EnvoyRateLimit } from './envoy-config.js';
+import type { DescriptorLevel, EnvoyConfig, EnvoyDescriptor, EnvoyRateLimit } from './envoy-model.js';
 
 /** One entry of a request's descriptor, as Envoy's filter sends it. */
 export interface EnvoyEntry {

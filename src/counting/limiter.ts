@@ -3,10 +3,9 @@
 // and what changes counts outside a check (corrections.ts).
 import { createHash } from 'node:crypto';
 import { DEFAULTS } from '../config/defaults.js';
-import type { EnvoyConfig } from '../config/envoy-config.js';
+import type { EnvoyConfig } from '../config/envoy-model.js';
 import { withEnvoyLimits } from '../config/envoy-events.js';
 import { parsePolicies, PolicySet } from '../config/policies.js';
-import type { ReleaseBody as ReleaseRequest, Released } from '../shared/contract.js';
 import type { CacheUsage } from './algorithms/windows/feature-cache.js';
 import { partOf } from './algorithms/parts.js';
 import { createContext, type CheckOptions } from './context.js';
@@ -48,7 +47,18 @@ import { decideCheck, decideChecks } from './step.js';
 export type { HowDecided, ObservedDecision, SettledReservation } from './report.js';
 export type { TogetherCheck } from './resolve.js';
 export type { RefundRequest } from './corrections.js';
-export type { ReleaseRequest, Released };
+
+/** Gives back the concurrency slot `id` that a check of `event` for `feature` took. */
+export interface ReleaseRequest {
+  readonly event: string;
+  readonly feature: string;
+  readonly id: string;
+}
+
+/** `released`: the slot was held and is free now; false when it was free already. */
+export interface Released {
+  readonly released: boolean;
+}
 export type { Reservation, ReservedDecision, ReserveRequest, SettleRequest, Settled } from './records/reservations.js';
 
 export interface LimiterOptions extends CheckOptions {
