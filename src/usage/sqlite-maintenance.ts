@@ -5,6 +5,10 @@
  * resolution and an event, so the primary key narrows it to its own rows, and reads or
  * deletes at most `chunkRows` of them; the job yields after each, and remembers how far
  * compaction has gone in the file, so a restart goes on from there.
+ *
+ * Each write is a transaction that takes the file's write lock before any statement runs
+ * (`immediately`): a lock another connection holds fails the step at its BEGIN, with nothing
+ * half run, and the job can be run again later from where it stopped.
  */
 import type Database from 'libsql';
 import { Heaviest } from './heaviest.js';
@@ -29,6 +33,22 @@ export interface MaintenancePlan {
 
 export type Maintenance = (now: number) => Job<void>;
 
+/**
+ * `write` as a transaction that takes the write lock first (BEGIN IMMEDIATE). In a deferred
+ * one (or none), the first statement that writes takes the lock; if another connection holds
+ * it, libsql leaves that statement in progress (SQLite lets SQLITE_BUSY be stepped again),
+ * and SQLite then refuses every COMMIT of the connection ("cannot commit transaction - SQL
+ * statements in progress") until the statement runs again: one busy moment stopped every
+ * later write. A BEGIN that meets the lock leaves nothing behind.
+ */
+export function immediately<A extends unknown[], R>(
+  db: Database.Database,
+  write: (...args: A) => R,
+): (...args: A) => R {
+  const transaction = db.transaction(write);
+  return (...args) => transaction.immediate(...args);
+}
+
 interface ClientKey {
   readonly t: number;
   readonly feature: string;
@@ -51,7 +71,10 @@ export function sqliteMaintenance(db: Database.Database, plan: MaintenancePlan):
   const oldPoints = db.prepare(
     'SELECT t FROM usage_points WHERE resolution = ? AND event = ? AND t < ? ORDER BY t LIMIT ?',
   );
-  const deletePointsTo = db.prepare('DELETE FROM usage_points WHERE resolution = ? AND event = ? AND t <= ?');
+  const deletePointsStatement = db.prepare('DELETE FROM usage_points WHERE resolution = ? AND event = ? AND t <= ?');
+  const deletePointsTo = immediately(db, (resolution: number, event: string, last: number) =>
+    deletePointsStatement.run(resolution, event, last),
+  );
   const oldClients = db.prepare(`
     SELECT t, feature, allowed, denied FROM usage_clients
     WHERE resolution = ? AND event = ? AND t < ? ORDER BY t, feature LIMIT ?`);
@@ -63,11 +86,15 @@ export function sqliteMaintenance(db: Database.Database, plan: MaintenancePlan):
   const unname = db.prepare(`
     UPDATE usage_points SET named_allowed = max(0, named_allowed - ?), named_denied = max(0, named_denied - ?)
     WHERE resolution = ? AND event = ? AND t = ?`);
-  const pruneBatches = db.prepare(`
+  const pruneBatchesStatement = db.prepare(`
     DELETE FROM usage_batches WHERE (instance, sequence) IN (
       SELECT instance, sequence FROM usage_batches WHERE written < ? ORDER BY written LIMIT ?)`);
+  const pruneBatches = immediately(db, (before: number, limit: number) => pruneBatchesStatement.run(before, limit));
   const compactedUntil = db.prepare('SELECT until FROM usage_compacted WHERE resolution = ?');
-  const setCompacted = db.prepare('INSERT OR REPLACE INTO usage_compacted (resolution, until) VALUES (?, ?)');
+  const setCompactedStatement = db.prepare('INSERT OR REPLACE INTO usage_compacted (resolution, until) VALUES (?, ?)');
+  const setCompacted = immediately(db, (resolution: number, until: number) =>
+    setCompactedStatement.run(resolution, until),
+  );
   const nextPeriod = db.prepare(
     'SELECT t FROM usage_clients WHERE resolution = ? AND event = ? AND t >= ? ORDER BY t LIMIT 1',
   );
@@ -85,7 +112,7 @@ export function sqliteMaintenance(db: Database.Database, plan: MaintenancePlan):
     SELECT t, feature, allowed, denied FROM usage_clients
     WHERE resolution = ? AND event = ? AND (t, feature) > (?, ?) AND t < ? ORDER BY t, feature LIMIT ?`);
 
-  const deleteClients = db.transaction((resolution: number, event: string, keys: readonly ClientKey[]) => {
+  const deleteClients = immediately(db, (resolution: number, event: string, keys: readonly ClientKey[]) => {
     // One update per point, not per row: a chunk's rows share a few points.
     const dropped = new Map<number, { allowed: number; denied: number }>();
     for (const { t, feature, allowed, denied } of keys) {
@@ -124,7 +151,7 @@ export function sqliteMaintenance(db: Database.Database, plan: MaintenancePlan):
       const rows = oldPoints.all(resolution, event, before, chunkRows) as { t: number }[];
       const last = rows.at(-1);
       if (!last) return;
-      deletePointsTo.run(resolution, event, last.t);
+      deletePointsTo(resolution, event, last.t);
       if (rows.length < chunkRows) return;
       yield;
     }
@@ -171,11 +198,9 @@ export function sqliteMaintenance(db: Database.Database, plan: MaintenancePlan):
           ? rangeFrom.all(resolution, event, from, until, chunkRows)
           : rangeAfter.all(resolution, event, last.t, last.feature, until, chunkRows)
       ) as ClientKey[];
-      deleteClients(
-        resolution,
-        event,
-        rows.filter(({ feature }) => !keep.has(feature)),
-      );
+      const others = rows.filter(({ feature }) => !keep.has(feature));
+      // Nothing to drop: no transaction, nor the write lock it would take.
+      if (others.length > 0) deleteClients(resolution, event, others);
       last = rows.at(-1);
       if (!last || rows.length < chunkRows) return;
       yield;
@@ -212,9 +237,9 @@ export function sqliteMaintenance(db: Database.Database, plan: MaintenancePlan):
         next.set(event, periodOf(event, period + resolution));
         yield;
       }
-      setCompacted.run(resolution, period + resolution);
+      setCompacted(resolution, period + resolution);
     }
-    setCompacted.run(resolution, ended);
+    setCompacted(resolution, ended);
   }
 
   return function* maintain(now) {
@@ -231,7 +256,7 @@ export function sqliteMaintenance(db: Database.Database, plan: MaintenancePlan):
       }
     }
     // A batch is only written again while the recorder keeps it; a day is far beyond that.
-    while (pruneBatches.run(now - plan.keepBatchesSeconds, chunkRows).changes >= chunkRows) yield;
+    while (pruneBatches(now - plan.keepBatchesSeconds, chunkRows).changes >= chunkRows) yield;
     // Every resolution held, not only today's archives: a period compacts them all from `finest` up.
     const resolutions = yield* distinct<number>(nextResolution, 'resolution', Number.MIN_SAFE_INTEGER);
     for (const { resolution, finest } of plan.compacting) yield* compact(resolution, finest, now, resolutions);

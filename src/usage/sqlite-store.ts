@@ -2,7 +2,7 @@ import { DEFAULTS } from '../config/defaults.js';
 import type { Archive } from '../config/retention.js';
 import { SliceLane } from './slice-lane.js';
 import { walCheckpoints } from './sqlite-checkpoints.js';
-import { sqliteMaintenance } from './sqlite-maintenance.js';
+import { immediately, sqliteMaintenance } from './sqlite-maintenance.js';
 import { sqliteReads } from './sqlite-reads.js';
 import { openUsageDatabase } from './sqlite-schema.js';
 import { TOP_DAY_RESOLUTION, type EventRange, type UsageBatch, type UsageStore } from './usage-store.js';
@@ -17,10 +17,21 @@ export interface SqliteUsageOptions {
   readonly nowSeconds?: () => number;
   /** Rows one /usage or /usage/top query may read before it is refused. Default QUERY_ROW_BUDGET. */
   readonly queryRowBudget?: number;
+  /**
+   * How long pruning and compaction wait, in ms, before each new try when another connection
+   * holds the file's lock (SQLITE_BUSY, SQLITE_LOCKED); after the last, they stop and report
+   * it. Default MAINTENANCE_RETRY_MS.
+   */
+  readonly maintenanceRetryMs?: readonly number[];
 }
 
 export interface SqliteUsageStore extends UsageStore {
-  /** Resolves once every write, query, pruning and compaction started so far has ended. */
+  /**
+   * Resolves once every write, query, pruning and compaction started so far has ended, a
+   * pruning or compaction that met a lock once it has tried again. Rejects with what stopped
+   * a pruning or compaction for good (the next write reports it too), once: the idle() after
+   * resolves.
+   */
   idle(): Promise<void>;
   /** The longest the event loop has waited for the file in one turn, in ms. */
   readonly longestSliceMs: number;
@@ -37,6 +48,14 @@ const COMPACT_AFTER_SECONDS = 600;
 
 /** A batch is only written again while the recorder keeps it; a day is far beyond that. */
 const KEEP_BATCHES_SECONDS = 86_400;
+
+/**
+ * The waits, in ms, before pruning and compaction try again when another connection holds the
+ * file's lock (a moment of the checkpoints' worker, another process on the file): about 15 s
+ * in all, a flush's period. A lock held longer stops them until the next write that is due
+ * to prune (a minute on), and that write reports it.
+ */
+const MAINTENANCE_RETRY_MS: readonly number[] = [10, 50, 250, 1000, 2000, 4000, 8000];
 
 /** SQLite's default wal_autocheckpoint, should the checkpoints' worker stop. */
 const AUTOCHECKPOINT_PAGES = 1000;
@@ -75,6 +94,7 @@ export function openSqliteUsage({
   top = DEFAULTS.usageTop,
   nowSeconds = () => Date.now() / 1000,
   queryRowBudget = QUERY_ROW_BUDGET,
+  maintenanceRetryMs = MAINTENANCE_RETRY_MS,
 }: SqliteUsageOptions): SqliteUsageStore {
   const db = openUsageDatabase(path);
   const add = db.prepare(`
@@ -116,6 +136,8 @@ export function openSqliteUsage({
     .map(({ resolution }) => ({ resolution, finest: resolution === TOP_DAY_SECONDS ? resolution : 60 }));
   /** What stopped the last pruning or checkpoint: the next write reports it, and the recorder keeps its batch. */
   let failed: unknown;
+  /** What stopped the last pruning or compaction for good, until idle() reports it. */
+  let maintenanceFailed: unknown;
   // Checkpoints off the event loop, for a file; one in memory has no WAL.
   const checkpoints =
     path === ':memory:'
@@ -142,7 +164,9 @@ export function openSqliteUsage({
     chunkRows: CHUNK_ROWS,
   });
 
-  const writeBatch = db.transaction((batch: UsageBatch, now: number) => {
+  // The write lock taken first, as every write of maintenance (sqlite-maintenance.ts): a lock
+  // another connection holds fails the BEGIN, and leaves no statement in progress.
+  const writeBatch = immediately(db, (batch: UsageBatch, now: number) => {
     if (markBatch.run(batch.instance, batch.sequence, now).changes === 0) return;
     const spans = new Map<string, { first: number; last: number }>();
     for (const row of batch.seconds) {
@@ -182,19 +206,45 @@ export function openSqliteUsage({
 
   let prunedAt = 0;
   let closed = false;
-  /** The pruning and compaction under way, and whether a write asked for another since it began. */
+  /** The pruning and compaction under way (waits to try again included), and whether a write asked for another since it began. */
   const maintenance: { running: Promise<void> | undefined; again: boolean } = { running: undefined, again: false };
+  /** Ends the wait before pruning and compaction try again: close() does not sit through it. */
+  let wake: (() => void) | undefined;
+  function pause(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        wake = undefined;
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      wake = done;
+    });
+  }
   function maintainSoon(): void {
     if (maintenance.running) {
       maintenance.again = true;
       return;
     }
     maintenance.running = (async () => {
+      let tries = 0;
       for (;;) {
         try {
+          // Each try prunes from the start (what went is gone: a seek an event) and compacts from the mark.
           await lane.background(maintain(Math.floor(nowSeconds())));
+          tries = 0;
+          maintenanceFailed = undefined;
         } catch (error) {
-          failed = error;
+          const wait = lockHeld(error) && !closed ? maintenanceRetryMs[tries] : undefined;
+          if (wait === undefined) {
+            tries = 0;
+            failed = error;
+            maintenanceFailed = error;
+          } else {
+            tries++;
+            await pause(wait);
+            maintenance.again = true;
+          }
         }
         if (!maintenance.again || closed) break;
         maintenance.again = false;
@@ -203,13 +253,22 @@ export function openSqliteUsage({
     })();
   }
 
-  async function idle(): Promise<void> {
+  /** Resolves once nothing is under way: no write, query, pruning, compaction or checkpoint. */
+  async function settled(): Promise<void> {
     for (;;) {
       await lane.idle();
       if (!maintenance.running) break;
       await maintenance.running;
     }
     await checkpoints?.idle();
+  }
+
+  async function idle(): Promise<void> {
+    await settled();
+    if (maintenanceFailed === undefined) return;
+    const error = maintenanceFailed;
+    maintenanceFailed = undefined;
+    throw error instanceof Error ? error : new Error('pruning the usage history failed', { cause: error });
   }
 
   return {
@@ -242,14 +301,22 @@ export function openSqliteUsage({
       return lane.longestSliceMs;
     },
     async close() {
-      // Compaction goes on from its mark at the next start; what is queued is written.
+      // Compaction goes on from its mark at the next start; what is queued is written. What
+      // stopped it was the next write's to report: close() ends the file all the same.
       closed = true;
+      wake?.();
       lane.stopBackground();
-      await idle();
+      await settled();
       db.close();
       await checkpoints?.close();
     },
   };
+}
+
+/** SQLITE_BUSY or SQLITE_LOCKED (or one of their extended codes): another connection holds what the step needs. */
+function lockHeld(error: unknown): boolean {
+  const code = (error as { code?: unknown } | undefined)?.code;
+  return typeof code === 'string' && /^SQLITE_(BUSY|LOCKED)(_|$)/.test(code);
 }
 
 /** A synchronous call's result, or its error, as a promise. */
