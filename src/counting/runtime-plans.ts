@@ -3,13 +3,13 @@
 // configured limit). Counted under the event and feature the caller names, so an override of a
 // configured descriptor counts on that descriptor's own counters when its window's buckets are
 // the same size. Bounded: the values come with requests.
-import { LRUCache } from 'lru-cache';
 import { DEFAULTS } from '../config/defaults.js';
 import type { LimitPolicy, OnStoreError } from '../config/policies.js';
 import { MAX_LIMIT } from '../config/policy-schema.js';
 import { planFixedLimit } from './algorithms/fixed/plan.js';
 import { partFor } from './algorithms/parts.js';
 import { MAX_KEYS_PER_CHECK, mergeLevels, sharedLevels } from './algorithms/windows/plan.js';
+import { LruMap } from './lru.js';
 import type { EventPlan, WindowLimitPlan, WindowsPlan } from './plan-types.js';
 
 /** A limit a request brings with it. */
@@ -27,7 +27,7 @@ export interface RuntimeLimit {
 }
 
 export class RuntimePlans {
-  readonly #plans = new LRUCache<string, WindowsPlan>({ max: DEFAULTS.runtimePlans });
+  readonly #plans = new LruMap<string, WindowsPlan>({ max: DEFAULTS.runtimePlans });
 
   /**
    * The plan of `limit` counted under `event`, made once and kept while it is used;

@@ -1,7 +1,7 @@
-import { LRUCache } from 'lru-cache';
 import type { CachedDenial } from './cached-denial.js';
 import { FeatureWindow } from './feature-window.js';
 import { counterKeyBase } from '../../keys.js';
+import { LruMap } from '../../lru.js';
 import type { WindowsPlan } from '../../plan-types.js';
 
 /** What one instance remembers about one event+feature between checks. */
@@ -45,7 +45,7 @@ interface Entry {
  * rather than one built per check (hashing a fresh string is most of a lookup's cost).
  */
 export class FeatureCache {
-  private readonly entries: LRUCache<string, Entry> | undefined;
+  private readonly entries: LruMap<string, Entry> | undefined;
   private readonly eventIndex = new Map<WindowsPlan, number>();
   /** Each plan's worst case per feature, worked out once. */
   private readonly bytesByPlan = new Map<WindowsPlan, number>();
@@ -56,7 +56,7 @@ export class FeatureCache {
     /** Whole seconds a bucket stays live after it ends: other instances' clocks may lag this much. */
     private readonly skewSeconds: number,
   ) {
-    this.entries = maxBytes > 0 ? new LRUCache<string, Entry>({ maxSize: maxBytes }) : undefined;
+    this.entries = maxBytes > 0 ? new LruMap<string, Entry>({ maxSize: maxBytes }) : undefined;
   }
 
   /** The start of every key of a feature's counters for an event, without keeping anything. */
@@ -72,13 +72,12 @@ export class FeatureCache {
     const cached = entry?.states[index];
     if (cached) return cached;
     const state: FeatureState = { base: counterKeyBase(this.keyPrefix, plan.event, feature) };
-    // The client's own bytes once (its name as UTF-16 at most), and each event's worst case.
-    // A new entry object each time: the LRU takes a new size only with a new value (the
-    // same object set again kept its first size, so a client of 8 events counted as 1).
+    // The client's own bytes once (its name as UTF-16 at most), and each event's worst case:
+    // the LRU counts a client at the size its last set gave.
     const states = entry?.states ?? [];
     states[index] = state;
     const bytes = (entry?.bytes ?? CLIENT_CACHE_BYTES + 2 * feature.length) + this.bytesPerState(plan);
-    this.entries.set(feature, { states, bytes }, { size: bytes });
+    this.entries.set(feature, { states, bytes }, bytes);
     return state;
   }
 
