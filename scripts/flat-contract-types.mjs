@@ -220,10 +220,9 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   }
   const declarations = await flatContractTypes((name) => import(join(ROOT, 'dist/shared', `${name}.js`)));
   for (const folder of folders) {
-    for (const { name, text } of declarations) {
-      const target = join(folder, 'shared', `${name}.d.ts`);
-      if (!existsSync(target)) throw new Error(`${target} is missing: build first`);
-      writeFileSync(target, text);
-    }
+    // A build holds the contract's modules its entries import: memgate-limiter's, not the service's.
+    const built = declarations.filter(({ name }) => existsSync(join(folder, 'shared', `${name}.d.ts`)));
+    if (built.length === 0) throw new Error(`${folder}/shared holds no contract declaration: build first`);
+    for (const { name, text } of built) writeFileSync(join(folder, 'shared', `${name}.d.ts`), text);
   }
 }

@@ -9,6 +9,7 @@ import { describe, expect, it } from 'vitest';
 const PAGES = [
   'README.md',
   'packages/client/README.md',
+  'packages/limiter/README.md',
   ...readdirSync('docs')
     .filter((name) => name.endsWith('.md'))
     .map((name) => `docs/${name}`),

@@ -1,26 +1,5 @@
-// memgate as a library: the limiter, its stores and its policy parser, free of HTTP.
-export { createLimiter } from './counting/limiter.js';
-export { MAX_FEATURE_BYTES } from './counting/resolve.js';
-export type { CheckRequest } from './counting/resolve.js';
-export type { Limiter, LimiterOptions, TogetherCheck, TogetherDecision } from './counting/limiter.js';
-export type { Decision, LimitStatus } from './counting/decision.js';
-export { LimiterInputError } from './counting/errors.js';
-export type { InputErrorCode } from './counting/errors.js';
-export { loadPolicyFile, parsePolicies, parsePolicyText, PolicyError, PolicySet } from './config/policies.js';
-export type { Algorithm, Edge, EventPolicy, LimitPolicy, OnStoreError } from './config/policies.js';
-export { StoreOverloadedError, StoreUnavailableError } from './store/counter-store.js';
-export type {
-  CounterStore,
-  CounterIncrement,
-  CounterDecrement,
-  IncrementAndReadResult,
-  ServerHealth,
-  StoreVersion,
-  VersionedValue,
-} from './store/counter-store.js';
-export { createEmbeddedStore } from './store/embedded-store.js';
-export type { EmbeddedStoreOptions } from './store/embedded-store.js';
-export { createMemcachedStore } from './store/memcached/memcached-store.js';
-export type { MemcachedStoreOptions, StoreLogger } from './store/memcached/memcached-store.js';
+// memgate as a library: the limiter, its stores and its policy parser (library.ts, which
+// memgate-limiter carries alone), and the fastify app that serves them.
+export * from './library.js';
 export { buildApp } from './http/app.js';
 export type { AppOptions } from './http/app.js';

@@ -3,7 +3,16 @@
 // node16, nodenext and bundler, and run from ESM and from CommonJS against a real memgate:
 // the installed package's own `memgate` command.
 import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -187,9 +196,40 @@ const ENTRIES = [
   'memgate/fastify-rate-limit',
 ];
 
+/**
+ * The README's library example (the first TypeScript block under "## As a library"), as an app
+ * would write it. The client it counts is made the run's own, since the run's memcached is shared.
+ */
+function readmeLibraryExample(client: string): string {
+  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+  const section = readme.slice(readme.indexOf('\n## As a library\n'));
+  const example = /```ts\n([\s\S]*?)```/.exec(section)?.[1];
+  if (!example?.includes("from 'memgate-limiter'"))
+    throw new Error(
+      "README.md's library example (a ts block under ## As a library, importing memgate-limiter) is missing",
+    );
+  return example.replaceAll("'203.0.113.7'", JSON.stringify(client));
+}
+
+/** The example as CommonJS: its imports stay on top (compiled to require), the rest runs in an async function. */
+function asCommonJs(example: string): string {
+  const lines = example.split('\n');
+  const body = lines.filter((line) => !line.startsWith('import '));
+  return [...lines.filter((line) => line.startsWith('import ')), 'void (async () => {', ...body, '})();'].join('\n');
+}
+
+/** What an app's node_modules weighs: the bytes of its files (not the disk blocks they take). */
+function bytesUnder(folder: string): number {
+  return readdirSync(folder, { recursive: true, withFileTypes: true })
+    .filter((entry) => entry.isFile())
+    .reduce((sum, entry) => sum + statSync(join(entry.parentPath, entry.name)).size, 0);
+}
+
 let folder: string;
 let memgateTarball: Packed;
 let clientTarball: Packed;
+let limiterTarball: Packed;
+let limiterApp: string;
 let clientApp: string;
 let fullApp: string;
 let memgate: ServiceProcess;
@@ -198,12 +238,16 @@ beforeAll(async () => {
   folder = mkdtempSync(join(tmpdir(), 'memgate-packages-'));
   memgateTarball = await pack(folder);
   clientTarball = await pack(folder, './packages/client');
+  limiterTarball = await pack(folder, './packages/limiter');
 
   clientApp = join(folder, 'client-app');
+  limiterApp = join(folder, 'limiter-app');
   fullApp = join(folder, 'full-app');
   mkdirSync(clientApp);
+  mkdirSync(limiterApp);
   mkdirSync(fullApp);
   await npmInstall(clientApp, [clientTarball.filename]);
+  await npmInstall(limiterApp, [limiterTarball.filename, `@types/node@${installedVersion('@types/node')}`]);
   await npmInstall(fullApp, [
     memgateTarball.filename,
     clientTarball.filename,
@@ -234,6 +278,11 @@ describe('the tarballs', () => {
     /^docs\/[a-z]+\.md$/,
     /^docs\/images\/[a-z-]+\.png$/,
   ];
+  const LIMITER_FILES = [
+    /^(package\.json|README\.md|LICENSE)$/,
+    /^dist\/(library\.(js|d\.ts)|(config|counting|store|shared)\/[a-z/-]+\.(js|d\.ts))$/,
+    /^dist\/cjs-types\/([a-z/-]+\.d\.ts|package\.json)$/,
+  ];
   const CLIENT_FILES = [
     /^(package\.json|README\.md|LICENSE)$/,
     /^dist\/(client|integrations|shared)\/[a-z-]+\.(js|js\.map|d\.ts)$/,
@@ -243,6 +292,7 @@ describe('the tarballs', () => {
   it.each([
     ['memgate', () => memgateTarball, MEMGATE_FILES, ['dist/main.js', 'dist/index.d.ts', 'config/policies.yaml']],
     ['memgate-client', () => clientTarball, CLIENT_FILES, ['dist/client/index.js', 'dist/integrations/express.d.ts']],
+    ['memgate-limiter', () => limiterTarball, LIMITER_FILES, ['dist/library.js', 'dist/cjs-types/library.d.ts']],
   ])(
     '%s carries its build, maps and licence, and no test, fixture or stale output',
     (_name, tarball, allowed, needed) => {
@@ -283,6 +333,66 @@ describe('memgate installed from git', () => {
     );
     expect(entries.stdout.trim()).toBe('function function');
   }, 300_000);
+});
+
+describe('memgate-limiter installed alone', () => {
+  // Issue 40: the library in an app costs at most 10 packages and 5 MB, with no native module.
+  it('brings at most 10 packages and 5 MB, no server and nothing native', () => {
+    const installed = installedPackages(limiterApp).filter(
+      (name) => !name.startsWith('@types/') && name !== 'undici-types',
+    );
+    expect(installed).toContain('memgate-limiter');
+    expect(installed.length).toBeLessThanOrEqual(10);
+    expect(installed.filter((name) => SERVER_SIDE.includes(name) || name.startsWith('@opentelemetry/'))).toEqual([]);
+    const modules = join(limiterApp, 'node_modules');
+    const types = ['@types', 'undici-types'].reduce((sum, name) => sum + bytesUnder(join(modules, name)), 0);
+    expect(bytesUnder(modules) - types).toBeLessThanOrEqual(5_000_000);
+    const lock = JSON.parse(readFileSync(join(modules, '.package-lock.json'), 'utf8')) as {
+      packages: Record<string, { hasInstallScript?: boolean }>;
+    };
+    expect(
+      Object.entries(lock.packages)
+        .filter(([, entry]) => entry.hasInstallScript)
+        .map(([path]) => path),
+    ).toEqual([]);
+    const native = readdirSync(modules, { recursive: true }).filter((path) =>
+      /\.node$|binding\.gyp$/.test(String(path)),
+    );
+    expect(native).toEqual([]);
+  });
+
+  it.each([
+    ['ESM', 'example.mts', 'example.mjs', (text: string) => text],
+    ['CommonJS', 'example.cts', 'example.cjs', asCommonJs],
+  ])(
+    "runs the README's library example from %s with strict types, on a real memcached",
+    async (_kind, source, built, shape) => {
+      const client = `198.51.100.${String(Date.now() % 250)}-${built}`;
+      writeFileSync(join(limiterApp, source), shape(readmeLibraryExample(client)));
+      const strict = [
+        '--strict',
+        '--skipLibCheck',
+        'false',
+        '--module',
+        'node16',
+        '--target',
+        'es2022',
+        '--types',
+        'node',
+      ];
+      const compiled = await run(process.execPath, [TSC, ...strict, source], { cwd: limiterApp }).catch(
+        (error: unknown) => error as { stdout: string; code: number },
+      );
+      expect('code' in compiled ? compiled.stdout : '').toBe('');
+      const { stdout, stderr } = await run(process.execPath, [built], {
+        cwd: limiterApp,
+        env: { PATH: process.env.PATH, MEMCACHED_SERVERS: inject('sharedMemcached') },
+      });
+      // The example's own line: allowed, 4 of login's 5 a minute left. No outage was warned of.
+      expect({ stdout: stdout.trim(), stderr }).toEqual({ stdout: 'true 4', stderr: '' });
+    },
+    120_000,
+  );
 });
 
 describe('memgate-client installed alone', () => {
