@@ -30,10 +30,11 @@ describe('memgate as a library', () => {
   const ownMemcached = useMemcached({ own: true });
 
   it("runs the README's example as written, on Memcached, and lets the process exit", { timeout: 30_000 }, async () => {
-    // An app of its own, with memgate as its dependency (this checkout, built).
+    // An app of its own, with memgate-limiter and memgate as its dependencies (this checkout's, built).
     const app = await mkdtemp(join(tmpdir(), 'memgate-readme-'));
     await writeFile(join(app, 'package.json'), JSON.stringify({ type: 'module', private: true }));
     await mkdir(join(app, 'node_modules'));
+    await symlink(resolve('packages/limiter'), join(app, 'node_modules', 'memgate-limiter'));
     await symlink(resolve('.'), join(app, 'node_modules', 'memgate'));
     await writeFile(join(app, 'example.ts'), await readmeBlock('## As a library'));
     // Its own memcached: what the example counts is all there is.

@@ -26,7 +26,7 @@ const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const holder: { run?: Promise<SharedRun> } = ((globalThis as { memgateSharedRun?: object }).memgateSharedRun ??= {});
 
 async function start(): Promise<SharedRun> {
-  // Both packages (memgate's dist/ and memgate-client's), as an install's prepare builds them.
+  // Every package (memgate's dist/, memgate-client's and memgate-limiter's), as an install's prepare builds them.
   await promisify(execFile)('npm', ['run', 'build', '--silent'], { cwd: ROOT }).catch((error: unknown) => {
     const output = (error as { stdout?: string }).stdout ?? '';
     throw new Error(`building dist/ for the tests failed (npm run build):\n${output}`, { cause: error });
