@@ -160,9 +160,6 @@ export class PolicyError extends Error {
 
 const DURATION_HINT = 'must be a positive whole duration like 30s, 5m, 1h, 1d or a number of seconds';
 
-// Compiled ahead of time from policyFileSchema (npx tsx scripts/policy-validator.ts), not by ajv
-// here: the library must not carry ajv (3 MB, 5 packages). Its errors are ajv's, word for word.
-const validateShape = validatePolicyShape;
 
 /** One fault of a policy file, with where it is, so faults are listed in the file's order. */
 interface Problem {
@@ -178,7 +175,9 @@ interface Problem {
  * sources and routes) for every field whose shape is sound.
  */
 export function parsePolicies(document: unknown, source = 'policies'): PolicySet {
-  const shapeErrors = validateShape(document) ? [] : (validateShape.errors ?? []);
+  // validatePolicyShape was compiled ahead of time from policyFileSchema (npx tsx
+  // scripts/policy-validator.ts): the library does not carry ajv. Its errors are ajv's, word for word.
+  const shapeErrors = validatePolicyShape(document) ? [] : (validatePolicyShape.errors ?? []);
   const problems: Problem[] = shapeErrors.flatMap((error) => describeSchemaError(error, document));
   // A field the schema refused is not checked again: one fault, one line.
   const refused = shapeErrors.map((error) => pathOf(error).join('/'));

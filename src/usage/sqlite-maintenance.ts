@@ -49,6 +49,17 @@ export function immediately<A extends unknown[], R>(
   return (...args) => transaction.immediate(...args);
 }
 
+/** One statement run as a transaction of its own that takes the write lock first (see immediately). */
+// P is the statement's parameters as the caller names them: the SQL text cannot say.
+// eslint-disable-next-line @typescript-eslint/no-unnecessary-type-parameters
+function immediateStatement<P extends unknown[]>(
+  db: Database.Database,
+  sql: string,
+): (...params: P) => Database.RunResult {
+  const statement = db.prepare<P>(sql);
+  return immediately(db, (...params: P) => statement.run(...params));
+}
+
 interface ClientKey {
   readonly t: number;
   readonly feature: string;
@@ -71,9 +82,9 @@ export function sqliteMaintenance(db: Database.Database, plan: MaintenancePlan):
   const oldPoints = db.prepare(
     'SELECT t FROM usage_points WHERE resolution = ? AND event = ? AND t < ? ORDER BY t LIMIT ?',
   );
-  const deletePointsStatement = db.prepare('DELETE FROM usage_points WHERE resolution = ? AND event = ? AND t <= ?');
-  const deletePointsTo = immediately(db, (resolution: number, event: string, last: number) =>
-    deletePointsStatement.run(resolution, event, last),
+  const deletePointsTo = immediateStatement<[resolution: number, event: string, last: number]>(
+    db,
+    'DELETE FROM usage_points WHERE resolution = ? AND event = ? AND t <= ?',
   );
   const oldClients = db.prepare(`
     SELECT t, feature, allowed, denied FROM usage_clients
@@ -86,14 +97,15 @@ export function sqliteMaintenance(db: Database.Database, plan: MaintenancePlan):
   const unname = db.prepare(`
     UPDATE usage_points SET named_allowed = max(0, named_allowed - ?), named_denied = max(0, named_denied - ?)
     WHERE resolution = ? AND event = ? AND t = ?`);
-  const pruneBatchesStatement = db.prepare(`
-    DELETE FROM usage_batches WHERE (instance, sequence) IN (
-      SELECT instance, sequence FROM usage_batches WHERE written < ? ORDER BY written LIMIT ?)`);
-  const pruneBatches = immediately(db, (before: number, limit: number) => pruneBatchesStatement.run(before, limit));
+  const pruneBatches = immediateStatement<[before: number, limit: number]>(
+    db,
+    `DELETE FROM usage_batches WHERE (instance, sequence) IN (
+      SELECT instance, sequence FROM usage_batches WHERE written < ? ORDER BY written LIMIT ?)`,
+  );
   const compactedUntil = db.prepare('SELECT until FROM usage_compacted WHERE resolution = ?');
-  const setCompactedStatement = db.prepare('INSERT OR REPLACE INTO usage_compacted (resolution, until) VALUES (?, ?)');
-  const setCompacted = immediately(db, (resolution: number, until: number) =>
-    setCompactedStatement.run(resolution, until),
+  const setCompacted = immediateStatement<[resolution: number, until: number]>(
+    db,
+    'INSERT OR REPLACE INTO usage_compacted (resolution, until) VALUES (?, ?)',
   );
   const nextPeriod = db.prepare(
     'SELECT t FROM usage_clients WHERE resolution = ? AND event = ? AND t >= ? ORDER BY t LIMIT 1',
