@@ -1,6 +1,5 @@
 import { PassThrough } from 'node:stream';
-import { setTimeout as sleep } from 'node:timers/promises';
-import { describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { UsageError } from '../../src/commands/command-line.js';
 import { formatSeconds, progressIntervalMs, startProgress } from './progress.js';
 
@@ -15,7 +14,15 @@ function pipe(): { stream: PassThrough; lines: () => string[] } {
 }
 
 describe('progress off a terminal', () => {
-  it('prints a line at the start, every interval while the work goes on, and at the end', async () => {
+  // The clock and the timer are driven: a line's timing is asserted, not the machine's load.
+  beforeEach(() => {
+    vi.useFakeTimers({ toFake: ['performance', 'setInterval', 'clearInterval'] });
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('prints a line at the start, every interval while the work goes on, and at the end', () => {
     const { stream, lines } = pipe();
     const progress = startProgress({
       label: 'replaying',
@@ -25,9 +32,9 @@ describe('progress off a terminal', () => {
       everyMs: 40,
     });
     progress.update(50, 'steady-1x');
-    await sleep(150);
+    vi.advanceTimersByTime(150);
     progress.update(100);
-    await sleep(150);
+    vi.advanceTimersByTime(150);
     progress.done();
     const all = lines();
     expect(all[0]).toBe('replaying: started, 0 of 200 checks');
@@ -39,14 +46,14 @@ describe('progress off a terminal', () => {
     expect(all.at(-1)).toMatch(/^replaying: done \(100 of 200 checks\) after \d+ s$/);
   });
 
-  it('reads where the work is for each line when given readDone, even after a busy stretch', async () => {
+  it('reads where the work is for each line when given readDone, even after a busy stretch', () => {
     const { stream, lines } = pipe();
     let seconds = 1;
     const progress = startProgress({ label: 'bench', total: 100, stream, everyMs: 20, readDone: () => seconds });
     progress.update(1, 'embedded');
     // The thread is busy and nothing calls update(); the next line still says where it is.
     seconds = 40;
-    await sleep(60);
+    vi.advanceTimersByTime(60);
     progress.stop();
     expect(lines().filter((line) => line.startsWith('bench: 40%')).length).toBeGreaterThan(0);
     expect(lines().some((line) => line.startsWith('bench: 1%'))).toBe(false);
@@ -54,9 +61,13 @@ describe('progress off a terminal', () => {
 
   it('says about how long is left once that is a second or more', () => {
     const { stream, lines } = pipe();
+    // Every update may speak (everyMs 0); the real timer never runs in this synchronous work.
+    vi.useFakeTimers({ toFake: ['performance'] });
     const progress = startProgress({ label: 'long', total: 100, stream, everyMs: 0 });
-    const until = performance.now() + 50;
-    while (performance.now() < until) progress.update(1);
+    for (let ms = 0; ms < 50; ms++) {
+      progress.update(1);
+      vi.advanceTimersByTime(1);
+    }
     progress.update(2);
     // 2% done in 50 ms: about 2.5 s to go.
     expect(lines().at(-1)).toMatch(/^long: 2%, 0 s elapsed, about [1-9] s left$/);
@@ -66,10 +77,12 @@ describe('progress off a terminal', () => {
   it('prints from update() when the work keeps the thread too busy for the timer', () => {
     const { stream, lines } = pipe();
     const progress = startProgress({ label: 'busy', total: 10, stream, everyMs: 20 });
-    const until = performance.now() + 70;
-    let done = 0;
-    // A loop that never yields: only update() can speak.
-    while (performance.now() < until) progress.update(Math.min(10, ++done / 1000));
+    // The timer never runs (this work keeps the thread busy): only the clock moves, and only update() can speak.
+    vi.useFakeTimers({ toFake: ['performance'] });
+    for (let ms = 1; ms <= 70; ms++) {
+      vi.advanceTimersByTime(1);
+      progress.update(ms / 10);
+    }
     progress.stop();
     expect(
       lines().filter((line) => line.startsWith('busy: ') && line.includes('elapsed')).length,
