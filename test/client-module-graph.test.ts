@@ -33,7 +33,8 @@ register('data:text/javascript,' + encodeURIComponent(process.env.GRAPH_HOOKS), 
 appendFileSync(log, '--- import\\n');
 const { createClient } = await import('memgate/client');
 appendFileSync(log, '--- check\\n');
-const client = createClient({ url: process.env.MEMGATE_URL, ...(process.env.WITH_FETCH ? { fetch: globalThis.fetch } : {}) });
+// A long timeout: the service decides the check however loaded the machine, not the client.
+const client = createClient({ url: process.env.MEMGATE_URL, timeoutMs: 60000, ...(process.env.WITH_FETCH ? { fetch: globalThis.fetch } : {}) });
 const decision = await client.check('login', 'module-graph');
 await client.close();
 appendFileSync(log, '--- end\\n');
