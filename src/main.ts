@@ -165,9 +165,11 @@ function launch(settings: Settings): void {
     ],
     {
       env: { ...process.env, [LAUNCHER_PID]: String(process.pid) },
-      // Its own process group: a terminal's Ctrl-C reaches the launcher only, which hands
-      // it on once (a second SIGINT means "stop now" to the service).
-      detached: true,
+      // In the launcher's session and process group, not one of its own: Linux shares the
+      // CPU between sessions first (autogroup), so a session of its own left the service a
+      // small share on a busy machine, and each check cost it more (docs/performance.md). A
+      // terminal's Ctrl-C then reaches both, and the launcher hands it on too: the service
+      // takes the same signal repeated within DEFAULTS.repeatedSignalMs as one.
       stdio: ['inherit', 'inherit', 'inherit', 'ipc'],
     },
   );

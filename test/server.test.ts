@@ -291,6 +291,21 @@ describe('the memgate process', () => {
     expect(service.logs.at(-1)?.msg).toBe('stopped');
   });
 
+  it("stops once, cleanly, on a terminal's Ctrl-C, which reaches the launcher and the service both", async () => {
+    const service = await startService({ MEMGATE_SHUTDOWN_DRAIN_MS: '60000' }, [], { ownGroup: true });
+    const launcherPid = service.child.pid as number;
+    // One session and group for both: the kernel shares the CPU between sessions first, and
+    // a session of the service's own got it a small share on a busy machine.
+    const [launcher, serving] = await Promise.all([processIds(launcherPid), processIds(service.servicePid)]);
+    expect(serving).toEqual({ group: launcher.group, session: launcher.session });
+    // The terminal signals the foreground group; the launcher hands its own on as well.
+    process.kill(-launcherPid, 'SIGINT');
+    expect(await service.exit).toBe(0);
+    expect(service.logs.filter((line) => line.signal === 'SIGINT')).toHaveLength(1);
+    expect(service.logs.some((line) => line.msg === 'second signal while draining; exiting now')).toBe(false);
+    expect(service.logs.at(-1)?.msg).toBe('stopped');
+  });
+
   it.for(['SIGINT'] as const)('skips the drain period on %s (Ctrl-C), and still stops cleanly', async (signal) => {
     const service = await startService({ MEMGATE_SHUTDOWN_DRAIN_MS: '60000' });
     const signalled = Date.now();
@@ -444,3 +459,11 @@ describe('the memgate process', () => {
     });
   });
 });
+
+/** A process's group and session, from /proc (Linux). */
+async function processIds(pid: number): Promise<{ group: number; session: number }> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+  // After the command name (which may hold spaces): state, parent, group, session.
+  const [, , group, session] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return { group: Number(group), session: Number(session) };
+}

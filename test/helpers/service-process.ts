@@ -26,6 +26,11 @@ export interface ServiceCommand {
   /** The program and its first arguments (`args` follow them). */
   readonly command?: readonly string[];
   readonly cwd?: string;
+  /**
+   * In a process group (and session) of its own, as a terminal's foreground job: a signal
+   * to the group (`process.kill(-child.pid)`) reaches every process in it, as Ctrl-C does.
+   */
+  readonly ownGroup?: boolean;
 }
 
 /**
@@ -38,7 +43,7 @@ export interface ServiceCommand {
 export async function startServiceProcess(
   env: Record<string, string>,
   args: string[] = [],
-  { command = [process.execPath, 'dist/main.js'], cwd }: ServiceCommand = {},
+  { command = [process.execPath, 'dist/main.js'], cwd, ownGroup = false }: ServiceCommand = {},
 ): Promise<ServiceProcess> {
   const usageFolder = mkdtempSync(join(tmpdir(), 'memgate-service-'));
   const usageDb = join(usageFolder, 'usage.db');
@@ -58,6 +63,7 @@ export async function startServiceProcess(
       ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
+    detached: ownGroup,
   });
   const logs: Record<string, unknown>[] = [];
   let stderr = '';
