@@ -1,10 +1,13 @@
 // memgate's /check beside the cheapest networked limiter (one Memcached increment), a peer
 // library and the naive design, each the same fastify stack in its own process, with each
 // of memgate's optimizations turned off in turn.
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { markdownTable } from 'markdown-table';
 import { featureSpread, runLoad, type LoadSummary } from '../lib/run-load.js';
 import { baselineBuild, type BaselineBuild } from './baseline.js';
-import { cpuMicros, startCase } from './processes.js';
+import { cpuMicros, startCase, startService, type Measured } from './processes.js';
 import { median, verdict, type Suite } from './suite.js';
 
 const CASES = ['floor', 'peer', 'naive', 'memgate-60s', 'memgate-1d'] as const;
@@ -16,6 +19,13 @@ const CASES = ['floor', 'peer', 'naive', 'memgate-60s', 'memgate-1d'] as const;
  */
 const A_B_COMMIT = 'c256640';
 const BASELINE_CASE = 'memgate-60s@baseline';
+/** The service itself, as `npm start` runs it, and as built at the A/B commit. */
+const SERVICE_CASE = 'memgate-service';
+const SERVICE_BASELINE_CASE = 'memgate-service@baseline';
+const AT_BASELINE: Readonly<Record<string, string>> = {
+  [BASELINE_CASE]: 'memgate-60s',
+  [SERVICE_BASELINE_CASE]: SERVICE_CASE,
+};
 
 /** What each case is, for the report. */
 const DESCRIPTIONS: Record<string, string> = {
@@ -31,6 +41,9 @@ const DESCRIPTIONS: Record<string, string> = {
     'memgate-60s with one socket write per check instead of one per event-loop turn (`coalesceWrites: false`)',
   'memgate-1d-uncached': 'memgate-1d without settled counts kept between checks',
   [BASELINE_CASE]: 'memgate-60s as built at an older commit (the A/B case: a regression shows as a number)',
+  [SERVICE_CASE]:
+    'the memgate service itself (`node dist/main.js`, as `npm start` runs it: its launcher, metrics, usage history, logger and overload shedding), 60 s sliding window, 1 s buckets',
+  [SERVICE_BASELINE_CASE]: 'memgate-service as built at the same older commit',
 };
 
 interface Workload {
@@ -43,7 +56,16 @@ const WORKLOADS: readonly Workload[] = [
   {
     name: 'one hot feature',
     features: 'hot',
-    cases: [...CASES, BASELINE_CASE, 'ceiling', 'memgate-60s-uncached', 'memgate-60s-uncorked', 'memgate-1d-uncached'],
+    cases: [
+      ...CASES,
+      BASELINE_CASE,
+      SERVICE_CASE,
+      SERVICE_BASELINE_CASE,
+      'ceiling',
+      'memgate-60s-uncached',
+      'memgate-60s-uncorked',
+      'memgate-1d-uncached',
+    ],
   },
   { name: '100,000 features, Zipf', features: 'zipf:100000', cases: [...CASES, BASELINE_CASE] },
 ];
@@ -56,7 +78,12 @@ const TARGETS: { workload: string; case: string; throughputAtLeast: number; cpuA
   { workload: 'one hot feature', case: 'memgate-60s', throughputAtLeast: 0.9, cpuAtMost: 1.1 },
   { workload: '100,000 features, Zipf', case: 'memgate-60s', throughputAtLeast: 0.7 },
   { workload: 'one hot feature', case: 'memgate-1d', throughputAtLeast: 0.8 },
+  // Issue 40: the service as it is deployed, not only the bare app, at least as cheap as the floor.
+  { workload: 'one hot feature', case: SERVICE_CASE, throughputAtLeast: 1.0, cpuAtMost: 1.0 },
 ];
+
+/** The service's limit: high enough that every request is allowed, as server.ts's cases are. */
+const HIGH_LIMIT = 1_000_000_000;
 
 /** Seconds of load before each measured run: the JIT's warm-up, not measured. */
 const WARM_UP_SECONDS = 1;
@@ -82,18 +109,29 @@ export const throughput: Suite = {
     if (older instanceof Error) progress(`throughput: no A/B case: ${older.message}`);
     const workloads = WORKLOADS.map((workload) => ({
       ...workload,
-      cases: workload.cases.filter((name) => name !== BASELINE_CASE || !(older instanceof Error)),
+      cases: workload.cases.filter((name) => !(name in AT_BASELINE) || !(older instanceof Error)),
     }));
+    // The service's policy file: one event, limited high enough that every check is allowed.
+    const policies = join(await mkdtemp(join(tmpdir(), 'memgate-bench-')), 'policies.yaml');
+    await writeFile(policies, `events:\n  bench:\n    limits:\n      - { limit: ${HIGH_LIMIT}, window: 60s }\n`);
+    const start = (name: string): Promise<Measured> => {
+      const built = AT_BASELINE[name];
+      const root = built !== undefined && !(older instanceof Error) ? older.root : undefined;
+      const options = root === undefined ? {} : { root };
+      const base = built ?? name;
+      if (base !== SERVICE_CASE) return startCase(base, servers, options);
+      return startService(
+        { MEMCACHED_SERVERS: servers, MEMGATE_CONFIG: policies, MEMGATE_KEY_PREFIX: `tp${process.pid}${name.length}` },
+        options,
+      );
+    };
     const runs = new Map<string, Run[]>();
     const key = (workload: string, name: string) => `${workload}|${name}`;
     for (let round = 1; round <= rounds; round++) {
       for (const workload of workloads) {
         for (const name of workload.cases) {
           doing(`throughput, round ${round}/${rounds}: ${workload.name}, ${name}`);
-          const server =
-            name === BASELINE_CASE && !(older instanceof Error)
-              ? await startCase('memgate-60s', servers, { root: older.root })
-              : await startCase(name, servers);
+          const server = await start(name);
           await runLoad({
             url: server.url,
             event: 'bench',
@@ -126,8 +164,10 @@ export const throughput: Suite = {
     const cpu = (workload: string, name: string) => median(of(workload, name).map((s) => s.cpuMicrosPerRequest));
     const errors = (workload: string, name: string) => of(workload, name).reduce((sum, s) => sum + s.errors, 0);
 
-    const nameOf = (name: string) =>
-      name === BASELINE_CASE && !(older instanceof Error) ? `memgate-60s @${older.commit.slice(0, 7)}` : name;
+    const nameOf = (name: string) => {
+      const built = AT_BASELINE[name];
+      return built !== undefined && !(older instanceof Error) ? `${built} @${older.commit.slice(0, 7)}` : name;
+    };
     const rows = workloads.flatMap((workload) =>
       workload.cases.map((name) => {
         const ratio = rate(workload.name, name) / rate(workload.name, 'floor');
@@ -170,7 +210,7 @@ export const throughput: Suite = {
 
 Produced by \`npm run bench -- --suite throughput --duration ${duration} --connections ${connections} --rounds ${rounds}\`.
 
-Each case is the same fastify HTTP stack answering \`GET /check\`, in its own process, loaded by autocannon (${connections} connections, ${duration} s per run) from the bench process, all on one machine with one Memcached. The cases ending in \`-uncached\` or \`-uncorked\` turn one of memgate's optimizations off, to measure what each brings ([design](design.md#what-an-instance-keeps-between-checks)); the one named with \`@\` and a commit is memgate-60s as built there (\`--baseline\` names another), so that a regression shows as a number. Every case runs once per round, in turn, after ${WARM_UP_SECONDS} s of load that is not measured, and the table shows medians over ${rounds} rounds. Limits are high enough that every request is allowed. "Server CPU µs/req" is the case's server process's CPU time (user and system, from \`/proc\`) over the requests it answered; it does not depend on which process was the bottleneck of a run.
+Each case is the same fastify HTTP stack answering \`GET /check\`, in its own process, loaded by autocannon (${connections} connections, ${duration} s per run) from the bench process, all on one machine with one Memcached. The cases ending in \`-uncached\` or \`-uncorked\` turn one of memgate's optimizations off, to measure what each brings ([design](design.md#what-an-instance-keeps-between-checks)); memgate-service is the service itself, started as \`npm start\` starts it, with everything it runs beside a check; the ones named with \`@\` and a commit are memgate-60s and memgate-service as built there (\`--baseline\` names another, \`--baseline main\` compares a change with main), so that a regression shows as a number. Every case runs once per round, in turn, after ${WARM_UP_SECONDS} s of load that is not measured, and the table shows medians over ${rounds} rounds. Limits are high enough that every request is allowed. "Server CPU µs/req" is the case's server process's CPU time (user and system, from \`/proc\`) over the requests it answered; it does not depend on which process was the bottleneck of a run.
 
 ${cases.map((name) => `- **${nameOf(name)}**: ${DESCRIPTIONS[name] ?? name}`).join('\n')}
 
