@@ -32,8 +32,15 @@ interface Packed {
  * `npm pack` of the root or of a package folder, each through its own prepack: both built
  * from a clean dist/, so no output of a module since removed is packed.
  */
-async function pack(destination: string, folder?: string): Promise<Packed> {
-  const args = ['pack', ...(folder ? [folder] : []), '--json', '--pack-destination', destination];
+async function pack(destination: string, folder?: string, { build = true }: { build?: boolean } = {}): Promise<Packed> {
+  const args = [
+    'pack',
+    ...(folder ? [folder] : []),
+    '--json',
+    '--pack-destination',
+    destination,
+    ...(build ? [] : ['--ignore-scripts']),
+  ];
   const { stdout } = await run('npm', args, { cwd: ROOT });
   const [packed] = JSON.parse(stdout) as [Packed];
   return { ...packed, filename: join(destination, packed.filename) };
@@ -237,12 +244,30 @@ let limiterApp: string;
 let clientApp: string;
 let fullApp: string;
 let memgate: ServiceProcess;
+let installedFromGit: Promise<string>;
+
+/** `npm install git+file://<this checkout>#<HEAD>` into a new app, as from a git host; resolves to the app. */
+async function installFromGit(app: string): Promise<string> {
+  // The commit checked out: what `npm install git+https://…/memgate.git` would fetch.
+  const { stdout: commit } = await run('git', ['rev-parse', 'HEAD'], { cwd: ROOT });
+  mkdirSync(app);
+  await npmInstall(app, [`git+file://${ROOT}#${commit.trim()}`]);
+  return app;
+}
 
 beforeAll(async () => {
   folder = mkdtempSync(join(tmpdir(), 'memgate-packages-'));
+  // The install from git (its own clone, its dependencies, its build) is the longest step: it
+  // runs beside the others, and its test waits for it.
+  installedFromGit = installFromGit(join(folder, 'git-app'));
+  installedFromGit.catch(() => undefined);
+  // memgate's prepack builds all three packages from clean folders; the two packages are then
+  // packed as that build left them (their own prepack would build them again).
   memgateTarball = await pack(folder);
-  clientTarball = await pack(folder, './packages/client');
-  limiterTarball = await pack(folder, './packages/limiter');
+  [clientTarball, limiterTarball] = await Promise.all([
+    pack(folder, './packages/client', { build: false }),
+    pack(folder, './packages/limiter', { build: false }),
+  ]);
 
   clientApp = join(folder, 'client-app');
   limiterApp = join(folder, 'limiter-app');
@@ -250,14 +275,16 @@ beforeAll(async () => {
   mkdirSync(clientApp);
   mkdirSync(limiterApp);
   mkdirSync(fullApp);
-  await npmInstall(clientApp, [clientTarball.filename]);
-  await npmInstall(limiterApp, [limiterTarball.filename, `@types/node@${installedVersion('@types/node')}`]);
-  await npmInstall(fullApp, [
-    memgateTarball.filename,
-    clientTarball.filename,
-    ...['express', '@types/express', 'express-rate-limit', 'fastify', '@fastify/rate-limit', '@types/node'].map(
-      (name) => `${name}@${installedVersion(name)}`,
-    ),
+  await Promise.all([
+    npmInstall(clientApp, [clientTarball.filename]),
+    npmInstall(limiterApp, [limiterTarball.filename, `@types/node@${installedVersion('@types/node')}`]),
+    npmInstall(fullApp, [
+      memgateTarball.filename,
+      clientTarball.filename,
+      ...['express', '@types/express', 'express-rate-limit', 'fastify', '@fastify/rate-limit', '@types/node'].map(
+        (name) => `${name}@${installedVersion(name)}`,
+      ),
+    ]),
   ]);
   // The installed package's command, with its bundled policy file, on the run's memcached.
   memgate = await startServiceProcess({ MEMCACHED_SERVERS: inject('sharedMemcached') }, [], {
@@ -322,11 +349,7 @@ describe('the tarballs', () => {
 
 describe('memgate installed from git', () => {
   it('builds on install (prepare) and serves its command and entries', async () => {
-    // The commit checked out: what `npm install git+https://…/memgate.git` would fetch.
-    const { stdout: commit } = await run('git', ['rev-parse', 'HEAD'], { cwd: ROOT });
-    const app = join(folder, 'git-app');
-    mkdirSync(app);
-    await npmInstall(app, [`git+file://${ROOT}#${commit.trim()}`]);
+    const app = await installedFromGit;
     const version = await run(join(app, 'node_modules/.bin/memgate'), ['--version'], { cwd: app });
     const { version: expected } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string };
     expect(version.stdout.trim()).toBe(`memgate ${expected}`);
