@@ -55,6 +55,11 @@ export interface CounterRound {
   readonly denied: unknown;
   /** What the counter held before the request, to tell whether anything moved between two looks. */
   readonly look: readonly number[] | undefined;
+  /**
+   * The look holds more than a limit admits: what was admitted fits, so while others count,
+   * some of it is on its way back (or a limit was lowered below it). Absent: never over.
+   */
+  readonly overfull?: boolean;
   /** The round's denial is exact as it stands (read and written as one): looking again would not change it. */
   readonly exact: boolean;
 }

@@ -18,6 +18,8 @@ export interface FeatureState {
    */
   room?: number | undefined;
   roomSecond?: number | undefined;
+  /** Counts over a limit denials last found, since when without a gap, and when last (see overfull.ts). */
+  overfull?: { readonly totals: readonly number[]; readonly sinceMs: number; readonly lastMs: number } | undefined;
 }
 
 /** How much of the budget the cache holds now. */
@@ -128,6 +130,7 @@ export function forgetCounts(state: FeatureState): void {
   state.window = undefined;
   state.denial = undefined;
   state.room = undefined;
+  state.overfull = undefined;
 }
 
 /**

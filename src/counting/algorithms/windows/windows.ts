@@ -15,6 +15,7 @@ import { counterCall, countsOf, incrementsAt, type CounterCall } from './counter
 import { decide, windowTotals } from './counts.js';
 import { exactDenial, takeBack, type DeniedCounts } from './denial.js';
 import type { FeatureState } from './feature-cache.js';
+import { overfull } from './overfull.js';
 import { itemsPerFeature, type WindowCounters } from './plan.js';
 import { carriedLimit, carryCounters, windowOf } from './carry-over.js';
 import { bucketCarryAt, readOldBucket, withOldBucket } from './bucket-carry.js';
@@ -203,13 +204,15 @@ async function windowRound(
   state.roomSecond = second;
   if (!counting && counter.takesWhatRemains && decision.allowed) counter.cost = Math.min(counter.cost, room);
   const deniedOn: WindowDenial | undefined = denied ? { plan, state, counts: window.snapshot(), nowMs } : undefined;
+  const look = denied ? windowTotals(counts, second) : undefined;
   return {
     decision,
     uncounted: counting && several ? decide(counts, { cost: asked, nowMs, kind: 'peek', version }) : undefined,
     peeks,
     counted: counting ? call : undefined,
     denied: deniedOn,
-    look: denied ? windowTotals(counts, second) : undefined,
+    look,
+    overfull: look !== undefined && overfull(state, counts, look, nowMs),
     exact: false,
   };
 }

@@ -1,0 +1,58 @@
+import { describe, expect, it } from 'vitest';
+import { parsePolicies } from '../../../config/policies.js';
+import type { LimitCounts } from './counts.js';
+import type { FeatureState } from './feature-cache.js';
+import { overfull, OVERFULL_PATIENCE_MS } from './overfull.js';
+import { planEvents } from '../../plan.js';
+import type { WindowsPlan } from '../../plan-types.js';
+
+const plan = planEvents(
+  parsePolicies(
+    {
+      events: {
+        api: {
+          limits: [
+            { limit: 30, window: '1m' },
+            { limit: 100, window: '1h' },
+          ],
+        },
+      },
+    },
+    'overfull.test.yaml',
+  ),
+).get('api') as WindowsPlan;
+const counts: LimitCounts[] = plan.limits.map((limit) => ({ plan: limit, buckets: [] }));
+const T0 = 1_000_000;
+
+describe('counts over a limit', () => {
+  it('are not over while every limit holds them, however long they stand', () => {
+    const state: FeatureState = { base: 'b' };
+    expect(overfull(state, counts, [30, 100], T0)).toBe(false);
+    expect(overfull(state, counts, [30, 100], T0 + 10 * OVERFULL_PATIENCE_MS)).toBe(false);
+  });
+
+  it('hold cost on its way back until the same counts stood still for the patience, any limit over', () => {
+    const state: FeatureState = { base: 'b' };
+    expect(overfull(state, counts, [31, 40], T0)).toBe(true);
+    expect(overfull(state, counts, [31, 40], T0 + 100)).toBe(true);
+    expect(overfull(state, counts, [31, 40], T0 + 200)).toBe(true);
+    expect(overfull(state, counts, [31, 40], T0 + OVERFULL_PATIENCE_MS)).toBe(false);
+    // Later requests find them as they are at once.
+    expect(overfull(state, counts, [31, 40], T0 + OVERFULL_PATIENCE_MS + 50)).toBe(false);
+    expect(overfull({ base: 'b' }, counts, [20, 101], T0)).toBe(true);
+  });
+
+  it('start the patience again when they moved, or were not looked at for a while', () => {
+    const state: FeatureState = { base: 'b' };
+    overfull(state, counts, [31, 40], T0);
+    expect(overfull(state, counts, [32, 40], T0 + 100)).toBe(true);
+    expect(overfull(state, counts, [32, 40], T0 + 200)).toBe(true);
+    // The patience since they moved, not since the first look.
+    expect(overfull(state, counts, [32, 40], T0 + OVERFULL_PATIENCE_MS)).toBe(true);
+    expect(overfull(state, counts, [32, 40], T0 + 100 + OVERFULL_PATIENCE_MS)).toBe(false);
+    // The same counts again after a gap: other transient cost may add up to them by chance.
+    const gapped: FeatureState = { base: 'b' };
+    overfull(gapped, counts, [31, 40], T0);
+    expect(overfull(gapped, counts, [31, 40], T0 + OVERFULL_PATIENCE_MS)).toBe(true);
+  });
+});
