@@ -13,7 +13,7 @@ import { counterKeyBase } from './keys.js';
 import { planEvents, type WindowsPlan } from './plan.js';
 import type { ObservedDecision } from './report.js';
 import { resolveAsk, type TogetherCheck } from './resolve.js';
-import { decideChecks, MAX_COUNT_ROUNDS } from './step.js';
+import { decideChecks, MAX_COUNT_ROUNDS, MAX_READS } from './step.js';
 
 const T0 = Date.UTC(2026, 10, 22, 0, 0, 0);
 const PREFIX = 'u';
@@ -45,13 +45,18 @@ type Call = 'count' | 'read' | 'take back';
  * A step over the embedded store, recording its calls; `between(call)` runs after the step's
  * call number `call` (from 1) answered and before the step goes on: another client's turn.
  */
-function setup(between: (call: number, calls: readonly Call[]) => Promise<void> | void = () => undefined) {
+function setup(
+  between: (call: number, calls: readonly Call[]) => Promise<void> | void = () => undefined,
+  { shared = false }: { shared?: boolean } = {},
+) {
   const clock = { ms: T0 + 30_000 };
   const now = () => clock.ms;
   const store = createEmbeddedStore({ now });
   const calls: Call[] = [];
   const recorded: CounterStore = {
     ...store,
+    // Shared: other instances count in the same counters (the `other` client below plays one).
+    shared,
     async incrementAndRead(increments, reads, options) {
       calls.push(increments.length > 0 ? 'count' : 'read');
       const answer = await store.incrementAndRead(increments, reads, options);
@@ -118,6 +123,64 @@ describe('the check step', () => {
     await other.count('api', 'cat', 6);
     expect(await check('cat')).toMatchObject({ allowed: true, limits: [{ remaining: 0 }] });
     expect(calls).toEqual(['count', 'take back', 'read', 'count']);
+  });
+
+  it('looks again while the counts are over the limit: another instance is still taking its cost back', async () => {
+    // Room for 1; another instance's cost 6, which can never fit, is in the counts when the
+    // check counts and still at its first read (that instance's take-back is slow), and taken
+    // back before its second. Counts over the limit hold cost on its way back for sure: the
+    // first read's sameness confirms nothing.
+    const { check, calls, other } = setup(
+      async (call, seen) => {
+        if (call === 3 && seen[2] === 'read') await other.takeBack('api', 'gus', 6);
+      },
+      { shared: true },
+    );
+    await other.count('api', 'gus', 29);
+    await other.count('api', 'gus', 6);
+    expect(await check('gus')).toMatchObject({ allowed: true, limits: [{ remaining: 0 }] });
+    expect(calls).toEqual(['count', 'take back', 'read', 'read', 'count']);
+  });
+
+  it('refuses on counts that stay over the limit only unconfirmed, after its last read: asked again in a second, nothing remembered', async () => {
+    // Another instance's cost 6 is never taken back while the check looks (its process stalls),
+    // and the driven clock stands still: the counts never outlast the patience.
+    const { check, calls, other } = setup(() => undefined, { shared: true });
+    await other.count('api', 'hal', 29);
+    await other.count('api', 'hal', 6);
+    expect(await check('hal')).toMatchObject({ allowed: false, retryAfter: UNCONFIRMED_RETRY_AFTER });
+    expect(calls).toEqual(['count', 'take back', ...Array<Call>(MAX_READS).fill('read')]);
+    // Nothing remembered: the next check asks the store again, and counts once the cost is back.
+    await other.takeBack('api', 'hal', 6);
+    expect(await check('hal')).toMatchObject({ allowed: true, limits: [{ remaining: 0 }] });
+  });
+
+  it('takes counts over the limit as they are once they stood still for the store deadline (a limit lowered below them)', async () => {
+    // 100 ms pass with each read: the fourth finds the same counts OVERFULL_PATIENCE_MS after the first.
+    const { check, calls, other, clock } = setup(
+      (call, seen) => {
+        if (seen[call - 1] === 'read') clock.ms += 100;
+      },
+      { shared: true },
+    );
+    await other.count('api', 'ida', 35);
+    expect(await check('ida')).toMatchObject({ allowed: false, retryAfter: 60 });
+    // The last read: the current minute's seconds, for the exact retryAfter.
+    expect(calls).toEqual(['count', 'take back', 'read', 'read', 'read', 'read', 'read']);
+    calls.length = 0;
+    expect(await check('ida')).toMatchObject({ allowed: false, retryAfter: 60 });
+    expect(calls).toEqual([]);
+  });
+
+  it('confirms and remembers a denial on counts over the limit when nobody else can be counting', async () => {
+    // An unshared store and no other request in its rounds: nothing in the counts is on its way back.
+    const { check, calls, other } = setup();
+    await other.count('api', 'jo', 35);
+    expect(await check('jo')).toMatchObject({ allowed: false, retryAfter: 60 });
+    expect(calls).toEqual(['count', 'take back', 'read', 'read']);
+    calls.length = 0;
+    expect(await check('jo')).toMatchObject({ allowed: false, retryAfter: 60 });
+    expect(calls).toEqual([]);
   });
 
   it('reads before it counts while a remembered denial says there is no room, adding nothing for others to see', async () => {

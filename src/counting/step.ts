@@ -12,6 +12,15 @@
 //          what fills the window was admitted), with its exact retryAfter, remembered. No
 //          room but the counts moved: pause longer and read again.
 //
+// Counts over a limit are the exception: what was admitted fits in the limit, so while others
+// count beside the request they hold cost still on its way back, however still they stand (an
+// instance slow to hear that its request was refused, or Memcached slow to apply its take-back
+// behind this request's read on another connection). Their sameness confirms nothing: the
+// request pauses longer with each look and looks again, until they come within the limits, or
+// have stood still for as long as the store's deadline (algorithms/windows/overfull.ts). Past
+// its last read it is refused unconfirmed: asked again in a second, nothing remembered.
+// docs/design.md, "Exact in both directions", says what no reading can tell apart.
+//
 // A request that memory says will find no room (a denial not yet released, or too little room
 // left this second) starts with a read, so that requests bound to be refused never add their
 // cost to counts that others decide on. docs/design.md, "Exact in both directions", says why.
@@ -32,7 +41,12 @@ import { FROM_MEMORY, NOTHING_READ, reportDecision, type HowDecided } from './re
  * two instances never needed more (scripts/bench/exactness.ts, test/exactness.test.ts).
  */
 export const MAX_COUNT_ROUNDS = 5;
-const MAX_READS = 8;
+export const MAX_READS = 8;
+/**
+ * The first pause after a look at counts over a limit, in milliseconds; it doubles with each
+ * look that finds them the same, up to LOOK_AGAIN_SLOW_ROUND_MAX_MS: their take-backs are late.
+ */
+const OVERFULL_PAUSE_MS = 16;
 /** The first pause before a denied request reads the counts again, in milliseconds; it doubles with each look, up to LOOK_AGAIN_MAX_MS. */
 const LOOK_AGAIN_MS = 1;
 const LOOK_AGAIN_MAX_MS = 16;
@@ -203,8 +217,9 @@ async function runRounds<T>(context: Context, request: StepRequest, finishWith: 
     let mode = startMode(request);
     let countRounds = 0;
     let reads = 0;
-    // What each counter held before the request at the last denied look.
+    // What each counter held before the request at the last denied look, and how many looks in a row saw it.
     let lastLook: Look | undefined;
+    let sameLooks = 0;
     for (;;) {
       const sentAt = performance.now();
       const rounds =
@@ -236,9 +251,14 @@ async function runRounds<T>(context: Context, request: StepRequest, finishWith: 
         break;
       }
       const look = rounds.map((round) => round.look);
+      sameLooks = lastLook !== undefined && sameLook(look, lastLook) ? sameLooks + 1 : 1;
+      // Others count beside it: increments of theirs may be in the counts, on their way back.
+      const contended = context.store.shared || inRounds > 1;
+      const overfull = contended && rounds.some((round) => round.overfull === true);
       // No room on a read, and the counts as they were a pause before: no other request was
-      // counting or taking back meanwhile, so what fills the window was admitted. The denial stands.
-      if (mode === 'read' && lastLook !== undefined && sameLook(look, lastLook)) {
+      // counting or taking back meanwhile, so what fills the window was admitted. The denial
+      // stands, unless the counts are over a limit: then some of them are on their way back.
+      if (mode === 'read' && sameLooks >= 2 && !overfull) {
         decidedBy = rounds;
         settled = { allowed, last: mode, gaveUp: false };
         break;
@@ -250,7 +270,8 @@ async function runRounds<T>(context: Context, request: StepRequest, finishWith: 
       }
       lastLook = look;
       mode = 'read';
-      if (context.store.shared || inRounds > 1) await pauseBeforeLookingAgain(reads + countRounds, roundMs);
+      if (contended)
+        await pauseBeforeLookingAgain(reads + countRounds, roundMs, { overfullLooks: overfull ? sameLooks : 0 });
     }
     const finished = finishWith(context, request, decidedBy, settled);
     return finished instanceof Promise ? await finished : finished;
@@ -463,11 +484,19 @@ function deniedForSure(context: Context, request: StepRequest, rounds: readonly 
  * round (a loaded process, a slow network) lands first. Then, once this process has read what
  * its sockets hold: a timer fires before the loop polls, and another request's increment
  * answered meanwhile would be taken back only after this one reads again, counted in its look.
+ * `overfullLooks`: how many looks in a row found the same counts over a limit (0: none).
  */
-async function pauseBeforeLookingAgain(looks: number, roundMs: number): Promise<void> {
+async function pauseBeforeLookingAgain(
+  looks: number,
+  roundMs: number,
+  { overfullLooks }: { overfullLooks: number },
+): Promise<void> {
   const backoffMs = Math.min(LOOK_AGAIN_MS * 2 ** (looks - 1), LOOK_AGAIN_MAX_MS) * (0.5 + Math.random());
+  // Counts over a limit hold take-backs in flight for sure: the more looks found them so, the later those are.
+  const leastMs =
+    overfullLooks > 0 ? Math.min(OVERFULL_PAUSE_MS * 2 ** (overfullLooks - 1), LOOK_AGAIN_SLOW_ROUND_MAX_MS) : 0;
   await new Promise((resolve) =>
-    setTimeout(resolve, Math.max(backoffMs, Math.min(2 * roundMs, LOOK_AGAIN_SLOW_ROUND_MAX_MS))),
+    setTimeout(resolve, Math.max(backoffMs, leastMs, Math.min(2 * roundMs, LOOK_AGAIN_SLOW_ROUND_MAX_MS))),
   );
   await new Promise<void>((resolve) => {
     setImmediate(resolve);
