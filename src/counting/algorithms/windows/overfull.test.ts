@@ -37,8 +37,9 @@ describe('counts over a limit', () => {
     expect(overfull(state, counts, [31, 40], T0 + 100)).toBe(true);
     expect(overfull(state, counts, [31, 40], T0 + 200)).toBe(true);
     expect(overfull(state, counts, [31, 40], T0 + OVERFULL_PATIENCE_MS)).toBe(false);
-    // Later requests find them as they are at once.
+    // Later requests find them as they are at once, even after memory answered for a while.
     expect(overfull(state, counts, [31, 40], T0 + OVERFULL_PATIENCE_MS + 50)).toBe(false);
+    expect(overfull(state, counts, [31, 40], T0 + OVERFULL_PATIENCE_MS + 5_000)).toBe(false);
     expect(overfull({ base: 'b' }, counts, [20, 101], T0)).toBe(true);
   });
 

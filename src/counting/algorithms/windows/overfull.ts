@@ -29,9 +29,10 @@ export function overfull(
 ): boolean {
   if (!totals.some((total, i) => total > (counts[i]?.plan.policy.limit ?? Infinity))) return false;
   const seen = state.overfull;
+  // Looked at without a gap, or already taken as they are (a gap then only means memory answered meanwhile).
   const still =
     seen !== undefined &&
-    nowMs - seen.lastMs <= STILL_GAP_MS &&
+    (nowMs - seen.lastMs <= STILL_GAP_MS || seen.lastMs - seen.sinceMs >= OVERFULL_PATIENCE_MS) &&
     seen.totals.length === totals.length &&
     seen.totals.every((total, i) => total === totals[i]);
   const sinceMs = still ? seen.sinceMs : nowMs;
