@@ -3,13 +3,24 @@
 // in the heap, so what grows is the feature cache alone. Never for deciding anything.
 import type { CounterStore } from '../../src/store/counter-store.js';
 
-/** Answers every increment and read with counts far over any limit, as Memcached would hold them. */
+/**
+ * The limit its users give every window (the memory bench's shapes): each check finds it
+ * exactly full. Counts over a limit would hold, for the check step, other requests' cost on its
+ * way back, and it would look again until they stood still; Memcached holds a client memgate
+ * refuses at its limit, since refused costs are taken back.
+ */
+export const DENYING_STORE_LIMIT = 1_000_000_000;
+
+/** Answers every increment with the limit's count plus the increment, and every other read with 0. */
 export const denyingStore: CounterStore = {
   kind: 'instant',
   shared: true,
   description: 'denies at once',
   incrementAndRead: (increments, reads) =>
-    Promise.resolve({ incremented: increments.map(() => 2e9), read: reads.map(() => 1e9) }),
+    Promise.resolve({
+      incremented: increments.map(({ delta }) => DENYING_STORE_LIMIT + delta),
+      read: reads.map(() => 0),
+    }),
   decrement: () => Promise.resolve(),
   reset: () => Promise.resolve(),
   // The largest value a key may hold, as for a client far over its limit; a swap always lands,

@@ -27,7 +27,11 @@ export function overfull(
   totals: readonly number[],
   nowMs: number,
 ): boolean {
-  if (!totals.some((total, i) => total > (counts[i]?.plan.policy.limit ?? Infinity))) return false;
+  // What a token bucket before a reload may have admitted is a bound, not counts: it holds nothing in flight.
+  const over = totals.some(
+    (total, i) => total - (counts[i]?.carried ?? 0) > (counts[i]?.plan.policy.limit ?? Infinity),
+  );
+  if (!over) return false;
   const seen = state.overfull;
   // Looked at without a gap, or already taken as they are (a gap then only means memory answered meanwhile).
   const still =
