@@ -166,10 +166,11 @@ function launch(settings: Settings): void {
     {
       env: { ...process.env, [LAUNCHER_PID]: String(process.pid) },
       // In the launcher's session and process group, not one of its own: Linux shares the
-      // CPU between sessions first (autogroup), so a session of its own left the service a
-      // small share on a busy machine, and each check cost it more (docs/performance.md). A
-      // terminal's Ctrl-C then reaches both, and the launcher hands it on too: the service
-      // takes the same signal repeated within DEFAULTS.repeatedSignalMs as one.
+      // CPU between sessions first (autogroup), so in a session of its own the service's
+      // share hung on who else ran: small on a busy machine (each check then cost more), a
+      // core apart from a benchmark's load generator on an idle one (docs/operations.md,
+      // Memory). A terminal's Ctrl-C then reaches both, and the launcher hands it on too:
+      // the service takes the same signal repeated within DEFAULTS.repeatedSignalMs as one.
       stdio: ['inherit', 'inherit', 'inherit', 'ipc'],
     },
   );
