@@ -57,6 +57,16 @@ describe('calendar periods', () => {
     'America/St_Johns',
   ];
 
+  it('gives the day that began last where clocks went back over midnight a minute after it (St John’s, 2002)', () => {
+    // 00:01 NDT on 27 October became 23:01 NST on the 26th: for an hour the local date read the 26th again.
+    const window = { unit: 'day' as const, anchor: 1, timeZone: 'America/St_Johns' };
+    const midnight = Date.UTC(2002, 9, 27, 2, 30);
+    const period = calendarPeriod(Date.UTC(2002, 9, 27, 2, 31), window);
+    expect(period.startMs).toBe(midnight);
+    expect(period.endMs).toBeGreaterThan(Date.UTC(2002, 9, 27, 2, 31));
+    expect(calendarPeriod(midnight - 1, window).endMs).toBe(midnight);
+  });
+
   it('holds its instant, tiles time and starts on the first minute of its local date (fast-check)', () => {
     fc.assert(
       fc.property(

@@ -121,7 +121,18 @@ export function calendarPeriod(ms: number, window: CalendarWindow): CalendarPeri
     start = periodStartDate({ ...addDays(local, -1), weekday: ((local.weekday + 5) % 7) + 1 }, window);
     startMs = startOfLocalDay(start, window.timeZone);
   }
-  return { startMs, endMs: startOfLocalDay(nextStartDate(start, window), window.timeZone) };
+  let next = nextStartDate(start, window);
+  let endMs = startOfLocalDay(next, window.timeZone);
+  // Or the local date reads a day whose next has already begun: clocks went back over
+  // midnight a minute after it (St John's did at 00:01 until 2011), so the hour after the
+  // next day's midnight reads the day before again. The period is still the one that began last.
+  if (endMs <= ms) {
+    start = next;
+    startMs = endMs;
+    next = nextStartDate(start, window);
+    endMs = startOfLocalDay(next, window.timeZone);
+  }
+  return { startMs, endMs };
 }
 
 /**
