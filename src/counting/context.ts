@@ -56,6 +56,20 @@ export interface Context {
   readonly onStoreUnavailable: ((error: StoreUnavailableError, event: string) => void) | undefined;
   readonly onDecision: ((observed: ObservedDecision) => void) | undefined;
   readonly onSettle: ((settled: SettledReservation) => void) | undefined;
+  /** Requests of this process in their rounds on `store` now, over every limiter on it (step.ts). */
+  readonly storeRounds: { inRounds: number };
+}
+
+/** Each store's count of requests in their rounds, shared by every context on it. */
+const roundsByStore = new WeakMap<CounterStore, { inRounds: number }>();
+
+function storeRounds(store: CounterStore): { inRounds: number } {
+  let rounds = roundsByStore.get(store);
+  if (!rounds) {
+    rounds = { inRounds: 0 };
+    roundsByStore.set(store, rounds);
+  }
+  return rounds;
 }
 
 /** Checks the options and builds what the stages share; a bad option throws at once. */
@@ -80,6 +94,7 @@ export function createContext(options: CheckOptions, version: string): Context {
   return {
     answers: fixedAnswers(version),
     store,
+    storeRounds: storeRounds(store),
     keyPrefix,
     features: new FeatureCache(
       keyPrefix,

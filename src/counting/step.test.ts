@@ -183,6 +183,23 @@ describe('the check step', () => {
     expect(calls).toEqual([]);
   });
 
+  it('is not contended by a request in its rounds on another store: it counts nothing there', async () => {
+    // Another limiter's request, on a store of its own, held in its rounds until released.
+    let release: () => void = () => undefined;
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const elsewhere = setup(() => held);
+    const pending = elsewhere.check('kim');
+    const { check, calls, other } = setup();
+    await other.count('api', 'jo', 35);
+    expect(await check('jo')).toMatchObject({ allowed: false, retryAfter: 60 });
+    // As alone: no look again, and remembered.
+    expect(calls).toEqual(['count', 'take back', 'read', 'read']);
+    release();
+    expect(await pending).toMatchObject({ allowed: true });
+  });
+
   it('reads before it counts while a remembered denial says there is no room, adding nothing for others to see', async () => {
     const { check, calls, other, clock, store } = setup();
     await other.count('api', 'dan', 30);
