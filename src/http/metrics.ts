@@ -1,21 +1,18 @@
 import { getHeapStatistics } from 'node:v8';
 import type { FastifyInstance } from 'fastify';
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
 import type { CacheUsage } from '../counting/algorithms/windows/feature-cache.js';
 import type { ObservedDecision, SettledReservation } from '../counting/limiter.js';
 import type { StoreOperation } from '../store/memcached/memcached-store.js';
 import type { PlacementChange } from '../store/memcached/placement.js';
 import { metricsRoute } from './schemas.js';
+import { TalliedHistogram } from './tallied-histogram.js';
 
 export interface Metrics {
   /** For LimiterOptions.onDecision. */
   readonly onDecision: (observed: ObservedDecision) => void;
   /** For MemcachedStoreOptions.onOperation. */
-  readonly onOperation: (
-    operation: StoreOperation,
-    seconds: number,
-    outcome: 'ok' | 'unavailable' | 'overloaded',
-  ) => void;
+  readonly onOperation: (operation: StoreOperation, seconds: number, outcome: OperationOutcome) => void;
   /** For MemcachedStoreOptions.onClockSync: a server's clock minus this host's. */
   readonly onClockOffset: (server: string, offsetMs: number) => void;
   /** For MemcachedStoreOptions.onUndo: increments taken back after their check was decided without the store. */
@@ -50,6 +47,8 @@ export interface Metrics {
 const KINDS = ['check', 'peek'] as const;
 const OUTCOMES = ['allowed', 'denied', 'shadow_denied', 'degraded_allowed', 'degraded_denied'] as const;
 type OutcomeCounts = Record<(typeof KINDS)[number], Record<(typeof OUTCOMES)[number], number>>;
+const OPERATION_OUTCOMES = ['ok', 'unavailable', 'overloaded'] as const;
+type OperationOutcome = (typeof OPERATION_OUTCOMES)[number];
 const noOutcomes = () => ({ allowed: 0, denied: 0, shadow_denied: 0, degraded_allowed: 0, degraded_denied: 0 });
 
 /** memgate's Prometheus metrics (prom-client), plus the process's own (CPU, memory, event loop). */
@@ -115,22 +114,31 @@ export function createMetrics(): Metrics {
       if (cacheCounts.settledMiss > 0) this.inc({ cache: 'settled', result: 'miss' }, cacheCounts.settledMiss);
     },
   });
-  const keysRead = new Histogram({
+  // Observed on every check: tallied as plain numbers (tallied-histogram.ts), as decisions are counted.
+  const keysRead = new TalliedHistogram({
     name: 'memgate_keys_read_per_check',
     help: 'Memcached keys a check read, the reset marker included',
     buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024],
     registers: [registry],
   });
-  const operations = new Counter({
+  const operationCounts = new Map<StoreOperation, Record<OperationOutcome, number>>();
+  new Counter({
     name: 'memgate_store_operations_total',
     help: 'Memcached calls by operation and outcome (ok, unavailable: failed or past the deadline, overloaded: shed)',
     labelNames: ['operation', 'outcome'] as const,
     registers: [registry],
+    collect() {
+      this.reset();
+      for (const [operation, outcomes] of operationCounts) {
+        for (const outcome of OPERATION_OUTCOMES)
+          if (outcomes[outcome] > 0) this.inc({ operation, outcome }, outcomes[outcome]);
+      }
+    },
   });
-  const latency = new Histogram({
+  const latency = new TalliedHistogram({
     name: 'memgate_store_operation_seconds',
     help: 'Duration of Memcached calls, by operation',
-    labelNames: ['operation'] as const,
+    labelName: 'operation',
     buckets: [0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
     registers: [registry],
   });
@@ -338,8 +346,10 @@ export function createMetrics(): Metrics {
       keysRead.observe(keys);
     },
     onOperation(operation, seconds, outcome) {
-      operations.inc({ operation, outcome });
-      latency.observe({ operation }, seconds);
+      let outcomes = operationCounts.get(operation);
+      if (!outcomes) operationCounts.set(operation, (outcomes = { ok: 0, unavailable: 0, overloaded: 0 }));
+      outcomes[outcome]++;
+      latency.observe(seconds, operation);
     },
     register(app) {
       app.get('/metrics', { schema: metricsRoute }, async (_request, reply) => {
