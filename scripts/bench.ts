@@ -59,7 +59,7 @@ ${SUITES.map((suite) => `                      ${suite.name.padEnd(11)} ${suite.
   --rounds N        rounds; every case runs once per round, in turn (default 3)
   --memcached H:P   an existing Memcached (default: start one on a free port)
   --baseline REF    a commit of this clone to build and measure beside this one, where
-                    a suite compares builds (throughput, exactness, tracing)
+                    a suite compares builds (throughput, deny, exactness, tracing)
   --write-docs      write the results into ${DOCS}, each suite into its own section
                     (without it, nothing is written)
 

@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { markdownTable } from 'markdown-table';
 import { oneFeature, runLoad } from '../lib/run-load.js';
+import { baselineBuild, type BaselineBuild } from './baseline.js';
 import { cpuMicros, startCase, startService, type Measured } from './processes.js';
 import { median, verdict, type Suite } from './suite.js';
 
@@ -53,9 +54,18 @@ export const denyPath: Suite = {
   name: 'deny',
   about:
     'the memgate service answering a client far over its limit, against an empty fastify route, CPU per request from /proc',
-  estimateSeconds: ({ duration, rounds }) => 4 * (rounds + 1) * (duration + 2) + 5,
+  // Five processes' runs a round with --baseline's row, four without.
+  estimateSeconds: ({ duration, rounds }) => 5 * (rounds + 1) * (duration + 2) + 5,
 
-  run: async ({ servers, duration, connections, rounds, progress, doing }) => {
+  run: async ({ servers, duration, connections, rounds, progress, doing, baseline }) => {
+    // The A/B row: the service as built at another commit (--baseline; --baseline main compares a change with main).
+    const older: BaselineBuild | Error | undefined =
+      baseline === undefined
+        ? undefined
+        : await baselineBuild(baseline).catch((error: unknown) =>
+            error instanceof Error ? error : new Error(String(error)),
+          );
+    if (older instanceof Error) progress(`deny: no A/B row: ${older.message}`);
     const dir = await mkdtemp(join(tmpdir(), 'memgate-bench-'));
     const policies = join(dir, 'policies.yaml');
     await writeFile(
@@ -63,18 +73,30 @@ export const denyPath: Suite = {
       'events:\n  abuse:\n    limits:\n      - { limit: 1, window: 1h }\n  abuse_leases:\n    limits:\n      - { limit: 1, window: 1h }\n    lease: { maxUnits: 5, life: 5s }\n',
     );
     const empty = await startCase('ceiling', servers);
-    const memgate = await startService({
+    const serviceEnv = (prefix: string) => ({
       MEMCACHED_SERVERS: servers,
       MEMGATE_CONFIG: policies,
-      MEMGATE_KEY_PREFIX: `deny${process.pid}`,
+      MEMGATE_KEY_PREFIX: `${prefix}${process.pid}`,
     });
-    const runs: Record<'empty' | 'memgate' | 'post' | 'lease', Run[]> = { empty: [], memgate: [], post: [], lease: [] };
+    const memgate = await startService(serviceEnv('deny'));
+    const atBaseline =
+      older === undefined || older instanceof Error
+        ? undefined
+        : await startService(serviceEnv('denyab'), { root: older.root });
+    const runs: Record<'empty' | 'memgate' | 'baseline' | 'post' | 'lease', Run[]> = {
+      empty: [],
+      memgate: [],
+      baseline: [],
+      post: [],
+      lease: [],
+    };
     try {
       // One round more than asked, in alternating order, the first of each thrown away as a warm-up.
       for (let round = 0; round <= rounds; round++) {
         for (const [name, server, event, asked] of [
           ['empty', empty, 'bench', 'GET /check'],
           ['memgate', memgate, 'abuse', 'GET /check'],
+          ...(atBaseline ? [['baseline', atBaseline, 'abuse', 'GET /check'] as const] : []),
           ['post', memgate, 'abuse', 'POST /check'],
           ['lease', memgate, 'abuse_leases', 'POST /lease'],
         ] as const) {
@@ -87,7 +109,7 @@ export const denyPath: Suite = {
         }
       }
     } finally {
-      await Promise.all([empty.stop(), memgate.stop()]);
+      await Promise.all([empty.stop(), memgate.stop(), atBaseline?.stop()]);
     }
     const statusesOf = (list: Run[]) => [...new Set(list.flatMap((r) => Object.keys(r.statuses)))].join(', ');
     const row = (name: keyof typeof runs, what: string) => {
@@ -111,6 +133,9 @@ export const denyPath: Suite = {
         ['process', 'req/s (median)', 'p99 ms', 'user µs/req', 'system µs/req', 'CPU µs/req', 'answers'],
         row('empty', 'empty fastify route (`{"allowed":true}`)'),
         row('memgate', 'memgate service, one client far over its limit'),
+        ...(atBaseline && older && !(older instanceof Error)
+          ? [row('baseline', `memgate service @${older.commit}, the same client (the A/B row)`)]
+          : []),
         row('post', 'memgate service, that client checked by `POST /check` (a JSON body)'),
         row('lease', 'memgate service, that client asking for leases (`POST /lease`, 5 units)'),
       ],
@@ -119,9 +144,9 @@ export const denyPath: Suite = {
     const line = `memgate's deny path against the empty route: ${verdict(speed, THROUGHPUT_AT_LEAST, 'at least')} the throughput, ${verdict(cost, CPU_AT_MOST, 'at most')} the CPU per request. A denied lease against a denied check sent as JSON too (\`POST /check\`): ${verdict(leaseCost, LEASE_CPU_AT_MOST, 'at most')} the CPU per request.`;
     const markdown = `## Deny path
 
-Produced by \`npm run bench -- --suite deny --duration ${duration} --connections ${connections} --rounds ${rounds}\`.
+Produced by \`npm run bench -- --suite deny --duration ${duration} --connections ${connections} --rounds ${rounds}${baseline === undefined ? '' : ` --baseline ${baseline}`}\`.
 
-A client far over its limit is what abuse looks like, and memgate answers it from memory without asking Memcached. Here the memgate service itself (\`node dist/main.js\`, as \`npm start\` runs it, with its metrics, logger and overload shedding, on Memcached) answers one client over a limit of 1 per hour, by \`GET /check\`, by \`POST /check\` and by \`POST /lease\` (of an event with leases), beside an empty fastify route answering \`{"allowed":true}\`, each loaded by autocannon (${connections} connections, ${duration} s per run) in alternating rounds, after a warm-up round each. CPU per request is the process's user and system time from \`/proc\` over the requests it answered; medians over ${rounds} rounds.
+A client far over its limit is what abuse looks like, and memgate answers it from memory without asking Memcached. Here the memgate service itself (\`node dist/main.js\`, as \`npm start\` runs it, with its metrics, logger and overload shedding, on Memcached) answers one client over a limit of 1 per hour, by \`GET /check\`, by \`POST /check\` and by \`POST /lease\` (of an event with leases), beside an empty fastify route answering \`{"allowed":true}\` (and, with \`--baseline REF\`, the service as built at that commit answering the same client: \`--baseline main\` compares a change with main), each loaded by autocannon (${connections} connections, ${duration} s per run) in alternating rounds, after a warm-up round each. CPU per request is the process's user and system time from \`/proc\` over the requests it answered; medians over ${rounds} rounds.
 
 ${table}
 
