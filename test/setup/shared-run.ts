@@ -2,11 +2,16 @@
 // shares, made once however many projects ask for it. dist/ is built (service processes start
 // `node dist/main.js`, as `npm start` does, instead of compiling src/ each time), and one
 // memcached serves every test that can share one (each uses keys of its own, uniquePrefix());
-// tests that stop, pause or measure a server start their own.
+// tests that stop, pause or measure a server start their own. An instance's store keeps that
+// memcached's clock for the whole run, as a running fleet does: a memgate started by a test
+// agrees the clock others named at the first turn it sees, instead of waiting up to two more
+// seconds for instances that a test just before it closed (src/store/memcached/server-clock.ts).
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import type { TestProject } from 'vitest/node';
+import { createMemcachedStore } from '../../src/store/memcached/memcached-store.js';
+import type { CounterStore } from '../../src/store/counter-store.js';
 import { startMemcached, type TestMemcached } from '../helpers/memcached.js';
 
 declare module 'vitest' {
@@ -18,6 +23,8 @@ declare module 'vitest' {
 
 interface SharedRun {
   readonly memcached: TestMemcached;
+  /** The instance keeping the shared memcached's clock named, turn after turn. */
+  readonly clockKeeper: CounterStore;
   users: number;
 }
 
@@ -31,7 +38,10 @@ async function start(): Promise<SharedRun> {
     const output = (error as { stdout?: string }).stdout ?? '';
     throw new Error(`building dist/ for the tests failed (npm run build):\n${output}`, { cause: error });
   });
-  return { memcached: await startMemcached(), users: 0 };
+  const memcached = await startMemcached();
+  const clockKeeper = createMemcachedStore({ servers: memcached.servers });
+  await clockKeeper.clock?.ready();
+  return { memcached, clockKeeper, users: 0 };
 }
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
@@ -44,6 +54,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
     run.users--;
     if (run.users > 0) return;
     delete holder.run;
+    await run.clockKeeper.close();
     await run.memcached.stop();
   };
 }
