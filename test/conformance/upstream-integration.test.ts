@@ -48,7 +48,8 @@ type Unit = keyof typeof SECONDS;
 
 const awayFromWindowEnd = (unit: Unit) => awayFromUnitEnd(SECONDS[unit]);
 /** Runs `attempt` in one `unit` window, once more if it ran into the window's end (see test/helpers/window.ts). */
-const inOneWindow = (unit: Unit, attempt: () => Promise<void>) => inOneUnitWindow(SECONDS[unit], attempt);
+const inOneWindow = (unit: Unit, attempt: () => Promise<void>, neededMs?: number) =>
+  inOneUnitWindow(SECONDS[unit], attempt, neededMs);
 
 /** upstream's utils.CalculateReset: the unit's length less the whole seconds its window has run. */
 const resetOf = (unit: Unit) => SECONDS[unit] - (Math.floor(Date.now() / 1000) % SECONDS[unit]);
@@ -229,6 +230,8 @@ describe('upstream test/memcached/cache_impl_test.go', () => {
       USE_STATSD: 'true',
       STATSD_HOST: '127.0.0.1',
       STATSD_PORT: String(statsd.port),
+      // Sent every 100 ms (the least), so the sums arrive soon after the checks.
+      STATS_FLUSH_INTERVAL: '100ms',
     });
     const key: [string, string][] = [['key4', 'value4']];
     const check = async () => (await call(service.client, 'domain', [descriptor(key)])).statuses;
@@ -253,7 +256,7 @@ describe('upstream test/memcached/cache_impl_test.go', () => {
     const stat = (name: string) => statsd.counter(`ratelimit.service.rate_limit.domain.key4_value4.${name}`);
     const names = ['total_hits', 'within_limit', 'near_limit', 'over_limit', 'over_limit_with_local_cache'];
     const expected = [17, 15, 3, 2, 1];
-    for (let waited = 0; waited < 5_000 && stat('total_hits') < 17; waited += 250) await sleep(250);
+    for (let waited = 0; waited < 5_000 && stat('total_hits') < 17; waited += 50) await sleep(50);
     expect(names.map(stat)).toEqual(expected);
   });
 
@@ -272,7 +275,7 @@ describe('upstream test/memcached/cache_impl_test.go', () => {
           USE_STATSD: 'true',
           STATSD_HOST: '127.0.0.1',
           STATSD_PORT: String(statsd.port),
-          STATS_FLUSH_INTERVAL: '1s',
+          STATS_FLUSH_INTERVAL: '100ms',
         });
         await nearLimitAnswers(client);
         // Totals of the counting before each check and of the check, by upstream's rules: hits past
@@ -295,8 +298,8 @@ describe('upstream test/memcached/cache_impl_test.go', () => {
               [stat(key, 'near_limit'), stat(key, 'over_limit'), stat(key, 'within_limit')],
             ]),
           );
-        for (let waited = 0; waited < 5_000 && JSON.stringify(seen()) !== JSON.stringify(expected); waited += 250)
-          await sleep(250);
+        for (let waited = 0; waited < 5_000 && JSON.stringify(seen()) !== JSON.stringify(expected); waited += 50)
+          await sleep(50);
         expect(seen()).toEqual(expected);
       } finally {
         await statsd.close();
@@ -519,51 +522,59 @@ async function basicBaseConfig(client: RlsClient, local: boolean): Promise<void>
     statuses: [limited('OK', 50, 'SECOND', 49)],
   });
 
-  // One minute window holds both loops; keys of their own each run.
-  await inOneWindow('MINUTE', async () => {
-    const unique = uniquePrefix();
-    // A random key over a minute limit of 20: 25 calls.
-    for (let i = 0; i < 25; i++) {
-      const answer = await client.shouldRateLimit(oneDescriptor('another', [key('key2'), `a-${unique}`]));
-      const over = i >= 20;
-      expect(answer).toMatchObject({
-        overall_code: over ? 'OVER_LIMIT' : 'OK',
-        statuses: [limited(over ? 'OVER_LIMIT' : 'OK', 20, 'MINUTE', over ? 0 : 20 - (i + 1))],
-      });
-    }
+  // duration_until_reset ticks down: the same key of a day limit asked twice, over a second apart
+  // (it is whole seconds, rounded up, by a clock that never goes back), the loops below between.
+  // Away from a day's end by more than the minute loops can take, waiting for their window included.
+  await awayFromUnitEnd(SECONDS.DAY, 30_000);
+  const durationTest = oneDescriptor('another', [key('key4'), `durTest-${uniquePrefix()}`]);
+  const first = await client.shouldRateLimit(durationTest);
+  const aSecondLater = sleep(1_100);
 
-    // Two keys of the domain, 20 a minute and 10 an hour: 15 calls.
-    for (let i = 0; i < 15; i++) {
-      const answer = await client.shouldRateLimit({
-        domain: 'another',
-        descriptors: [
-          { entries: entries([key('key2'), `b-${unique}`]) },
-          { entries: entries([key('key3'), `b-${unique}`]) },
-        ],
-      });
-      const over = i >= 10;
-      // docs/envoy.md, "Refused requests are not counted": from the 11th call on, key2 stays at its 10
-      // (upstream's Memcached counts on: 20 - (i + 1) left).
-      expect(answer).toMatchObject({
-        overall_code: over ? 'OVER_LIMIT' : 'OK',
-        statuses: [
-          limited('OK', 20, 'MINUTE', over ? 10 : 20 - (i + 1)),
-          limited(over ? 'OVER_LIMIT' : 'OK', 10, 'HOUR', over ? 0 : 10 - (i + 1)),
-        ],
-      });
-    }
-  });
+  // One minute window holds both loops; keys of their own each run. A few dozen calls: 3 s of
+  // the window is plenty, and a run the window's end cut short runs again.
+  await inOneWindow(
+    'MINUTE',
+    async () => {
+      const unique = uniquePrefix();
+      // A random key over a minute limit of 20: 25 calls.
+      for (let i = 0; i < 25; i++) {
+        const answer = await client.shouldRateLimit(oneDescriptor('another', [key('key2'), `a-${unique}`]));
+        const over = i >= 20;
+        expect(answer).toMatchObject({
+          overall_code: over ? 'OVER_LIMIT' : 'OK',
+          statuses: [limited(over ? 'OVER_LIMIT' : 'OK', 20, 'MINUTE', over ? 0 : 20 - (i + 1))],
+        });
+      }
 
-  // duration_until_reset ticks down: the same key of a day limit twice, 2 s apart.
-  await inOneWindow('DAY', async () => {
-    const durationTest = oneDescriptor('another', [key('key4'), `durTest-${uniquePrefix()}`]);
-    const first = await client.shouldRateLimit(durationTest);
-    await sleep(2_000);
-    const second = await client.shouldRateLimit(durationTest);
-    expect(second.statuses[0]?.duration_until_reset?.seconds).toBeLessThan(
-      first.statuses[0]?.duration_until_reset?.seconds ?? 0,
-    );
-  });
+      // Two keys of the domain, 20 a minute and 10 an hour: 15 calls.
+      for (let i = 0; i < 15; i++) {
+        const answer = await client.shouldRateLimit({
+          domain: 'another',
+          descriptors: [
+            { entries: entries([key('key2'), `b-${unique}`]) },
+            { entries: entries([key('key3'), `b-${unique}`]) },
+          ],
+        });
+        const over = i >= 10;
+        // docs/envoy.md, "Refused requests are not counted": from the 11th call on, key2 stays at its 10
+        // (upstream's Memcached counts on: 20 - (i + 1) left).
+        expect(answer).toMatchObject({
+          overall_code: over ? 'OVER_LIMIT' : 'OK',
+          statuses: [
+            limited('OK', 20, 'MINUTE', over ? 10 : 20 - (i + 1)),
+            limited(over ? 'OVER_LIMIT' : 'OK', 10, 'HOUR', over ? 0 : 10 - (i + 1)),
+          ],
+        });
+      }
+    },
+    3_000,
+  );
+
+  await aSecondLater;
+  const second = await client.shouldRateLimit(durationTest);
+  expect(second.statuses[0]?.duration_until_reset?.seconds).toBeLessThan(
+    first.statuses[0]?.duration_until_reset?.seconds ?? 0,
+  );
 }
 
 /** Polls memgate's /readyz until its policy version is not `before` (upstream waits for config_load_success). */
@@ -698,6 +709,8 @@ describe('upstream test/integration/integration_test.go', () => {
         GRPC_SERVER_USE_TLS: 'true',
         GRPC_SERVER_TLS_CERT: initial.cert,
         GRPC_SERVER_TLS_KEY: initial.key,
+        // Read again every second (the least; 5 s by default), so the renewal is seen soon.
+        MEMGATE_TLS_REFRESH_S: '1',
       }),
     );
     const port = Number(address.split(':')[1]);
@@ -707,9 +720,9 @@ describe('upstream test/integration/integration_test.go', () => {
     renameSync(next.cert, initial.cert);
     renameSync(next.key, initial.key);
     let renewed = false;
-    for (let waited = 0; waited < 8_000 && !renewed; waited += 250) {
+    for (let waited = 0; waited < 8_000 && !renewed; waited += 100) {
       renewed = await tlsHandshake(port, newCa);
-      if (!renewed) await sleep(250);
+      if (!renewed) await sleep(100);
     }
     expect(renewed).toBe(true);
     expect(await tlsHandshake(port, initialCa)).toBe(false);
@@ -881,22 +894,24 @@ describe('upstream integration-test/scripts/value-included-in-stats-key-when-uns
   });
 
   it('value-included-in-stats-key-when-unspecified.sh: statsd (ratelimit.env sends it) counts over_limit of rl.unspec_unspecified_value: 1', async () => {
-    const { client, statsd } = await startExample();
+    // Sent every 100 ms (the least; ratelimit.env leaves upstream's default), so the sums arrive soon.
+    const { client, statsd } = await startExample({ STATS_FLUSH_INTERVAL: '100ms' });
     await awayFromWindowEnd('MINUTE');
     for (let i = 0; i < 3; i++) await client.shouldRateLimit(routeCall('unspec', { unspec: 'unspecified_value' }));
     const name = 'ratelimit.service.rate_limit.rl.unspec_unspecified_value.over_limit';
-    for (let waited = 0; waited < 5_000 && statsd.counter(name) < 1; waited += 250) await sleep(250);
-    await sleep(1_500);
+    for (let waited = 0; waited < 5_000 && statsd.counter(name) < 1; waited += 50) await sleep(50);
+    // Five more flushes: a second over_limit would have been sent by then.
+    await sleep(500);
     expect(statsd.counter(name)).toBe(1);
   });
 
   it("value-included-in-stats-key-when-unspecified.sh with an address and port as the value: the name upstream's SanitizeStatName makes", async () => {
     // No upstream test covers utils.SanitizeStatName (stats/manager_impl.go's NewStats): `:` and `|`
     // become `_`, and so do the dots of an IPv4 address, so the address is one node of the name.
-    const { client, statsd } = await startExample();
+    const { client, statsd } = await startExample({ STATS_FLUSH_INTERVAL: '100ms' });
     await client.shouldRateLimit(routeCall('unspec', { unspec: '10.0.0.1:8080|a.b' }));
     const name = 'ratelimit.service.rate_limit.rl.unspec_10_0_0_1_8080_a.b.total_hits';
-    for (let waited = 0; waited < 5_000 && statsd.counter(name) < 1; waited += 250) await sleep(250);
+    for (let waited = 0; waited < 5_000 && statsd.counter(name) < 1; waited += 50) await sleep(50);
     expect([...statsd.counters().keys()].filter((stat) => stat.includes('unspec'))).toEqual([
       name,
       name.replace('total_hits', 'within_limit'),
