@@ -82,6 +82,8 @@ export interface PolicyReloaderOptions {
   ) => Promise<readonly ReloadCarried[] | undefined> | readonly ReloadCarried[] | undefined;
   /** Reload when the files change on disk (MEMGATE_POLICY_WATCH). */
   readonly watch: boolean;
+  /** How often the watched folders are looked at again (MEMGATE_POLICY_WATCH_RECHECK_MS); DEFAULTS.policyWatchRecheckMs by default. */
+  readonly recheckMs?: number;
   readonly logger: Logger;
   /** Told each version put in use, the first included. */
   readonly onVersion?: (version: string) => void;
@@ -192,7 +194,9 @@ export async function createPolicyReloader(options: PolicyReloaderOptions): Prom
     timer.unref();
   }
 
-  const watching = options.watch ? await watchFolders(paths, changed, logger) : undefined;
+  const watching = options.watch
+    ? await watchFolders(paths, changed, logger, options.recheckMs ?? DEFAULTS.policyWatchRecheckMs)
+    : undefined;
   // Written between the service's first read and the watch starting: caught now.
   if (options.watch) changed();
   return {
@@ -242,10 +246,15 @@ function logWarnings(logger: Logger, loaded: LoadedPolicies, when: ReloadTrigger
  * it over the old one, and Kubernetes swaps a ConfigMap's files by renaming a link
  * (`..data`), neither of which a watch on the file itself would follow. Every change that
  * may concern a file leads to a read, and a read whose bytes are the same reloads nothing.
- * A folder removed and made again is watched again at the next look (every
- * DEFAULTS.policyWatchRecheckMs), which reads the files too.
+ * A folder removed and made again is watched again at the next look (every `recheckMs`),
+ * which reads the files too.
  */
-async function watchFolders(paths: PolicyPaths, changed: () => void, logger: Logger): Promise<{ close(): void }> {
+async function watchFolders(
+  paths: PolicyPaths,
+  changed: () => void,
+  logger: Logger,
+  recheckMs: number,
+): Promise<{ close(): void }> {
   const folders = new Map<string, ((name: string) => boolean)[]>();
   const add = (folder: string, concerns: (name: string) => boolean) => {
     folders.set(folder, [...(folders.get(folder) ?? []), concerns]);
@@ -299,7 +308,7 @@ async function watchFolders(paths: PolicyPaths, changed: () => void, logger: Log
       for (const [folder, concerns] of folders) moved = (await arm(folder, concerns)) || moved;
       if (moved) changed();
     })();
-  }, DEFAULTS.policyWatchRecheckMs);
+  }, recheckMs);
   recheck.unref();
   return {
     close() {

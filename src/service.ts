@@ -154,6 +154,7 @@ export async function startService(
       return reloadCarries(snapshot.plans);
     },
     watch: settings.policyWatch,
+    recheckMs: settings.policyWatchRecheckMs,
     logger,
     onVersion: (version) => {
       metrics.policies.loaded(version);

@@ -7,7 +7,6 @@ import { mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, symlinkSync, 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, inject, it } from 'vitest';
-import { DEFAULTS } from '../src/config/defaults.js';
 import { loadPolicies } from '../src/policy-reload.js';
 import { uniquePrefix } from './helpers/memcached.js';
 import { saveAsEditor as save } from './helpers/policy-files.js';
@@ -160,17 +159,18 @@ describe('policies reloaded without a restart', () => {
     mkdirSync(dir);
     const path = join(dir, 'policies.yaml');
     writeFileSync(path, policy(3));
-    const service = await start({ MEMGATE_CONFIG: path });
+    // The folders looked at again every 3 s (every 10 s by default): the same looks, sooner, and still
+    // further apart than the 2 s the save below is given, so that it is the new folder's watch that sees it.
+    const recheckMs = 3000;
+    const service = await start({ MEMGATE_CONFIG: path, MEMGATE_POLICY_WATCH_RECHECK_MS: String(recheckMs) });
     const before = await version(service);
     rmSync(dir, { recursive: true });
     mkdirSync(dir);
     writeFileSync(path, policy(9));
     // Read at once if the removal's events are still settling, else at the next look.
-    await expect
-      .poll(() => version(service), { timeout: DEFAULTS.policyWatchRecheckMs + 3000, interval: 100 })
-      .not.toBe(before);
+    await expect.poll(() => version(service), { timeout: recheckMs + 3000, interval: 100 }).not.toBe(before);
     // By the next look the new folder is watched: a save there is seen within the settle time.
-    await new Promise((resolve) => setTimeout(resolve, DEFAULTS.policyWatchRecheckMs + 500));
+    await new Promise((resolve) => setTimeout(resolve, recheckMs + 500));
     save(path, policy(8));
     const { version: eight } = await loadPolicies({ policies: path });
     await expect.poll(() => version(service), { timeout: 2000, interval: 20 }).toBe(eight);

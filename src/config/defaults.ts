@@ -108,7 +108,7 @@ export const DEFAULTS = {
   repeatedSignalMs: 1000,
   /** Changes to the policy files settle this long before they are read (an editor writes, then renames). */
   policyWatchSettleMs: 200,
-  /** How often the watched folders are looked at again: one removed and made again is watched anew. */
+  /** How often the watched folders are looked at again: one removed and made again is watched anew (MEMGATE_POLICY_WATCH_RECHECK_MS). */
   policyWatchRecheckMs: 10_000,
   /** Largest policy or Envoy file read: 20,000 client rules fit with room. */
   policyFileMaxBytes: 4 * 1024 * 1024,

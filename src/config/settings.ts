@@ -92,6 +92,9 @@ export const SETTINGS = {
     summary: 'reload the policy file and `MEMGATE_ENVOY_CONFIG` when they change on disk (an editor\'s save, a Kubernetes ConfigMap update); `SIGHUP` and `POST /admin/reload` reload either way',
     details: 'A file that changes to something invalid keeps the policies in use, logs every problem and counts `memgate_policy_reload_failures_total` (see [Changing policies](docs/operations.md#changing-policies))',
   }),
+  policyWatchRecheckMs: integer('MEMGATE_POLICY_WATCH_RECHECK_MS', DEFAULTS.policyWatchRecheckMs, 100, 3_600_000, 'ms', {
+    summary: 'how often, while `MEMGATE_POLICY_WATCH` is on, the watched folders are looked at again: a folder removed and made again is watched anew, and its files read',
+  }),
   reloadSpreadSeconds: integer('MEMGATE_RELOAD_SPREAD_S', DEFAULTS.reloadSpreadSeconds, 0, 3600, 's', {
     summary: 'how far apart the instances sharing the counters may put the same policy files in use; a reload that changes bucket sizes is judged conservatively for this long and the new windows more',
     details: 'Raise it when the instances reload further apart (a ConfigMap synced by each kubelet, a rollout): one that loads later counts only in the old sizes meanwhile (see [What a reload keeps](docs/operations.md#changing-policies)). Set the same value on every instance',
