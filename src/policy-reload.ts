@@ -13,7 +13,7 @@ import type { Logger } from 'pino';
 import { DEFAULTS } from './config/defaults.js';
 import { readEnvoyFiles, type EnvoyConfig } from './config/envoy-config.js';
 import { withEnvoyLimits } from './config/envoy-events.js';
-import { PARSE_LIMITS, parseApart } from './config/parse-apart.js';
+import { PARSE_LIMITS, parseApart, START_PARSE_LIMITS } from './config/parse-apart.js';
 import { PolicyError, readPolicyText, type PolicySet } from './config/policies.js';
 import { inSlices } from './config/in-slices.js';
 import { describeChanges, policyChangeSteps } from './config/policy-changes.js';
@@ -40,7 +40,7 @@ export interface PolicyPaths {
 }
 
 export interface LoadOptions {
-  /** A reload beside checks being served: parsed below the service in priority (PARSE_LIMITS). */
+  /** A reload beside checks being served: parsed below the service in priority, apart unless tiny (PARSE_LIMITS). */
   readonly whileServing?: boolean;
 }
 
@@ -55,7 +55,7 @@ export async function loadPolicies(
   for (const [file, content] of [[paths.policies, text] as const, ...(envoyTexts ?? [])]) {
     hash.update(`${file}\0${content}\0`);
   }
-  // Parsed in a process of its own: the largest file takes seconds and hundreds of MiB.
+  // Parsed in a process of its own: the largest file takes seconds and hundreds of MiB (small ones here, parse-apart.ts).
   const { policies, envoy } = await parseApart(
     {
       policies: { text, source: paths.policies },
@@ -64,7 +64,7 @@ export async function loadPolicies(
           ? { files: envoyTexts, source: paths.envoy, mergeDomains: paths.mergeEnvoyDomains ?? false }
           : undefined,
     },
-    whileServing ? PARSE_LIMITS : { ...PARSE_LIMITS, niceBy: 0 },
+    whileServing ? PARSE_LIMITS : START_PARSE_LIMITS,
   );
   return { policies, envoy, counted: withEnvoyLimits(policies, envoy), version: hash.digest('hex').slice(0, 12) };
 }

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { DEFAULTS } from '../src/config/defaults.js';
 import { EnvoyConfig, parseEnvoyTexts, readEnvoyFiles } from '../src/config/envoy-config.js';
-import { PARSE_LIMITS, parseApart } from '../src/config/parse-apart.js';
+import { PARSE_LIMITS, parseApart, START_PARSE_LIMITS } from '../src/config/parse-apart.js';
 import { parsePolicyText, PolicyError, PolicySet } from '../src/config/policies.js';
 
 const text = (path: string) => readFileSync(path, 'utf8');
@@ -56,6 +56,21 @@ describe('parseApart', () => {
       expect(spelled(parsed.policies)).toBe(spelled(parsePolicyText(text(path), path)));
       expect(parsed.envoy).toEqual(parseEnvoyTexts(envoyFiles, 'examples/envoy/ratelimit-config.yaml'));
     }
+  });
+
+  it('parses a file of a few KiB here at start, with no process of its own, and apart while serving', async () => {
+    const medium = manyOverrides(400);
+    expect(medium.length).toBeGreaterThan(DEFAULTS.policyParseHereBytes);
+    expect(medium.length).toBeLessThanOrEqual(DEFAULTS.policyParseHereAtStartBytes);
+    const job = { policies: { text: medium, source: 'medium.yaml' } };
+    // Parsed before parseApart returns: no process was started for it.
+    const atStart = parseApart(job, START_PARSE_LIMITS);
+    expect(parseProcesses()).toEqual([]);
+    const whileServing = parseApart(job, PARSE_LIMITS);
+    await expect.poll(parseProcesses, { timeout: 10_000 }).toHaveLength(1);
+    expect(spelled((await atStart).policies)).toBe(spelled((await whileServing).policies));
+    expect(spelled((await atStart).policies)).toBe(spelled(parsePolicyText(medium, 'medium.yaml')));
+    await expect.poll(parseProcesses, { timeout: 5000 }).toEqual([]);
   });
 
   it('refuses an invalid file with every problem the parser finds', async () => {
@@ -108,7 +123,7 @@ describe('parseApart', () => {
     await parsing;
     await expect.poll(parseProcesses, { timeout: 5000 }).toEqual([]);
     // At start (niceBy 0) nothing is served yet: the parse keeps the service's priority.
-    const atStart = parseApart({ policies: { text: large, source: 'large.yaml' } }, { ...PARSE_LIMITS, niceBy: 0 });
+    const atStart = parseApart({ policies: { text: large, source: 'large.yaml' } }, START_PARSE_LIMITS);
     await expect.poll(parseProcesses, { timeout: 10_000 }).toHaveLength(1);
     const [startPid] = parseProcesses();
     // The nice value it was told to take (its last argument), which it sets on every thread.
