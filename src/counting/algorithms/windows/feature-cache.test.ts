@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parsePolicies } from '../../../config/policies.js';
-import { CLIENT_CACHE_BYTES, FeatureCache, stateCacheBytes } from './feature-cache.js';
+import { CLIENT_CACHE_BYTES, FeatureCache, stateCacheBytes, windowCacheBytes } from './feature-cache.js';
 import { planEvents } from '../../plan.js';
 import type { WindowsPlan } from '../../plan-types.js';
 
@@ -28,7 +28,7 @@ const plan = (event: string) => {
 };
 const SKEW = 2;
 const client = (name: string, ...events: string[]) =>
-  CLIENT_CACHE_BYTES + 2 * name.length + events.reduce((sum, event) => sum + stateCacheBytes(plan(event), SKEW), 0);
+  CLIENT_CACHE_BYTES + 2 * name.length + events.reduce((sum, event) => sum + stateCacheBytes(plan(event)), 0);
 
 describe('FeatureCache', () => {
   it('counts a client once, and each event it was checked for', () => {
@@ -56,12 +56,20 @@ describe('FeatureCache', () => {
     expect(cache.state(plan('a'), 'ann')).toBe(ann);
   });
 
-  it('counts a plan at its worst case: a state, each limit, each bucket its windows can hold and those ahead', () => {
+  it('counts a whole window at its worst case: a state, each limit, each bucket its windows can hold and those ahead', () => {
     // 1 min in 1 s buckets: at most 60 keys read, and 2 + the skew ahead of now.
-    expect(stateCacheBytes(plan('a'), SKEW)).toBe(1700 + 300 + 120 * (60 + 4));
-    expect(stateCacheBytes(plan('b'), SKEW)).toBe(
+    expect(windowCacheBytes(plan('a'), SKEW)).toBe(1700 + 300 + 120 * (60 + 4));
+    expect(windowCacheBytes(plan('b'), SKEW)).toBe(
       1700 + 2 * 300 + 120 * (plan('b').limits.reduce((sum, limit) => sum + limit.keysPerCheck.max, 0) + 2 * 4),
     );
+  });
+
+  it('counts a state between checks at its worst case: a state, each limit, each level, a settled count per bucket', () => {
+    // 1 min in 1 s buckets and the current minute's: at most 60 keys read, all but the current one settled.
+    expect(plan('a').limits[0]?.levels).toEqual([60, 1]);
+    expect(stateCacheBytes(plan('a'))).toBe(450 + 150 + 2 * 250 + 8 * 59);
+    const settledOfB = plan('b').limits.reduce((sum, limit) => sum + limit.keysPerCheck.max - 1, 0);
+    expect(stateCacheBytes(plan('b'))).toBe(450 + 2 * 150 + plan('b').levels.length * 250 + 8 * settledOfB);
   });
 
   it('keeps nothing with a budget of 0', () => {

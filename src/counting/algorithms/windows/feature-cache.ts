@@ -1,15 +1,21 @@
+import { LRUCache } from 'lru-cache';
 import type { CachedDenial } from './cached-denial.js';
 import { FeatureWindow } from './feature-window.js';
+import type { SettledCounts } from './settled-counts.js';
 import { counterKeyBase } from '../../keys.js';
-import { LruMap } from '../../lru.js';
 import type { WindowsPlan } from '../../plan-types.js';
 
 /** What one instance remembers about one event+feature between checks. */
 export interface FeatureState {
   /** The start of every counter key of this event+feature. */
   readonly base: string;
-  /** The window of the last second checked; settled counts carry over from it. */
+  /**
+   * The window of the last second checked, while it is among the cache's hot windows; settled
+   * counts carry over from it. Let go, it leaves `settled`.
+   */
   window?: FeatureWindow | undefined;
+  /** What the last window let go of this feature knew of its settled counts: the next window starts from them. */
+  settled?: SettledCounts | undefined;
   /** The last confirmed denial: repeated while its answer cannot change, and a hint until its release. */
   denial?: CachedDenial | undefined;
   /**
@@ -36,6 +42,13 @@ interface Entry {
   bytes: number;
 }
 
+/** A whole window held while it is hot: an LRU entry of its own, keyed by the state holding it. */
+interface HotWindow {
+  readonly state: FeatureState;
+  readonly window: FeatureWindow;
+  readonly bytes: number;
+}
+
 /**
  * The features this instance checked most recently, of every event together, each with
  * its key base, settled counts and last denial, within one memory budget: past
@@ -43,14 +56,26 @@ interface Entry {
  * event, and a feature not held is simply read whole again. With `maxBytes` 0 nothing is
  * kept between checks.
  *
+ * A client keeps its settled counts as numbers only (settled-counts.ts). The whole window
+ * a check works on, a bucket object for each bucket of each limit, is kept only while it
+ * is hot: the HOT_WINDOWS made last, within WINDOWS_SHARE of the budget, each an entry of
+ * the same LRU as the clients. A hot feature's checks within a second share one window;
+ * the others build theirs at each check, from their settled counts, and let it go after.
+ *
  * Entries are keyed by the feature alone, so a check looks up the string it was given
  * rather than one built per check (hashing a fresh string is most of a lookup's cost).
  */
 export class FeatureCache {
-  private readonly entries: LruMap<string, Entry> | undefined;
+  private readonly entries: LRUCache<string | FeatureState, Entry | HotWindow> | undefined;
+  /** The hot windows as they were made, oldest first; some may have left the LRU since. */
+  private hot: HotWindow[] = [];
+  private hotCount = 0;
+  private hotBytes = 0;
+  /** The most the hot windows may take of the budget. */
+  private readonly maxHotBytes: number;
   private readonly eventIndex = new Map<WindowsPlan, number>();
-  /** Each plan's worst case per feature, worked out once. */
-  private readonly bytesByPlan = new Map<WindowsPlan, number>();
+  /** Each plan's worst cases, worked out once: a state between checks, a whole window. */
+  private readonly bytesByPlan = new Map<WindowsPlan, { state: number; window: number }>();
 
   constructor(
     private readonly keyPrefix: string,
@@ -58,7 +83,17 @@ export class FeatureCache {
     /** Whole seconds a bucket stays live after it ends: other instances' clocks may lag this much. */
     private readonly skewSeconds: number,
   ) {
-    this.entries = maxBytes > 0 ? new LruMap<string, Entry>({ maxSize: maxBytes }) : undefined;
+    // A budget too small for a share to hold a window (MEMGATE_CACHE_MB is 1 MiB at least) lets windows take their turn in the LRU.
+    this.maxHotBytes = maxBytes >= MIN_SHARED_BUDGET ? Math.floor(maxBytes * WINDOWS_SHARE) : maxBytes;
+    this.entries =
+      maxBytes > 0
+        ? new LRUCache<string | FeatureState, Entry | HotWindow>({
+            maxSize: maxBytes,
+            dispose: (held, _key, reason) => {
+              if ('window' in held) this.letGo(held, reason === 'set');
+            },
+          })
+        : undefined;
   }
 
   /** The start of every key of a feature's counters for an event, without keeping anything. */
@@ -67,30 +102,57 @@ export class FeatureCache {
   }
 
   state(plan: WindowsPlan, feature: string): FeatureState {
-    if (!this.entries || plan.uncached) return { base: counterKeyBase(this.keyPrefix, plan.event, feature) };
+    if (!this.entries || plan.uncached) return newState(counterKeyBase(this.keyPrefix, plan.event, feature));
     let index = this.eventIndex.get(plan);
     if (index === undefined) this.eventIndex.set(plan, (index = this.eventIndex.size));
-    const entry = this.entries.get(feature);
+    const entry = this.entries.get(feature) as Entry | undefined;
     const cached = entry?.states[index];
     if (cached) return cached;
-    const state: FeatureState = { base: counterKeyBase(this.keyPrefix, plan.event, feature) };
-    // The client's own bytes once (its name as UTF-16 at most), and each event's worst case:
-    // the LRU counts a client at the size its last set gave.
-    const states = entry?.states ?? [];
+    const state = newState(counterKeyBase(this.keyPrefix, plan.event, feature));
+    // The client's own bytes once (its name as UTF-16 at most), and each event's worst case.
+    // A new entry object each time: the LRU takes a new size only with a new value (the
+    // same object set again kept its first size, so a client of 8 events counted as 1).
+    // The list is as long as it needs to be: an empty one grows by 16 places at once.
+    const states = new Array<FeatureState | undefined>(Math.max(index + 1, entry?.states.length ?? 0));
+    entry?.states.forEach((held, i) => (states[i] = held));
     states[index] = state;
-    const bytes = (entry?.bytes ?? CLIENT_CACHE_BYTES + 2 * feature.length) + this.bytesPerState(plan);
-    this.entries.set(feature, { states, bytes }, bytes);
+    const bytes = (entry?.bytes ?? CLIENT_CACHE_BYTES + 2 * feature.length) + this.bytesOf(plan).state;
+    this.entries.set(feature, { states, bytes }, { size: bytes });
     return state;
   }
 
-  /** The feature's window at `second`, built from the previous one when the second moved on. */
+  /** The feature's window at `second`, built from what the previous one left when the second moved on. */
   windowAt(state: FeatureState, plan: WindowsPlan, second: number): FeatureWindow {
     let window = state.window;
-    if (window?.second !== second) {
-      window = new FeatureWindow(plan, state.base, second, this.skewSeconds, window);
-      state.window = window;
+    if (window?.second === second) {
+      this.entries?.get(state); // still hot
+      return window;
     }
+    window = new FeatureWindow(plan, state.base, second, this.skewSeconds, window ?? state.settled);
+    state.window = window;
+    state.settled = undefined;
+    const bytes = this.bytesOf(plan).window;
+    // A state not cached is gone after its check, window and all.
+    if (!this.entries || plan.uncached || bytes > this.maxHotBytes) return window;
+    const hot: HotWindow = { state, window, bytes };
+    // The window of the second before, if still held, leaves nothing: this one was built from it.
+    this.entries.set(state, hot, { size: bytes });
+    this.hot.push(hot);
+    this.hotCount++;
+    this.hotBytes += bytes;
+    this.coolDown();
     return window;
+  }
+
+  /**
+   * After a check filled `window`: a window not held as hot is let go at once, leaving its
+   * settled counts, so a client holds no more than its state between checks.
+   */
+  filled(state: FeatureState, window: FeatureWindow): void {
+    if (state.window !== window || !this.entries) return;
+    if ((this.entries.peek(state) as HotWindow | undefined)?.window === window) return;
+    state.settled = window.settledCounts();
+    state.window = undefined;
   }
 
   /**
@@ -99,7 +161,7 @@ export class FeatureCache {
    * lease, a reset).
    */
   forget(plan: WindowsPlan, feature: string): void {
-    const entry = this.entries?.get(feature);
+    const entry = this.entries?.get(feature) as Entry | undefined;
     if (!entry) return;
     for (const [held, index] of this.eventIndex) {
       const state = held.event === plan.event ? entry.states[index] : undefined;
@@ -107,54 +169,105 @@ export class FeatureCache {
     }
   }
 
-  /** `features` counts each client once per event it holds states of. */
+  /** `features` counts each client once per event it holds states of; `bytes` counts the hot windows too. */
   get usage(): CacheUsage {
     let features = 0;
-    for (const entry of this.entries?.values() ?? []) for (const state of entry.states) if (state) features++;
+    for (const held of this.entries?.values() ?? []) {
+      if ('states' in held) for (const state of held.states) if (state) features++;
+    }
     return { features, bytes: this.entries?.calculatedSize ?? 0 };
   }
 
-  /** The most one client's state of `plan` can hold (sizing.ts), worked out once per plan. */
-  private bytesPerState(plan: WindowsPlan): number {
+  /** Lets the oldest hot windows go while there are too many. */
+  private coolDown(): void {
+    while (this.hotCount > HOT_WINDOWS || this.hotBytes > this.maxHotBytes) {
+      const oldest = this.hot.shift();
+      if (!oldest) break;
+      if (this.entries?.peek(oldest.state) === oldest) this.entries.delete(oldest.state);
+    }
+    // Windows replaced each second leave their places behind: dropped once they outnumber the held ones.
+    if (this.hot.length > 2 * HOT_WINDOWS)
+      this.hot = this.hot.filter((held) => this.entries?.peek(held.state) === held);
+  }
+
+  /** A hot window leaves the LRU: unless replaced by the next second's (built from it), its settled counts stay with its state. */
+  private letGo(held: HotWindow, replaced: boolean): void {
+    this.hotCount--;
+    this.hotBytes -= held.bytes;
+    const { state, window } = held;
+    if (replaced || state.window !== window) return;
+    state.settled = window.settledCounts();
+    state.window = undefined;
+  }
+
+  /** The most a state of `plan` and a window of it can hold, worked out once per plan. */
+  private bytesOf(plan: WindowsPlan): { state: number; window: number } {
     let bytes = this.bytesByPlan.get(plan);
     if (bytes === undefined) {
-      bytes = stateCacheBytes(plan, this.skewSeconds);
+      bytes = { state: stateCacheBytes(plan), window: windowCacheBytes(plan, this.skewSeconds) };
       this.bytesByPlan.set(plan, bytes);
     }
     return bytes;
   }
 }
 
+/** A state with every field in place, so it takes no room for fields added later. */
+function newState(base: string): FeatureState {
+  return { base, window: undefined, settled: undefined, denial: undefined, room: undefined, roomSecond: undefined };
+}
+
 /** Counts changed behind this instance's memory of a feature (a refund, a returned lease, a reset): read them again. */
 export function forgetCounts(state: FeatureState): void {
   state.window = undefined;
+  state.settled = undefined;
   state.denial = undefined;
   state.room = undefined;
   state.overfull = undefined;
 }
 
 /**
- * What the feature cache (feature-cache.ts) counts a client at against MEMGATE_CACHE_MB: the
- * most its objects can hold of the heap, measured with heap snapshots and `--expose-gc`
- * (the heap 5,000 more cached clients took, at the second each plan's windows hold the
- * most buckets, each client denied so that it keeps its last denial too; `npm run bench --
- * --suite memory`, scripts/bench/memory-worker.ts). Per client: its LRU slot, entry and
- * name (CLIENT_CACHE_BYTES, plus 2 bytes a UTF-16 unit of its name). Per event it was
- * checked for (stateCacheBytes): its state, key base, window and denial, 300 bytes a
- * limit (its bucket list, settled sums, its part of the denial), and 120 bytes a bucket
- * its windows can hold (the bucket, its place in the window's maps, a live bucket's key).
- * Measured, the heap is 71% to 93% of the estimate at that second over 12 policy shapes
- * (1 s to 1 day windows, fixed and sliding, 1 to 5 limits, leases), and about half of it
- * at an average second; limits sharing their buckets (59 s, 58 s and 57 s windows) cost less.
+ * What the feature cache counts a client at against MEMGATE_CACHE_MB: the most its objects
+ * can hold of the heap, measured with `--expose-gc` (the heap 4,000 more cached clients
+ * took, at the second each plan's windows hold the most buckets, each client denied so that
+ * it keeps its last denial too; `npm run bench -- --suite memory`,
+ * scripts/bench/memory-worker.ts). Per client: its LRU slot, entry and name
+ * (CLIENT_CACHE_BYTES, plus 2 bytes a UTF-16 unit of its name). Per event it was checked
+ * for (stateCacheBytes): its state, key base and denial (STATE_BYTES), its part of the
+ * denial per limit (LIMIT_BYTES), a list per level of settled counts (LEVEL_BYTES) and 8
+ * bytes a settled bucket its windows can hold.
  */
 export const CLIENT_CACHE_BYTES = 300;
-const STATE_BYTES = 1700;
-const LIMIT_BYTES = 300;
-const BUCKET_BYTES = 120;
+const STATE_BYTES = 450;
+const LIMIT_BYTES = 150;
+const LEVEL_BYTES = 250;
+const COUNT_BYTES = 8;
 
-/** The most one client's state of `plan` can hold: every bucket of every window, plus those ahead of now. */
-export function stateCacheBytes(plan: WindowsPlan, skewSeconds: number): number {
+/** The most one client's state of `plan` can hold between checks: a settled count for every bucket of every window. */
+export function stateCacheBytes(plan: WindowsPlan): number {
+  // A limit's current bucket is never settled: a limit of one bucket (a fixed window) keeps none.
+  const settling = plan.limits.filter((limit) => limit.keysPerCheck.max > 1);
+  const levels = new Set(settling.flatMap((limit) => limit.levels.map((size) => limit.calendar?.tag ?? size)));
+  const buckets = settling.reduce((sum, limit) => sum + limit.keysPerCheck.max - 1, 0);
+  return STATE_BYTES + LIMIT_BYTES * plan.limits.length + LEVEL_BYTES * levels.size + COUNT_BYTES * buckets;
+}
+
+/**
+ * The hot windows: at most this many, within WINDOWS_SHARE of the budget. A hot feature's
+ * checks in a second share its window; a feature whose window was let go builds one at its
+ * next check from its settled counts, as every feature does when the second moves on.
+ */
+const HOT_WINDOWS = 1024;
+const WINDOWS_SHARE = 1 / 8;
+const MIN_SHARED_BUDGET = 2 ** 20;
+
+/**
+ * The most one whole window of `plan` can hold (feature-window.ts), measured as above before
+ * windows were let go: 1,700 bytes, 300 a limit (its bucket list, settled sums) and 120 a
+ * bucket its windows can hold, those ahead of now too (the bucket, its place in the window's
+ * maps, a live bucket's key).
+ */
+export function windowCacheBytes(plan: WindowsPlan, skewSeconds: number): number {
   const ahead = 2 + skewSeconds + (plan.holdSeconds ?? 0);
   const buckets = plan.limits.reduce((sum, limit) => sum + limit.keysPerCheck.max + ahead, 0);
-  return STATE_BYTES + LIMIT_BYTES * plan.limits.length + BUCKET_BYTES * buckets;
+  return 1700 + 300 * plan.limits.length + 120 * buckets;
 }

@@ -130,4 +130,40 @@ describe('FeatureWindow', () => {
     const counts = fillAll(window, 1);
     expect(counts.map((limit) => limit.buckets.reduce((sum, b) => sum + b.count, 0))).toEqual([9 + 2, 29 + 2]);
   });
+
+  it('carries the same from its settled counts once let go as from itself, for windows read at both ends', () => {
+    const day = planOf([
+      { limit: 1000, window: '1m' },
+      { limit: 10_000, window: '1d' },
+    ]);
+    const hour = Math.floor(S / 3600) * 3600;
+    for (const second of [hour + 1, hour + 61, hour + 1799, hour + 3599]) {
+      const first = new FeatureWindow(day, 'p:{api:=x}:', second, 2);
+      const reads = first.reads;
+      // Each bucket counts its own start's last digit, so a count carried to the wrong bucket shows.
+      first.fill(
+        reads,
+        reads.keys.map((key, i) => (i === 0 ? second - 7200 : Number(key.slice(-1)))),
+        first.currentKeys.map(() => 3),
+        0,
+      );
+      const settled = first.settledCounts();
+      expect(settled?.resetAt).toBe(second - 7200);
+      for (const later of [second + 1, second + 90]) {
+        const fromWindow = new FeatureWindow(day, 'p:{api:=x}:', later, 2, first);
+        const fromCounts = new FeatureWindow(day, 'p:{api:=x}:', later, 2, settled);
+        expect(fromCounts.reads.keys).toEqual(fromWindow.reads.keys);
+        const answer = fromWindow.reads.keys.map((_, i) => (i === 0 ? second - 7200 : 5));
+        const counts = (window: FeatureWindow) =>
+          window
+            .fill(window.reads, answer, [4], 0)
+            .map((limit) => limit.buckets.map(({ start, size, count }) => [start, size, count]));
+        expect(counts(fromCounts)).toEqual(counts(fromWindow));
+      }
+    }
+  });
+
+  it('leaves nothing to carry before its counts are known', () => {
+    expect(new FeatureWindow(halfMinute, 'p:{api:=x}:', S, 2).settledCounts()).toBeUndefined();
+  });
 });

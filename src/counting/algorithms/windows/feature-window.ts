@@ -9,6 +9,7 @@ import {
   type SettledPrefix,
 } from './buckets.js';
 import type { LimitCounts } from './counts.js';
+import { SettledCounts, type CarriedCounts } from './settled-counts.js';
 import { bucketKey, resetMarkerKey } from '../../keys.js';
 import type { WindowsPlan } from '../../plan-types.js';
 import type { CounterIncrement } from '../../../store/counter-store.js';
@@ -66,7 +67,7 @@ export interface CountsSnapshot {
  * the few that ended within the skew, and those after now that an instance whose clock
  * runs ahead may already count in. The current buckets come from the check's increments.
  */
-export class FeatureWindow {
+export class FeatureWindow implements CarriedCounts {
   readonly second: number;
   /** Each limit's buckets, oldest first, as decide() takes them. Limits share bucket objects. */
   readonly limits: readonly WindowLimit[];
@@ -80,7 +81,7 @@ export class FeatureWindow {
   private readonly ttls: readonly number[];
   private lastIncrements: readonly CounterIncrement[] = [];
   /** The second the feature's counts were last reset at: buckets that ended by then count nothing. */
-  private resetAt: number;
+  private resetSecond: number;
   /** Per level, its index among the current keys (-1: not counted any more), when some level is not counted. */
   private readonly currentAt: readonly number[] | undefined;
   /** Per level, the current bucket, when a limit counts in it. */
@@ -88,11 +89,11 @@ export class FeatureWindow {
   /** Per level, every other bucket by start: one object however many limits count it. */
   private readonly byStart: readonly Map<number, WindowBucket>[];
 
-  constructor(plan: WindowsPlan, base: string, second: number, skewSeconds: number, previous?: FeatureWindow) {
+  constructor(plan: WindowsPlan, base: string, second: number, skewSeconds: number, previous?: CarriedCounts) {
     this.second = second;
     // A returned lease or a settled reservation takes units back from the buckets of its second until its hold ends.
     this.settleSeconds = skewSeconds + (plan.holdSeconds ?? 0);
-    this.resetAt = previous?.resetAt ?? 0;
+    this.resetSecond = previous?.resetAt ?? 0;
     const levelOf = new Map(plan.levels.map((level, index) => [levelName(level), index]));
     const currentStarts = plan.levels.map((level) => levelStart(level, second));
     // A size a reload's transition retired is no longer counted (nor read: the cover left it).
@@ -176,7 +177,7 @@ export class FeatureWindow {
   fill(reads: ReadList, read: readonly number[], current: readonly number[], ownCost: number): readonly LimitCounts[] {
     const { targets } = reads;
     const resetAt = read[0] ?? 0;
-    if (resetAt !== this.resetAt) this.forgetUntil(resetAt);
+    if (resetAt !== this.resetSecond) this.forgetUntil(resetAt);
     for (let i = 1; i < targets.length; i++) {
       const bucket = targets[i] as WindowBucket;
       bucket.count = bucket.start + bucket.size <= resetAt ? 0 : (read[i] ?? 0);
@@ -197,8 +198,25 @@ export class FeatureWindow {
   snapshot(): CountsSnapshot {
     return {
       limits: this.limits.map(({ plan, buckets }) => ({ plan, buckets: buckets.map((bucket) => ({ ...bucket })) })),
-      lastResetAt: this.resetAt,
+      lastResetAt: this.resetSecond,
     };
+  }
+
+  get resetAt(): number {
+    return this.resetSecond;
+  }
+
+  /** What this window leaves to a later one once it is let go: its settled counts, if they are known. */
+  settledCounts(): SettledCounts | undefined {
+    if (this.reads !== this.live) return undefined;
+    return SettledCounts.of(this.resetSecond, this.byStart, (bucket) => this.isSettled(bucket.start, bucket.size));
+  }
+
+  /** A bucket's count if it was settled and known in this window. */
+  knownSettled(level: number, start: number): number | undefined {
+    if (this.reads !== this.live) return undefined;
+    const bucket = this.byStart[level]?.get(start);
+    return bucket && this.isSettled(bucket.start, bucket.size) ? bucket.count : undefined;
   }
 
   /** Whether `reads` includes settled buckets whose counts were not kept (a cold feature or second). */
@@ -208,7 +226,7 @@ export class FeatureWindow {
 
   /** A reset at `resetAt`: every bucket that ended by then counts nothing from now on. */
   private forgetUntil(resetAt: number): void {
-    this.resetAt = resetAt;
+    this.resetSecond = resetAt;
     for (const limit of this.limits) {
       for (const bucket of limit.buckets) if (bucket.start + bucket.size <= resetAt) bucket.count = 0;
     }
@@ -217,13 +235,6 @@ export class FeatureWindow {
 
   private isSettled(start: number, size: number): boolean {
     return start + size + this.settleSeconds <= this.second;
-  }
-
-  /** A bucket's count if it was settled and known in this window. */
-  private knownSettled(level: number, start: number): number | undefined {
-    if (this.reads !== this.live) return undefined;
-    const bucket = this.byStart[level]?.get(start);
-    return bucket && this.isSettled(bucket.start, bucket.size) ? bucket.count : undefined;
   }
 
   /** Sums each limit's settled buckets once, so decide() walks only the live ones. */

@@ -187,6 +187,7 @@ async function windowRound(
   const counts = fromBucket
     ? withOldBucket(countsOf(call, answer), fromBucket, oldTatUs, second, windowOf)
     : countsOf(call, answer);
+  context.features.filled(state, window);
   // A read asks whether the counter's cost fits now (a lease: whether one unit does).
   const asked = !counting && counter.takesWhatRemains ? 1 : Math.max(1, counter.cost);
   const { version } = context.answers;
