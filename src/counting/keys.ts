@@ -33,9 +33,12 @@ export function featureTag(feature: string): string {
   return `#${createHash('sha256').update(feature, 'utf8').digest().subarray(0, 16).toString('base64url')}`;
 }
 
-/** The shared start of every key of one event+feature. */
+/**
+ * The shared start of every key of one event+feature. Joined, it is one flat string: built by
+ * `+` it would be a chain of a node per part, and the feature cache keeps one per client.
+ */
 export function counterKeyBase(prefix: string, event: string, feature: string): string {
-  return `${prefix}:{${event}:${featureTag(feature)}}:`;
+  return [prefix, ':{', event, ':', featureTag(feature), '}:'].join('');
 }
 
 /** A bucket's key: `level` is its size in seconds, or a calendar window's tag (`mo15@Europe/Berlin`). */

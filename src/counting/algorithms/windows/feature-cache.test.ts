@@ -67,9 +67,9 @@ describe('FeatureCache', () => {
   it('counts a state between checks at its worst case: a state, each limit, each level, a settled count per bucket', () => {
     // 1 min in 1 s buckets and the current minute's: at most 60 keys read, all but the current one settled.
     expect(plan('a').limits[0]?.levels).toEqual([60, 1]);
-    expect(stateCacheBytes(plan('a'))).toBe(450 + 150 + 2 * 250 + 8 * 59);
+    expect(stateCacheBytes(plan('a'))).toBe(300 + 150 + 2 * 250 + 8 * 59);
     const settledOfB = plan('b').limits.reduce((sum, limit) => sum + limit.keysPerCheck.max - 1, 0);
-    expect(stateCacheBytes(plan('b'))).toBe(450 + 2 * 150 + plan('b').levels.length * 250 + 8 * settledOfB);
+    expect(stateCacheBytes(plan('b'))).toBe(300 + 2 * 150 + plan('b').levels.length * 250 + 8 * settledOfB);
   });
 
   it('keeps nothing with a budget of 0', () => {

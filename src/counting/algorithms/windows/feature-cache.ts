@@ -35,12 +35,8 @@ export interface CacheUsage {
   readonly bytes: number;
 }
 
-/** One client's states, of every event it was checked for: one LRU entry, one lookup by its string. */
-interface Entry {
-  /** By the event's place in this cache (see eventIndex). */
-  readonly states: (FeatureState | undefined)[];
-  bytes: number;
-}
+/** One client's states, of every event it was checked for, by the event's place in this cache (see eventIndex): one LRU entry, one lookup by its string. */
+type Entry = readonly (FeatureState | undefined)[];
 
 /** A whole window held while it is hot: an LRU entry of its own, keyed by the state holding it. */
 interface HotWindow {
@@ -74,6 +70,8 @@ export class FeatureCache {
   /** The most the hot windows may take of the budget. */
   private readonly maxHotBytes: number;
   private readonly eventIndex = new Map<WindowsPlan, number>();
+  /** The plans of eventIndex by their place. */
+  private readonly plans: WindowsPlan[] = [];
   /** Each plan's worst cases, worked out once: a state between checks, a whole window. */
   private readonly bytesByPlan = new Map<WindowsPlan, { state: number; window: number }>();
 
@@ -104,20 +102,26 @@ export class FeatureCache {
   state(plan: WindowsPlan, feature: string): FeatureState {
     if (!this.entries || plan.uncached) return newState(counterKeyBase(this.keyPrefix, plan.event, feature));
     let index = this.eventIndex.get(plan);
-    if (index === undefined) this.eventIndex.set(plan, (index = this.eventIndex.size));
+    if (index === undefined) {
+      this.eventIndex.set(plan, (index = this.plans.length));
+      this.plans.push(plan);
+    }
     const entry = this.entries.get(feature) as Entry | undefined;
-    const cached = entry?.states[index];
+    const cached = entry?.[index];
     if (cached) return cached;
     const state = newState(counterKeyBase(this.keyPrefix, plan.event, feature));
-    // The client's own bytes once (its name as UTF-16 at most), and each event's worst case.
-    // A new entry object each time: the LRU takes a new size only with a new value (the
-    // same object set again kept its first size, so a client of 8 events counted as 1).
-    // The list is as long as it needs to be: an empty one grows by 16 places at once.
-    const states = new Array<FeatureState | undefined>(Math.max(index + 1, entry?.states.length ?? 0));
-    entry?.states.forEach((held, i) => (states[i] = held));
+    // A new list each time: the LRU takes a new size only with a new value (the same list
+    // set again kept its first size, so a client of 8 events counted as 1). It is as long
+    // as it needs to be: an empty one grows by 16 places at once.
+    const states = new Array<FeatureState | undefined>(Math.max(index + 1, entry?.length ?? 0));
+    entry?.forEach((held, i) => (states[i] = held));
     states[index] = state;
-    const bytes = (entry?.bytes ?? CLIENT_CACHE_BYTES + 2 * feature.length) + this.bytesOf(plan).state;
-    this.entries.set(feature, { states, bytes }, { size: bytes });
+    // The client's own bytes once (its name as UTF-16 at most), and each event's worst case.
+    let bytes = CLIENT_CACHE_BYTES + 2 * feature.length;
+    states.forEach((held, i) => {
+      if (held) bytes += this.bytesOf(this.plans[i] as WindowsPlan).state;
+    });
+    this.entries.set(feature, states, { size: bytes });
     return state;
   }
 
@@ -164,7 +168,7 @@ export class FeatureCache {
     const entry = this.entries?.get(feature) as Entry | undefined;
     if (!entry) return;
     for (const [held, index] of this.eventIndex) {
-      const state = held.event === plan.event ? entry.states[index] : undefined;
+      const state = held.event === plan.event ? entry[index] : undefined;
       if (state) forgetCounts(state);
     }
   }
@@ -173,7 +177,7 @@ export class FeatureCache {
   get usage(): CacheUsage {
     let features = 0;
     for (const held of this.entries?.values() ?? []) {
-      if ('states' in held) for (const state of held.states) if (state) features++;
+      if (Array.isArray(held)) for (const state of held as Entry) if (state) features++;
     }
     return { features, bytes: this.entries?.calculatedSize ?? 0 };
   }
@@ -236,8 +240,8 @@ export function forgetCounts(state: FeatureState): void {
  * denial per limit (LIMIT_BYTES), a list per level of settled counts (LEVEL_BYTES) and 8
  * bytes a settled bucket its windows can hold.
  */
-export const CLIENT_CACHE_BYTES = 300;
-const STATE_BYTES = 450;
+export const CLIENT_CACHE_BYTES = 200;
+const STATE_BYTES = 300;
 const LIMIT_BYTES = 150;
 const LEVEL_BYTES = 250;
 const COUNT_BYTES = 8;

@@ -20,6 +20,8 @@ interface SettledRun {
   readonly counts: readonly number[];
 }
 
+const NO_RUNS: readonly SettledRun[] = [];
+
 export class SettledCounts implements CarriedCounts {
   private constructor(
     readonly resetAt: number,
@@ -40,7 +42,6 @@ export class SettledCounts implements CarriedCounts {
     byStart: readonly ReadonlyMap<number, CountedBucket>[],
     isSettled: (bucket: CountedBucket) => boolean,
   ): SettledCounts | undefined {
-    let any = resetAt !== 0;
     const levels = byStart.map((buckets) => {
       const runs: { first: number; size: number; counts: number[] }[] = [];
       const settled = [...buckets.values()].filter(isSettled).sort((a, b) => a.start - b.start);
@@ -50,12 +51,13 @@ export class SettledCounts implements CarriedCounts {
         if (last?.size === size && last.first + last.counts.length * size === start) last.counts.push(count);
         else runs.push({ first: start, size, counts: [count] });
       }
-      if (runs.length === 0) return runs;
-      any = true;
+      if (runs.length === 0) return NO_RUNS;
       // Copied to their length: a list grown by push holds room for half as many more.
       return runs.map((run) => ({ ...run, counts: run.counts.slice() }));
     });
-    return any ? new SettledCounts(resetAt, levels) : undefined;
+    // Without settled counts the reset second need not carry either: the next window's first
+    // check reads every bucket and the marker, and counts nothing that ended by it.
+    return levels.some((runs) => runs.length > 0) ? new SettledCounts(resetAt, levels) : undefined;
   }
 
   knownSettled(level: number, start: number): number | undefined {
