@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { parsePolicies } from '../../../config/policies.js';
 import { CLIENT_CACHE_BYTES, FeatureCache, stateCacheBytes, windowCacheBytes } from './feature-cache.js';
+import type { FeatureWindow } from './feature-window.js';
 import { planEvents } from '../../plan.js';
 import type { WindowsPlan } from '../../plan-types.js';
 
@@ -70,6 +71,42 @@ describe('FeatureCache', () => {
     expect(stateCacheBytes(plan('a'))).toBe(300 + 150 + 2 * 250 + 8 * 59);
     const settledOfB = plan('b').limits.reduce((sum, limit) => sum + limit.keysPerCheck.max - 1, 0);
     expect(stateCacheBytes(plan('b'))).toBe(300 + 2 * 150 + plan('b').levels.length * 250 + 8 * settledOfB);
+  });
+
+  it('keeps whole windows for the features checked last only, the others’ settled counts as numbers', () => {
+    const cache = new FeatureCache('p', 2 ** 30, SKEW);
+    const S = 1_790_000_000;
+    /** A check of `feature` at `second`: every bucket read holds 1, the current one 2. */
+    const check = (feature: string, second: number): FeatureWindow => {
+      const state = cache.state(plan('a'), feature);
+      const window = cache.windowAt(state, plan('a'), second);
+      const { reads } = window;
+      window.fill(
+        reads,
+        reads.keys.map((_, i) => (i === 0 ? 0 : 1)),
+        window.currentKeys.map(() => 2),
+        0,
+      );
+      cache.filled(state, window);
+      return window;
+    };
+    const clients = Array.from({ length: 1100 }, (_, i) => `c${i}`);
+    for (const feature of clients) check(feature, S);
+    const [first, last] = [cache.state(plan('a'), 'c0'), cache.state(plan('a'), 'c1099')];
+    expect(first.window).toBeUndefined();
+    expect(first.settled).toBeDefined();
+    expect(last.window?.second).toBe(S);
+    // 1,024 hot windows, counted in the budget beside every client.
+    expect(cache.usage).toEqual({
+      features: 1100,
+      bytes: clients.reduce((sum, c) => sum + client(c, 'a'), 0) + 1024 * windowCacheBytes(plan('a'), SKEW),
+    });
+    // A second on, both read only what a hot window would: the buckets not settled before.
+    const [cold, hot] = [check('c0', S + 1), check('c1099', S + 1)];
+    expect(cold.reads.keys.map((key) => key.replace('c0', 'c1099'))).toEqual(hot.reads.keys);
+    expect(cold.limits.map((limit) => limit.buckets.map((b) => b.count))).toEqual(
+      hot.limits.map((limit) => limit.buckets.map((b) => b.count)),
+    );
   });
 
   it('keeps nothing with a budget of 0', () => {

@@ -63,7 +63,8 @@ export interface CountsSnapshot {
  *
  * A bucket is *settled* once no instance can add to it any more: it ended more than the
  * allowed clock skew ago. A settled count is read once and kept, within the second and
- * into the next second's window, so a feature checked often reads only its *live* buckets:
+ * into the next second's window (from this one, or from the numbers it left once let go:
+ * settled-counts.ts), so a feature checked often reads only its *live* buckets:
  * the few that ended within the skew, and those after now that an instance whose clock
  * runs ahead may already count in. The current buckets come from the check's increments.
  */
