@@ -47,6 +47,8 @@ interface HotWindow {
   /** Undefined once let go, so that the list of hot windows holds on to none that left. */
   window: FeatureWindow | undefined;
   readonly bytes: number;
+  /** Checked again since it was made or last passed over: it gets another turn before it goes. */
+  used: boolean;
 }
 
 /**
@@ -58,8 +60,9 @@ interface HotWindow {
  *
  * A client keeps its settled counts as numbers only (settled-counts.ts). The whole window
  * a check works on, a bucket object for each bucket of each limit, is kept only while it
- * is hot: the HOT_WINDOWS made last, within WINDOWS_SHARE of the budget, each an entry of
- * the same LRU as the clients. A hot feature's checks within a second share one window;
+ * is hot: at most HOT_WINDOWS, within WINDOWS_SHARE of the budget, the oldest going first
+ * unless checked again since its last turn (a clock: a window made for one check goes before
+ * one a busy feature shares), each an entry of the same LRU as the clients. A hot feature's checks within a second share one window;
  * the others build theirs at each check, from their settled counts, and let it go after.
  *
  * Entries are keyed by the feature alone, so a check looks up the string it was given
@@ -67,7 +70,7 @@ interface HotWindow {
  */
 export class FeatureCache {
   private readonly entries: LRUCache<string | FeatureState, Entry | HotWindow> | undefined;
-  /** The hot windows as they were made, oldest first; some may have left the LRU since. */
+  /** The hot windows in turn, oldest first; some may have left the LRU since. */
   private hot: HotWindow[] = [];
   private hotCount = 0;
   private hotBytes = 0;
@@ -133,16 +136,17 @@ export class FeatureCache {
   windowAt(state: FeatureState, plan: WindowsPlan, second: number): FeatureWindow {
     let window = state.window;
     if (window?.second === second) {
-      this.entries?.get(state); // still hot
+      const held = this.entries?.get(state) as HotWindow | undefined;
+      if (held) held.used = true;
       return window;
     }
     window = new FeatureWindow(plan, state.base, second, this.skewSeconds, window ?? state.settled);
     state.window = window;
-    state.settled = undefined;
     const bytes = this.bytesOf(plan).window;
     // A state not cached is gone after its check, window and all.
     if (!this.entries || plan.uncached || bytes > this.maxHotBytes) return window;
-    const hot: HotWindow = { state, window, bytes };
+    state.settled = undefined; // the window holds them now
+    const hot: HotWindow = { state, window, bytes, used: false };
     // The window of the second before, if still held, leaves nothing: this one was built from it.
     this.entries.set(state, hot, { size: bytes });
     this.hot.push(hot);
@@ -159,8 +163,11 @@ export class FeatureCache {
   filled(state: FeatureState, window: FeatureWindow): void {
     if (state.window !== window || !this.entries) return;
     if ((this.entries.peek(state) as HotWindow | undefined)?.window === window) return;
-    state.settled = window.settledCounts();
     state.window = undefined;
+    // Built from the state's settled counts and reading none, it knows nothing they do not.
+    const { settled } = state;
+    if (window.carriedAllSettled && settled?.resetAt === window.resetAt) return;
+    state.settled = window.settledCounts();
   }
 
   /**
@@ -186,12 +193,18 @@ export class FeatureCache {
     return { features, bytes: this.entries?.calculatedSize ?? 0 };
   }
 
-  /** Lets the oldest hot windows go while there are too many. */
+  /** Lets the oldest hot windows not checked again since their last turn go, while there are too many. */
   private coolDown(): void {
     while (this.hotCount > HOT_WINDOWS || this.hotBytes > this.maxHotBytes) {
       const oldest = this.hot.shift();
       if (!oldest) break;
-      if (this.entries?.peek(oldest.state) === oldest) this.entries.delete(oldest.state);
+      if (this.entries?.peek(oldest.state) !== oldest) continue; // left already
+      if (oldest.used) {
+        oldest.used = false;
+        this.hot.push(oldest);
+      } else {
+        this.entries.delete(oldest.state);
+      }
     }
     // Windows replaced each second leave their places behind: dropped once they outnumber the held ones.
     if (this.hot.length > 2 * HOT_WINDOWS)

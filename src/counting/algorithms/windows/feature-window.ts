@@ -76,6 +76,8 @@ export class FeatureWindow implements CarriedCounts {
   readonly currentKeys: readonly string[];
   /** What a check reads now: live buckets, and settled ones until their counts are known. */
   reads: ReadList;
+  /** Whether every settled count came from the window or counts it was built from: it read none. */
+  readonly carriedAllSettled: boolean;
   private readonly live: ReadList;
   /** Seconds after its end until a bucket is settled: the clock skew, and a lease's hold on its event. */
   private readonly settleSeconds: number;
@@ -150,6 +152,7 @@ export class FeatureWindow implements CarriedCounts {
     this.current = current;
     this.byStart = byStart;
     this.live = live;
+    this.carriedAllSettled = unknown.keys.length === 0;
     this.reads =
       unknown.keys.length === 0
         ? live
