@@ -87,6 +87,58 @@ describe('LruMap', () => {
     );
   });
 
+  it('tells what it lets go, and why, as lru-cache’s dispose does; peeks without using', () => {
+    fc.assert(
+      fc.property(
+        options,
+        fc.array(fc.oneof(op, fc.record({ op: fc.constant('peek' as const), key })), { maxLength: 80 }),
+        (bounds, ops) => {
+          const told: [number, string, string][] = [];
+          const oracleTold: [number, string, string][] = [];
+          const oracle = new LRUCache<string, Value>({
+            ...bounds,
+            dispose: (value, key, reason) => oracleTold.push([value.id, key, reason]),
+          });
+          const lru = new LruMap<string, Value>({
+            ...bounds,
+            dispose: (value, key, reason) => told.push([value.id, key, reason]),
+          });
+          const sized = bounds.maxSize !== undefined;
+          ops.forEach((step, id) => {
+            switch (step.op) {
+              case 'set': {
+                const value = { id };
+                if (sized) {
+                  oracle.set(step.key, value, { size: step.size });
+                  lru.set(step.key, value, step.size);
+                } else {
+                  oracle.set(step.key, value);
+                  lru.set(step.key, value);
+                }
+                break;
+              }
+              case 'get':
+                expect(lru.get(step.key)).toBe(oracle.get(step.key));
+                break;
+              case 'peek':
+                expect(lru.peek(step.key)).toBe(oracle.peek(step.key));
+                break;
+              case 'delete':
+                expect(lru.delete(step.key)).toBe(oracle.delete(step.key));
+                break;
+            }
+            expect(told).toEqual(oracleTold);
+            expect([...lru.entries()].map(([held]) => held)).toEqual([...oracle.rkeys()]);
+          });
+          lru.clear();
+          oracle.clear();
+          expect(told).toEqual(oracleTold);
+        },
+      ),
+      { numRuns: 2000 },
+    );
+  });
+
   it('makes room for a key set again with a larger size from the others, least recently used first', () => {
     const lru = new LruMap<string, Value>({ maxSize: 10 });
     lru.set('a', { id: 1 }, 3).set('b', { id: 2 }, 3).set('c', { id: 3 }, 3);
@@ -137,6 +189,17 @@ describe('LruMap', () => {
     }
     expect(() => new LruMap<string, Value>({ maxSize: 10 }).set('a', { id: 1 })).toThrow(TypeError);
     expect(() => new LruMap<string, Value>({ max: 10 }).set('a', { id: 1 }, 1)).toThrow(TypeError);
+  });
+
+  it('tells nothing of a value set again under its key', () => {
+    const told: string[] = [];
+    const value = { id: 1 };
+    const lru = new LruMap<string, Value>({
+      maxSize: 100,
+      dispose: (_value, key, reason) => told.push(`${key} ${reason}`),
+    });
+    lru.set('a', value, 10).set('a', value, 20).set('a', { id: 2 }, 20);
+    expect(told).toEqual(['a set']);
   });
 
   it('takes the new size of a value set again under its key, where lru-cache keeps the old one', () => {

@@ -10,12 +10,21 @@
 // delete and set of a Map entry cost far more than its lookup.)
 
 /** The bounds of an LruMap: at least one. */
-export interface LruOptions {
+export interface LruOptions<K = unknown, V = unknown> {
   /** The most entries held (a positive integer); none when absent. */
   readonly max?: number;
   /** The most the entries' sizes may add up to (a positive integer); none when absent. */
   readonly maxSize?: number;
+  /**
+   * Told of every value the map lets go, as lru-cache's `dispose` is: `evict` to keep within the
+   * bounds, `set` replaced by another value under its key (or refused as too large), `delete`
+   * deleted or cleared. It runs as the value leaves, and may not use the map.
+   */
+  readonly dispose?: ((value: V, key: K, reason: LruRemoval) => void) | undefined;
 }
+
+/** Why an LruMap let a value go (see LruOptions.dispose). */
+export type LruRemoval = 'evict' | 'set' | 'delete';
 
 interface Entry<K, V> {
   readonly key: K;
@@ -34,14 +43,16 @@ export class LruMap<K, V extends object> {
   #oldest: Entry<K, V> | undefined;
   #newest: Entry<K, V> | undefined;
   #calculatedSize = 0;
+  readonly #dispose: ((value: V, key: K, reason: LruRemoval) => void) | undefined;
 
-  constructor({ max, maxSize }: LruOptions) {
+  constructor({ max, maxSize, dispose }: LruOptions<K, V>) {
     if (max === undefined && maxSize === undefined) throw new TypeError('an LruMap needs max or maxSize');
     if (max !== undefined && !isSize(max)) throw new TypeError(`max must be a positive integer (got ${max})`);
     if (maxSize !== undefined && !isSize(maxSize))
       throw new TypeError(`maxSize must be a positive integer (got ${maxSize})`);
     this.#max = max ?? Infinity;
     this.#maxSize = maxSize ?? 0;
+    this.#dispose = dispose;
   }
 
   /** Entries held. */
@@ -65,6 +76,11 @@ export class LruMap<K, V extends object> {
     return entry.value;
   }
 
+  /** The value of `key`, without using it. */
+  peek(key: K): V | undefined {
+    return this.#entries.get(key)?.value;
+  }
+
   /**
    * Holds `value` as the most recently used, in place of what `key` held, and drops the least
    * recently used entries past the bounds. `size`: a positive integer, required with maxSize and
@@ -78,27 +94,30 @@ export class LruMap<K, V extends object> {
     } else {
       if (size === undefined || !isSize(size)) throw new TypeError(`a size must be a positive integer (got ${size})`);
       if (size > maxSize) {
-        this.delete(key);
+        const held = this.#entries.get(key);
+        if (held) this.#remove(held, 'set');
         return this;
       }
     }
     let entry = this.#entries.get(key);
     if (entry === undefined) {
-      if (this.#entries.size >= this.#max) this.#remove(this.#oldest as Entry<K, V>);
+      if (this.#entries.size >= this.#max) this.#remove(this.#oldest as Entry<K, V>, 'evict');
       entry = { key, value, size: 0, older: undefined, newer: undefined };
       this.#entries.set(key, entry);
       this.#append(entry);
     } else {
       this.#calculatedSize -= entry.size;
+      const old = entry.value;
       entry.value = value;
       entry.size = 0;
       if (entry !== this.#newest) {
         this.#unlink(entry);
         this.#append(entry);
       }
+      if (old !== value) this.#dispose?.(old, key, 'set');
     }
     // The entry set is the newest: the oldest go first, and it is reached only when alone.
-    if (maxSize !== 0) while (this.#calculatedSize + size > maxSize) this.#remove(this.#oldest as Entry<K, V>);
+    if (maxSize !== 0) while (this.#calculatedSize + size > maxSize) this.#remove(this.#oldest as Entry<K, V>, 'evict');
     entry.size = size;
     this.#calculatedSize += size;
     return this;
@@ -108,11 +127,13 @@ export class LruMap<K, V extends object> {
   delete(key: K): boolean {
     const entry = this.#entries.get(key);
     if (entry === undefined) return false;
-    this.#remove(entry);
+    this.#remove(entry, 'delete');
     return true;
   }
 
   clear(): void {
+    const dispose = this.#dispose;
+    if (dispose) for (let entry = this.#oldest; entry; entry = entry.newer) dispose(entry.value, entry.key, 'delete');
     this.#entries.clear();
     this.#oldest = this.#newest = undefined;
     this.#calculatedSize = 0;
@@ -128,10 +149,11 @@ export class LruMap<K, V extends object> {
     for (let entry = this.#oldest; entry; entry = entry.newer) yield [entry.key, entry.value];
   }
 
-  #remove(entry: Entry<K, V>): void {
+  #remove(entry: Entry<K, V>, reason: LruRemoval): void {
     this.#entries.delete(entry.key);
     this.#unlink(entry);
     this.#calculatedSize -= entry.size;
+    this.#dispose?.(entry.value, entry.key, reason);
   }
 
   #unlink(entry: Entry<K, V>): void {

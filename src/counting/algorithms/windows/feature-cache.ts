@@ -1,8 +1,8 @@
-import { LRUCache } from 'lru-cache';
 import type { CachedDenial } from './cached-denial.js';
 import { FeatureWindow } from './feature-window.js';
 import type { SettledCounts } from './settled-counts.js';
 import { counterKeyBase } from '../../keys.js';
+import { LruMap } from '../../lru.js';
 import type { WindowsPlan } from '../../plan-types.js';
 
 /** What one instance remembers about one event+feature between checks. */
@@ -69,7 +69,7 @@ interface HotWindow {
  * rather than one built per check (hashing a fresh string is most of a lookup's cost).
  */
 export class FeatureCache {
-  private readonly entries: LRUCache<string | FeatureState, Entry | HotWindow> | undefined;
+  private readonly entries: LruMap<string | FeatureState, Entry | HotWindow> | undefined;
   /** The hot windows in turn, oldest first; some may have left the LRU since. */
   private hot: HotWindow[] = [];
   private hotCount = 0;
@@ -92,7 +92,7 @@ export class FeatureCache {
     this.maxHotBytes = maxBytes >= MIN_SHARED_BUDGET ? Math.floor(maxBytes * WINDOWS_SHARE) : maxBytes;
     this.entries =
       maxBytes > 0
-        ? new LRUCache<string | FeatureState, Entry | HotWindow>({
+        ? new LruMap<string | FeatureState, Entry | HotWindow>({
             maxSize: maxBytes,
             dispose: (held, _key, reason) => {
               if ('window' in held) this.letGo(held, reason === 'set');
@@ -117,9 +117,7 @@ export class FeatureCache {
     const cached = entry?.[index];
     if (cached) return cached;
     const state = newState(counterKeyBase(this.keyPrefix, plan.event, feature));
-    // A new list each time: the LRU takes a new size only with a new value (the same list
-    // set again kept its first size, so a client of 8 events counted as 1). It is as long
-    // as it needs to be: an empty one grows by 16 places at once.
+    // A new list, as long as it needs to be: an empty one grows by 16 places at once.
     const states = new Array<FeatureState | undefined>(Math.max(index + 1, entry?.length ?? 0));
     entry?.forEach((held, i) => (states[i] = held));
     states[index] = state;
@@ -128,7 +126,7 @@ export class FeatureCache {
     states.forEach((held, i) => {
       if (held) bytes += this.bytesOf(this.plans[i] as WindowsPlan).state;
     });
-    this.entries.set(feature, states, { size: bytes });
+    this.entries.set(feature, states, bytes);
     return state;
   }
 
@@ -148,7 +146,7 @@ export class FeatureCache {
     state.settled = undefined; // the window holds them now
     const hot: HotWindow = { state, window, bytes, used: false };
     // The window of the second before, if still held, leaves nothing: this one was built from it.
-    this.entries.set(state, hot, { size: bytes });
+    this.entries.set(state, hot, bytes);
     this.hot.push(hot);
     this.hotCount++;
     this.hotBytes += bytes;
