@@ -54,7 +54,7 @@ export async function exactDenial(
   const release = hold === undefined ? exactSecond : Math.min(exactSecond, Math.floor(nowMs / 1000) + hold);
   const exact = { ...decision, retryAfter: secondsUntil(release, nowMs) };
   if (remember && plan.edge !== 'weighted')
-    state.denial = rememberDenial(exact, cost, release, nowMs, context.maxDenialCacheMs);
+    state.denial = rememberDenial(plan, exact, cost, release, nowMs, context.maxDenialCacheMs);
   return exact;
 }
 
