@@ -252,26 +252,29 @@ export function forgetCounts(state: FeatureState): void {
  * it keeps its last denial too; `npm run bench -- --suite memory`,
  * scripts/bench/memory-worker.ts). Per client: its LRU slot, entry and name
  * (CLIENT_CACHE_BYTES, plus 2 bytes a UTF-16 unit of its name). Per event it was checked
- * for (stateCacheBytes): its state, key base and denial (STATE_BYTES), its part of the
- * denial per limit (LIMIT_BYTES), a list per level of settled counts (LEVEL_BYTES: a sliding
- * window keeps two runs of a level, at its oldest and newest ends) and 8 bytes a settled
- * bucket its windows can hold. Measured, the heap is 79% to 92% of the estimate over the
- * memory bench's 8 shapes (before, when a client kept its whole window: 71% to 93% of 3 to
- * 6 times as much).
+ * for (stateCacheBytes): its state, key base and denial (STATE_BYTES), the denial's two
+ * numbers per limit (LIMIT_BYTES), and when its windows settle buckets, the list of settled
+ * counts (SETTLED_BYTES), four numbers a run of buckets it holds (RUN_BYTES: at most two
+ * per level of each limit, a sliding window's oldest and newest ends) and 8 bytes a settled
+ * bucket its windows can hold. What every client of a plan shares at a second (which buckets,
+ * their keys: window-layout.ts) and a denial's names (cached-denial.ts) are not a client's.
  */
 export const CLIENT_CACHE_BYTES = 200;
-const STATE_BYTES = 300;
-const LIMIT_BYTES = 150;
-const LEVEL_BYTES = 250;
+const STATE_BYTES = 280;
+const LIMIT_BYTES = 16;
+const SETTLED_BYTES = 100;
+const RUN_BYTES = 32;
 const COUNT_BYTES = 8;
 
 /** The most one client's state of `plan` can hold between checks: a settled count for every bucket of every window. */
 export function stateCacheBytes(plan: WindowsPlan): number {
   // A limit's current bucket is never settled: a limit of one bucket (a fixed window) keeps none.
   const settling = plan.limits.filter((limit) => limit.keysPerCheck.max > 1);
-  const levels = new Set(settling.flatMap((limit) => limit.levels.map((size) => limit.calendar?.tag ?? size)));
+  const own = STATE_BYTES + LIMIT_BYTES * plan.limits.length;
+  if (settling.length === 0) return own;
+  const runs = settling.reduce((sum, limit) => sum + 2 * limit.levels.length, 0);
   const buckets = settling.reduce((sum, limit) => sum + limit.keysPerCheck.max - 1, 0);
-  return STATE_BYTES + LIMIT_BYTES * plan.limits.length + LEVEL_BYTES * levels.size + COUNT_BYTES * buckets;
+  return own + SETTLED_BYTES + RUN_BYTES * runs + COUNT_BYTES * buckets;
 }
 
 /**

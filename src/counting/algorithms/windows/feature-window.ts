@@ -1,33 +1,16 @@
-import { countedAt } from './plan.js';
-import {
-  bucketStart,
-  levelName,
-  levelStart,
-  settledPrefix,
-  type BucketRun,
-  type CountedBucket,
-  type SettledPrefix,
-} from './buckets.js';
+import { settledPrefix, type CountedBucket, type SettledPrefix } from './buckets.js';
 import type { LimitCounts } from './counts.js';
-import { SettledCounts, type CarriedCounts } from './settled-counts.js';
-import { bucketKey, resetMarkerKey } from '../../keys.js';
+import { SettledCounts } from './settled-counts.js';
+import { layoutOf, type WindowLayout } from './window-layout.js';
+import { resetMarkerKey } from '../../keys.js';
 import type { WindowsPlan } from '../../plan-types.js';
 import type { CounterIncrement } from '../../../store/counter-store.js';
 
-/** The buckets after the newest of a window, up to `skewSeconds` ahead of `second`, newest first. */
-function bucketsAhead(newest: BucketRun, second: number, skewSeconds: number): BucketRun[] {
-  const { calendar } = newest;
-  if (calendar) {
-    const next = calendar.periodAt(second + skewSeconds);
-    return next.start > newest.start ? [{ size: next.size, start: next.start, count: 1, calendar }] : [];
-  }
-  const ahead: BucketRun[] = [];
-  const last = bucketStart(second + skewSeconds, newest.size);
-  for (let start = bucketStart(second, newest.size) + newest.size; start <= last; start += newest.size) {
-    ahead.unshift({ size: newest.size, start, count: 1 });
-  }
-  return ahead;
-}
+/** What a window is built on from the second before: its window, or the settled counts it left once let go. */
+export type CarriedCounts = FeatureWindow | SettledCounts;
+
+/** A settled bucket's count until it is known. */
+const UNKNOWN = -1;
 
 /** A bucket of a limit's window whose count the window fills in. */
 interface WindowBucket extends CountedBucket {
@@ -68,7 +51,7 @@ export interface CountsSnapshot {
  * the few that ended within the skew, and those after now that an instance whose clock
  * runs ahead may already count in. The current buckets come from the check's increments.
  */
-export class FeatureWindow implements CarriedCounts {
+export class FeatureWindow {
   readonly second: number;
   /** Each limit's buckets, oldest first, as decide() takes them. Limits share bucket objects. */
   readonly limits: readonly WindowLimit[];
@@ -78,85 +61,61 @@ export class FeatureWindow implements CarriedCounts {
   reads: ReadList;
   /** Whether every settled count came from the window or counts it was built from: it read none. */
   readonly carriedAllSettled: boolean;
+  /** What every feature's window of the plan shares at this second. */
+  readonly layout: WindowLayout;
   private readonly live: ReadList;
-  /** Seconds after its end until a bucket is settled: the clock skew, and a lease's hold on its event. */
-  private readonly settleSeconds: number;
-  private readonly ttls: readonly number[];
   private lastIncrements: readonly CounterIncrement[] = [];
   /** The second the feature's counts were last reset at: buckets that ended by then count nothing. */
   private resetSecond: number;
-  /** Per level, its index among the current keys (-1: not counted any more), when some level is not counted. */
-  private readonly currentAt: readonly number[] | undefined;
-  /** Per level, the current bucket, when a limit counts in it. */
-  private readonly current: readonly (WindowBucket | undefined)[];
-  /** Per level, every other bucket by start: one object however many limits count it. */
-  private readonly byStart: readonly Map<number, WindowBucket>[];
+  /** Every bucket, by its slot in the layout: one object however many limits count it. */
+  private readonly buckets: readonly WindowBucket[];
 
-  constructor(plan: WindowsPlan, base: string, second: number, skewSeconds: number, previous?: CarriedCounts) {
+  constructor(
+    plan: WindowsPlan,
+    base: string,
+    second: number,
+    skewSeconds: number,
+    previous?: CarriedCounts,
+    layout: WindowLayout = layoutOf(plan, second, skewSeconds),
+  ) {
     this.second = second;
-    // A returned lease or a settled reservation takes units back from the buckets of its second until its hold ends.
-    this.settleSeconds = skewSeconds + (plan.holdSeconds ?? 0);
+    this.layout = layout;
     this.resetSecond = previous?.resetAt ?? 0;
-    const levelOf = new Map(plan.levels.map((level, index) => [levelName(level), index]));
-    const currentStarts = plan.levels.map((level) => levelStart(level, second));
-    // A size a reload's transition retired is no longer counted (nor read: the cover left it).
-    const counted = plan.levels.filter((level) => countedAt(level, second));
-    this.currentAt =
-      counted.length === plan.levels.length ? undefined : plan.levels.map((level) => counted.indexOf(level));
-    this.currentKeys = counted.map((level) => bucketKey(base, levelName(level), levelStart(level, second)));
-    this.ttls = counted.map(({ ttlSeconds }) => ttlSeconds);
-    const current: (WindowBucket | undefined)[] = plan.levels.map(() => undefined);
-    const byStart = plan.levels.map(() => new Map<number, WindowBucket>());
-    // The reset marker is read with every check, so a reset elsewhere is seen at once.
-    const live = { keys: [resetMarkerKey(base)], targets: [undefined] as (WindowBucket | undefined)[] };
-    const unknown = { keys: [] as string[], targets: [] as WindowBucket[] };
+    const { starts, sizes, suffixes, settled } = layout;
+    const buckets = new Array<WindowBucket>(layout.slots);
+    for (let slot = 0; slot < buckets.length; slot++)
+      buckets[slot] = { start: starts[slot] as number, size: sizes[slot] as number, count: 0 };
+    for (const slot of settled) (buckets[slot] as WindowBucket).count = UNKNOWN;
+    if (previous instanceof FeatureWindow) previous.carryInto(layout, buckets);
+    else previous?.carryInto(layout, buckets);
+    this.buckets = buckets;
 
-    this.limits = plan.limits.map((limit) => {
-      const runs = limit.cover(second);
-      const newest = runs[0];
-      // Buckets after now, where an instance whose clock is ahead already counts.
-      if (newest) runs.unshift(...bucketsAhead(newest, second, skewSeconds));
-      const buckets: WindowBucket[] = [];
-      let settledLength = 0;
-      for (let r = runs.length - 1; r >= 0; r--) {
-        const { size, start: runStart, count, calendar } = runs[r] as (typeof runs)[number];
-        const name = calendar ? calendar.tag : size;
-        const level = levelOf.get(name);
-        if (level === undefined) throw new Error(`bucket size ${size} is not a level of event ${plan.event}`);
-        for (let i = 0; i < count; i++) {
-          const start = runStart + i * size;
-          const settled = this.isSettled(start, size);
-          if (start === currentStarts[level] && (this.currentAt?.[level] ?? level) !== -1) {
-            buckets.push((current[level] ??= { start, size, count: 0 }));
-            continue;
-          }
-          const shared = byStart[level] as Map<number, WindowBucket>;
-          let bucket = shared.get(start);
-          if (!bucket) {
-            const known = settled ? previous?.knownSettled(level, start) : undefined;
-            bucket = { start, size, count: known ?? 0 };
-            shared.set(start, bucket);
-            if (known === undefined) {
-              const list = settled ? unknown : live;
-              list.keys.push(bucketKey(base, name, start));
-              list.targets.push(bucket);
-            }
-          }
-          // Time tiles the window, so settled buckets come first.
-          if (settled && settledLength === buckets.length) settledLength++;
-          buckets.push(bucket);
-        }
-      }
-      return { plan: limit, buckets, settledLength };
-    });
-    this.current = current;
-    this.byStart = byStart;
+    // The reset marker is read with every check, so a reset elsewhere is seen at once.
+    const keys = [resetMarkerKey(base)];
+    const targets: (WindowBucket | undefined)[] = [undefined];
+    for (const slot of layout.live) {
+      keys.push(base + (suffixes[slot] as string));
+      targets.push(buckets[slot]);
+    }
+    const live: ReadList = { keys, targets };
+    let unknown: { keys: string[]; targets: (WindowBucket | undefined)[] } | undefined;
+    for (const slot of settled) {
+      const bucket = buckets[slot] as WindowBucket;
+      if (bucket.count !== UNKNOWN) continue;
+      bucket.count = 0;
+      unknown ??= { keys: keys.slice(), targets: targets.slice() };
+      unknown.keys.push(base + (suffixes[slot] as string));
+      unknown.targets.push(bucket);
+    }
+    this.limits = layout.limitSlots.map((slots, i) => ({
+      plan: plan.limits[i] as WindowLimit['plan'],
+      buckets: slots.map((slot) => buckets[slot] as WindowBucket),
+      settledLength: layout.settledLengths[i] as number,
+    }));
+    this.currentKeys = layout.currentSuffixes.map((suffix) => base + suffix);
     this.live = live;
-    this.carriedAllSettled = unknown.keys.length === 0;
-    this.reads =
-      unknown.keys.length === 0
-        ? live
-        : { keys: [...live.keys, ...unknown.keys], targets: [...live.targets, ...unknown.targets] };
+    this.carriedAllSettled = unknown === undefined;
+    this.reads = unknown ?? live;
     if (this.reads === live) this.sumSettled();
   }
 
@@ -166,7 +125,7 @@ export class FeatureWindow implements CarriedCounts {
       this.lastIncrements = this.currentKeys.map((key, level) => ({
         key,
         delta: cost,
-        ttlSeconds: this.ttls[level] ?? 0,
+        ttlSeconds: this.layout.ttls[level] ?? 0,
       }));
     }
     return this.lastIncrements;
@@ -186,9 +145,11 @@ export class FeatureWindow implements CarriedCounts {
       const bucket = targets[i] as WindowBucket;
       bucket.count = bucket.start + bucket.size <= resetAt ? 0 : (read[i] ?? 0);
     }
-    for (let level = 0; level < this.current.length; level++) {
-      const bucket = this.current[level];
-      if (bucket) bucket.count = (current[this.currentAt?.[level] ?? level] ?? ownCost) - ownCost;
+    const { current: currentSlots, currentAt } = this.layout;
+    for (let level = 0; level < currentSlots.length; level++) {
+      const slot = currentSlots[level] as number;
+      if (slot >= 0)
+        (this.buckets[slot] as WindowBucket).count = (current[currentAt?.[level] ?? level] ?? ownCost) - ownCost;
     }
     // A list longer than the live one held every settled bucket: their counts are known now.
     if (reads !== this.live && targets.length > this.live.targets.length) {
@@ -213,14 +174,28 @@ export class FeatureWindow implements CarriedCounts {
   /** What this window leaves to a later one once it is let go: its settled counts, if they are known. */
   settledCounts(): SettledCounts | undefined {
     if (this.reads !== this.live) return undefined;
-    return SettledCounts.of(this.resetSecond, this.byStart, (bucket) => this.isSettled(bucket.start, bucket.size));
+    return SettledCounts.of(this.layout, this.resetSecond, this.buckets);
   }
 
   /** A bucket's count if it was settled and known in this window. */
   knownSettled(level: number, start: number): number | undefined {
     if (this.reads !== this.live) return undefined;
-    const bucket = this.byStart[level]?.get(start);
-    return bucket && this.isSettled(bucket.start, bucket.size) ? bucket.count : undefined;
+    const { settled, levels, starts } = this.layout;
+    for (const slot of settled)
+      if (levels[slot] === level && starts[slot] === start) return (this.buckets[slot] as WindowBucket).count;
+    return undefined;
+  }
+
+  /** Sets the count of each settled slot of `layout` this window knows, in `buckets` (by slot). */
+  carryInto(layout: WindowLayout, buckets: readonly { count: number }[]): void {
+    if (this.reads !== this.live) return;
+    const from = layout.transferFrom(this.layout);
+    const { settled } = layout;
+    for (let i = 0; i < from.length; i++) {
+      const slot = from[i] as number;
+      if (slot >= 0)
+        (buckets[settled[i] as number] as { count: number }).count = (this.buckets[slot] as WindowBucket).count;
+    }
   }
 
   /** Whether `reads` includes settled buckets whose counts were not kept (a cold feature or second). */
@@ -235,10 +210,6 @@ export class FeatureWindow implements CarriedCounts {
       for (const bucket of limit.buckets) if (bucket.start + bucket.size <= resetAt) bucket.count = 0;
     }
     if (this.reads === this.live) this.sumSettled();
-  }
-
-  private isSettled(start: number, size: number): boolean {
-    return start + size + this.settleSeconds <= this.second;
   }
 
   /** Sums each limit's settled buckets once, so decide() walks only the live ones. */
