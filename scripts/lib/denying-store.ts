@@ -11,7 +11,13 @@ import type { CounterStore } from '../../src/store/counter-store.js';
  */
 export const DENYING_STORE_LIMIT = 1_000_000_000;
 
-/** Answers every increment with the limit's count plus the increment, and every other read with 0. */
+/**
+ * Answers every increment with the limit's count plus the increment, and every other read with
+ * 0, except where a call only reads (a denial confirmed): there each level's current bucket
+ * holds the limit, as the increment left it after its take-back, so the look finds what the
+ * count found and the denial is confirmed and remembered, as with Memcached. (Read as 0 too,
+ * each check looked again 8 times and was refused unconfirmed: no client kept a denial.)
+ */
 export const denyingStore: CounterStore = {
   kind: 'instant',
   shared: true,
@@ -19,7 +25,7 @@ export const denyingStore: CounterStore = {
   incrementAndRead: (increments, reads) =>
     Promise.resolve({
       incremented: increments.map(({ delta }) => DENYING_STORE_LIMIT + delta),
-      read: reads.map(() => 0),
+      read: increments.length > 0 ? reads.map(() => 0) : currentFull(reads),
     }),
   decrement: () => Promise.resolve(),
   reset: () => Promise.resolve(),
@@ -32,3 +38,15 @@ export const denyingStore: CounterStore = {
   health: () => Promise.resolve([]),
   close: () => Promise.resolve(),
 };
+
+/**
+ * A read-only call's answer: the limit at each level's current bucket, 0 elsewhere. Such a call
+ * reads the current buckets last (counter-call.ts), one a level (`<level>:<start>` ends a
+ * bucket's key), after the buckets ahead of now and the settled ones.
+ */
+function currentFull(keys: readonly string[]): number[] {
+  const last = new Map<string, number>();
+  keys.forEach((key, i) => last.set(key.slice(0, key.lastIndexOf(':')), i));
+  const current = new Set(last.values());
+  return keys.map((key, i) => (current.has(i) && !key.endsWith(':reset') ? DENYING_STORE_LIMIT : 0));
+}
