@@ -65,14 +65,14 @@ describe('FeatureCache', () => {
     );
   });
 
-  it('counts a state between checks at its worst case: a state, a denial’s numbers per limit, the runs and counts of settled buckets', () => {
+  it('counts a state between checks at its worst case: a state, a denial’s numbers and an over-limit total per limit, the runs and counts of settled buckets', () => {
     // 1 min in 1 s buckets and the current minute's: at most 60 keys read, all but the current one
     // settled, in at most two runs of each level (a window's oldest and newest ends).
     expect(plan('a').limits[0]?.levels).toEqual([60, 1]);
-    expect(stateCacheBytes(plan('a'))).toBe(280 + 16 + 100 + 32 * 2 * 2 + 8 * 59);
+    expect(stateCacheBytes(plan('a'))).toBe(280 + 64 + 16 + 8 + 100 + 32 * 2 * 2 + 8 * 59);
     const settledOfB = plan('b').limits.reduce((sum, limit) => sum + limit.keysPerCheck.max - 1, 0);
     const runsOfB = plan('b').limits.reduce((sum, limit) => sum + 2 * limit.levels.length, 0);
-    expect(stateCacheBytes(plan('b'))).toBe(280 + 2 * 16 + 100 + 32 * runsOfB + 8 * settledOfB);
+    expect(stateCacheBytes(plan('b'))).toBe(280 + 64 + 2 * (16 + 8) + 100 + 32 * runsOfB + 8 * settledOfB);
   });
 
   it('keeps whole windows for the features checked last only, the others’ settled counts as numbers', () => {

@@ -24,8 +24,11 @@ export interface FeatureState {
    */
   room?: number | undefined;
   roomSecond?: number | undefined;
-  /** Counts over a limit denials last found, since when without a gap, and when last (see overfull.ts). */
-  overfull?: { readonly totals: readonly number[]; readonly sinceMs: number; readonly lastMs: number } | undefined;
+  /**
+   * Counts over a limit denials last found, as one list of numbers (see overfull.ts): since when
+   * without a gap, when last, then each limit's total.
+   */
+  overfull?: readonly number[] | undefined;
 }
 
 /** How much of the budget the cache holds now. */
@@ -233,7 +236,15 @@ export class FeatureCache {
 
 /** A state with every field in place, so it takes no room for fields added later. */
 function newState(base: string): FeatureState {
-  return { base, window: undefined, settled: undefined, denial: undefined, room: undefined, roomSecond: undefined };
+  return {
+    base,
+    window: undefined,
+    settled: undefined,
+    denial: undefined,
+    room: undefined,
+    roomSecond: undefined,
+    overfull: undefined,
+  };
 }
 
 /** Counts changed behind this instance's memory of a feature (a refund, a returned lease, a reset): read them again. */
@@ -253,7 +264,9 @@ export function forgetCounts(state: FeatureState): void {
  * scripts/bench/memory-worker.ts). Per client: its LRU slot, entry and name
  * (CLIENT_CACHE_BYTES, plus 2 bytes a UTF-16 unit of its name). Per event it was checked
  * for (stateCacheBytes): its state, key base and denial (STATE_BYTES), the denial's two
- * numbers per limit (LIMIT_BYTES), and when its windows settle buckets, the list of settled
+ * numbers per limit (LIMIT_BYTES), the counts over a limit its denials last found (overfull.ts,
+ * a list of 2 numbers and a total per limit: OVERFULL_BYTES and 8 bytes a limit, measured apart:
+ * the bench's clients are never over), and when its windows settle buckets, the list of settled
  * counts (SETTLED_BYTES), four numbers a run of buckets it holds (RUN_BYTES: at most two
  * per level of each limit, a sliding window's oldest and newest ends) and 8 bytes a settled
  * bucket its windows can hold. What every client of a plan shares at a second (which buckets,
@@ -262,6 +275,7 @@ export function forgetCounts(state: FeatureState): void {
 export const CLIENT_CACHE_BYTES = 200;
 const STATE_BYTES = 280;
 const LIMIT_BYTES = 16;
+const OVERFULL_BYTES = 64;
 const SETTLED_BYTES = 100;
 const RUN_BYTES = 32;
 const COUNT_BYTES = 8;
@@ -270,7 +284,7 @@ const COUNT_BYTES = 8;
 export function stateCacheBytes(plan: WindowsPlan): number {
   // A limit's current bucket is never settled: a limit of one bucket (a fixed window) keeps none.
   const settling = plan.limits.filter((limit) => limit.keysPerCheck.max > 1);
-  const own = STATE_BYTES + LIMIT_BYTES * plan.limits.length;
+  const own = STATE_BYTES + OVERFULL_BYTES + (LIMIT_BYTES + COUNT_BYTES) * plan.limits.length;
   if (settling.length === 0) return own;
   const runs = settling.reduce((sum, limit) => sum + 2 * limit.levels.length, 0);
   const buckets = settling.reduce((sum, limit) => sum + limit.keysPerCheck.max - 1, 0);

@@ -15,6 +15,11 @@ export const OVERFULL_PATIENCE_MS = 250;
  */
 const STILL_GAP_MS = 128;
 
+/** Where FeatureState.overfull keeps what: when its looks first found the totals, when last, then the totals. */
+const SINCE = 0;
+const LAST = 1;
+const TOTALS = 2;
+
 /**
  * Whether `totals` (each limit's, before the request) hold cost on its way back: some limit's is
  * over it, and this instance's looks have not found the same totals for OVERFULL_PATIENCE_MS
@@ -36,11 +41,18 @@ export function overfull(
   // Looked at without a gap, or already taken as they are (a gap then only means memory answered meanwhile).
   const still =
     seen !== undefined &&
-    (nowMs - seen.lastMs <= STILL_GAP_MS || seen.lastMs - seen.sinceMs >= OVERFULL_PATIENCE_MS) &&
-    seen.totals.length === totals.length &&
-    seen.totals.every((total, i) => total === totals[i]);
-  const sinceMs = still ? seen.sinceMs : nowMs;
+    (nowMs - (seen[LAST] as number) <= STILL_GAP_MS ||
+      (seen[LAST] as number) - (seen[SINCE] as number) >= OVERFULL_PATIENCE_MS) &&
+    seen.length === TOTALS + totals.length &&
+    totals.every((total, i) => total === seen[TOTALS + i]);
+  const sinceMs = still ? (seen[SINCE] as number) : nowMs;
   // Concurrent requests' looks may answer out of their clocks' order.
-  state.overfull = { totals, sinceMs, lastMs: still ? Math.max(nowMs, seen.lastMs) : nowMs };
+  const lastMs = still ? Math.max(nowMs, seen[LAST] as number) : nowMs;
+  // One list of numbers, kept per cached client (feature-cache.ts counts it): since, last, then the totals.
+  const kept = new Array<number>(TOTALS + totals.length);
+  kept[SINCE] = sinceMs;
+  kept[LAST] = lastMs;
+  for (let i = 0; i < totals.length; i++) kept[TOTALS + i] = totals[i] as number;
+  state.overfull = kept;
   return nowMs - sinceMs < OVERFULL_PATIENCE_MS;
 }
