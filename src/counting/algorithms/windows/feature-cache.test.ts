@@ -90,9 +90,17 @@ describe('FeatureCache', () => {
         0,
       );
       cache.filled(state, window);
+      // As a decision on the counts does (windows.ts).
+      state.roomSecond = second;
       return window;
     };
     const clients = Array.from({ length: 1100 }, (_, i) => `c${i}`);
+    // A feature's first check in a second, not hot the second before, keeps no window.
+    for (const feature of clients) check(feature, S);
+    expect(cache.state(plan('a'), 'c1099').window).toBeUndefined();
+    expect(cache.state(plan('a'), 'c1099').settled).toBeDefined();
+    expect(cache.usage.bytes).toBe(clients.reduce((sum, c) => sum + client(c, 'a'), 0));
+    // Checked again within it, it does.
     for (const feature of clients) check(feature, S);
     const [first, last] = [cache.state(plan('a'), 'c0'), cache.state(plan('a'), 'c1099')];
     expect(first.window).toBeUndefined();

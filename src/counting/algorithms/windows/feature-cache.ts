@@ -23,6 +23,7 @@ export interface FeatureState {
    * decision: a request asking more within that second reads before it counts.
    */
   room?: number | undefined;
+  /** Also what tells the cache a feature was checked this second already (FeatureCache.windowAt). */
   roomSecond?: number | undefined;
   /**
    * Counts over a limit denials last found, as one list of numbers (see overfull.ts): since when
@@ -63,10 +64,12 @@ interface HotWindow {
  *
  * A client keeps its settled counts as numbers only (settled-counts.ts). The whole window
  * a check works on, a bucket object for each bucket of each limit, is kept only while it
- * is hot: at most HOT_WINDOWS, within WINDOWS_SHARE of the budget, the oldest going first
- * unless checked again since its last turn (a clock: a window made for one check goes before
- * one a busy feature shares), each an entry of the same LRU as the clients. A hot feature's checks within a second share one window;
- * the others build theirs at each check, from their settled counts, and let it go after.
+ * is hot: made by a feature's second check within a second, or built from its window of the
+ * second before; at most HOT_WINDOWS, within WINDOWS_SHARE of the budget, the oldest going
+ * first unless checked again since its last turn (a clock), each an entry of the same LRU as
+ * the clients. A hot feature's checks within a second share one window; the others build
+ * theirs at each check, from their settled counts, and let it go after: a long tail's checks,
+ * mostly a feature's only one in its second, make no entry and leave nothing to collect later.
  *
  * Entries are keyed by the feature alone, so a check looks up the string it was given
  * rather than one built per check (hashing a fresh string is most of a lookup's cost).
@@ -141,11 +144,15 @@ export class FeatureCache {
       if (held) held.used = true;
       return window;
     }
+    const wasHot = window !== undefined;
     window = new FeatureWindow(plan, state.base, second, this.skewSeconds, window ?? state.settled);
     state.window = window;
     const bytes = this.bytesOf(plan).window;
     // A state not cached is gone after its check, window and all.
     if (!this.entries || plan.uncached || bytes > this.maxHotBytes) return window;
+    // A feature's first check this second, not hot the second before (most of a long tail's are
+    // its only one), lets its window go when filled: it never enters the LRU, and dies young.
+    if (!wasHot && state.roomSecond !== second) return window;
     state.settled = undefined; // the window holds them now
     const hot: HotWindow = { state, window, bytes, used: false };
     // The window of the second before, if still held, leaves nothing: this one was built from it.
