@@ -255,7 +255,7 @@ ${rssTable}
 
 ${rssLine}
 
-What a cached client takes of the heap (\`scripts/bench/memory-worker.ts\`, a process per shape, \`--expose-gc\`): 4,000 more clients cached, each denied so that it keeps its last denial too, at the second its windows hold the most buckets and at one holding their mean, against what the cache counts it at. The count is the most: the budget bounds the heap. A client keeps its settled counts as numbers between checks, and its whole window only while it is among the 1,024 checked last (counted apart, in the budget: feature-cache.ts); 4,000 clients are more than that, so what is measured is what a client keeps between checks.
+What a cached client takes of the heap (\`scripts/bench/memory-worker.ts\`, a process per shape, \`--expose-gc\`): 4,000 more clients cached, each denied so that it keeps its last denial too, at the second its windows hold the most buckets and at one holding their mean, against what the cache counts it at. The count is the most: the budget bounds the heap. A client keeps its settled counts and last denial as numbers between checks, what every client of an event shares at a second once (window-layout.ts), and its whole window only while it is hot, checked again within a second (1,024 at most, counted apart, in the budget: feature-cache.ts); each client here is checked once, so what is measured is what a client keeps between checks.
 
 ${estimateTable}
 `;
