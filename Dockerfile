@@ -11,7 +11,7 @@ FROM node:20-bookworm-slim
 WORKDIR /app
 ENV NODE_ENV=production HOST=0.0.0.0 PORT=8080
 # Memory: memgate limits V8's heap from MEMGATE_CACHE_MB (256 MiB by default) itself, so
-# its RSS stays within MEMGATE_CACHE_MB + 180 MiB (docs/operations.md, Memory). Give the
+# its RSS stays within MEMGATE_CACHE_MB + 190 MiB (docs/operations.md, Memory). Give the
 # container MEMGATE_CACHE_MB + 200 MiB: `docker run --memory 456m` for the default budget,
 # and 802 MiB more without MEMCACHED_SERVERS (the embedded store's counters). Set no
 # --max-old-space-size in NODE_OPTIONS unless you size the heap yourself: it replaces
