@@ -7,6 +7,9 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
 import { createLimiter } from '../src/counting/limiter.js';
+import type { FeatureState } from '../src/counting/algorithms/windows/feature-cache.js';
+import { overfull } from '../src/counting/algorithms/windows/overfull.js';
+import type { WindowsPlan } from '../src/counting/plan-types.js';
 import { denyingStore } from '../scripts/lib/denying-store.js';
 
 setFlagsFromString('--expose-gc');
@@ -73,7 +76,29 @@ async function measureOnce(shape: object, events: number): Promise<{ heap: numbe
   const heap = (process.memoryUsage().heapUsed - heapBefore) / CLIENTS;
   const estimate = (limiter.cacheUsage.bytes - estimateBefore) / CLIENTS;
   expect(limiter.cacheUsage.features).toBe(2 * CLIENTS * events);
-  return { heap, estimate };
+  // A client over its limit also keeps the counts its denials found (overfull.ts): the denying
+  // store finds every client at its limit, so their heap is measured apart, per event.
+  return { heap: heap + events * overfullHeap(plan), estimate };
+}
+
+/** The heap one state's record of counts over `plan`'s limits takes, as overfull.ts keeps it. */
+function overfullHeap(plan: WindowsPlan): number {
+  const counts = plan.limits.map((limit) => ({ plan: limit, buckets: [] }));
+  const totals = plan.limits.map((limit) => limit.policy.limit + 0.5);
+  // Ten times as many as the clients: a record is small beside what else a collection leaves.
+  const states: FeatureState[] = Array.from({ length: 10 * CLIENTS }, (_, i) => ({
+    base: `b${i}`,
+    overfull: undefined,
+  }));
+  gc();
+  const before = process.memoryUsage().heapUsed;
+  let over = 0;
+  for (let i = 0; i < states.length; i++) if (overfull(states[i] as FeatureState, counts, totals, 1e12 + i)) over++;
+  gc();
+  const perState = (process.memoryUsage().heapUsed - before) / states.length;
+  expect(over).toBe(states.length);
+  expect(states.every((state) => state.overfull?.length === 2 + plan.limits.length)).toBe(true);
+  return perState;
 }
 
 describe('the feature cache counts each client at no less than the heap it takes', () => {

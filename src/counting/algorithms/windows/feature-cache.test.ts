@@ -69,10 +69,10 @@ describe('FeatureCache', () => {
     // 1 min in 1 s buckets and the current minute's: at most 60 keys read, all but the current one
     // settled, in at most two runs of each level (a window's oldest and newest ends).
     expect(plan('a').limits[0]?.levels).toEqual([60, 1]);
-    expect(stateCacheBytes(plan('a'))).toBe(280 + 64 + 16 + 8 + 100 + 32 * 2 * 2 + 8 * 59);
+    expect(stateCacheBytes(plan('a'))).toBe(280 + 80 + 16 + 8 + 100 + 32 * 2 * 2 + 8 * 59);
     const settledOfB = plan('b').limits.reduce((sum, limit) => sum + limit.keysPerCheck.max - 1, 0);
     const runsOfB = plan('b').limits.reduce((sum, limit) => sum + 2 * limit.levels.length, 0);
-    expect(stateCacheBytes(plan('b'))).toBe(280 + 64 + 2 * (16 + 8) + 100 + 32 * runsOfB + 8 * settledOfB);
+    expect(stateCacheBytes(plan('b'))).toBe(280 + 80 + 2 * (16 + 8) + 100 + 32 * runsOfB + 8 * settledOfB);
   });
 
   it('keeps whole windows for the features checked last only, the others’ settled counts as numbers', () => {
