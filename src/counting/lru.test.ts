@@ -22,6 +22,41 @@ const op: fc.Arbitrary<Op> = fc.oneof(
   { arbitrary: fc.record({ op: fc.constant('get' as const), key }), weight: 2 },
   { arbitrary: fc.record({ op: fc.constant('delete' as const), key }), weight: 1 },
 );
+/**
+ * Plays one step on both, with a new value each time a key is set (as the library sets: see
+ * the last test); what a read answers must be the same object on both.
+ */
+function playOnBoth(
+  step: Op | { readonly op: 'peek'; readonly key: string },
+  id: number,
+  oracle: LRUCache<string, Value>,
+  lru: LruMap<string, Value>,
+  sized: boolean,
+): void {
+  switch (step.op) {
+    case 'set': {
+      const value = { id };
+      if (sized) {
+        oracle.set(step.key, value, { size: step.size });
+        lru.set(step.key, value, step.size);
+      } else {
+        oracle.set(step.key, value);
+        lru.set(step.key, value);
+      }
+      break;
+    }
+    case 'get':
+      expect(lru.get(step.key)).toBe(oracle.get(step.key));
+      break;
+    case 'peek':
+      expect(lru.peek(step.key)).toBe(oracle.peek(step.key));
+      break;
+    case 'delete':
+      expect(lru.delete(step.key)).toBe(oracle.delete(step.key));
+      break;
+  }
+}
+
 const max = fc.integer({ min: 1, max: 6 });
 const maxSize = fc.integer({ min: 1, max: 80 });
 // As lru-cache's types ask: one bound at least.
@@ -44,26 +79,7 @@ describe('LruMap', () => {
         ops.forEach((step, id) => {
           const before = [...lru.entries()].map(([key]) => key);
           evicted.length = 0;
-          switch (step.op) {
-            case 'set': {
-              // A new value each time, as the library sets (see the last test).
-              const value = { id };
-              if (sized) {
-                oracle.set(step.key, value, { size: step.size });
-                lru.set(step.key, value, step.size);
-              } else {
-                oracle.set(step.key, value);
-                lru.set(step.key, value);
-              }
-              break;
-            }
-            case 'get':
-              expect(lru.get(step.key)).toBe(oracle.get(step.key));
-              break;
-            case 'delete':
-              expect(lru.delete(step.key)).toBe(oracle.delete(step.key));
-              break;
-          }
+          playOnBoth(step, id, oracle, lru, sized);
           // Least recently used first, on both; and what a set dropped to make room went least
           // recently used first, as lru-cache's did. Compared as text at every step, and
           // asserted (with its diff) only where they differ: an expect per step was most of the time.
@@ -105,28 +121,7 @@ describe('LruMap', () => {
           });
           const sized = bounds.maxSize !== undefined;
           ops.forEach((step, id) => {
-            switch (step.op) {
-              case 'set': {
-                const value = { id };
-                if (sized) {
-                  oracle.set(step.key, value, { size: step.size });
-                  lru.set(step.key, value, step.size);
-                } else {
-                  oracle.set(step.key, value);
-                  lru.set(step.key, value);
-                }
-                break;
-              }
-              case 'get':
-                expect(lru.get(step.key)).toBe(oracle.get(step.key));
-                break;
-              case 'peek':
-                expect(lru.peek(step.key)).toBe(oracle.peek(step.key));
-                break;
-              case 'delete':
-                expect(lru.delete(step.key)).toBe(oracle.delete(step.key));
-                break;
-            }
+            playOnBoth(step, id, oracle, lru, sized);
             expect(told).toEqual(oracleTold);
             expect([...lru.entries()].map(([held]) => held)).toEqual([...oracle.rkeys()]);
           });
