@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
 import type { CacheUsage } from '../counting/algorithms/windows/feature-cache.js';
 import type { ObservedDecision, SettledReservation } from '../counting/limiter.js';
-import type { StoreOperation } from '../store/memcached/memcached-store.js';
+import type { StoreOperation, StoreOperationOutcome } from '../store/memcached/memcached-store.js';
 import type { PlacementChange } from '../store/memcached/placement.js';
 import { metricsRoute } from './schemas.js';
 import { TalliedHistogram } from './tallied-histogram.js';
@@ -12,7 +12,7 @@ export interface Metrics {
   /** For LimiterOptions.onDecision. */
   readonly onDecision: (observed: ObservedDecision) => void;
   /** For MemcachedStoreOptions.onOperation. */
-  readonly onOperation: (operation: StoreOperation, seconds: number, outcome: OperationOutcome) => void;
+  readonly onOperation: (operation: StoreOperation, seconds: number, outcome: StoreOperationOutcome) => void;
   /** For MemcachedStoreOptions.onClockSync: a server's clock minus this host's. */
   readonly onClockOffset: (server: string, offsetMs: number) => void;
   /** For MemcachedStoreOptions.onUndo: increments taken back after their check was decided without the store. */
@@ -47,8 +47,7 @@ export interface Metrics {
 const KINDS = ['check', 'peek'] as const;
 const OUTCOMES = ['allowed', 'denied', 'shadow_denied', 'degraded_allowed', 'degraded_denied'] as const;
 type OutcomeCounts = Record<(typeof KINDS)[number], Record<(typeof OUTCOMES)[number], number>>;
-const OPERATION_OUTCOMES = ['ok', 'unavailable', 'overloaded'] as const;
-type OperationOutcome = (typeof OPERATION_OUTCOMES)[number];
+const OPERATION_OUTCOMES: readonly StoreOperationOutcome[] = ['ok', 'unavailable', 'overloaded'];
 const noOutcomes = () => ({ allowed: 0, denied: 0, shadow_denied: 0, degraded_allowed: 0, degraded_denied: 0 });
 
 /** memgate's Prometheus metrics (prom-client), plus the process's own (CPU, memory, event loop). */
@@ -121,7 +120,7 @@ export function createMetrics(): Metrics {
     buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024],
     registers: [registry],
   });
-  const operationCounts = new Map<StoreOperation, Record<OperationOutcome, number>>();
+  const operationCounts = new Map<StoreOperation, Record<StoreOperationOutcome, number>>();
   new Counter({
     name: 'memgate_store_operations_total',
     help: 'Memcached calls by operation and outcome (ok, unavailable: failed or past the deadline, overloaded: shed)',

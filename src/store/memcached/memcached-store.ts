@@ -50,11 +50,7 @@ export interface MemcachedStoreOptions {
    */
   readonly expirationJitterS?: number;
   /** Told of every call's kind, duration and outcome, for metrics. */
-  readonly onOperation?: (
-    operation: StoreOperation,
-    seconds: number,
-    outcome: 'ok' | 'unavailable' | 'overloaded',
-  ) => void;
+  readonly onOperation?: (operation: StoreOperation, seconds: number, outcome: StoreOperationOutcome) => void;
   /**
    * Move a down server's clients to the next server on the ring while another answers, and
    * back once it has answered for `failoverSettleMs` (see placement.ts). Default true.
@@ -89,6 +85,8 @@ const NO_OP: BatchRequest = { increments: [], decrements: [], reads: [] };
 const CAS_BITS = 2n ** 64n - 1n;
 
 export type StoreOperation = 'incrementAndRead' | 'decrement' | 'reset' | 'readVersioned' | 'swap' | 'remove';
+/** How a call ended: answered, failed or past its deadline, or shed before it was sent. */
+export type StoreOperationOutcome = 'ok' | 'unavailable' | 'overloaded';
 
 /** The part of one call that goes to one server, with where each answer belongs in the call. */
 interface ServerShare {
