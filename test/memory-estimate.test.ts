@@ -7,7 +7,7 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
 import { createLimiter } from '../src/counting/limiter.js';
-import type { FeatureState } from '../src/counting/algorithms/windows/feature-cache.js';
+import { overfullCacheBytes, type FeatureState } from '../src/counting/algorithms/windows/feature-cache.js';
 import { overfull } from '../src/counting/algorithms/windows/overfull.js';
 import type { WindowsPlan } from '../src/counting/plan-types.js';
 import { denyingStore } from '../scripts/lib/denying-store.js';
@@ -76,9 +76,16 @@ async function measureOnce(shape: object, events: number): Promise<{ heap: numbe
   const heap = (process.memoryUsage().heapUsed - heapBefore) / CLIENTS;
   const estimate = (limiter.cacheUsage.bytes - estimateBefore) / CLIENTS;
   expect(limiter.cacheUsage.features).toBe(2 * CLIENTS * events);
-  // A client over its limit also keeps the counts its denials found (overfull.ts): the denying
-  // store finds every client at its limit, so their heap is measured apart, per event.
-  return { heap: heap + events * overfullHeap(plan), estimate };
+  // The denying store finds every client at its limit, not over it: none keeps a record of
+  // counts over a limit (overfull.ts), and none is counted at one. That record is measured apart.
+  return { heap, estimate };
+}
+
+/** The plan of windows one event of `shape` runs on. */
+function planOf(shape: object): WindowsPlan {
+  const plan = createLimiter({ policies: { events: { e: shape } }, store: denyingStore }).plans.get('e');
+  if (!plan || !('levels' in plan)) throw new Error('no plan of windows');
+  return plan;
 }
 
 /** The heap one state's record of counts over `plan`'s limits takes, as overfull.ts keeps it. */
@@ -113,6 +120,17 @@ describe('the feature cache counts each client at no less than the heap it takes
       expect(heap, report).toBeGreaterThan(0.5 * estimate);
     });
   }
+
+  // A client's state is counted again with it once its denials find counts over a limit (FeatureCache.keptOverfull).
+  it('a record of counts over one limit, and over five', () => {
+    for (const shape of [SHAPES['1 s window'], SHAPES['5 windows, 1 min to 1 h']]) {
+      const plan = planOf(shape as object);
+      const heap = overfullHeap(plan);
+      const report = `${Math.round(heap)} bytes of heap per record, counted at ${overfullCacheBytes(plan)}`;
+      expect(heap, report).toBeLessThanOrEqual(overfullCacheBytes(plan));
+      expect(heap, report).toBeGreaterThan(0.5 * overfullCacheBytes(plan));
+    }
+  });
 
   it('a client of 8 events, counted once per event', async () => {
     const { heap, estimate } = await measure(SHAPES['1 s window'] as object, 8);

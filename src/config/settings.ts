@@ -316,7 +316,7 @@ export const SETTINGS = {
   cacheMb: integer('MEMGATE_CACHE_MB', DEFAULTS.cacheMb, 0, 1_048_576, 'MiB', {
     summary: "memory each instance may spend keeping clients' settled counts and last denials between checks, every event together; 0 reads whole windows every time",
     details:
-      'Past it the least recently checked clients go first (`memgate_local_cache_bytes`). A client costs at most about 9 KB for a 1-minute window and 19 KB for a 1-day window. Replaces `MEMGATE_FEATURE_CACHE_SIZE`, which is refused at start',
+      'Past it the least recently checked clients go first (`memgate_local_cache_bytes`). A client costs at most about 1.2 KB for a 1-minute window and 1.9 KB for a 1-day window (docs/operations.md, Memory). Replaces `MEMGATE_FEATURE_CACHE_SIZE`, which is refused at start',
   }),
   adminToken: {
     env: ['MEMGATE_ADMIN_TOKEN'],

@@ -1,6 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { parsePolicies } from '../../../config/policies.js';
-import { CLIENT_CACHE_BYTES, FeatureCache, stateCacheBytes, windowCacheBytes } from './feature-cache.js';
+import {
+  CLIENT_CACHE_BYTES,
+  FeatureCache,
+  overfullCacheBytes,
+  stateCacheBytes,
+  windowCacheBytes,
+} from './feature-cache.js';
+import { overfull } from './overfull.js';
 import type { FeatureWindow } from './feature-window.js';
 import { planEvents } from '../../plan.js';
 import type { WindowsPlan } from '../../plan-types.js';
@@ -65,14 +72,36 @@ describe('FeatureCache', () => {
     );
   });
 
-  it('counts a state between checks at its worst case: a state, a denial’s numbers and an over-limit total per limit, the runs and counts of settled buckets', () => {
+  it('counts a state between checks at its worst case: a state, a denial’s numbers per limit, the runs and counts of settled buckets', () => {
     // 1 min in 1 s buckets and the current minute's: at most 60 keys read, all but the current one
     // settled, in at most two runs of each level (a window's oldest and newest ends).
     expect(plan('a').limits[0]?.levels).toEqual([60, 1]);
-    expect(stateCacheBytes(plan('a'))).toBe(280 + 80 + 16 + 8 + 100 + 32 * 2 * 2 + 8 * 59);
+    expect(stateCacheBytes(plan('a'))).toBe(280 + 16 + 100 + 32 * 2 * 2 + 8 * 59);
     const settledOfB = plan('b').limits.reduce((sum, limit) => sum + limit.keysPerCheck.max - 1, 0);
     const runsOfB = plan('b').limits.reduce((sum, limit) => sum + 2 * limit.levels.length, 0);
-    expect(stateCacheBytes(plan('b'))).toBe(280 + 80 + 2 * (16 + 8) + 100 + 32 * runsOfB + 8 * settledOfB);
+    expect(stateCacheBytes(plan('b'))).toBe(280 + 2 * 16 + 100 + 32 * runsOfB + 8 * settledOfB);
+    // Counts over its limits, once its denials found some: 2 numbers and a total per limit.
+    expect(overfullCacheBytes(plan('a'))).toBe(80 + 8);
+    expect(overfullCacheBytes(plan('b'))).toBe(80 + 2 * 8);
+  });
+
+  it('counts a client again, with its record of counts over a limit, once a state of it keeps one', () => {
+    const cache = new FeatureCache('p', 2 ** 30, SKEW);
+    cache.state(plan('a'), 'ann');
+    const bob = cache.state(plan('b'), 'bob');
+    cache.state(plan('a'), 'bob');
+    expect(cache.usage.bytes).toBe(client('ann', 'a') + client('bob', 'a', 'b'));
+    const counts = plan('b').limits.map((limit) => ({ plan: limit, buckets: [] }));
+    expect(overfull(bob, counts, [6, 10], 1e12)).toBe(true);
+    cache.keptOverfull('bob');
+    expect(cache.usage.bytes).toBe(client('ann', 'a') + client('bob', 'a', 'b') + overfullCacheBytes(plan('b')));
+    // Counted once, however often its record is kept again.
+    expect(overfull(bob, counts, [7, 10], 1e12 + 10)).toBe(true);
+    cache.keptOverfull('bob');
+    expect(cache.usage.bytes).toBe(client('ann', 'a') + client('bob', 'a', 'b') + overfullCacheBytes(plan('b')));
+    // A client not held (or gone) is not counted back in.
+    cache.keptOverfull('cid');
+    expect(cache.usage.features).toBe(3);
   });
 
   it('keeps whole windows for the features checked last only, the others’ settled counts as numbers', () => {

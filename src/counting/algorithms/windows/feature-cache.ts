@@ -127,13 +127,31 @@ export class FeatureCache {
     const states = new Array<FeatureState | undefined>(Math.max(index + 1, entry?.length ?? 0));
     entry?.forEach((held, i) => (states[i] = held));
     states[index] = state;
-    // The client's own bytes once (its name as UTF-16 at most), and each event's worst case.
-    let bytes = CLIENT_CACHE_BYTES + 2 * feature.length;
-    states.forEach((held, i) => {
-      if (held) bytes += this.bytesOf(this.plans[i] as WindowsPlan).state;
-    });
-    this.entries.set(feature, states, bytes);
+    this.entries.set(feature, states, this.entryBytes(feature, states));
     return state;
+  }
+
+  /**
+   * A state of `feature` came to keep counts over its limits (overfull.ts): its client is
+   * counted again, with that record. Rare (a limit lowered below a client's counts, take-backs
+   * late under contention), so a client is not counted at it before.
+   */
+  keptOverfull(feature: string): void {
+    const entry = this.entries?.peek(feature) as Entry | undefined;
+    if (entry) this.entries?.set(feature, entry, this.entryBytes(feature, entry));
+  }
+
+  /** A client's own bytes once (its name as UTF-16 at most), and each event's worst case. */
+  private entryBytes(feature: string, states: Entry): number {
+    let bytes = CLIENT_CACHE_BYTES + 2 * feature.length;
+    for (let i = 0; i < states.length; i++) {
+      const held = states[i];
+      if (!held) continue;
+      const plan = this.plans[i] as WindowsPlan;
+      bytes += this.bytesOf(plan).state;
+      if (held.overfull !== undefined) bytes += overfullCacheBytes(plan);
+    }
+    return bytes;
   }
 
   /** The feature's window at `second`, built from what the previous one left when the second moved on. */
@@ -271,13 +289,12 @@ export function forgetCounts(state: FeatureState): void {
  * scripts/bench/memory-worker.ts). Per client: its LRU slot, entry and name
  * (CLIENT_CACHE_BYTES, plus 2 bytes a UTF-16 unit of its name). Per event it was checked
  * for (stateCacheBytes): its state, key base and denial (STATE_BYTES), the denial's two
- * numbers per limit (LIMIT_BYTES), the counts over a limit its denials last found (overfull.ts,
- * a list of 2 numbers and a total per limit: OVERFULL_BYTES and 8 bytes a limit; 71 to 81
- * bytes measured for one limit, 104 for five, apart, as the bench's clients are never over:
- * test/memory-estimate.test.ts), and when its windows settle buckets, the list of settled
+ * numbers per limit (LIMIT_BYTES), and when its windows settle buckets, the list of settled
  * counts (SETTLED_BYTES), four numbers a run of buckets it holds (RUN_BYTES: at most two
  * per level of each limit, a sliding window's oldest and newest ends) and 8 bytes a settled
- * bucket its windows can hold. What every client of a plan shares at a second (which buckets,
+ * bucket its windows can hold. Once its denials find counts over a limit, an event's state
+ * also keeps them (overfullCacheBytes), and its client is counted again then
+ * (FeatureCache.keptOverfull). What every client of a plan shares at a second (which buckets,
  * their keys: window-layout.ts) and a denial's names (cached-denial.ts) are not a client's.
  */
 export const CLIENT_CACHE_BYTES = 200;
@@ -292,11 +309,20 @@ const COUNT_BYTES = 8;
 export function stateCacheBytes(plan: WindowsPlan): number {
   // A limit's current bucket is never settled: a limit of one bucket (a fixed window) keeps none.
   const settling = plan.limits.filter((limit) => limit.keysPerCheck.max > 1);
-  const own = STATE_BYTES + OVERFULL_BYTES + (LIMIT_BYTES + COUNT_BYTES) * plan.limits.length;
+  const own = STATE_BYTES + LIMIT_BYTES * plan.limits.length;
   if (settling.length === 0) return own;
   const runs = settling.reduce((sum, limit) => sum + 2 * limit.levels.length, 0);
   const buckets = settling.reduce((sum, limit) => sum + limit.keysPerCheck.max - 1, 0);
   return own + SETTLED_BYTES + RUN_BYTES * runs + COUNT_BYTES * buckets;
+}
+
+/**
+ * What a state's record of counts over `plan`'s limits takes (overfull.ts: a list of 2 numbers
+ * and a total per limit): 71 to 81 bytes measured for one limit, 104 for five
+ * (test/memory-estimate.test.ts).
+ */
+export function overfullCacheBytes(plan: WindowsPlan): number {
+  return OVERFULL_BYTES + COUNT_BYTES * plan.limits.length;
 }
 
 /**

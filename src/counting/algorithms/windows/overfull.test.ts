@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { parsePolicies } from '../../../config/policies.js';
 import type { LimitCounts } from './counts.js';
-import type { FeatureState } from './feature-cache.js';
+import { CLIENT_CACHE_BYTES, overfullCacheBytes, stateCacheBytes, type FeatureState } from './feature-cache.js';
+import { createLimiter } from '../../limiter.js';
+import { createEmbeddedStore } from '../../../store/embedded-store.js';
 import { overfull, OVERFULL_PATIENCE_MS } from './overfull.js';
 import { planEvents } from '../../plan.js';
 import type { WindowsPlan } from '../../plan-types.js';
@@ -55,5 +57,32 @@ describe('counts over a limit', () => {
     const gapped: FeatureState = { base: 'b' };
     overfull(gapped, counts, [31, 40], T0);
     expect(overfull(gapped, counts, [31, 40], T0 + OVERFULL_PATIENCE_MS)).toBe(true);
+  });
+});
+
+describe('a client whose denials found counts over a limit', () => {
+  it('is counted in the cache budget with its record, from the check that kept it', async () => {
+    const store = createEmbeddedStore();
+    const limited = (limit: number) =>
+      createLimiter({ policies: { events: { api: { limits: [{ limit, window: '1m' }] } } }, store, keyPrefix: 'o' });
+    // An instance whose limit is 10 admits 10 of eve's and 5 of bob's; one whose limit is 5 (a
+    // reload lowered it) finds eve over it, bob at it.
+    const wide = limited(10);
+    for (let i = 0; i < 10; i++) await wide.check({ event: 'api', feature: 'eve' });
+    for (let i = 0; i < 5; i++) await wide.check({ event: 'api', feature: 'bob' });
+    const narrow = limited(5);
+    const grown = async (feature: string): Promise<number> => {
+      const before = narrow.cacheUsage.bytes;
+      expect((await narrow.check({ event: 'api', feature })).allowed).toBe(false);
+      return narrow.cacheUsage.bytes - before;
+    };
+    const bob = await grown('bob');
+    const eve = await grown('eve');
+    expect(narrow.cacheUsage.features).toBe(2);
+    const api = narrow.plans.get('api') as WindowsPlan;
+    // Each its name and state (and the window its denial read again in); eve, its record of 10 over 5.
+    expect(bob).toBeGreaterThanOrEqual(CLIENT_CACHE_BYTES + 2 * 'bob'.length + stateCacheBytes(api));
+    expect(eve - bob).toBe(overfullCacheBytes(api));
+    await Promise.all([wide.close(), narrow.close()]);
   });
 });

@@ -206,6 +206,12 @@ async function windowRound(
   if (!counting && counter.takesWhatRemains && decision.allowed) counter.cost = Math.min(counter.cost, room);
   const deniedOn: WindowDenial | undefined = denied ? { plan, state, counts: window.snapshot(), nowMs } : undefined;
   const look = denied ? windowTotals(counts, second) : undefined;
+  let over = false;
+  if (look !== undefined) {
+    const kept = state.overfull !== undefined;
+    over = overfull(state, counts, look, nowMs);
+    if (!kept && state.overfull !== undefined) context.features.keptOverfull(counter.feature);
+  }
   return {
     decision,
     uncounted: counting && several ? decide(counts, { cost: asked, nowMs, kind: 'peek', version }) : undefined,
@@ -213,7 +219,7 @@ async function windowRound(
     counted: counting ? call : undefined,
     denied: deniedOn,
     look,
-    overfull: look !== undefined && overfull(state, counts, look, nowMs),
+    overfull: over,
     exact: false,
   };
 }
