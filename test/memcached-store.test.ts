@@ -2,12 +2,33 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest
 import { freePort } from '../scripts/lib/memcached-process.js';
 import { createLimiter } from '../src/counting/limiter.js';
 import { StoreOverloadedError, StoreUnavailableError } from '../src/store/counter-store.js';
+import { ServerConnection } from '../src/store/memcached/connection.js';
 import { createMemcachedStore } from '../src/store/memcached/memcached-store.js';
+import { serverStats } from '../src/store/memcached/stats.js';
 import { itemTtls } from './conformance/helpers-integration.js';
 import { startMemcachedProcess, uniquePrefix, useMemcached, type MemcachedProcess } from './helpers/memcached.js';
 
 describe('memcached store on one server', () => {
   const memcached = useMemcached();
+
+  it('reads only the statistics asked for, of the 90 or so a STAT answers', async () => {
+    const [host, port] = (memcached().servers.split(',')[0] as string).split(':') as [string, string];
+    const connection = new ServerConnection({
+      host,
+      port: Number(port),
+      label: `${host}:${port}`,
+      deadlineMs: 1000,
+      coalesceWrites: false,
+    });
+    const { stats, sentAt, receivedAt } = await serverStats(connection, ['time', 'evictions']);
+    expect(Object.keys(stats).sort()).toEqual(['evictions', 'time']);
+    expect(Math.abs(Number(stats.time) - Date.now() / 1000)).toBeLessThan(5);
+    expect(Number.isSafeInteger(Number(stats.evictions))).toBe(true);
+    expect(receivedAt).toBeGreaterThanOrEqual(sentAt);
+    // A name the server does not send is simply absent.
+    expect((await serverStats(connection, ['no_such_statistic'])).stats).toEqual({});
+    connection.close();
+  });
 
   it('keeps counters exact beyond 32 bits', async () => {
     const store = createMemcachedStore({ servers: memcached().servers });

@@ -27,6 +27,8 @@ export interface SyncedClock {
   stop(): void;
 }
 
+/** The statistic a reading of the server's clock needs: its Unix time in seconds. */
+const CLOCK_STATS = ['time'];
 /** While a server cannot be read, it is tried again this often. */
 const RETRY_MS = 1000;
 /** Turns a newcomer waits for the time others agreed on before it is ready with the server's own. */
@@ -67,7 +69,7 @@ function serverAnchor(connection: ServerConnection): ClockAnchor {
 export function syncClock(connection: ServerConnection, options: ClockSyncOptions = {}): SyncedClock {
   const clock = new ServerClock({
     read: async () => {
-      const { stats, sentAt, receivedAt } = await serverStats(connection);
+      const { stats, sentAt, receivedAt } = await serverStats(connection, CLOCK_STATS);
       const serverSecond = Number(stats.time);
       if (!Number.isSafeInteger(serverSecond)) throw new Error(`memcached ${connection.label} reported no time`);
       return { sentAt, receivedAt, serverSecond };

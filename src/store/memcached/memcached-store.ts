@@ -80,6 +80,8 @@ export interface MemcachedStoreOptions {
 
 /** How often a failed-over server that answers again is asked while it settles. */
 const SETTLE_PROBE_MS = 200;
+/** What a server's health reads of its statistics: counters it dropped to make room. */
+const HEALTH_STATS = ['evictions'];
 const NO_OP: BatchRequest = { increments: [], decrements: [], reads: [] };
 /** The bits of a version that are Memcached's CAS unique; above them, the server's tag. */
 const CAS_BITS = 2n ** 64n - 1n;
@@ -454,7 +456,7 @@ export function createMemcachedStore(options: MemcachedStoreOptions): CounterSto
     // A server known to be down is not asked again: its probe will tell when it is back.
     if (server.down !== undefined) return { up: false, error: `memcached ${server.label} is down (${server.down})` };
     try {
-      const { stats } = await serverStats(server);
+      const { stats } = await serverStats(server, HEALTH_STATS);
       return { up: true, evictions: Number(stats.evictions ?? 0) };
     } catch (error) {
       return { up: false, error: error instanceof Error ? error.message : String(error) };
