@@ -3,7 +3,14 @@
 // starts at the first minute of its local date).
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { calendarPeriod, isTimeZone, localDateOf, startOfLocalDay, type CalendarWindow } from './calendar.js';
+import {
+  calendarPeriod,
+  isTimeZone,
+  localDateFromParts,
+  localDateOf,
+  startOfLocalDay,
+  type CalendarWindow,
+} from './calendar.js';
 
 const HOUR = 3_600_000;
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -44,6 +51,34 @@ describe('calendar periods', () => {
       false,
       false,
     ]);
+  });
+
+  it('reads the same local date from the formatted text as from the parts, in every zone', () => {
+    const zones = Intl.supportedValuesOf('timeZone');
+    expect(zones.length).toBeGreaterThan(300);
+    const differ: unknown[] = [];
+    for (const [z, timeZone] of zones.entries()) {
+      // Around the year and through it: midnights, transitions, both sides of 2000 and 2040.
+      for (let i = 0; i < 24; i++) {
+        const ms = Date.UTC(
+          1990 + ((z + i * 7) % 60),
+          (z + i) % 12,
+          1 + ((z * 3 + i * 5) % 28),
+          (z + i * 11) % 24,
+          (i * 17) % 60,
+        );
+        if (JSON.stringify(localDateOf(ms, timeZone)) !== JSON.stringify(localDateFromParts(ms, timeZone)))
+          differ.push({
+            timeZone,
+            at: iso(ms),
+            text: localDateOf(ms, timeZone),
+            parts: localDateFromParts(ms, timeZone),
+          });
+      }
+    }
+    // A year before 1000 is not what the text is read for; the parts give it.
+    expect(localDateOf(Date.UTC(999, 0, 1, 12), 'UTC')).toEqual({ year: 999, month: 1, day: 1, weekday: 2 });
+    expect(differ).toEqual([]);
   });
 
   const ZONES = [
