@@ -231,6 +231,11 @@ describe('an overloaded process', () => {
     expect(shed.statusCode).toBe(503);
     expect(shed.headers['retry-after']).toBe('1');
     expect(shed.json()).toMatchObject({ error: { code: 'overloaded' } });
+    // Every decision route, not only GET /check: a posted check, a batch, a peek.
+    const posted = await app.inject({ method: 'POST', url: '/check', payload: { event: 'api', feature: 'x' } });
+    const batch = await app.inject({ method: 'POST', url: '/check/batch', payload: [{ event: 'api', feature: 'x' }] });
+    const peek = await app.inject({ method: 'GET', url: '/peek?event=api&feature=x' });
+    expect([posted.statusCode, batch.statusCode, peek.statusCode]).toEqual([503, 503, 503]);
     expect((await app.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
     // A whole idle period later, the detector sees an idle loop again.
     await new Promise((resolve) => setTimeout(resolve, 2 * DEFAULTS.eventLoopSampleMs + 100));

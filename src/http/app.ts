@@ -129,22 +129,33 @@ export function buildApp({
   // health and admin routes keep answering.
   void app.register(async (decisions) => {
     if (maxEventLoopDelayMs > 0) {
-      await decisions.register(underPressure, {
-        maxEventLoopDelay: maxEventLoopDelayMs,
-        sampleInterval: DEFAULTS.eventLoopSampleMs,
-        pressureHandler: (_request, reply, _type, value) => {
-          // Returning nothing lets the request through.
-          if (performance.now() < shedsFrom) return;
-          void reply
+      // @fastify/under-pressure samples the lag in a scope of its own, with no routes: its
+      // onRequest hook would build a route-options object and run fastify's hook chain for
+      // every check. Each decision route asks it first instead (a boolean it keeps).
+      let overloaded = (): boolean => false;
+      let lagMs = (): number => 0;
+      await decisions.register(async (probe) => {
+        await probe.register(underPressure, {
+          maxEventLoopDelay: maxEventLoopDelayMs,
+          sampleInterval: DEFAULTS.eventLoopSampleMs,
+        });
+        overloaded = () => probe.isUnderPressure();
+        lagMs = () => probe.memoryUsage().eventLoopDelay;
+      });
+      decisions.addHook('onRoute', (route) => {
+        const handler = route.handler;
+        route.handler = function shedWhenOverloaded(request, reply) {
+          if (!overloaded() || performance.now() < shedsFrom) return handler.call(this, request, reply);
+          return reply
             .code(503)
             .header('retry-after', '1')
             .send(
               errorBody(
                 'overloaded',
-                `memgate is overloaded (event loop ${Math.round(value ?? 0)} ms behind); retry shortly`,
+                `memgate is overloaded (event loop ${Math.round(lagMs())} ms behind); retry shortly`,
               ),
             );
-        },
+        };
       });
     }
     const spans = tracer ? routeSpans(tracer) : UNTRACED;
