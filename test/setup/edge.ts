@@ -15,8 +15,14 @@
  * that long before they count. Unset: does nothing. Service processes a
  * test spawns read the same real clock, so they are caught at the edge too. A test that has
  * faked the clock before this hook runs is left alone.
+ *
+ * Where the run shares a memcached (the integration and slow projects), the edges are that
+ * memcached's: memgate's windows turn by its store's clock, which ticks in whole seconds from
+ * its own start, up to a second away from this host's.
  */
-import { beforeEach, vi } from 'vitest';
+import { afterAll, beforeAll, beforeEach, inject, vi } from 'vitest';
+import type { CounterStore } from '../../src/store/counter-store.js';
+import { createMemcachedStore } from '../../src/store/memcached/memcached-store.js';
 
 const MODES = { second: { periodMs: 1000, leadMs: 30 }, minute: { periodMs: 60_000, leadMs: 100 } } as const;
 
@@ -28,16 +34,31 @@ if (mode !== undefined && mode !== '') {
   const { periodMs, leadMs: defaultLead } = MODES[mode as keyof typeof MODES];
   const leadMs = Number(process.env.MEMGATE_TEST_EDGE_LEAD_MS ?? defaultLead);
   if (!(leadMs > 0 && leadMs < periodMs)) throw new Error(`MEMGATE_TEST_EDGE_LEAD_MS must be within (0, ${periodMs})`);
+  let store: CounterStore | undefined;
+  let clock = () => Date.now();
+  beforeAll(async () => {
+    const servers = inject('sharedMemcached') as string | undefined;
+    if (servers === undefined) return;
+    const shared = createMemcachedStore({ servers });
+    store = shared;
+    const { clock: storeClock } = shared;
+    if (storeClock === undefined) return;
+    await storeClock.ready();
+    clock = () => storeClock.now('edge');
+  });
+  afterAll(async () => {
+    await store?.close();
+  });
   beforeEach(async () => {
     if (vi.isFakeTimers()) return;
     const lead = 1 + Math.floor(Math.random() * leadMs);
     for (;;) {
-      const left = periodMs - (Date.now() % periodMs);
+      const left = periodMs - (clock() % periodMs);
       if (left <= lead) return;
       // Sleep to a few ms before the lead starts, then spin those few: a timer fires late, and
       // one that overshoots the edge sleeps again rather than spinning through a whole period.
       if (left - lead > 8) await sleep(left - lead - 5);
-      else while (periodMs - (Date.now() % periodMs) > lead); // spin at most 8 ms
+      else while (periodMs - (clock() % periodMs) > lead); // spin at most 8 ms
     }
   }, periodMs + 10_000);
 }
