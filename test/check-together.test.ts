@@ -16,6 +16,10 @@ const policies = {
     sliding: { limits: [{ limit: LIMITS.sliding, window: '1h', granularity: '1m' }] },
   },
 };
+// One moment for every instance: the fixed hour starts afresh at the hour's edge, and a run that
+// crossed it would find the store holding none of what the requests before it had counted.
+const AT_MS = Math.floor(Date.now() / 3_600_000) * 3_600_000 + 1_800_000;
+const now = () => AT_MS;
 
 let store: CounterStore;
 let keyPrefix: string;
@@ -23,7 +27,7 @@ let instances: [Limiter, Limiter];
 beforeAll(() => {
   store = createMemcachedStore({ servers: memcached().servers, timeoutMs: 5000 });
   keyPrefix = uniquePrefix();
-  instances = [createLimiter({ policies, store, keyPrefix }), createLimiter({ policies, store, keyPrefix })];
+  instances = [createLimiter({ policies, store, keyPrefix, now }), createLimiter({ policies, store, keyPrefix, now })];
 });
 afterAll(async () => {
   await store.close();
@@ -31,7 +35,7 @@ afterAll(async () => {
 
 /** What the store holds for a counter, read by an instance with no memory of it. */
 async function remaining(event: keyof typeof LIMITS, feature: string): Promise<number | undefined> {
-  const fresh = createLimiter({ policies, store, keyPrefix });
+  const fresh = createLimiter({ policies, store, keyPrefix, now });
   return (await fresh.peek({ event, feature, cost: 1 })).limits[0]?.remaining;
 }
 

@@ -18,7 +18,9 @@ afterAll(async () => {
 function instances(policies: object, realMs: () => number, offsetsMs: readonly number[]): Limiter[] {
   const keyPrefix = uniquePrefix();
   return offsetsMs.map((offset) => {
-    const store = createMemcachedStore({ servers: memcached().servers });
+    // A deadline far past the default 250 ms: a call late on a loaded host would be allowed as degraded,
+    // and these tests judge counts, not deadlines.
+    const store = createMemcachedStore({ servers: memcached().servers, timeoutMs: 5000 });
     stores.push(store);
     return createLimiter({ policies: parsePolicies(policies), store, keyPrefix, now: () => realMs() + offset });
   });

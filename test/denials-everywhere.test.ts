@@ -10,6 +10,7 @@ import { createMemcachedStore } from '../src/store/memcached/memcached-store.js'
 import { oneDescriptor } from '../scripts/lib/rls-client.js';
 import { useEnvoyServices } from './helpers/envoy-service.js';
 import { counterItems, uniquePrefix, useMemcached } from './helpers/memcached.js';
+import { awayFromWindowEnd } from './helpers/window.js';
 
 const memcached = useMemcached({ own: true });
 let app: FastifyInstance;
@@ -85,6 +86,9 @@ describe('a gRPC caller over its limit', () => {
 
   it('is answered OVER_LIMIT from memory, alone or beside another descriptor: no store write, no item left', async () => {
     const { client } = await start();
+    // The service reads the real clock, and an hour unit is a fixed window: every call below must
+    // fall in one hour, or the user's two would be admitted again past its edge.
+    await awayFromWindowEnd(3600);
     const user = `over-${uniquePrefix()}`;
     const alone = oneDescriptor('edge', ['user', user]);
     const beside = {

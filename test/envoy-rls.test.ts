@@ -94,6 +94,8 @@ describe('months over gRPC', () => {
 describe("upstream's global settings", () => {
   it('SHADOW_MODE: every call OK, a descriptor over its limit still OVER_LIMIT, and counted as shadow', async () => {
     const { client, url } = await start({ env: { SHADOW_MODE: 'true' } });
+    // Its minute limits are fixed windows: every call below must fall in one.
+    await awayFromWindowEnd(60);
     const request = oneDescriptor('edge', ['remote_address', '192.0.2.50']);
     const answers = [];
     for (let i = 0; i < 5; i++) answers.push(await client.shouldRateLimit(request));
@@ -116,6 +118,8 @@ describe("upstream's global settings", () => {
     );
     await expect(start({ config: folder })).rejects.toThrow(/domain "split" is already defined/);
     const { client } = await start({ config: folder, env: { MERGE_DOMAIN_CONFIG: 'true' } });
+    // Its minute limits are fixed windows: every call below must fall in one.
+    await awayFromWindowEnd(60);
     const codes = async (key: string, times: number) => {
       const answers: string[] = [];
       for (let i = 0; i < times; i++)
@@ -128,6 +132,8 @@ describe("upstream's global settings", () => {
 
   it('quota_mode: over only when every quota descriptor of the call is, each saying OVER_LIMIT when over', async () => {
     const { client } = await start();
+    // Its minute limits are fixed windows: every call below must fall in one.
+    await awayFromWindowEnd(60);
     const call = (a: string, b: string) =>
       client.shouldRateLimit({
         domain: 'edge',
@@ -154,6 +160,8 @@ describe("upstream's global settings", () => {
 
   it('SHADOW_MODE with quota descriptors: every call OK, even when all quota descriptors are over', async () => {
     const { client } = await start({ env: { SHADOW_MODE: 'true' } });
+    // Its minute limits are fixed windows: every call below must fall in one.
+    await awayFromWindowEnd(60);
     const call = () =>
       client.shouldRateLimit({
         domain: 'edge',
@@ -170,6 +178,8 @@ describe("upstream's global settings", () => {
 
   it("QUOTA_MODE applies to a descriptor's per-request limit too: one over of two lets the call through", async () => {
     const { client } = await start({ env: { QUOTA_MODE: 'true' } });
+    // Its minute limits are fixed windows: every call below must fall in one.
+    await awayFromWindowEnd(60);
     const call = () =>
       client.shouldRateLimit({
         domain: 'edge',
@@ -185,6 +195,8 @@ describe("upstream's global settings", () => {
 
   it('QUOTA_MODE: every descriptor in quota mode, the call over only when all are', async () => {
     const { client } = await start({ env: { QUOTA_MODE: 'true' } });
+    // Its minute limits are fixed windows: every call below must fall in one.
+    await awayFromWindowEnd(60);
     const both: WireRequestIn = {
       domain: 'edge',
       descriptors: [{ entries: [{ key: 'tight', value: 'qm' }] }, { entries: [{ key: 'loose', value: 'qm' }] }],
@@ -406,6 +418,8 @@ describe('ShouldRateLimit against the service', () => {
 
   it('answers shadow_mode descriptors OK past their limit and counts what enforcing them would refuse', async () => {
     const { client, url } = await start();
+    // Its minute limits are fixed windows: every call below must fall in one.
+    await awayFromWindowEnd(60);
     const request = oneDescriptor('edge', ['shadow_client', 'c1']);
     const answers = [];
     for (let i = 0; i < 3; i++) answers.push(await client.shouldRateLimit(request));
@@ -424,6 +438,8 @@ describe('ShouldRateLimit against the service', () => {
 
   it('counts several descriptors of one request together: a request over one limit counts under none', async () => {
     const { client } = await start();
+    // Its minute limits are fixed windows: every call below must fall in one.
+    await awayFromWindowEnd(60);
     const both: WireRequestIn = {
       domain: 'edge',
       descriptors: [{ entries: [{ key: 'loose', value: 'u1' }] }, { entries: [{ key: 'tight', value: 'u1' }] }],
@@ -442,6 +458,8 @@ describe('ShouldRateLimit against the service', () => {
 
   it('reads hits_addend as Envoy means it: 0 is 1, a descriptor may override it, and its own 0 only asks', async () => {
     const { client } = await start();
+    // Its minute limits are fixed windows: every call below must fall in one.
+    await awayFromWindowEnd(60);
     const request = oneDescriptor('edge', ['loose', 'h1']);
     expect((await client.shouldRateLimit({ ...request, hits_addend: 0 })).statuses[0]?.limit_remaining).toBe(4);
     expect((await client.shouldRateLimit({ ...request, hits_addend: 3 })).statuses[0]?.limit_remaining).toBe(1);
@@ -465,6 +483,8 @@ describe('ShouldRateLimit against the service', () => {
 
   it("applies a descriptor's per-request limit as envoyproxy/ratelimit does, on the descriptor's own counters", async () => {
     const { client } = await start();
+    // Its minute limits are fixed windows: every call below must fall in one.
+    await awayFromWindowEnd(60);
     // Not within 2 s of a minute's end: the fixed window must hold every request below.
     const intoMinute = Date.now() % 60_000;
     if (intoMinute > 57_000) await new Promise((resolve) => setTimeout(resolve, 60_500 - intoMinute));

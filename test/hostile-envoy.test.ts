@@ -2,11 +2,12 @@
 // descriptors, a caller that reaches the gRPC port with hand-made bytes, and an operator whose
 // Memcached freezes. Each test is a promise of docs/envoy.md that an attack tried to break.
 import * as grpc from '@grpc/grpc-js';
-import { describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { RateLimitClient, oneDescriptor, type RlsClient, type WireRequestIn } from '../scripts/lib/rls-client.js';
 import { REQUEST_LIMITS } from '../src/grpc/messages.js';
 import { envoyConfigFile, useEnvoyServices } from './helpers/envoy-service.js';
 import { uniquePrefix, useMemcached } from './helpers/memcached.js';
+import { awayFromWindowEnd } from './helpers/window.js';
 
 const memcached = useMemcached();
 
@@ -34,6 +35,9 @@ descriptors:
 `;
 
 const start = useEnvoyServices(memcached, CONFIG);
+// Every limit above is an hour unit, a fixed window, and the services read the real clock: each
+// test's calls must fall in one hour, or what they counted is gone past its edge.
+beforeEach(() => awayFromWindowEnd(3600));
 const configFile = envoyConfigFile;
 
 const descriptors = (...list: [string, string][][]): WireRequestIn => ({

@@ -184,7 +184,10 @@ describe('a token bucket over HTTP', () => {
   });
 
   it('is decided with other checks as one request: all of it taken, or none', async () => {
-    const [limiter] = twoInstances();
+    // A driven clock: on the real one a token comes back every 100 ms, and a host that slow between
+    // the two calls would give the full bucket the third token that the refusal below needs it to lack.
+    const clock = { ms: Date.parse('2026-11-26T10:00:00.000Z') };
+    const [limiter] = twoInstances(clock);
     expect((await limiter.check({ event: 'api', feature: 'full', cost: 48 })).allowed).toBe(true);
     // The second bucket has 2 tokens: the request is refused, and takes nothing from the first.
     const refused = await limiter.checkTogether([

@@ -15,6 +15,8 @@ import { parseEnvoyTexts, type EnvoyParseOptions } from '../../src/config/envoy-
 import { envoyEventName } from '../../src/config/envoy-match.js';
 import { PolicyError } from '../../src/config/policies.js';
 import { envoyConfigFile, startEnvoyService, useEnvoyServices, type EnvoyService } from '../helpers/envoy-service.js';
+import { createMemcachedStore } from '../../src/store/memcached/memcached-store.js';
+import type { CounterStore } from '../../src/store/counter-store.js';
 import { useMemcached } from '../helpers/memcached.js';
 import { startStatsd, useStatsd, type StatsdServer } from './helpers-integration.js';
 
@@ -518,9 +520,26 @@ function limited(requestsPerUnit: number, unit: string, name = ''): Partial<Wire
 /** The configured limit of a status, as upstream's rl.Limit. */
 const limitOf = (status: WireStatusOut) => status.current_limit;
 
-/** Resolves when at least `needMs` remain of the current fixed window of `seconds`. */
+/**
+ * The services' clock: their windows turn by the shared memcached's clock, which ticks in whole
+ * seconds from memcached's own start, up to a second away from this host's (hundreds of ms
+ * measured). A second's window timed by Date.now could end in the middle of the calls it was to hold.
+ */
+let clockStore: CounterStore | undefined;
+afterAll(async () => {
+  await clockStore?.close();
+});
+async function serviceNow(): Promise<number> {
+  clockStore ??= createMemcachedStore({ servers: memcached().servers });
+  const { clock } = clockStore;
+  if (clock === undefined) return Date.now();
+  await clock.ready();
+  return clock.now('clock');
+}
+
+/** Resolves when at least `needMs` remain of the services' current fixed window of `seconds`. */
 async function roomInWindow(seconds: number, needMs: number): Promise<void> {
-  const left = seconds * 1000 - (Date.now() % (seconds * 1000));
+  const left = seconds * 1000 - ((await serviceNow()) % (seconds * 1000));
   if (left < needMs) await new Promise((resolve) => setTimeout(resolve, left + 50));
 }
 
