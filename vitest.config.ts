@@ -27,6 +27,13 @@ const SLOW = [
  */
 const EDGE = ['test/setup/edge.ts'];
 
+/**
+ * Checks of the build that run the TypeScript compiler over the tree (about 5 s of CPU for
+ * its programs, most of it loading them): with the integration tests, not the unit tests,
+ * which stay the quick run while editing.
+ */
+const COMPILER_CHECKS = ['scripts/flat-contract-types.test.ts'];
+
 /** One build of dist/ and one memcached for the whole run (test/setup/shared-run.ts). */
 const SHARED_RUN = ['test/setup/shared-run.ts'];
 
@@ -42,6 +49,7 @@ export default defineConfig({
           name: 'unit',
           // Beside their module; no memcached, nginx, chromium or process of memgate's own.
           include: ['src/**/*.test.ts', 'scripts/**/*.test.ts'],
+          exclude: COMPILER_CHECKS,
           // They change no global state, so files share a worker's modules instead of each
           // loading its own; and they wait on no server, so they may use every core (vitest
           // leaves one free by default: on two cores, a single worker).
@@ -58,7 +66,7 @@ export default defineConfig({
           // Against real memcached, nginx, chromium and service processes: three files at a
           // time on two cores, as most of their time is spent waiting on those (measured: 130 s
           // against 175 s for two at a time, and 300 s for one).
-          include: ['test/**/*.test.ts'],
+          include: ['test/**/*.test.ts', ...COMPILER_CHECKS],
           exclude: SLOW,
           globalSetup: SHARED_RUN,
           maxWorkers: 3,
