@@ -282,7 +282,7 @@ export const SETTINGS = {
     summary: "how long a failed server must answer without a break before its clients move back to it",
   }),
   maxEventLoopDelayMs: integer('MEMGATE_MAX_EVENT_LOOP_DELAY_MS', DEFAULTS.maxEventLoopDelayMs, 0, 60_000, 'ms', {
-    summary: 'while the event loop lags more than this (CPU overload), `/check` and `/peek` are shed with `503 overloaded`; 0 never sheds',
+    summary: 'while the event loop lags more than this (CPU overload), decisions (`/check`, `/peek`, batches, leases, `/gate`) are shed with `503 overloaded`; 0 never sheds',
     details:
       'The lag is the mean over each second (@fastify/under-pressure); the first two seconds after listening never shed, as their lag is the start\'s own work. Shed checks get `retry-after: 1`; health and admin routes still answer',
   }),
