@@ -868,21 +868,19 @@ describe('upstream test/server/health_test.go', () => {
   const httpCycle = async (env: Record<string, string>) => {
     const { service, port } = await unconfirmed(env);
     let server: MemcachedProcess | undefined;
+    // What the service says of its store, so that a cycle that does not settle says why.
+    const readiness = async () => `/readyz: ${await (await fetch(`${service.url}/readyz`)).text()}`;
     try {
       // The store starts unhealthy until the connection is confirmed.
       expect(await healthcheck(service)).toEqual({ status: 500, body: '' });
       server = await memcachedOn(port);
-      expect(await settlesOn(() => healthcheck(service), { status: 200, body: 'OK' })).toEqual({
-        status: 200,
-        body: 'OK',
-      });
+      const up = { status: 200, body: 'OK' };
+      expect(await settlesOn(() => healthcheck(service), up), await readiness()).toEqual(up);
       await server.stop();
-      expect(await settlesOn(() => healthcheck(service), { status: 500, body: '' })).toEqual({ status: 500, body: '' });
+      const down = { status: 500, body: '' };
+      expect(await settlesOn(() => healthcheck(service), down), await readiness()).toEqual(down);
       server = await memcachedOn(port);
-      expect(await settlesOn(() => healthcheck(service), { status: 200, body: 'OK' })).toEqual({
-        status: 200,
-        body: 'OK',
-      });
+      expect(await settlesOn(() => healthcheck(service), up), await readiness()).toEqual(up);
     } finally {
       await server?.stop();
     }
