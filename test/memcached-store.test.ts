@@ -1,3 +1,5 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { freePort } from '../scripts/lib/memcached-process.js';
 import { createLimiter } from '../src/counting/limiter.js';
@@ -399,6 +401,20 @@ describe('a library whose Memcached cannot be reached', () => {
       expect(warn.mock.calls[0]?.[0]).toContain(`Memcached ${servers} cannot be reached`);
     } finally {
       warn.mockRestore();
+    }
+  });
+});
+
+describe('a test memcached started on a port another process took', () => {
+  it('is refused, not mistaken for the server that answers there', async () => {
+    // A stranger (an HTTP server, say another test's service) listening where memcached was to be.
+    const stranger = createServer((_request, response) => response.end('not memcached'));
+    await new Promise<void>((resolve) => stranger.listen(0, '127.0.0.1', resolve));
+    const { port } = stranger.address() as AddressInfo;
+    try {
+      await expect(startMemcachedProcess({ port })).rejects.toThrow(/did not start/);
+    } finally {
+      await new Promise((resolve) => stranger.close(resolve));
     }
   });
 });

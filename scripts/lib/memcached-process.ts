@@ -82,7 +82,9 @@ export async function startMemcachedProcess(
         resolve();
       });
     });
-    if (await acceptsConnections(port, exited)) {
+    // A SASL or TLS server answers no plain text command: there, any server on the port counts.
+    const pid = sasl || options.tls ? undefined : (child.pid ?? 0);
+    if (await acceptsConnections(port, pid, exited)) {
       return {
         servers: `127.0.0.1:${port}`,
         process: child,
@@ -163,26 +165,69 @@ export function freePort(): Promise<number> {
   });
 }
 
-async function acceptsConnections(port: number, exited: Promise<void>): Promise<boolean> {
+/** Whether memcached `pid` (undefined: any server) answers on `port` before it exits, within 5 s. */
+async function acceptsConnections(port: number, pid: number | undefined, exited: Promise<void>): Promise<boolean> {
   const state = { gone: false };
   void exited.then(() => {
     state.gone = true;
   });
   const deadline = Date.now() + 5000;
   while (!state.gone && Date.now() < deadline) {
-    const connected = await new Promise<boolean>((resolve) => {
-      const socket = createConnection({ port, host: '127.0.0.1' }, () => {
-        socket.end();
-        resolve(true);
-      });
-      socket.once('error', () => {
-        resolve(false);
-      });
-    });
-    if (connected) return true;
+    const answer = pid === undefined ? await connects(port) : await pidOn(port);
+    // Another process took the port before memcached could bind it: a server answers there,
+    // but not this one (a fresh-clone run once seemed to test a service against such a stranger).
+    if (answer === pid || answer === true) return true;
+    if (answer !== undefined && answer !== false) return false;
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
   return false;
+}
+
+/** Whether anything accepts a connection on `port`. */
+function connects(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = createConnection({ port, host: '127.0.0.1' }, () => {
+      socket.end();
+      resolve(true);
+    });
+    socket.once('error', () => {
+      resolve(false);
+    });
+  });
+}
+
+/**
+ * The pid the server on `port` reports in its text protocol's `stats`; null when something
+ * answers there that is not memcached, or not within 3 s; undefined when nothing listens.
+ */
+function pidOn(port: number): Promise<number | null | undefined> {
+  return new Promise((resolve) => {
+    let text = '';
+    let connected = false;
+    const socket = createConnection({ port, host: '127.0.0.1' }, () => {
+      connected = true;
+      socket.write('stats\r\n');
+    });
+    const done = (answer: number | null | undefined) => {
+      socket.destroy();
+      resolve(answer);
+    };
+    socket.setTimeout(3000, () => {
+      done(null);
+    });
+    socket.on('data', (chunk: Buffer) => {
+      text += chunk.toString('latin1');
+      if (!text.endsWith('END\r\n') && !text.includes('ERROR')) return;
+      const pid = /^STAT pid (\d+)\r$/m.exec(text)?.[1];
+      done(pid === undefined ? null : Number(pid));
+    });
+    socket.once('close', () => {
+      done(connected ? null : undefined);
+    });
+    socket.once('error', () => {
+      done(connected ? null : undefined);
+    });
+  });
 }
 
 /**

@@ -5,6 +5,7 @@
 // spent first), and every answer is read off the wire: overall_code, each status's code,
 // current_limit, limit_remaining and duration_until_reset, headers and dynamic metadata.
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
@@ -16,7 +17,6 @@ import {
   type WireResponseOut,
   type WireStatusOut,
 } from '../../scripts/lib/rls-client.js';
-import { freePort } from '../../scripts/lib/memcached-process.js';
 import {
   envoyConfigFile,
   useEnvoyServices,
@@ -854,26 +854,38 @@ const grpcHealth = (service: EnvoyService) => Promise.all(HEALTH_NAMES.map((name
 const all = (status: string) => HEALTH_NAMES.map(() => status);
 
 describe('upstream test/server/health_test.go', () => {
-  /** A service whose only Memcached is on a port nothing listens on yet: unhealthy until it is confirmed. */
+  /**
+   * A service whose only Memcached is on a port where nothing answers yet: unhealthy until it
+   * is confirmed. The port is held meanwhile by a listener that hangs up on every connection:
+   * left free, another worker's process listening on port 0 could take it before memcached
+   * does, and the service would be tested against that stranger.
+   */
   const unconfirmed = async (env: Record<string, string> = {}) => {
-    const port = await freePort();
+    const holder = createServer((socket) => socket.destroy());
+    await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
+    const { port } = holder.address() as AddressInfo;
     const service = await serve(DIFFERENT_DOMAIN(), {
       MEMCACHED_SERVERS: `127.0.0.1:${port}`,
       MEMCACHED_TIMEOUT_MS: '200',
       ...env,
     });
-    return { service, port };
+    /** Memcached on the port, taken from the holder. */
+    const memcachedNow = async () => {
+      if (holder.listening) await new Promise((resolve) => holder.close(resolve));
+      return memcachedOn(port);
+    };
+    return { service, port, memcachedNow };
   };
 
   const httpCycle = async (env: Record<string, string>) => {
-    const { service, port } = await unconfirmed(env);
+    const { service, port, memcachedNow } = await unconfirmed(env);
     let server: MemcachedProcess | undefined;
     // What the service says of its store, so that a cycle that does not settle says why.
     const readiness = async () => `/readyz: ${await (await fetch(`${service.url}/readyz`)).text()}`;
     try {
       // The store starts unhealthy until the connection is confirmed.
       expect(await healthcheck(service)).toEqual({ status: 500, body: '' });
-      server = await memcachedOn(port);
+      server = await memcachedNow();
       const up = { status: 200, body: 'OK' };
       expect(await settlesOn(() => healthcheck(service), up), await readiness()).toEqual(up);
       await server.stop();
@@ -887,12 +899,12 @@ describe('upstream test/server/health_test.go', () => {
   };
 
   const grpcCycle = async (env: Record<string, string>) => {
-    const { service, port } = await unconfirmed(env);
+    const { service, memcachedNow } = await unconfirmed(env);
     let server: MemcachedProcess | undefined;
     try {
       // docs/envoy.md, Health: "", ratelimit and the full name all follow readiness (upstream's "" stays SERVING, the full name is not registered).
       expect(await grpcHealth(service)).toEqual(all('NOT_SERVING'));
-      server = await memcachedOn(port);
+      server = await memcachedNow();
       expect(await settlesOn(() => grpcHealth(service), all('SERVING'))).toEqual(all('SERVING'));
       await server.stop();
       expect(await settlesOn(() => grpcHealth(service), all('NOT_SERVING'))).toEqual(all('NOT_SERVING'));
