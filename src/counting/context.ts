@@ -48,6 +48,12 @@ export interface Context {
   readonly now: (base: string) => number;
   /** Now by this instance's clock (or the driven one): when an override lapses. */
   readonly wallNow: () => number;
+  /**
+   * This process's monotonic clock in milliseconds, never the driven one: how long the store's
+   * counts have stood still (algorithms/windows/overfull.ts). Requests in flight land in real
+   * time, and a driven clock stands still while a request looks again.
+   */
+  readonly monotonicNow: () => number;
   readonly maxClockSkewMs: number;
   /** The skew in whole seconds when other instances share the counters; 0 when none can. */
   readonly skewSeconds: number;
@@ -103,6 +109,7 @@ export function createContext(options: CheckOptions, version: string): Context {
     ),
     now,
     wallNow: drivenNow ?? Date.now,
+    monotonicNow: () => performance.now(),
     maxClockSkewMs,
     skewSeconds,
     maxDenialCacheMs: nonNegative('maxDenialCacheMs', options.maxDenialCacheMs, DEFAULTS.maxDenialCacheMs),

@@ -3,6 +3,8 @@ import { parsePolicies } from '../../../config/policies.js';
 import type { LimitCounts } from './counts.js';
 import { CLIENT_CACHE_BYTES, overfullCacheBytes, stateCacheBytes, type FeatureState } from './feature-cache.js';
 import { createLimiter } from '../../limiter.js';
+import { MAX_READS } from '../../step.js';
+import type { CounterStore } from '../../../store/counter-store.js';
 import { createEmbeddedStore } from '../../../store/embedded-store.js';
 import { overfull, OVERFULL_PATIENCE_MS } from './overfull.js';
 import { planEvents } from '../../plan.js';
@@ -83,6 +85,42 @@ describe('a client whose denials found counts over a limit', () => {
     // Each its name and state (and the window its denial read again in); eve, its record of 10 over 5.
     expect(bob).toBeGreaterThanOrEqual(CLIENT_CACHE_BYTES + 2 * 'bob'.length + stateCacheBytes(api));
     expect(eve - bob).toBe(overfullCacheBytes(api));
+    await Promise.all([wide.close(), narrow.close()]);
+  });
+
+  it('is taken as it is after the patience in real time, while a driven clock stands still (a replay on a shared store)', async () => {
+    // Two instances on one shared store, the clock driven and never moved: only real time tells
+    // that eve's 10, over the lowered limit of 5, stood still. Timed by the driven clock, every
+    // denial read until MAX_READS and answered unconfirmed.
+    const clock = { ms: Date.UTC(2026, 10, 30, 12, 0, 30) };
+    const embedded = createEmbeddedStore({ now: () => clock.ms });
+    let reads = 0;
+    const store: CounterStore = {
+      ...embedded,
+      shared: true,
+      incrementAndRead(increments, keys, options) {
+        if (increments.length === 0) reads++;
+        return embedded.incrementAndRead(increments, keys, options);
+      },
+    };
+    const limited = (limit: number) =>
+      createLimiter({
+        policies: { events: { api: { limits: [{ limit, window: '1m' }] } } },
+        store,
+        now: () => clock.ms,
+        keyPrefix: 'o',
+      });
+    const wide = limited(10);
+    for (let i = 0; i < 10; i++) await wide.check({ event: 'api', feature: 'eve' });
+    const narrow = limited(5);
+    const started = performance.now();
+    expect(await narrow.check({ event: 'api', feature: 'eve' })).toMatchObject({ allowed: false, retryAfter: 60 });
+    expect(performance.now() - started).toBeGreaterThanOrEqual(OVERFULL_PATIENCE_MS);
+    expect(reads).toBeLessThan(MAX_READS);
+    // Taken as they are: the next denial is answered without reading them again.
+    reads = 0;
+    expect(await narrow.check({ event: 'api', feature: 'eve' })).toMatchObject({ allowed: false, retryAfter: 60 });
+    expect(reads).toBe(0);
     await Promise.all([wide.close(), narrow.close()]);
   });
 });

@@ -24,7 +24,8 @@ const TOTALS = 2;
  * Whether `totals` (each limit's, before the request) hold cost on its way back: some limit's is
  * over it, and this instance's looks have not found the same totals for OVERFULL_PATIENCE_MS
  * without a gap. Keeps in `state` when its looks first found them, so that once they have stood
- * still that long, later requests find them as they are at once.
+ * still that long, later requests find them as they are at once. `nowMs` is this process's
+ * monotonic clock (Context.monotonicNow), never a driven one.
  */
 export function overfull(
   state: FeatureState,

@@ -209,7 +209,7 @@ async function windowRound(
   let over = false;
   if (look !== undefined) {
     const kept = state.overfull !== undefined;
-    over = overfull(state, counts, look, nowMs);
+    over = overfull(state, counts, look, context.monotonicNow());
     if (!kept && state.overfull !== undefined) context.features.keptOverfull(counter.feature);
   }
   return {
