@@ -15,8 +15,6 @@ const SLOW = [
   'test/fuzz.test.ts',
   'test/memory.test.ts',
   'test/overload.test.ts',
-  // Installs both packages' tarballs and the frameworks from the registry, and runs tsc nine times.
-  'test/packages.test.ts',
   'test/shutdown.test.ts',
   'test/usage-stall.test.ts',
 ];

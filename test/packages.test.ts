@@ -29,18 +29,13 @@ interface Packed {
 }
 
 /**
- * `npm pack` of the root or of a package folder, each through its own prepack: both built
- * from a clean dist/, so no output of a module since removed is packed.
+ * `npm pack` of the root or of a package folder as the run's one build left them (the shared
+ * setup's `npm run build`, which is what each prepack runs after emptying dist/): packing
+ * through prepack would empty dist/ under the other test files of the run. "the tarballs"
+ * below then holds every packed output to a source of today's checkout.
  */
-async function pack(destination: string, folder?: string, { build = true }: { build?: boolean } = {}): Promise<Packed> {
-  const args = [
-    'pack',
-    ...(folder ? [folder] : []),
-    '--json',
-    '--pack-destination',
-    destination,
-    ...(build ? [] : ['--ignore-scripts']),
-  ];
+async function pack(destination: string, folder?: string): Promise<Packed> {
+  const args = ['pack', ...(folder ? [folder] : []), '--json', '--pack-destination', destination, '--ignore-scripts'];
   const { stdout } = await run('npm', args, { cwd: ROOT });
   const [packed] = JSON.parse(stdout) as [Packed];
   return { ...packed, filename: join(destination, packed.filename) };
@@ -261,12 +256,10 @@ beforeAll(async () => {
   // runs beside the others, and its test waits for it.
   installedFromGit = installFromGit(join(folder, 'git-app'));
   installedFromGit.catch(() => undefined);
-  // memgate's prepack builds all three packages from clean folders; the two packages are then
-  // packed as that build left them (their own prepack would build them again).
-  memgateTarball = await pack(folder);
-  [clientTarball, limiterTarball] = await Promise.all([
-    pack(folder, './packages/client', { build: false }),
-    pack(folder, './packages/limiter', { build: false }),
+  [memgateTarball, clientTarball, limiterTarball] = await Promise.all([
+    pack(folder),
+    pack(folder, './packages/client'),
+    pack(folder, './packages/limiter'),
   ]);
 
   clientApp = join(folder, 'client-app');
@@ -297,6 +290,11 @@ afterAll(async () => {
   await memgate.stop();
   rmSync(folder, { recursive: true, force: true });
 });
+
+/** The source under src/ an output under dist/ (or dist/cjs-types/) was built from. */
+function sourceOf(output: string): string {
+  return output.replace(/^dist\/(cjs-types\/)?/, 'src/').replace(/\.(js|js\.map|d\.ts)$/, '.ts');
+}
 
 describe('the tarballs', () => {
   const MEMGATE_FILES = [
@@ -331,11 +329,12 @@ describe('the tarballs', () => {
       expect(paths.filter((path) => !allowed.some((pattern) => pattern.test(path)))).toEqual([]);
       expect(paths.filter((path) => /\.test\.|tsbuildinfo|fixture/.test(path))).toEqual([]);
       for (const path of [...needed, 'LICENSE', 'README.md']) expect(paths).toContain(path);
-      // Every module was built from a source of today's checkout: no output of a module since removed.
+      // Every output (module, map, types) was built from a source of today's checkout: none of
+      // a module since removed, which a dist/ built before its removal would still hold.
       const stale = paths
-        .filter((path) => /^dist\/(?!cjs-types\/).+\.js$/.test(path))
-        .filter((path) => !existsSync(join(ROOT, path.replace(/^dist\//, 'src/').replace(/\.js$/, '.ts'))));
-      expect(stale).toEqual([]);
+        .filter((path) => /^dist\/.+\.(js|js\.map|d\.ts)$/.test(path))
+        .filter((path) => !existsSync(join(ROOT, sourceOf(path))));
+      expect(stale, 'outputs of removed sources: rm -rf dist packages/*/dist, and run the tests again').toEqual([]);
     },
   );
 
