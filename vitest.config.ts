@@ -3,7 +3,8 @@ import { defineConfig } from 'vitest/config';
 /**
  * Tests that judge time or load (deadlines against a hung server, a faked clock, thousands of
  * connections, a service draining, fuzzing against deadlines): each file runs alone, after
- * the others, with the machine to itself. `npm test` runs them too; `npm run test:slow` alone.
+ * the others, with the machine to itself (npm test's type check and lint, beside the run, end
+ * during the integration tests). `npm test` runs them too; `npm run test:slow` alone.
  */
 const SLOW = [
   'test/clock.test.ts',
@@ -50,10 +51,11 @@ export default defineConfig({
           exclude: COMPILER_CHECKS,
           // They change no global state, so files share a worker's modules instead of each
           // loading its own; and they wait on no server, so they may use every core (vitest
-          // leaves one free by default: on two cores, a single worker).
+          // leaves one free by default: on two cores, a single worker), beside npm test's type
+          // check and lint (scripts/test.mjs).
           isolate: false,
           maxWorkers: '100%',
-          // Before the integration tests, which then have the machine to themselves.
+          // Before the integration tests.
           sequence: { groupOrder: 0 },
         },
       },

@@ -3,16 +3,7 @@
 // node16, nodenext and bundler, and run from ESM and from CommonJS against a real memgate:
 // the installed package's own `memgate` command.
 import { execFile } from 'node:child_process';
-import {
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  statSync,
-  writeFileSync,
-} from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -291,6 +282,18 @@ afterAll(async () => {
   rmSync(folder, { recursive: true, force: true });
 });
 
+/** The sources under src/ the build of `tsconfig` compiles today, as `src/…` paths (tsc --listFilesOnly). */
+async function builtSources(tsconfig: string): Promise<Set<string>> {
+  const { stdout } = await run(process.execPath, [TSC, '-p', tsconfig, '--listFilesOnly'], { cwd: ROOT });
+  const src = join(ROOT, 'src/');
+  return new Set(
+    stdout
+      .split('\n')
+      .filter((file) => file.startsWith(src))
+      .map((file) => `src/${file.slice(src.length)}`),
+  );
+}
+
 /** The source under src/ an output under dist/ (or dist/cjs-types/) was built from. */
 function sourceOf(output: string): string {
   return output.replace(/^dist\/(cjs-types\/)?/, 'src/').replace(/\.(js|js\.map|d\.ts)$/, '.ts');
@@ -319,22 +322,44 @@ describe('the tarballs', () => {
   ];
 
   it.each([
-    ['memgate', () => memgateTarball, MEMGATE_FILES, ['dist/main.js', 'dist/index.d.ts', 'config/policies.yaml']],
-    ['memgate-client', () => clientTarball, CLIENT_FILES, ['dist/client/index.js', 'dist/integrations/express.d.ts']],
-    ['memgate-limiter', () => limiterTarball, LIMITER_FILES, ['dist/library.js', 'dist/cjs-types/library.d.ts']],
+    [
+      'memgate',
+      () => memgateTarball,
+      MEMGATE_FILES,
+      ['dist/main.js', 'dist/index.d.ts', 'config/policies.yaml'],
+      'tsconfig.build.json',
+    ],
+    [
+      'memgate-client',
+      () => clientTarball,
+      CLIENT_FILES,
+      ['dist/client/index.js', 'dist/integrations/express.d.ts'],
+      'packages/client/tsconfig.build.json',
+    ],
+    [
+      'memgate-limiter',
+      () => limiterTarball,
+      LIMITER_FILES,
+      ['dist/library.js', 'dist/cjs-types/library.d.ts'],
+      'packages/limiter/tsconfig.build.json',
+    ],
   ])(
     '%s carries its build, maps and licence, and no test, fixture or stale output',
-    (_name, tarball, allowed, needed) => {
+    async (_name, tarball, allowed, needed, tsconfig) => {
       const paths = tarball().files.map((file) => file.path);
       expect(paths.filter((path) => !allowed.some((pattern) => pattern.test(path)))).toEqual([]);
       expect(paths.filter((path) => /\.test\.|tsbuildinfo|fixture/.test(path))).toEqual([]);
       for (const path of [...needed, 'LICENSE', 'README.md']) expect(paths).toContain(path);
-      // Every output (module, map, types) was built from a source of today's checkout: none of
-      // a module since removed, which a dist/ built before its removal would still hold.
+      // Every output (module, map, types) was built from a source its build compiles today: none
+      // of a module since removed, or since left out of the package's imports, which a dist/
+      // built before would still hold (a prepack's clean build would not).
+      const sources = await builtSources(tsconfig);
       const stale = paths
         .filter((path) => /^dist\/.+\.(js|js\.map|d\.ts)$/.test(path))
-        .filter((path) => !existsSync(join(ROOT, sourceOf(path))));
-      expect(stale, 'outputs of removed sources: rm -rf dist packages/*/dist, and run the tests again').toEqual([]);
+        .filter((path) => !sources.has(sourceOf(path)));
+      expect(stale, 'outputs of sources no longer built: rm -rf dist packages/*/dist, and run the tests again').toEqual(
+        [],
+      );
     },
   );
 

@@ -13,7 +13,8 @@ export interface CheckOptions {
   /**
    * Milliseconds since the epoch; tests and replays drive the clock through it. Without
    * it, time is the store's clock (Memcached's, which every instance reads) or this
-   * process's (the embedded store).
+   * process's (the embedded store). Waits on requests in flight (a denial looking again)
+   * run in real time either way.
    */
   readonly now?: () => number;
   /** Starts every key, so several deployments can share one Memcached. Default `mg`. */

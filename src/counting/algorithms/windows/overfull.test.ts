@@ -91,7 +91,7 @@ describe('a client whose denials found counts over a limit', () => {
   it('is taken as it is after the patience in real time, while a driven clock stands still (a replay on a shared store)', async () => {
     // Two instances on one shared store, the clock driven and never moved: only real time tells
     // that eve's 10, over the lowered limit of 5, stood still. Timed by the driven clock, every
-    // denial read until MAX_READS and answered unconfirmed.
+    // denial read until MAX_READS and answered unconfirmed (retryAfter 1), however many came.
     const clock = { ms: Date.UTC(2026, 10, 30, 12, 0, 30) };
     const embedded = createEmbeddedStore({ now: () => clock.ms });
     let reads = 0;
@@ -109,18 +109,27 @@ describe('a client whose denials found counts over a limit', () => {
         store,
         now: () => clock.ms,
         keyPrefix: 'o',
+        // Every denial asks the store: none is answered from the memory of the last.
+        maxDenialCacheMs: 0,
       });
     const wide = limited(10);
     for (let i = 0; i < 10; i++) await wide.check({ event: 'api', feature: 'eve' });
     const narrow = limited(5);
-    const started = performance.now();
-    expect(await narrow.check({ event: 'api', feature: 'eve' })).toMatchObject({ allowed: false, retryAfter: 60 });
-    expect(performance.now() - started).toBeGreaterThanOrEqual(OVERFULL_PATIENCE_MS);
-    expect(reads).toBeLessThan(MAX_READS);
-    // Taken as they are: the next denial is answered without reading them again.
+    // The patience runs across looks at most 128 ms apart: a process stalled longer starts it
+    // again, and that denial is unconfirmed. Three denials in a row cannot all be stalled.
+    const retryAfters: number[] = [];
+    while (retryAfters.length < 3 && retryAfters.at(-1) !== 60) {
+      const decision = await narrow.check({ event: 'api', feature: 'eve' });
+      expect(decision.allowed).toBe(false);
+      retryAfters.push(decision.retryAfter ?? 0);
+    }
+    expect(retryAfters.at(-1), `retryAfter of each denial: ${retryAfters.join(', ')}`).toBe(60);
+    // Taken as they are: the next denial stands on its first looks, with no patience again.
     reads = 0;
     expect(await narrow.check({ event: 'api', feature: 'eve' })).toMatchObject({ allowed: false, retryAfter: 60 });
-    expect(reads).toBe(0);
+    // Its looks and the read of the window's seconds for the exact retryAfter; unconfirmed, MAX_READS.
+    expect(reads).toBeLessThanOrEqual(3);
+    expect(MAX_READS).toBeGreaterThan(3);
     await Promise.all([wide.close(), narrow.close()]);
   });
 });
