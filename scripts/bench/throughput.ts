@@ -135,7 +135,10 @@ export const throughput: Suite = {
     const key = (workload: string, name: string) => `${workload}|${name}`;
     for (let round = 1; round <= rounds; round++) {
       for (const workload of workloads) {
-        for (const name of workload.cases) {
+        // Reversed every other round: no case always runs first (and an A/B case's two builds
+        // take turns going first), as the deny and grpc suites alternate theirs.
+        const order = round % 2 === 1 ? workload.cases : [...workload.cases].reverse();
+        for (const name of order) {
           doing(`throughput, round ${round}/${rounds}: ${workload.name}, ${name}`);
           const server = await start(name);
           await runLoad({
@@ -216,7 +219,7 @@ export const throughput: Suite = {
 
 Produced by \`npm run bench -- --suite throughput --duration ${duration} --connections ${connections} --rounds ${rounds}\`.
 
-Each case is the same fastify HTTP stack answering \`GET /check\`, in its own process, loaded by autocannon (${connections} connections, ${duration} s per run) from the bench process, all on one machine with one Memcached. The cases ending in \`-uncached\` or \`-uncorked\` turn one of memgate's optimizations off, to measure what each brings ([design](design.md#what-an-instance-keeps-between-checks)); memgate-service is the service itself, started as \`npm start\` starts it, with everything it runs beside a check; the ones named with \`@\` and a commit are memgate-60s and memgate-service as built there (\`--baseline\` names another, \`--baseline main\` compares a change with main), so that a regression shows as a number. Every case runs once per round, in turn, after ${WARM_UP_SECONDS} s of load that is not measured, and the table shows medians over ${rounds} rounds. Limits are high enough that every request is allowed. "Server CPU µs/req" is the case's server process's CPU time (user and system, from \`/proc\`) over the requests it answered; it does not depend on which process was the bottleneck of a run.
+Each case is the same fastify HTTP stack answering \`GET /check\`, in its own process, loaded by autocannon (${connections} connections, ${duration} s per run) from the bench process, all on one machine with one Memcached. The cases ending in \`-uncached\` or \`-uncorked\` turn one of memgate's optimizations off, to measure what each brings ([design](design.md#what-an-instance-keeps-between-checks)); memgate-service is the service itself, started as \`npm start\` starts it, with everything it runs beside a check; the ones named with \`@\` and a commit are memgate-60s and memgate-service as built there (\`--baseline\` names another, \`--baseline main\` compares a change with main), so that a regression shows as a number. Every case runs once per round, in turn, the order reversed every other round, after ${WARM_UP_SECONDS} s of load that is not measured, and the table shows medians over ${rounds} rounds. Limits are high enough that every request is allowed. "Server CPU µs/req" is the case's server process's CPU time (user and system, from \`/proc\`) over the requests it answered; it does not depend on which process was the bottleneck of a run.
 
 ${cases.map((name) => `- **${nameOf(name)}**: ${DESCRIPTIONS[name] ?? name}`).join('\n')}
 
