@@ -869,16 +869,20 @@ describe('upstream test/server/health_test.go', () => {
       MEMCACHED_TIMEOUT_MS: '200',
       ...env,
     });
+    /** Lets the port go: before memcached takes it, or when the test ends without that. */
+    const release = async () => {
+      if (holder.listening) await new Promise((resolve) => holder.close(resolve));
+    };
     /** Memcached on the port, taken from the holder. */
     const memcachedNow = async () => {
-      if (holder.listening) await new Promise((resolve) => holder.close(resolve));
+      await release();
       return memcachedOn(port);
     };
-    return { service, port, memcachedNow };
+    return { service, port, memcachedNow, release };
   };
 
   const httpCycle = async (env: Record<string, string>) => {
-    const { service, port, memcachedNow } = await unconfirmed(env);
+    const { service, port, memcachedNow, release } = await unconfirmed(env);
     let server: MemcachedProcess | undefined;
     // What the service says of its store, so that a cycle that does not settle says why.
     const readiness = async () => `/readyz: ${await (await fetch(`${service.url}/readyz`)).text()}`;
@@ -895,11 +899,12 @@ describe('upstream test/server/health_test.go', () => {
       expect(await settlesOn(() => healthcheck(service), up), await readiness()).toEqual(up);
     } finally {
       await server?.stop();
+      await release();
     }
   };
 
   const grpcCycle = async (env: Record<string, string>) => {
-    const { service, memcachedNow } = await unconfirmed(env);
+    const { service, memcachedNow, release } = await unconfirmed(env);
     let server: MemcachedProcess | undefined;
     try {
       // docs/envoy.md, Health: "", ratelimit and the full name all follow readiness (upstream's "" stays SERVING, the full name is not registered).
@@ -910,6 +915,7 @@ describe('upstream test/server/health_test.go', () => {
       expect(await settlesOn(() => grpcHealth(service), all('NOT_SERVING'))).toEqual(all('NOT_SERVING'));
     } finally {
       await server?.stop();
+      await release();
     }
   };
 
