@@ -15,6 +15,16 @@ import { denyingStore } from '../scripts/lib/denying-store.js';
 setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as () => void;
 
+/**
+ * The heap in use once what is unreachable has been collected: twice, as one collection may
+ * return with its sweeping still running, the heap then still counting its garbage.
+ */
+function collectedHeap(): number {
+  gc();
+  gc();
+  return process.memoryUsage().heapUsed;
+}
+
 const L = (window: string, extra: object = {}) => ({ limit: 1_000_000_000, window, ...extra });
 const SHAPES: Record<string, object> = {
   '1 s window': { limits: [L('1s')] },
@@ -68,12 +78,10 @@ async function measureOnce(shape: object, events: number): Promise<{ heap: numbe
   };
   // The first clients pay for what is made once (compiled code, maps); the next ones are measured.
   await fill(0, CLIENTS);
-  gc();
-  const heapBefore = process.memoryUsage().heapUsed;
+  const heapBefore = collectedHeap();
   const estimateBefore = limiter.cacheUsage.bytes;
   await fill(CLIENTS, 2 * CLIENTS);
-  gc();
-  const heap = (process.memoryUsage().heapUsed - heapBefore) / CLIENTS;
+  const heap = (collectedHeap() - heapBefore) / CLIENTS;
   const estimate = (limiter.cacheUsage.bytes - estimateBefore) / CLIENTS;
   expect(limiter.cacheUsage.features).toBe(2 * CLIENTS * events);
   // The denying store finds every client at its limit, not over it: none keeps a record of
@@ -88,8 +96,18 @@ function planOf(shape: object): WindowsPlan {
   return plan;
 }
 
-/** The heap one state's record of counts over `plan`'s limits takes, as overfull.ts keeps it. */
+/**
+ * The heap one state's record of counts over `plan`'s limits takes, as overfull.ts keeps it:
+ * the middle of three measures. Once in a while something an earlier test left (about 11 MB,
+ * as much as one of its limiters' clients) is freed only after the first collections, and
+ * one measure read -560 bytes a record; one such measure, either way, is outvoted.
+ */
 function overfullHeap(plan: WindowsPlan): number {
+  const measures = [overfullHeapOnce(plan), overfullHeapOnce(plan), overfullHeapOnce(plan)].sort((a, b) => a - b);
+  return measures[1] as number;
+}
+
+function overfullHeapOnce(plan: WindowsPlan): number {
   const counts = plan.limits.map((limit) => ({ plan: limit, buckets: [] }));
   const totals = plan.limits.map((limit) => limit.policy.limit + 0.5);
   // Ten times as many as the clients: a record is small beside what else a collection leaves.
@@ -97,12 +115,10 @@ function overfullHeap(plan: WindowsPlan): number {
     base: `b${i}`,
     overfull: undefined,
   }));
-  gc();
-  const before = process.memoryUsage().heapUsed;
+  const before = collectedHeap();
   let over = 0;
   for (let i = 0; i < states.length; i++) if (overfull(states[i] as FeatureState, counts, totals, 1e12 + i)) over++;
-  gc();
-  const perState = (process.memoryUsage().heapUsed - before) / states.length;
+  const perState = (collectedHeap() - before) / states.length;
   expect(over).toBe(states.length);
   expect(states.every((state) => state.overfull?.length === 2 + plan.limits.length)).toBe(true);
   return perState;
