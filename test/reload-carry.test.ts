@@ -318,7 +318,6 @@ describe('the service reports what a reload carried', () => {
       MEMGATE_CONFIG: path,
       MEMGATE_POLICY_WATCH: 'off',
       MEMGATE_ADMIN_TOKEN: TOKEN,
-      MEMGATE_SHUTDOWN_DRAIN_MS: '0',
       MEMGATE_RELOAD_SPREAD_S: '300',
     });
     try {

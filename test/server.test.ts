@@ -10,9 +10,6 @@ import { VERSION } from '../src/config/version.js';
 import { startMemcachedProcess, type MemcachedProcess } from './helpers/memcached.js';
 import { startServiceProcess as startService } from './helpers/service-process.js';
 
-/** For tests about something else than the drain (test/shutdown.test.ts): stop at once. */
-const NO_DRAIN = { MEMGATE_SHUTDOWN_DRAIN_MS: '0' };
-
 /** Runs the service expecting it to end by itself (refusing to start, or --help). */
 async function run(
   env: Record<string, string>,
@@ -56,7 +53,7 @@ describe('the memgate process', () => {
   });
 
   it('starts on the embedded store without MEMCACHED_SERVERS, in one line and one warning, and stops cleanly on SIGTERM', async () => {
-    const service = await startService(NO_DRAIN);
+    const service = await startService({});
     // Everything a person needs in the one start-up line; the warning separate, after it.
     await expect.poll(() => service.logs.length).toBe(2);
     expect(service.logs[0]).toMatchObject({
@@ -99,7 +96,7 @@ describe('the memgate process', () => {
   });
 
   it('uses Memcached when MEMCACHED_SERVERS is set, saying so in its one start-up line', async () => {
-    const service = await startService({ ...NO_DRAIN, MEMCACHED_SERVERS: memcached.servers });
+    const service = await startService({ MEMCACHED_SERVERS: memcached.servers });
     expect(service.logs).toEqual([
       expect.objectContaining({ level: 30, store: 'memcached', servers: [memcached.servers], memcachedTimeoutMs: 250 }),
     ]);
@@ -119,7 +116,7 @@ describe('the memgate process', () => {
 
   it('serves as the child of a launcher that gives it a heap limit from the budget, and stops when the launcher is killed', async () => {
     // Memcached that never answers: the limit leaves out the embedded store's room.
-    const service = await startService({ ...NO_DRAIN, MEMGATE_CACHE_MB: '32', MEMCACHED_SERVERS: '127.0.0.1:1' });
+    const service = await startService({ MEMGATE_CACHE_MB: '32', MEMCACHED_SERVERS: '127.0.0.1:1' });
     expect(service.servicePid).not.toBe(service.child.pid);
     expect(service.logs[0]).toMatchObject({ heapLimitFrom: 'budget', pid: service.servicePid });
     // Old space: the budget plus DEFAULTS.heapBeyondCacheMb (and V8's young generation beside it).
@@ -157,7 +154,6 @@ describe('the memgate process', () => {
 
   it('warns at start when the heap limit leaves the caches no room', async () => {
     const service = await startService({
-      ...NO_DRAIN,
       NODE_OPTIONS: '--max-old-space-size=300',
       MEMGATE_CACHE_MB: '256',
     });
@@ -173,7 +169,6 @@ describe('the memgate process', () => {
 
   it('starts while Memcached cannot be reached, warns once saying what checks get, and that is what they get', async () => {
     const service = await startService({
-      ...NO_DRAIN,
       MEMCACHED_SERVERS: '127.0.0.1:1',
       MEMGATE_CONFIG: await policiesWithBothRules(),
     });
@@ -207,7 +202,7 @@ describe('the memgate process', () => {
   it('says once when a server goes down while serving and once when it answers again', async () => {
     const own = await startMemcachedProcess();
     try {
-      const service = await startService({ ...NO_DRAIN, MEMCACHED_SERVERS: own.servers, MEMCACHED_TIMEOUT_MS: '200' });
+      const service = await startService({ MEMCACHED_SERVERS: own.servers, MEMCACHED_TIMEOUT_MS: '200' });
       await fetch(`${service.url}/check?event=url_shorten&feature=x`);
       await own.pause();
       const stalled = await Promise.all(
@@ -245,7 +240,6 @@ describe('the memgate process', () => {
 
   it('finishes a request in flight after the listener has closed', async () => {
     const service = await startService({
-      ...NO_DRAIN,
       MEMCACHED_SERVERS: memcached.servers,
       MEMCACHED_TIMEOUT_MS: '5000',
     });
@@ -444,7 +438,7 @@ describe('the memgate process', () => {
     }
 
     it('asks /healthz on $PORT: healthy while Memcached is unreachable (/readyz is 503), unhealthy when nothing listens', async () => {
-      const service = await startService({ ...NO_DRAIN, MEMCACHED_SERVERS: '127.0.0.1:1' });
+      const service = await startService({ MEMCACHED_SERVERS: '127.0.0.1:1' });
       expect((await fetch(`${service.url}/readyz`)).status).toBe(503);
       expect((await healthcheck({ PORT: String(service.port) })).code).toBe(0);
       service.child.kill('SIGTERM');

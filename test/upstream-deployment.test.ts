@@ -42,7 +42,6 @@ describe("an envoyproxy/ratelimit deployment's environment", () => {
       RUNTIME_SUBDIRECTORY: 'ratelimit',
       RUNTIME_WATCH_ROOT: 'false',
       GRPC_PORT: '0',
-      MEMGATE_SHUTDOWN_DRAIN_MS: '0',
     });
     try {
       const started = service.logs.find((entry) => typeof entry.grpcPort === 'number');

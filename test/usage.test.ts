@@ -114,7 +114,6 @@ function start(env: Record<string, string>): Promise<ServiceProcess> {
   return startServiceProcess({
     MEMCACHED_SERVERS: memcached().servers,
     MEMGATE_CONFIG: POLICIES,
-    MEMGATE_SHUTDOWN_DRAIN_MS: '0',
     ...env,
   });
 }

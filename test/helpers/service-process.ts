@@ -37,8 +37,11 @@ export interface ServiceCommand {
  * Starts the service as `npm start` runs it, `node dist/main.js` (built once per test run by
  * test/setup/shared-run.ts), with PORT=0 on 127.0.0.1 plus `env`, and resolves once it
  * listens. Its usage history goes to a file of its own in a temporary folder unless `env`
- * names one (one process writes a file, and the checkout's ./data stays clean), and its keys
- * start with a prefix of its own unless `env` names one (tests share a memcached).
+ * names one (one process writes a file, and the checkout's ./data stays clean), its keys
+ * start with a prefix of its own unless `env` names one (tests share a memcached), and it
+ * stops without a drain unless `env` gives one: the default 5 s drain, for a load balancer to
+ * notice, is test/shutdown.test.ts's subject, and elsewhere only made each stop wait (about
+ * 150 s of the integration project's wall time, summed over its files).
  */
 export async function startServiceProcess(
   env: Record<string, string>,
@@ -60,6 +63,7 @@ export async function startServiceProcess(
       // a parallel run sees a second of event-loop lag and sheds checks with 503. The tests of
       // shedding set it themselves.
       MEMGATE_MAX_EVENT_LOOP_DELAY_MS: '0',
+      MEMGATE_SHUTDOWN_DRAIN_MS: '0',
       ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
