@@ -577,8 +577,12 @@ async function basicBaseConfig(client: RlsClient, local: boolean): Promise<void>
   );
 }
 
-/** Polls memgate's /readyz until its policy version is not `before` (upstream waits for config_load_success). */
-async function policyVersion(url: string, before?: string): Promise<string> {
+/**
+ * Polls memgate's /readyz until its policy version is not `before` (upstream waits for
+ * config_load_success). Past 10 s, the error quotes what the service logged of its policies
+ * and their watch, to tell a change not seen from a reload refused or still running.
+ */
+async function policyVersion({ url, lines }: Pick<UpstreamService, 'url' | 'lines'>, before?: string): Promise<string> {
   const version = async () =>
     ((await (await fetch(`${url}/readyz`)).json()) as { policyVersion: string }).policyVersion;
   for (let waited = 0; waited < 10_000; waited += 100) {
@@ -586,7 +590,10 @@ async function policyVersion(url: string, before?: string): Promise<string> {
     if (now !== before) return now;
     await sleep(100);
   }
-  throw new Error(`the policies did not reload within 10 s (still ${String(before)})`);
+  const said = lines.filter((line) => /polic|watch/i.test(line));
+  throw new Error(
+    `the policies did not reload within 10 s (still ${String(before)}); the service said:\n${said.join('')}`,
+  );
 }
 
 describe('upstream test/integration/integration_test.go', () => {
@@ -634,25 +641,26 @@ describe('upstream test/integration/integration_test.go', () => {
 
   it('TestBasicReloadConfig: ReloadWithoutWatchRoot: a file copied into config/ is loaded, and its removal reloads', async () => {
     const runtime = upstreamRuntime(INTEGRATION_CONFIG, { 'reload.yaml': RELOAD_YAML });
-    const { client, url } = await start({
+    const service = await start({
       ...runtime.env,
       BACKEND_TYPE: 'memcache',
       MEMCACHE_HOST_PORT: memcached().servers,
       RUNTIME_WATCH_ROOT: 'false',
     });
+    const { client } = service;
     expect(await client.shouldRateLimit(oneDescriptor('reload', ['block', 'foo']))).toMatchObject({
       overall_code: 'OK',
       statuses: [NO_LIMIT],
     });
-    const before = await policyVersion(url);
+    const before = await policyVersion(service);
     writeFileSync(join(runtime.config, 'reload.yaml'), readFileSync(join(runtime.subdirectory, 'reload.yaml')));
-    const loaded = await policyVersion(url, before);
+    const loaded = await policyVersion(service, before);
     expect(await client.shouldRateLimit(oneDescriptor('reload', ['key1', 'foo']))).toMatchObject({
       overall_code: 'OK',
       statuses: [limited('OK', 50, 'SECOND', 49)],
     });
     rmSync(join(runtime.config, 'reload.yaml'));
-    await policyVersion(url, loaded);
+    await policyVersion(service, loaded);
     expect((await client.shouldRateLimit(oneDescriptor('reload', ['key1', 'foo']))).statuses).toEqual([NO_LIMIT]);
   });
 
