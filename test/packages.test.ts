@@ -496,7 +496,10 @@ describe('both packages in an app with the frameworks', () => {
     ['bundler', ['--module', 'preserve', '--moduleResolution', 'bundler', '--noEmit']],
   ] as const;
 
-  /** Each resolution's check of the program as ESM and as CommonJS, run once: its complaints. node16's emits program.mjs and program.cjs. */
+  /**
+   * Each resolution's check of the program as ESM and as CommonJS, run once: what it complains
+   * of. node16's also emits program.mjs and program.cjs, which the run tests below run.
+   */
   const checks = new Map<string, Promise<string>>();
   const checkProgram = (name: string, settings: readonly string[]) => {
     let check = checks.get(name);
