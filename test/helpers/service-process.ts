@@ -40,8 +40,9 @@ export interface ServiceCommand {
  * names one (one process writes a file, and the checkout's ./data stays clean), its keys
  * start with a prefix of its own unless `env` names one (tests share a memcached), and it
  * stops without a drain unless `env` gives one: the default 5 s drain, for a load balancer to
- * notice, is test/shutdown.test.ts's subject, and elsewhere only made each stop wait (about
- * 150 s of the integration project's wall time, summed over its files).
+ * notice, is test/shutdown.test.ts's subject, and elsewhere only made each stop wait: about
+ * 150 s summed over the integration project's files (that project is CPU-bound, so its own
+ * wall time hardly moved).
  */
 export async function startServiceProcess(
   env: Record<string, string>,
