@@ -33,7 +33,7 @@ function reference(servers: readonly string[]) {
  * changing Object.prototype for the whole process (these unit tests share one). Such keys are
  * compared with hashring's uncached placement instead of calling its get.
  */
-const safeForHashringGet = (key: string) => !(key in {});
+const notAnObjectProperty = (key: string) => !(key in {});
 
 const port = fc.integer({ min: 1, max: 65_535 });
 const label = fc.oneof(
@@ -45,9 +45,14 @@ const label = fc.oneof(
   fc.string({ unit: 'binary', maxLength: 30 }),
   fc.string({ unit: fc.constantFrom('a', '-', ':', '1', '[', ']'), maxLength: 12 }),
 );
-/** 1 to 12 servers, usually distinct (memgate refuses a label listed twice; the ring copes as hashring does). */
+/**
+ * 1 to 12 servers, usually distinct (memgate refuses a label listed twice; the ring copes as
+ * hashring does). Not a label that names an Object.prototype property: hashring keeps its
+ * servers in a plain object, where `__proto__` is lost (a ring of `__proto__` and `[::1]:11211`
+ * had one server's points, memgate's both), and memgate's labels are `host:port`.
+ */
 const servers = fc.oneof(
-  { weight: 5, arbitrary: fc.uniqueArray(label, { minLength: 1, maxLength: 12 }) },
+  { weight: 5, arbitrary: fc.uniqueArray(label.filter(notAnObjectProperty), { minLength: 1, maxLength: 12 }) },
   { weight: 1, arbitrary: fc.array(fc.constantFrom('a:1', 'b:1', 'c:1'), { minLength: 1, maxLength: 12 }) },
 );
 /** Any UTF-16 unit, lone surrogates included: UTF-8 encoding turns them into U+FFFD alike. */
@@ -75,7 +80,7 @@ describe('HashRing', () => {
         for (const k of keys) {
           const expected = old.serverAt(old.inside.hashValue(k));
           if (ring.get(k) !== expected) differ.push({ key: k, get: ring.get(k), expected });
-          if (safeForHashringGet(k) && ring.get(k) !== old.ring.get(k))
+          if (notAnObjectProperty(k) && ring.get(k) !== old.ring.get(k))
             differ.push({ key: k, get: ring.get(k), hashring: old.ring.get(k) });
           for (let count = 1; count <= list.length + 1; count++) {
             const [ours, theirs] = [ring.range(k, count), old.ring.range(k, count, true)];
