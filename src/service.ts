@@ -13,7 +13,6 @@ import {
 } from './counting/limiter.js';
 import { reloadCarries } from './counting/sizing.js';
 import { reloadable } from './counting/reloadable-limiter.js';
-import { startRateLimitService } from './grpc/rate-limit-service.js';
 import type { GrpcServer } from './grpc/server.js';
 import { buildApp } from './http/app.js';
 import { httpsOptions, serveRenewedCertificates } from './http/tls.js';
@@ -208,6 +207,9 @@ export async function startService(
   let grpc: GrpcServer | undefined;
   if (settings.grpcPort !== undefined) {
     try {
+      // Loaded only when served: the gRPC service's modules (proto-loader, protobufjs) took
+      // about 45 ms of every start, with or without a gRPC port.
+      const { startRateLimitService } = await import('./grpc/rate-limit-service.js');
       grpc = await startRateLimitService({
         port: settings.grpcPort,
         host: settings.host,

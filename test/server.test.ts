@@ -417,6 +417,51 @@ describe('the memgate process', () => {
     }
   });
 
+  // Every start pays for what it loads: the gRPC service's modules and undici (graphite-web's
+  // client) took about 105 ms of each, configured or not.
+  it('loads the gRPC service and undici only when configured', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'memgate-loads-'));
+    await writeFile(
+      join(dir, 'hooks.mjs'),
+      `import { appendFileSync } from 'node:fs';
+export async function resolve(specifier, context, next) {
+  const resolved = await next(specifier, context);
+  appendFileSync(process.env.MODULE_LOG, resolved.url + '\\n');
+  return resolved;
+}\n`,
+    );
+    await writeFile(
+      join(dir, 'register.mjs'),
+      `import { register } from 'node:module';\nregister('./hooks.mjs', import.meta.url);\n`,
+    );
+    /** What the service imported by the time it listened. */
+    const loaded = async (name: string, env: Record<string, string>) => {
+      const log = join(dir, `${name}.log`);
+      await writeFile(log, '');
+      const service = await startService({
+        ...env,
+        // A heap limit of node's own: the service serves without a launcher, one process through the hook.
+        NODE_OPTIONS: `--max-old-space-size=256 --import ${join(dir, 'register.mjs')}`,
+        MODULE_LOG: log,
+      });
+      expect(await service.stop()).toBe(0);
+      const files = (await readFile(log, 'utf8')).split('\n');
+      return {
+        packages: new Set(files.flatMap((file) => /node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(file)?.[1] ?? [])),
+        grpcModules: files.filter((file) => file.includes('/dist/grpc/')),
+      };
+    };
+    // Every import goes through the hook's thread, slow on a loaded machine: both services at once.
+    const [plain, grpc] = await Promise.all([loaded('plain', {}), loaded('grpc', { MEMGATE_GRPC_PORT: '0' })]);
+    // The hook sees what is imported: the HTTP server's framework is.
+    expect(plain.packages.has('fastify')).toBe(true);
+    expect(plain.grpcModules).toEqual([]);
+    expect(plain.packages.has('@grpc/proto-loader')).toBe(false);
+    expect(plain.packages.has('undici')).toBe(false);
+    expect(grpc.grpcModules).not.toEqual([]);
+    expect(grpc.packages.has('@grpc/proto-loader')).toBe(true);
+  }, 60_000);
+
   describe("the Docker image's HEALTHCHECK", () => {
     /** The HEALTHCHECK's command, run here with `env`; `preload` is imported first. */
     async function healthcheck(

@@ -48,6 +48,9 @@ export function isServiceLink(name: string, services: ReadonlySet<string>): bool
  */
 function mistyped(name: string, known: string): boolean {
   const most = name.length < 6 ? 1 : 2;
+  // Names further apart in length are further apart in edits: every variable of the
+  // environment is held against every setting, at each start, in the launcher and the service.
+  if (Math.abs(name.length - known.length) > most) return false;
   return leven(name, known) <= most || (name.length === known.length && oneSwap(name, known));
 }
 

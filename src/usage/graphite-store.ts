@@ -1,5 +1,5 @@
 import { createConnection } from 'node:net';
-import { Agent, request } from 'undici';
+import type { Agent } from 'undici';
 import { DEFAULTS } from '../config/defaults.js';
 import type { Archive } from '../config/retention.js';
 import { decodeNode, GraphiteLayout, storable } from './graphite-path.js';
@@ -163,7 +163,14 @@ export function graphiteReader({
   const base = new URL(web);
   // Relative to graphite-web's own path: `http://host/graphite` serves /graphite/render.
   if (!base.pathname.endsWith('/')) base.pathname += '/';
-  const agent = new Agent({ connect: { timeout: timeoutMs } });
+  // undici is loaded with the first read, not with this module: every service imports it
+  // (open-usage.ts), few read graphite-web, and loading undici took about 60 ms of each start.
+  let http: Promise<{ agent: Agent; request: typeof import('undici').request }> | undefined;
+  const loadHttp = () =>
+    (http ??= import('undici').then(({ Agent, request }) => ({
+      agent: new Agent({ connect: { timeout: timeoutMs } }),
+      request,
+    })));
 
   async function getJson(path: string, params: URLSearchParams): Promise<unknown> {
     const url = new URL(path, base);
@@ -171,6 +178,7 @@ export function graphiteReader({
     let status: number;
     let text: string;
     try {
+      const { agent, request } = await loadHttp();
       const response = await request(url, { dispatcher: agent, signal: AbortSignal.timeout(timeoutMs) });
       status = response.statusCode;
       text = await response.body.text();
@@ -243,7 +251,9 @@ export function graphiteReader({
       return [...events].sort().map((event): EventRange => ({ event, from, until: now + 1 }));
     },
 
-    close: () => agent.close(),
+    close: async () => {
+      if (http) await (await http).agent.close();
+    },
   };
 }
 
