@@ -16,6 +16,7 @@ import type { Decision } from '../src/counting/decision.js';
 import { createMemcachedStore } from '../src/store/memcached/memcached-store.js';
 import { envoyConfigFile, startEnvoyService, useEnvoyServices, type EnvoyService } from './helpers/envoy-service.js';
 import { uniquePrefix, useMemcached } from './helpers/memcached.js';
+import { awayFromWindowEnd } from './helpers/window.js';
 
 const POLICIES = `
 events:
@@ -168,6 +169,8 @@ describe('every spelling of an address is one client, on every surface', () => {
       domain: 'edge',
       descriptors: [{ entries: [{ key: 'remote_address', value }] }],
     });
+    // A minute's fixed window: each pair below must fall in one.
+    await awayFromWindowEnd(60);
     expect((await memgate.client.shouldRateLimit(descriptor('::ffff:10.7.7.7'))).overall_code).toBe('OK');
     expect((await memgate.client.shouldRateLimit(descriptor('10.7.7.7'))).overall_code).toBe('OVER_LIMIT');
     expect((await memgate.client.shouldRateLimit(descriptor('2001:DB8::77'))).overall_code).toBe('OK');

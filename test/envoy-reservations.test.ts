@@ -58,6 +58,8 @@ const remaining = async (client: RlsClient, ...pairs: [string, string][]) =>
 describe('reservations through ShouldRateLimit', () => {
   it('reserves hits_addend, answers its id in dynamic_metadata, and a second call settles it at the actual cost, once', async () => {
     const { client, url, lines } = await start();
+    // Its day is a fixed window, which turns on a minute's turn: every call below falls in one.
+    await awayFromMinuteEnd();
     const tenant: [string, string] = ['tenant', 'acme'];
     const reserved = await call(client, asking(1000, tenant));
     expect(reserved.overall_code).toBe('OK');
@@ -108,6 +110,8 @@ describe('reservations through ShouldRateLimit', () => {
 
   it('refunds what a smaller cost leaves, and answers OVER_LIMIT with no reservation', async () => {
     const { client } = await start();
+    // Its day is a fixed window, which turns on a minute's turn: every call below falls in one.
+    await awayFromMinuteEnd();
     const model: [string, string] = ['model', 'm1'];
     const first = await call(client, asking(3000, model));
     const id = reservationOf(first) ?? '';

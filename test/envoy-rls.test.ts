@@ -73,6 +73,8 @@ const headerMap = (headers: { key: string; value: string }[]) =>
 describe('months over gRPC', () => {
   it("keeps upstream's 30-day month, and counts a calendar month to local midnight when the file opts in", async () => {
     const { client } = await start();
+    // A month turns on a minute's turn: away from one, every call below falls in one month.
+    await awayFromWindowEnd(60);
     const plain = await client.shouldRateLimit(oneDescriptor('edge', ['plain_month', 'a']));
     const thirtyDays = 30 * 86_400;
     const untilEpochMonth = thirtyDays - (Math.floor(Date.now() / 1000) % thirtyDays);
@@ -295,6 +297,8 @@ descriptors:
       config: await configFile(META),
       env: { QUOTA_MODE: 'true', RESPONSE_DYNAMIC_METADATA: 'true' },
     });
+    // Its limits are fixed windows: every call below must fall in one.
+    await awayFromWindowEnd(60);
     const first = await call(client, ['quota', 'regular'], 'p1');
     expect(first.overall_code).toBe('OK');
     // Both passed: the quota descriptor's name, first in the request, is kept.
@@ -380,6 +384,8 @@ describe('ShouldRateLimit against the service', () => {
 
   it('walks nested descriptors, prefers an exact value to a wildcard and a wildcard to the key alone', async () => {
     const { client } = await start();
+    // Its limits are fixed windows: every call below must fall in one (an hour turns on a minute's turn).
+    await awayFromWindowEnd(60);
     expect(await codes(client, oneDescriptor('edge', ['tenant', 'acme'], ['route', 'search']), 3)).toEqual([
       'OK',
       'OK',
@@ -580,6 +586,8 @@ describe('ShouldRateLimit against the service', () => {
     const config = await configFile(CONFIG);
     const a = await start({ config, prefix });
     const b = await start({ config, prefix });
+    // Its limits are fixed windows: every call below must fall in one.
+    await awayFromWindowEnd(60);
     const request = oneDescriptor('edge', ['path', '/busy']);
     const answers = await Promise.all(
       Array.from({ length: 240 }, (_, i) => (i % 2 === 0 ? a : b).client.shouldRateLimit(request)),
@@ -629,6 +637,8 @@ describe('ShouldRateLimit against the service', () => {
   it('reloads the Envoy configuration with /admin/reload, and keeps it when the new file is bad', async () => {
     const config = await configFile(CONFIG);
     const { client, url } = await start({ config });
+    // Its limits are fixed windows: every call below must fall in one.
+    await awayFromWindowEnd(60);
     const reload = () =>
       fetch(`${url}/admin/reload`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}` } });
     await writeFile(

@@ -14,6 +14,7 @@ import { createLimiter, type ObservedDecision } from '../src/counting/limiter.js
 import { createEmbeddedStore } from '../src/store/embedded-store.js';
 import { envoyConfigFile, startEnvoyService, type EnvoyService } from './helpers/envoy-service.js';
 import { uniquePrefix, useMemcached } from './helpers/memcached.js';
+import { awayFromWindowEnd } from './helpers/window.js';
 
 const POLICIES = `
 events:
@@ -235,6 +236,8 @@ describe('the same client, the same question, on every surface', () => {
     const feature = `u-${uniquePrefix()}`;
     const ask = (key: string) =>
       memgate.client.shouldRateLimit({ domain: 'edge', descriptors: [{ entries: [{ key, value: feature }] }] });
+    // Its limits are a minute's fixed windows: every call below must fall in one.
+    await awayFromWindowEnd(60);
     // A limit of 0: over, counting nothing, reported once under its event.
     let answer = await ask('blocked');
     expect(await movedBy('envoy:edge.blocked', async () => (answer = await ask('blocked')))).toEqual({
