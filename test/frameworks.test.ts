@@ -3,7 +3,7 @@
 // real memcached.
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -21,6 +21,7 @@ import { memgateStore } from '../src/integrations/fastify-rate-limit.js';
 import { eventFromRoute } from '../src/integrations/route-event.js';
 import { uniquePrefix, useMemcached } from './helpers/memcached.js';
 import { closedPortUrl, peekAt, send, serveExpress, serveFastify } from './helpers/framework-apps.js';
+import { loggedFiles, moduleLog, packagesOf } from './helpers/module-log.js';
 import { startServiceProcess, type ServiceProcess } from './helpers/service-process.js';
 
 const TOKEN = 'frameworks-admin-token-0123456789abcdef';
@@ -422,32 +423,18 @@ describe('the integrations', () => {
   });
 
   it('load neither memjs nor fastify, and each framework only its own', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'memgate-graph-'));
-    await writeFile(
-      join(dir, 'hooks.mjs'),
-      `import { appendFileSync } from 'node:fs';
-export async function resolve(specifier, context, next) {
-  const resolved = await next(specifier, context);
-  appendFileSync(process.env.MODULE_LOG, resolved.url + '\\n');
-  return resolved;
-}\n`,
-    );
-    await writeFile(
-      join(dir, 'register.mjs'),
-      `import { register } from 'node:module';\nregister('./hooks.mjs', import.meta.url);\n`,
-    );
+    const modules = await moduleLog();
     const loaded = async (module: string) => {
-      const log = join(dir, `${module}.log`);
-      await writeFile(log, '');
+      const log = await modules.log(module);
       // ES modules through the hook; CommonJS ones (express, memjs, fastify are) from require.cache.
       const script = `import { createRequire } from 'node:module';
 await import(${JSON.stringify(new URL(`../src/integrations/${module}.ts`, import.meta.url).href)});
 console.log(JSON.stringify(Object.keys(createRequire(import.meta.url).cache)));`;
       const child = spawn(
         process.execPath,
-        ['--import', 'tsx', '--import', join(dir, 'register.mjs'), '--input-type=module', '-e', script],
+        ['--import', 'tsx', '--import', modules.register, '--input-type=module', '-e', script],
         {
-          env: { ...process.env, MODULE_LOG: log },
+          env: { ...process.env, ...log.env },
           stdio: ['ignore', 'pipe', 'inherit'],
         },
       );
@@ -455,9 +442,8 @@ console.log(JSON.stringify(Object.keys(createRequire(import.meta.url).cache)));`
       child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
       const [code] = (await once(child, 'close')) as [number];
       expect(code, module).toBe(0);
-      const files = [...(await readFile(log, 'utf8')).split('\n'), ...(JSON.parse(out) as string[])];
-      const packages = new Set(files.flatMap((file) => /node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(file)?.[1] ?? []));
-      return { files, packages };
+      const files = [...(await loggedFiles(log.path)), ...(JSON.parse(out) as string[])];
+      return { files, packages: packagesOf(files) };
     };
     for (const module of ['express-rate-limit', 'fastify-rate-limit', 'express', 'fastify']) {
       const { files, packages } = await loaded(module);

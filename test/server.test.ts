@@ -8,6 +8,7 @@ import { DEFAULTS } from '../src/config/defaults.js';
 import { USAGE } from '../src/config/settings.js';
 import { VERSION } from '../src/config/version.js';
 import { startMemcachedProcess, type MemcachedProcess } from './helpers/memcached.js';
+import { loggedFiles, moduleLog, packagesOf } from './helpers/module-log.js';
 import { startServiceProcess as startService } from './helpers/service-process.js';
 
 /** Runs the service expecting it to end by itself (refusing to start, or --help). */
@@ -420,36 +421,19 @@ describe('the memgate process', () => {
   // Every start pays for what it loads: the gRPC service's modules and undici (graphite-web's
   // client) took about 105 ms of each, configured or not.
   it('loads the gRPC service and undici only when configured', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'memgate-loads-'));
-    await writeFile(
-      join(dir, 'hooks.mjs'),
-      `import { appendFileSync } from 'node:fs';
-export async function resolve(specifier, context, next) {
-  const resolved = await next(specifier, context);
-  appendFileSync(process.env.MODULE_LOG, resolved.url + '\\n');
-  return resolved;
-}\n`,
-    );
-    await writeFile(
-      join(dir, 'register.mjs'),
-      `import { register } from 'node:module';\nregister('./hooks.mjs', import.meta.url);\n`,
-    );
+    const modules = await moduleLog();
     /** What the service imported by the time it listened. */
     const loaded = async (name: string, env: Record<string, string>) => {
-      const log = join(dir, `${name}.log`);
-      await writeFile(log, '');
+      const log = await modules.log(name);
       const service = await startService({
         ...env,
+        ...log.env,
         // A heap limit of node's own: the service serves without a launcher, one process through the hook.
-        NODE_OPTIONS: `--max-old-space-size=256 --import ${join(dir, 'register.mjs')}`,
-        MODULE_LOG: log,
+        NODE_OPTIONS: `--max-old-space-size=256 --import ${modules.register}`,
       });
       expect(await service.stop()).toBe(0);
-      const files = (await readFile(log, 'utf8')).split('\n');
-      return {
-        packages: new Set(files.flatMap((file) => /node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(file)?.[1] ?? [])),
-        grpcModules: files.filter((file) => file.includes('/dist/grpc/')),
-      };
+      const files = await loggedFiles(log.path);
+      return { packages: packagesOf(files), grpcModules: files.filter((file) => file.includes('/dist/grpc/')) };
     };
     // Every import goes through the hook's thread, slow on a loaded machine: both services at once.
     const [plain, grpc] = await Promise.all([loaded('plain', {}), loaded('grpc', { MEMGATE_GRPC_PORT: '0' })]);
