@@ -22,6 +22,7 @@ import type { Suite, SuiteContext, SuiteReport } from './bench/suite.js';
 import { throughput } from './bench/throughput.js';
 import { tracing } from './bench/tracing.js';
 import { reload } from './bench/reload.js';
+import { startup } from './bench/startup.js';
 import { usage } from './bench/usage.js';
 import { whatIf } from './bench/what-if.js';
 import { EXIT, runCommand } from '../src/commands/command-line.js';
@@ -44,6 +45,7 @@ const SUITES: readonly Suite[] = [
   failover,
   whatIf,
   reload,
+  startup,
   tracing,
 ];
 const DOCS = 'docs/performance.md';
