@@ -421,6 +421,23 @@ describe('graphiteReader, against a stand-in HTTP server', () => {
     await reader.close();
   });
 
+  it('closes without a read, and refuses reads once closed, as after one', async () => {
+    const asked: string[] = [];
+    const url = await web((request, response) => {
+      asked.push(request.url ?? '');
+      response.end('[]');
+    });
+    // Closed before its client was ever loaded: nothing to close, and nothing opened after.
+    const unread = graphiteReader({ web: url, archives: ARCHIVES });
+    await unread.close();
+    await expect(unread.series(query)).rejects.toThrow(UsageStoreUnavailableError);
+    const read = graphiteReader({ web: url, archives: ARCHIVES });
+    await read.series(query);
+    await read.close();
+    await expect(read.series(query)).rejects.toThrow(/closed/);
+    expect(asked).toHaveLength(1);
+  });
+
   it('rejects with UsageStoreUnavailableError when graphite-web does not answer within the timeout', async () => {
     const url = await web(() => undefined); // never answers
     const reader = graphiteReader({ web: url, archives: ARCHIVES, timeoutMs: 200 });

@@ -166,11 +166,18 @@ export function graphiteReader({
   // undici is loaded with the first read, not with this module: every service imports it
   // (open-usage.ts), few read graphite-web, and loading undici took about 60 ms of each start.
   let http: Promise<{ agent: Agent; request: typeof import('undici').request }> | undefined;
-  const loadHttp = () =>
-    (http ??= import('undici').then(({ Agent, request }) => ({
-      agent: new Agent({ connect: { timeout: timeoutMs } }),
-      request,
-    })));
+  let closed = false;
+  const loadHttp = () => {
+    if (closed) return Promise.reject(new Error('the reader is closed'));
+    // A load that failed (say, out of file handles) is tried again by the next read.
+    return (http ??= import('undici').then(
+      ({ Agent, request }) => ({ agent: new Agent({ connect: { timeout: timeoutMs } }), request }),
+      (error: unknown) => {
+        http = undefined;
+        throw error;
+      },
+    ));
+  };
 
   async function getJson(path: string, params: URLSearchParams): Promise<unknown> {
     const url = new URL(path, base);
@@ -252,7 +259,9 @@ export function graphiteReader({
     },
 
     close: async () => {
-      if (http) await (await http).agent.close();
+      closed = true;
+      const loaded = await http?.catch(() => undefined);
+      await loaded?.agent.close();
     },
   };
 }
