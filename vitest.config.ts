@@ -35,6 +35,13 @@ const EDGE = ['test/setup/edge.ts'];
  */
 const COMPILER_CHECKS = ['scripts/flat-contract-types.test.ts'];
 
+/**
+ * Tests that measure this process's heap: each runs in a worker of its own, as a file with the
+ * integration tests would share one with the files before it, whose garbage a collection may
+ * free in the middle of a measure.
+ */
+const HEAP_MEASURES = ['test/memory-estimate.test.ts'];
+
 /** One build of dist/ and one memcached for the whole run (test/setup/shared-run.ts). */
 const SHARED_RUN = ['test/setup/shared-run.ts'];
 
@@ -69,14 +76,28 @@ export default defineConfig({
           // time on two cores, as most of their time is spent waiting on those (measured: 130 s
           // against 175 s for two at a time, and 300 s for one).
           include: ['test/**/*.test.ts', ...COMPILER_CHECKS],
-          exclude: SLOW,
+          exclude: [...SLOW, ...HEAP_MEASURES],
           globalSetup: SHARED_RUN,
           maxWorkers: 3,
           // Files share a worker's modules, as the unit tests do: what they test runs mostly in
-          // the processes they start, and loading src/ and its packages again for each of the
+          // the processes they start, and loading src/ and its packages again for each of its
           // 70 files cost about 35 s of CPU in a phase that keeps both cores busy (measured,
           // the project alone: 366 s wall and 647 s of CPU isolated, 352 s and 609 s not).
           isolate: false,
+          // A spy a failing test left in place would reach the next files in its worker.
+          restoreMocks: true,
+          sequence: { groupOrder: 1 },
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'heap',
+          include: HEAP_MEASURES,
+          // With the integration tests, and as many workers (vitest runs projects of one group
+          // order on one pool), but isolated.
+          maxWorkers: 3,
+          isolate: true,
           sequence: { groupOrder: 1 },
         },
       },

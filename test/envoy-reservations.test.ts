@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import type { RlsClient, WireDescriptorIn, WireRequestIn, WireResponseOut } from '../scripts/lib/rls-client.js';
 import { useEnvoyServices } from './helpers/envoy-service.js';
 import { useMemcached } from './helpers/memcached.js';
-import { awayFromWindowEnd } from './helpers/window.js';
+import { awayFromWindowEnd, UNIT_SECONDS } from './helpers/window.js';
 
 const memcached = useMemcached();
 
@@ -58,8 +58,8 @@ const remaining = async (client: RlsClient, ...pairs: [string, string][]) =>
 describe('reservations through ShouldRateLimit', () => {
   it('reserves hits_addend, answers its id in dynamic_metadata, and a second call settles it at the actual cost, once', async () => {
     const { client, url, lines } = await start();
-    // Its day is a fixed window, which turns on a minute's turn: every call below falls in one.
-    await awayFromMinuteEnd();
+    // Its limit is a day's fixed window: every call below must fall in one.
+    await awayFromWindowEnd(UNIT_SECONDS.DAY);
     const tenant: [string, string] = ['tenant', 'acme'];
     const reserved = await call(client, asking(1000, tenant));
     expect(reserved.overall_code).toBe('OK');
@@ -110,8 +110,8 @@ describe('reservations through ShouldRateLimit', () => {
 
   it('refunds what a smaller cost leaves, and answers OVER_LIMIT with no reservation', async () => {
     const { client } = await start();
-    // Its day is a fixed window, which turns on a minute's turn: every call below falls in one.
-    await awayFromMinuteEnd();
+    // Its limit is a day's fixed window: every call below must fall in one.
+    await awayFromWindowEnd(UNIT_SECONDS.DAY);
     const model: [string, string] = ['model', 'm1'];
     const first = await call(client, asking(3000, model));
     const id = reservationOf(first) ?? '';

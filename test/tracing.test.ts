@@ -3,7 +3,9 @@
 // ShouldRateLimit each a server span with its decision, its store calls as its children, a
 // caller's traceparent as its parent. Tracing off, memgate loads none of the SDK and starts no
 // span; a tracer provider the process registered itself is used in place of memgate's.
-// The first test must run first: it looks at what the process has loaded before any other does.
+// The first test must run first: it looks at what the process has loaded before this file's
+// other tests start the SDK. Earlier files in the same worker (the integration project shares
+// a worker's modules between files) load none of it: this is the only file that starts it here.
 import { createRequire } from 'node:module';
 import { createServer } from 'node:http';
 import { mkdtemp, writeFile } from 'node:fs/promises';
