@@ -49,6 +49,14 @@ export async function baselineBuild(ref: string): Promise<BaselineBuild> {
   return { commit, root };
 }
 
+/**
+ * `ref`'s build, or why there is none, for a suite that still measures everything else without
+ * it (a shallow clone has no older commit).
+ */
+export function baselineOrWhyNot(ref: string): Promise<BaselineBuild | Error> {
+  return baselineBuild(ref).catch((error: unknown) => (error instanceof Error ? error : new Error(String(error))));
+}
+
 async function exists(path: string): Promise<boolean> {
   try {
     await access(path);

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { markdownTable } from 'markdown-table';
 import { oneFeature, runLoad } from '../lib/run-load.js';
-import { baselineBuild, type BaselineBuild } from './baseline.js';
+import { baselineOrWhyNot } from './baseline.js';
 import { cpuMicros, startCase, startService, type Measured } from './processes.js';
 import { median, verdict, type Suite } from './suite.js';
 
@@ -59,12 +59,7 @@ export const denyPath: Suite = {
 
   run: async ({ servers, duration, connections, rounds, progress, doing, baseline }) => {
     // The A/B row: the service as built at another commit (--baseline; --baseline main compares a change with main).
-    const older: BaselineBuild | Error | undefined =
-      baseline === undefined
-        ? undefined
-        : await baselineBuild(baseline).catch((error: unknown) =>
-            error instanceof Error ? error : new Error(String(error)),
-          );
+    const older = baseline === undefined ? undefined : await baselineOrWhyNot(baseline);
     if (older instanceof Error) progress(`deny: no A/B row: ${older.message}`);
     const dir = await mkdtemp(join(tmpdir(), 'memgate-bench-'));
     const policies = join(dir, 'policies.yaml');

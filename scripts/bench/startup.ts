@@ -2,7 +2,7 @@
 // listens), and the CPU its processes spent meanwhile. A restart, a rollout or a new instance
 // behind an autoscaler waits that long before it answers; so does every test that starts one.
 import { markdownTable } from 'markdown-table';
-import { baselineBuild, type BaselineBuild } from './baseline.js';
+import { baselineOrWhyNot } from './baseline.js';
 import { cpuMicros, startService } from './processes.js';
 import { median, type Suite } from './suite.js';
 
@@ -50,9 +50,7 @@ export const startup: Suite = {
 
   run: async ({ servers, rounds, progress, doing, baseline }) => {
     doing(`startup: building ${baseline ?? A_B_COMMIT} for the A/B rows`);
-    const older: BaselineBuild | Error = await baselineBuild(baseline ?? A_B_COMMIT).catch((error: unknown) =>
-      error instanceof Error ? error : new Error(String(error)),
-    );
+    const older = await baselineOrWhyNot(baseline ?? A_B_COMMIT);
     if (older instanceof Error) progress(`startup: no A/B rows: ${older.message}`);
     const builds = [
       { label: 'this build', root: undefined },

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { markdownTable } from 'markdown-table';
 import { featureSpread, runLoad, type LoadSummary } from '../lib/run-load.js';
-import { baselineBuild, type BaselineBuild } from './baseline.js';
+import { baselineOrWhyNot } from './baseline.js';
 import { cpuMicros, startCase, startService, type Measured } from './processes.js';
 import { median, verdict, type Suite } from './suite.js';
 
@@ -108,10 +108,7 @@ export const throughput: Suite = {
 
   run: async ({ servers, duration, connections, rounds, progress, doing, baseline }) => {
     doing(`throughput: building ${baseline ?? A_B_COMMIT} for the A/B case`);
-    // A clone without that commit (a shallow one) still measures everything else.
-    const older: BaselineBuild | Error = await baselineBuild(baseline ?? A_B_COMMIT).catch((error: unknown) =>
-      error instanceof Error ? error : new Error(String(error)),
-    );
+    const older = await baselineOrWhyNot(baseline ?? A_B_COMMIT);
     if (older instanceof Error) progress(`throughput: no A/B case: ${older.message}`);
     const workloads = WORKLOADS.map((workload) => ({
       ...workload,
