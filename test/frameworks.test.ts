@@ -11,7 +11,7 @@ import rateLimitPlugin from '@fastify/rate-limit';
 import express from 'express';
 import { MemoryStore, rateLimit, type Options as ErlOptions } from 'express-rate-limit';
 import Fastify, { type FastifyInstance } from 'fastify';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { createClient, type MemgateClient } from '../src/client/index.js';
 import type { Decision } from '../src/counting/decision.js';
 import { memgateLimit } from '../src/integrations/express.js';
@@ -424,6 +424,7 @@ describe('the integrations', () => {
 
   it('load neither memjs nor fastify, and each framework only its own', async () => {
     const modules = await moduleLog();
+    onTestFinished(() => modules.remove());
     const loaded = async (module: string) => {
       const log = await modules.log(module);
       // ES modules through the hook; CommonJS ones (express, memjs, fastify are) from require.cache.

@@ -3,7 +3,7 @@ import { mkdtemp, readdir, readFile, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { availableParallelism, getPriority, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { DEFAULTS } from '../src/config/defaults.js';
 import { USAGE } from '../src/config/settings.js';
 import { VERSION } from '../src/config/version.js';
@@ -422,6 +422,7 @@ describe('the memgate process', () => {
   // client) took about 105 ms of each, configured or not.
   it('loads the gRPC service and undici only when configured', async () => {
     const modules = await moduleLog();
+    onTestFinished(() => modules.remove());
     /** What the service imported by the time it listened. */
     const loaded = async (name: string, env: Record<string, string>) => {
       const log = await modules.log(name);

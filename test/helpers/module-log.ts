@@ -1,6 +1,6 @@
 // What a program imports: a module hook (node:module's register) that writes every ES module
 // it resolves to a log file, for tests that hold a program to loading only what it uses.
-import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -12,6 +12,8 @@ export interface ModuleLog {
   readonly register: string;
   /** A fresh log for one program, and the environment that points the hook at it. */
   log(name: string): Promise<{ readonly path: string; readonly env: Readonly<Record<string, string>> }>;
+  /** Removes the hook and its logs. */
+  remove(): Promise<void>;
 }
 
 /** Writes the hook into a folder of its own. */
@@ -35,6 +37,7 @@ export async function resolve(specifier, context, next) {
       await writeFile(path, '');
       return { path, env: { [LOG_VARIABLE]: path } };
     },
+    remove: () => rm(dir, { recursive: true, force: true }),
   };
 }
 
