@@ -93,7 +93,10 @@ export const envoyFileSchema = {
   },
 } as const;
 
-/** The file's shape check, compiled when a file is first read: about 35 ms, which a service without one need not pay at start. */
+/**
+ * The file's shape check, compiled when a file is first read (about 35 ms): a service without
+ * an Envoy file need not pay for it at every start.
+ */
 let validateShape: ValidateFunction | undefined;
 const shapeValidator = (): ValidateFunction =>
   (validateShape ??= new Ajv({ allErrors: true, allowUnionTypes: true, code: AJV_CODE_OPTIONS }).compile(envoyFileSchema));
