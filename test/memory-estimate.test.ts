@@ -3,27 +3,13 @@
 // measured at the second its windows hold the most buckets, every client denied (so it
 // keeps its last denial too), as the heap 2,000 more cached clients took after a full
 // collection. Before, a 1 s window was counted at 2.2 KB and took 2.6 KB.
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
 import { createLimiter } from '../src/counting/limiter.js';
 import { overfullCacheBytes, type FeatureState } from '../src/counting/algorithms/windows/feature-cache.js';
 import { overfull } from '../src/counting/algorithms/windows/overfull.js';
 import type { WindowsPlan } from '../src/counting/plan-types.js';
+import { collectedHeap } from '../scripts/lib/collected-heap.js';
 import { denyingStore } from '../scripts/lib/denying-store.js';
-
-setFlagsFromString('--expose-gc');
-const gc = runInNewContext('gc') as () => void;
-
-/**
- * The heap in use once what is unreachable has been collected: twice, as one collection may
- * return with its sweeping still running, the heap then still counting its garbage.
- */
-function collectedHeap(): number {
-  gc();
-  gc();
-  return process.memoryUsage().heapUsed;
-}
 
 const L = (window: string, extra: object = {}) => ({ limit: 1_000_000_000, window, ...extra });
 const SHAPES: Record<string, object> = {

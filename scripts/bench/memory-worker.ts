@@ -2,9 +2,10 @@
 // What a cached client takes of the heap against what the feature cache counts it at, at
 // the second the shape's windows hold the most buckets and at an average second, each
 // client denied so that it keeps its last denial too. Prints an EstimateResult as JSON.
-// Run with --expose-gc.
+// Collections are asked for through scripts/lib/collected-heap.ts.
 import { memgateModules } from './compiled.js';
 import { SHAPES, type EstimateResult } from './memory.js';
+import { collectedHeap } from '../lib/collected-heap.js';
 import { denyingStore } from '../lib/denying-store.js';
 
 const { createLimiter } = await memgateModules();
@@ -14,15 +15,6 @@ const CLIENTS = 4000;
 const shape = process.argv[2] ?? '1 min';
 const policy = SHAPES[shape];
 if (!policy) throw new Error(`no shape ${JSON.stringify(shape)}`);
-
-const gc = (globalThis as { gc?: () => void }).gc ?? (() => undefined);
-
-/** The heap in use once all garbage is collected: twice, as one collection's sweeping may still run when it returns. */
-function collectedHeap(): number {
-  gc();
-  gc();
-  return process.memoryUsage().heapUsed;
-}
 
 /** Heap and estimate per client, CLIENTS more clients cached at `second`. */
 async function perClient(second: number): Promise<{ heap: number; estimate: number }> {
