@@ -99,6 +99,35 @@ function everyClientLimited(answers: readonly Answer[]): Promise<number> {
   return when(() => Promise.resolve(limited()), 20_000);
 }
 
+/**
+ * Until every client of `clients` has been refused, without the store's fault, by a check sent
+ * after `after`: limited where it is counted then. A denial repeated from memory is at most
+ * DEFAULTS.maxDenialCacheMs old, so one sent later than that after a move was decided after it.
+ */
+function limitedSince(answers: readonly Answer[], clients: readonly number[], after: number): Promise<number> {
+  const sentAfter = after + DEFAULTS.maxDenialCacheMs + 100;
+  const limited = (client: number) =>
+    answers.some((a) => a.client === client && !a.allowed && !a.degraded && a.sentAt > sentAfter);
+  return when(() => Promise.resolve(clients.every(limited)), 20_000);
+}
+
+/** Until both instances' /readyz list the victim failed over (to servers of the cluster). */
+function failedOver(services: readonly ServiceProcess[], victim: number, labels: readonly string[]): Promise<number> {
+  return when(async () => {
+    const states = await Promise.all(services.map(readyz));
+    return states.every(({ status, body }) => {
+      const server = body.servers[victim];
+      const movedTo = server?.failedOverTo ?? [];
+      return (
+        status === 200 &&
+        server?.state === 'failed-over' &&
+        movedTo.length > 0 &&
+        movedTo.every((label) => labels.includes(label))
+      );
+    });
+  }, 10_000);
+}
+
 /** Polls until `done` holds, returning Date.now() then. */
 async function when(done: () => Promise<boolean>, timeoutMs: number): Promise<number> {
   const started = Date.now();
@@ -111,8 +140,7 @@ async function when(done: () => Promise<boolean>, timeoutMs: number): Promise<nu
 
 /** Three memcached processes, two memgate processes failing over between them, and the clients the victim holds. */
 async function cluster() {
-  const nodes: MemcachedProcess[] = [];
-  for (let i = 0; i < 3; i++) nodes.push(await startMemcachedProcess());
+  const nodes: MemcachedProcess[] = await Promise.all(Array.from({ length: 3 }, () => startMemcachedProcess()));
   cleanups.push(() => Promise.all(nodes.map((node) => node.stop())));
   const labels = nodes.map((node) => node.servers);
   const policy = join(folder, 'policies.yaml');
@@ -124,7 +152,7 @@ async function cluster() {
     MEMCACHED_FAILOVER_HOLD_DOWN_MS: String(HOLD_DOWN_MS),
     MEMCACHED_FAILOVER_SETTLE_MS: String(SETTLE_MS),
   };
-  const services = [await startServiceProcess(env), await startServiceProcess(env)];
+  const services = await Promise.all([startServiceProcess(env), startServiceProcess(env)]);
   cleanups.push(() => Promise.all(services.map((service) => service.stop())));
 
   // Which clients each node holds: the ring memgate uses, every server placed.
@@ -153,25 +181,11 @@ describe('a Memcached node that dies under load, and comes back', () => {
       killedAt = Date.now();
       await nodes[victim]?.stop();
       const stoppedAt = Date.now();
-      await sleep(2500);
-      const states = await Promise.all(services.map(readyz));
-      for (const { status, body } of states) {
-        expect(status).toBe(200);
-        expect(body.servers[victim]).toMatchObject({ up: false, state: 'failed-over' });
-        expect(body.servers[victim]?.failedOverTo?.length).toBeGreaterThan(0);
-        expect(labels).toEqual(expect.arrayContaining(body.servers[victim]?.failedOverTo ?? []));
-      }
+      await failedOver(services, victim, labels);
+      for (const { body } of await Promise.all(services.map(readyz))) expect(body.servers[victim]?.up).toBe(false);
       // Every moved client limited where it moved before the node returns: what it is admitted
-      // there is then the whole of its second limit, however slow the host. A denial sent
-      // within a denial's memory of the node's end may repeat one the dead node decided.
-      const limitedAfter = stoppedAt + DEFAULTS.maxDenialCacheMs + 100;
-      await when(
-        () =>
-          Promise.resolve(
-            moved.every((client) => answers.some((a) => a.client === client && !a.allowed && a.sentAt > limitedAfter)),
-          ),
-        20_000,
-      );
+      // there is then the whole of its second limit, however slow the host.
+      await limitedSince(answers, moved, stoppedAt);
       // Before the start: the node may take its first connection (memgate's probe) before the helper sees it listen.
       restartedAt = Date.now();
       nodes[victim] = await startMemcachedProcess({ port: nodes[victim]?.port ?? 0 });
@@ -180,7 +194,8 @@ describe('a Memcached node that dies under load, and comes back', () => {
           await when(async () => (await readyz(service)).body.servers[victim]?.state === 'up', SETTLE_MS + 5000),
         );
       }
-      await sleep(2000); // the moved clients reach their limit at home again
+      // The moved clients reach their limit at home again.
+      await limitedSince(answers, moved, Math.max(...returnedAt));
     })();
     await checkAll(services, answers, scenario);
     await scenario;
@@ -256,16 +271,17 @@ describe('a Memcached node that dies under load, and comes back', () => {
       await everyClientLimited(answers);
       pausedAt = Date.now();
       await nodes[victim]?.pause();
-      await sleep(2500);
-      for (const { status, body } of await Promise.all(services.map(readyz))) {
-        expect(status).toBe(200);
-        expect(body.servers[victim]).toMatchObject({ up: false, state: 'failed-over' });
-      }
+      await failedOver(services, victim, labels);
+      // Limited where they moved before the thaw: a full limit admitted there.
+      await limitedSince(answers, moved, pausedAt);
       nodes[victim]?.resume();
       resumedAt = Date.now();
-      for (const service of services)
-        await when(async () => (await readyz(service)).body.servers[victim]?.state === 'up', SETTLE_MS + 5000);
-      await sleep(1500);
+      const returned = await Promise.all(
+        services.map((service) =>
+          when(async () => (await readyz(service)).body.servers[victim]?.state === 'up', SETTLE_MS + 5000),
+        ),
+      );
+      await limitedSince(answers, moved, Math.max(...returned));
     })();
     await checkAll(services, answers, scenario);
     await scenario;
@@ -307,7 +323,7 @@ describe('a check whose server freezes while the check waits', () => {
   };
 
   async function frozenHome(failover: boolean) {
-    const nodes = [await startMemcachedProcess(), await startMemcachedProcess()];
+    const nodes = await Promise.all([startMemcachedProcess(), startMemcachedProcess()]);
     cleanups.push(() => Promise.all(nodes.map((node) => node.stop())));
     const labels = nodes.map((node) => node.servers);
     const store = createMemcachedStore({ servers: labels.join(','), timeoutMs: 200, failover });
@@ -322,7 +338,7 @@ describe('a check whose server freezes while the check waits', () => {
     const login = on1('login');
     const bucket = on1('bucket');
     expect((await limiter.check({ event: 'login', feature: login })).allowed).toBe(true);
-    await nodes[1]?.pause();
+    await nodes[1].pause();
     const checks = await Promise.all([
       ...Array.from({ length: 3 }, () => limiter.check({ event: 'login', feature: login })),
       limiter.check({ event: 'bucket', feature: bucket }),
