@@ -13,14 +13,17 @@ const PAGES = [
     .filter((name) => name.endsWith('.md'))
     .map((name) => `docs/${name}`),
 ];
-/** What each tool is, run without npm: a file under scripts/, or the memgate command from the source. */
+/**
+ * What each tool is, run without npm: node's arguments for a file under scripts/ (through tsx,
+ * as its npm script runs it), or for the memgate command as built (its bin, dist/main.js).
+ */
 const TOOLS: Record<string, string[]> = {
-  'npm run accuracy --': ['scripts/accuracy.ts'],
-  'npm run bench --': ['scripts/bench.ts'],
-  'npm run load --': ['scripts/load.ts'],
-  'npm run dashboard-screenshot --': ['scripts/dashboard-screenshot.ts'],
-  'memgate policies': ['src/main.ts', 'policies'],
-  'memgate usage': ['src/main.ts', 'usage'],
+  'npm run accuracy --': ['--import', 'tsx', 'scripts/accuracy.ts'],
+  'npm run bench --': ['--import', 'tsx', 'scripts/bench.ts'],
+  'npm run load --': ['--import', 'tsx', 'scripts/load.ts'],
+  'npm run dashboard-screenshot --': ['--import', 'tsx', 'scripts/dashboard-screenshot.ts'],
+  'memgate policies': ['dist/main.js', 'policies'],
+  'memgate usage': ['dist/main.js', 'usage'],
 };
 
 /** Each command line shown in a code span, as [page, the command, the tool, its arguments]. */
@@ -58,7 +61,7 @@ describe('the commands the docs show', () => {
   });
 
   it.concurrent.for(commands)('%s: %s parses its arguments', async ([, , tool, args], { expect }) => {
-    const { stderr, code } = await run(process.execPath, ['--import', 'tsx', ...tool, ...args], {
+    const { stderr, code } = await run(process.execPath, [...tool, ...args], {
       env: { ...process.env, CLI_DRY_RUN: '1' },
     }).then(
       ({ stderr }) => ({ stderr, code: 0 }),

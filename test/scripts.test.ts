@@ -14,18 +14,20 @@ import { policySizing } from '../src/counting/sizing.js';
 
 const run = promisify(execFile);
 /**
- * Runs a tool as `npm run NAME` does, without npm: `file` under scripts/, or a `memgate`
- * command (`memgate policies`) from the source; resolves to exit code, stdout and stderr
- * whatever the code.
+ * Runs a tool as `npm run NAME` does, without npm: `file` under scripts/ through tsx, or a
+ * `memgate` command (`memgate policies`) as built, the package's bin; resolves to exit code,
+ * stdout and stderr whatever the code.
  */
 async function script(
   file: string,
   args: string[],
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<{ code: number; stdout: string; stderr: string }> {
-  const command = file.startsWith('memgate ') ? ['src/main.ts', file.slice('memgate '.length)] : [`scripts/${file}`];
+  const command = file.startsWith('memgate ')
+    ? ['dist/main.js', file.slice('memgate '.length)]
+    : ['--import', 'tsx', `scripts/${file}`];
   try {
-    const { stdout, stderr } = await run(process.execPath, ['--import', 'tsx', ...command, ...args], { env });
+    const { stdout, stderr } = await run(process.execPath, [...command, ...args], { env });
     return { code: 0, stdout, stderr };
   } catch (error) {
     const { code, stdout, stderr } = error as { code: number; stdout: string; stderr: string };

@@ -14,7 +14,7 @@ import { startServiceProcess, type ServiceProcess } from './helpers/service-proc
 
 const run = promisify(execFile);
 
-/** `memgate usage ARGS`, from the source; resolves to exit code, stdout and stderr whatever the code. */
+/** `memgate usage ARGS`, as built (the package's bin); resolves to exit code, stdout and stderr whatever the code. */
 async function usage(
   args: string[],
   env: NodeJS.ProcessEnv = {},
@@ -22,7 +22,7 @@ async function usage(
   // Only what a test sets: a MEMGATE_URL of the machine running the tests must not leak in.
   const inherited = Object.fromEntries(Object.entries(process.env).filter(([name]) => name !== 'MEMGATE_URL'));
   try {
-    const { stdout, stderr } = await run(process.execPath, ['--import', 'tsx', 'src/main.ts', 'usage', ...args], {
+    const { stdout, stderr } = await run(process.execPath, ['dist/main.js', 'usage', ...args], {
       env: { ...inherited, ...env },
     });
     return { code: 0, stdout, stderr };
