@@ -42,6 +42,15 @@ const COMPILER_CHECKS = ['scripts/flat-contract-types.test.ts'];
  */
 const HEAP_MEASURES = ['test/memory-estimate.test.ts'];
 
+/**
+ * The packages as an app installs them (npm pack, npm install from the tarballs and from git,
+ * strict tsc of examples): about 130 s of CPU that waits on no clock. With the integration tests
+ * when named with them (`npm run test:integration`); `npm test` runs it in a vitest of its own at
+ * the lowest priority, beside the others, where it takes the cores they leave idle, most of one
+ * while the slow project runs (scripts/test.mjs).
+ */
+const PACKAGES = ['test/packages.test.ts'];
+
 /** One build of dist/ and one memcached for the whole run (test/setup/shared-run.ts). */
 const SHARED_RUN = ['test/setup/shared-run.ts'];
 
@@ -76,7 +85,7 @@ export default defineConfig({
           // time on two cores, as most of their time is spent waiting on those (measured: 130 s
           // against 175 s for two at a time, and 300 s for one).
           include: ['test/**/*.test.ts', ...COMPILER_CHECKS],
-          exclude: [...SLOW, ...HEAP_MEASURES],
+          exclude: [...SLOW, ...HEAP_MEASURES, ...PACKAGES],
           globalSetup: SHARED_RUN,
           maxWorkers: 3,
           // Files share a worker's modules, as the unit tests do: what they test runs mostly in
@@ -98,6 +107,24 @@ export default defineConfig({
           // order on one pool), but isolated.
           maxWorkers: 3,
           isolate: true,
+          sequence: { groupOrder: 1 },
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'packages',
+          include: PACKAGES,
+          globalSetup: SHARED_RUN,
+          // Its tests and set-up wait on installs and compiles, which npm test runs at the
+          // lowest priority (test/helpers/beside.ts): they take as long as the other tests
+          // leave them idle cores.
+          testTimeout: 600_000,
+          hookTimeout: 600_000,
+          // As the integration tests, whose group it joins when run with them.
+          maxWorkers: 3,
+          isolate: false,
+          restoreMocks: true,
           sequence: { groupOrder: 1 },
         },
       },

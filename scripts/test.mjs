@@ -1,21 +1,20 @@
 // @ts-check
-// `npm test`: the type check and lint beside the vitest run instead of before it. On 2 cores
-// they take about a minute of the run's wall time when run first, and the integration tests
-// leave a core half idle waiting on the programs they drive. A failure of either stops vitest
-// at once and prints their output, as running them first would have. Given vitest arguments
-// (`npm test -- test/clock.test.ts`), it runs them first, as before: a file picked alone may be
-// one that times itself and wants the machine to itself, and the checks finish within the
-// integration project of a whole run, before the slow project starts.
+// `npm test`: one build of dist/, then the vitest run, and beside it, at the lowest priority,
+// the type check and lint, and the package tests in a vitest of their own (packageTests): work
+// that waits on no clock, done in the cores the tests leave idle. On 2 cores the checks took
+// about a minute of the run's wall time when run first, and the integration tests leave part of
+// a core idle waiting on the programs they drive, the slow project most of one. A failure of any
+// stops the others at once and prints its output. Given vitest arguments
+// (`npm test -- test/clock.test.ts`), it runs the checks first, then that vitest alone: a file
+// picked alone may be one that times itself and wants the machine to itself.
 import { spawn } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
 import console from 'node:console';
 import { performance } from 'node:perf_hooks';
 import process from 'node:process';
 import { constants } from 'node:os';
+import { spawnLowest } from './lib/lowest-priority.mjs';
 
 const NPM = process.platform === 'win32' ? 'npm.cmd' : 'npm';
-/** The lowest priority, the checks' (scripts/test.mjs runs before any build: not src/config/thread-priority.ts's). */
-const MAX_NICE = 19;
 const vitestArgs = process.argv.slice(2);
 
 /** The checks' processes running now, each leading a process group. */
@@ -43,50 +42,25 @@ function stop(child, signal, { group = false } = {}) {
 }
 
 /**
- * `npm run <script>` at the lowest priority where `nice` exists (every thread and process it
- * starts inherits it): the checks are to take only the cores the tests leave idle. Measured
- * on 2 cores with lowerSession: the type check took 148 s instead of 20, lint 240 s instead of
- * 109, both still done within the integration tests.
+ * Runs `npm run <script>` with its output kept, to print once it is done: at the lowest priority
+ * (the checks: measured on 2 cores, the type check took 148 s instead of 20 and lint 240 s
+ * instead of 109, both still done within the integration tests) unless `lowest` is false.
  * @param {string} script
- * @returns {[string, string[]]}
- */
-function checkCommand(script) {
-  const npm = /** @type {const} */ ([NPM, 'run', script, '--silent']);
-  return process.platform === 'win32' ? [npm[0], npm.slice(1)] : ['nice', ['-n', String(MAX_NICE), ...npm]];
-}
-
-/**
- * Lowers the whole session a check leads, where Linux groups the CPU by session (autogroup,
- * on by default on desktops and Debian): vitest and each check lead sessions of their own, and
- * such groups share the cores evenly whatever their processes' nice values, so a lone check
- * took half the machine from every test running. The group's nice covers the processes it
- * starts later too. Nothing where there is no such file, or it may not be written.
- * @param {number | undefined} pid
- */
-function lowerSession(pid) {
-  if (pid === undefined) return;
-  try {
-    writeFileSync(`/proc/${pid}/autogroup`, String(MAX_NICE));
-  } catch {
-    // No autogroup here: the nice value of checkCommand is what counts.
-  }
-}
-
-/**
- * Runs `npm run <script>` with its output kept, to print once it is done.
- * @param {string} script
+ * @param {{ lowest?: boolean, env?: NodeJS.ProcessEnv }} [options]
  * @returns {Promise<{ script: string, code: number, output: string, seconds: number }>}
  */
-function quietly(script) {
+function quietly(script, { lowest = true, env = process.env } = {}) {
   const started = performance.now();
   return new Promise((resolve) => {
     // A group of its own, as vitest's: npm passes a signal to its shell alone, not to the program it waits on.
-    const child = spawn(...checkCommand(script), { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
-    lowerSession(child.pid);
+    const args = ['run', script, '--silent'];
+    /** @type {import('node:child_process').SpawnOptions} */
+    const options = { stdio: ['ignore', 'pipe', 'pipe'], env };
+    const child = lowest ? spawnLowest(NPM, args, options) : spawn(NPM, args, { ...options, detached: true });
     running.add(child);
     let output = '';
-    child.stdout.on('data', (chunk) => (output += String(chunk)));
-    child.stderr.on('data', (chunk) => (output += String(chunk)));
+    child.stdout?.on('data', (chunk) => (output += String(chunk)));
+    child.stderr?.on('data', (chunk) => (output += String(chunk)));
     child.on('close', (code, signal) => {
       running.delete(child);
       resolve({
@@ -113,6 +87,39 @@ async function checks() {
 }
 
 /**
+ * The package tests (vitest's project `packages`) in a vitest of their own, beside the others:
+ * about 130 s of CPU (npm installs, a build from git, strict tsc) that waits on no clock. That
+ * work runs at the lowest priority (PACKAGE_TESTS_BESIDE, test/helpers/beside.ts), in the cores
+ * the other tests leave idle, most of one while the slow project runs one file at a time; the
+ * memcached and memgate it tests against at the usual one, as they answer within deadlines.
+ * Their report is printed once they are done; a failure, or none.
+ */
+async function packageTests() {
+  const result = await quietly('test:packages', {
+    lowest: false,
+    env: { ...process.env, PACKAGE_TESTS_BESIDE: '1' },
+  });
+  if (interrupted) return undefined;
+  if (result.code !== 0) return result;
+  process.stdout.write(result.output);
+  console.log(`memgate: npm run test:packages passed (${String(result.seconds)} s, beside the others)`);
+  return undefined;
+}
+
+/**
+ * The first of `jobs` to resolve to a failure, as soon as it does; undefined once all passed.
+ * @template T
+ * @param {Promise<T | undefined>[]} jobs
+ * @returns {Promise<T | undefined>}
+ */
+function firstFailure(jobs) {
+  return new Promise((resolve) => {
+    for (const job of jobs) void job.then((failed) => failed && resolve(failed));
+    void Promise.all(jobs).then(() => resolve(undefined));
+  });
+}
+
+/**
  * @param {{ script: string, code: number, output: string }} failed
  * @param {boolean} stopped whether vitest was stopped for it
  */
@@ -123,9 +130,13 @@ function reportFailed(failed, stopped) {
   );
 }
 
-/** Runs vitest in a process group of its own, so that stopping it stops its workers and the programs they started. */
-function startVitest() {
-  const child = spawn(process.execPath, ['node_modules/vitest/vitest.mjs', 'run', ...vitestArgs], {
+/**
+ * Runs vitest with `args` in a process group of its own, so that stopping it stops its workers
+ * and the programs they started.
+ * @param {readonly string[]} args
+ */
+function startVitest(args) {
+  const child = spawn(process.execPath, ['node_modules/vitest/vitest.mjs', 'run', ...args], {
     stdio: 'inherit',
     detached: true,
   });
@@ -162,21 +173,41 @@ if (vitestArgs.length > 0) {
     reportFailed(failed, false);
     finish(1);
   } else if (!interrupted) {
-    finish(await startVitest().done);
+    finish(await startVitest(vitestArgs).done);
   } else finish(1);
 } else {
-  const vitest = startVitest();
   const checked = checks();
-  const failed = await Promise.race([checked, vitest.done.then(() => undefined)]);
-  if (failed) {
-    stop(vitest.child, 'SIGTERM', { group: true });
-    await vitest.done;
-    reportFailed(failed, true);
+  // One build for both vitest runs (test/setup/shared-run.ts builds only when this is unset).
+  const build = await quietly('build', { lowest: false });
+  if (build.code !== 0 || interrupted) {
+    for (const child of running) stop(child, 'SIGTERM', { group: true });
+    if (build.code !== 0) reportFailed(build, false);
     finish(1);
   } else {
-    const vitestCode = await vitest.done;
-    const late = await checked;
-    if (late) reportFailed(late, false);
-    finish(late ? 1 : vitestCode);
+    process.env.DIST_BUILT_BY_NPM_TEST = '1';
+    const vitest = startVitest([
+      '--project',
+      'unit',
+      '--project',
+      'integration',
+      '--project',
+      'heap',
+      '--project',
+      'slow',
+    ]);
+    const sides = [checked, packageTests()];
+    const failed = await Promise.race([firstFailure(sides), vitest.done.then(() => undefined)]);
+    if (failed) {
+      stop(vitest.child, 'SIGTERM', { group: true });
+      for (const child of running) stop(child, 'SIGTERM', { group: true });
+      await vitest.done;
+      reportFailed(failed, true);
+      finish(1);
+    } else {
+      const vitestCode = await vitest.done;
+      const late = await firstFailure(sides);
+      if (late) reportFailed(late, false);
+      finish(late ? 1 : vitestCode);
+    }
   }
 }

@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { runBeside, stopBeside } from './helpers/beside.js';
 import { startServiceProcess, type ServiceProcess } from './helpers/service-process.js';
 
 const run = promisify(execFile);
@@ -27,7 +28,7 @@ interface Packed {
  */
 async function pack(destination: string, folder?: string): Promise<Packed> {
   const args = ['pack', ...(folder ? [folder] : []), '--json', '--pack-destination', destination, '--ignore-scripts'];
-  const { stdout } = await run('npm', args, { cwd: ROOT });
+  const { stdout } = await runBeside('npm', args, { cwd: ROOT });
   const [packed] = JSON.parse(stdout) as [Packed];
   return { ...packed, filename: join(destination, packed.filename) };
 }
@@ -40,7 +41,7 @@ function installedVersion(name: string): string {
 
 async function npmInstall(app: string, specs: readonly string[]): Promise<void> {
   writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'app', private: true }));
-  await run('npm', ['install', '--no-audit', '--no-fund', '--no-save', ...specs], { cwd: app });
+  await runBeside('npm', ['install', '--no-audit', '--no-fund', '--no-save', ...specs], { cwd: app });
 }
 
 /** Every package under the app's node_modules, as npm recorded the install. */
@@ -275,9 +276,10 @@ beforeAll(async () => {
     command: [join(fullApp, 'node_modules/.bin/memgate')],
     cwd: fullApp,
   });
-}, 600_000);
+});
 
 afterAll(async () => {
+  stopBeside();
   await memgate.stop();
   rmSync(folder, { recursive: true, force: true });
 });
@@ -289,7 +291,7 @@ afterAll(async () => {
  */
 async function strictTsc(cwd: string, files: readonly string[], settings: readonly string[]): Promise<string> {
   const strict = ['--strict', '--skipLibCheck', 'false', '--target', 'es2022', '--types', 'node'];
-  const checked = await run(process.execPath, [TSC, ...strict, ...settings, ...files], { cwd }).catch(
+  const checked = await runBeside(process.execPath, [TSC, ...strict, ...settings, ...files], { cwd }).catch(
     (error: unknown) => error as { stdout: string; stderr: string; code: number },
   );
   // A tsc that failed without a word (killed, or crashed on stderr) fails the check too.
@@ -298,7 +300,7 @@ async function strictTsc(cwd: string, files: readonly string[], settings: readon
 
 /** The sources under src/ the build of `tsconfig` compiles today, as `src/…` paths (tsc --listFilesOnly). */
 async function builtSources(tsconfig: string): Promise<Set<string>> {
-  const { stdout } = await run(process.execPath, [TSC, '-p', tsconfig, '--listFilesOnly'], { cwd: ROOT });
+  const { stdout } = await runBeside(process.execPath, [TSC, '-p', tsconfig, '--listFilesOnly'], { cwd: ROOT });
   const src = join(ROOT, 'src/');
   return new Set(
     stdout
@@ -397,7 +399,7 @@ describe('memgate installed from git', () => {
       { cwd: app },
     );
     expect(entries.stdout.trim()).toBe('function function');
-  }, 300_000);
+  });
 });
 
 describe('memgate-limiter installed alone', () => {
@@ -456,7 +458,6 @@ describe('memgate-limiter installed alone', () => {
       // The example's own line: allowed, 4 of login's 5 a minute left. No outage was warned of.
       expect({ stdout: stdout.trim(), stderr }).toEqual({ stdout: 'true 4', stderr: '' });
     },
-    120_000,
   );
 });
 
@@ -517,29 +518,24 @@ describe('both packages in an app with the frameworks', () => {
     async (name, settings) => {
       expect(await checkProgram(name, settings)).toBe('');
     },
-    120_000,
   );
 
   it.each([
     ['ESM', 'program.mjs'],
     ['CommonJS', 'program.cjs'],
-  ])(
-    'the program runs from %s against a real memgate: five pass, the sixth is refused',
-    async (_kind, built) => {
-      const [name, settings] = SETTINGS[0];
-      expect(await checkProgram(name, settings)).toBe('');
-      const { stdout } = await run(process.execPath, [built], {
-        cwd: fullApp,
-        env: { PATH: process.env.PATH, MEMGATE_URL: memgate.url, TAG: `${built}-${Date.now()}` },
-      });
-      const result = JSON.parse(stdout) as Record<string, unknown[]>;
-      expect(Object.keys(result).sort()).toEqual([...ENTRIES].sort());
-      for (const [entry, answers] of Object.entries(result)) {
-        const pass = typeof answers[0] === 'boolean' ? true : 200;
-        const refuse = typeof answers[0] === 'boolean' ? false : 429;
-        expect({ entry, answers }).toEqual({ entry, answers: [pass, pass, pass, pass, pass, refuse] });
-      }
-    },
-    120_000,
-  );
+  ])('the program runs from %s against a real memgate: five pass, the sixth is refused', async (_kind, built) => {
+    const [name, settings] = SETTINGS[0];
+    expect(await checkProgram(name, settings)).toBe('');
+    const { stdout } = await run(process.execPath, [built], {
+      cwd: fullApp,
+      env: { PATH: process.env.PATH, MEMGATE_URL: memgate.url, TAG: `${built}-${Date.now()}` },
+    });
+    const result = JSON.parse(stdout) as Record<string, unknown[]>;
+    expect(Object.keys(result).sort()).toEqual([...ENTRIES].sort());
+    for (const [entry, answers] of Object.entries(result)) {
+      const pass = typeof answers[0] === 'boolean' ? true : 200;
+      const refuse = typeof answers[0] === 'boolean' ? false : 429;
+      expect({ entry, answers }).toEqual({ entry, answers: [pass, pass, pass, pass, pass, refuse] });
+    }
+  });
 });

@@ -53,12 +53,19 @@ async function startClockKeeper(servers: string): Promise<Worker> {
 /** The run's one start, whichever project's setup came first (all run in this one process). */
 const holder: { run?: Promise<SharedRun> } = ((globalThis as { memgateSharedRun?: object }).memgateSharedRun ??= {});
 
+/**
+ * Set by `npm test` (scripts/test.mjs), which builds once before it starts two vitest runs: a
+ * build of each at once would write the same files under the other's tests.
+ */
+const BUILT = 'DIST_BUILT_BY_NPM_TEST';
+
 async function start(): Promise<SharedRun> {
   // Every package (memgate's dist/, memgate-client's and memgate-limiter's), as an install's prepare builds them.
-  await promisify(execFile)('npm', ['run', 'build', '--silent'], { cwd: ROOT }).catch((error: unknown) => {
-    const output = (error as { stdout?: string }).stdout ?? '';
-    throw new Error(`building dist/ for the tests failed (npm run build):\n${output}`, { cause: error });
-  });
+  if (process.env[BUILT] !== '1')
+    await promisify(execFile)('npm', ['run', 'build', '--silent'], { cwd: ROOT }).catch((error: unknown) => {
+      const output = (error as { stdout?: string }).stdout ?? '';
+      throw new Error(`building dist/ for the tests failed (npm run build):\n${output}`, { cause: error });
+    });
   const memcached = await startMemcached();
   const clockKeeper = await startClockKeeper(memcached.servers);
   return { memcached, clockKeeper, users: 0 };
