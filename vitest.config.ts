@@ -45,9 +45,9 @@ const HEAP_MEASURES = ['test/memory-estimate.test.ts'];
 /**
  * The packages as an app installs them (npm pack, npm install from the tarballs and from git,
  * strict tsc of examples): about 130 s of CPU that waits on no clock. With the integration tests
- * when named with them (`npm run test:integration`); `npm test` runs it in a vitest of its own at
- * the lowest priority, beside the others, where it takes the cores they leave idle, most of one
- * while the slow project runs (scripts/test.mjs).
+ * when named with them (`npm run test:integration`); `npm test` runs it in a vitest of its own
+ * beside the others, its installs and compiles at the lowest priority, where they take the cores
+ * the others leave idle, most of one while the slow project runs (scripts/test.mjs).
  */
 const PACKAGES = ['test/packages.test.ts'];
 
@@ -116,10 +116,10 @@ export default defineConfig({
           name: 'packages',
           include: PACKAGES,
           globalSetup: SHARED_RUN,
-          // Its tests and set-up wait on installs and compiles, which npm test runs at the
-          // lowest priority (test/helpers/beside.ts): they take as long as the other tests
-          // leave them idle cores.
-          testTimeout: 600_000,
+          // Its tests and set-up wait on installs and compiles (the one from git about a
+          // minute), which npm test runs at the lowest priority (test/helpers/beside.ts): there
+          // they take as long as the other tests leave them idle cores.
+          testTimeout: process.env.PACKAGE_TESTS_BESIDE ? 600_000 : 300_000,
           hookTimeout: 600_000,
           // As the integration tests, whose group it joins when run with them.
           maxWorkers: 3,

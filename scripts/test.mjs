@@ -1,23 +1,26 @@
 // @ts-check
-// `npm test`: one build of dist/, then the vitest run, and beside it, at the lowest priority,
-// the type check and lint, and the package tests in a vitest of their own (packageTests): work
-// that waits on no clock, done in the cores the tests leave idle. On 2 cores the checks took
-// about a minute of the run's wall time when run first, and the integration tests leave part of
-// a core idle waiting on the programs they drive, the slow project most of one. A failure of any
-// stops the others at once and prints its output. Given vitest arguments
+// `npm test`: one build of dist/, then the vitest run (every project but `packages`), and beside
+// it the type check and lint at the lowest priority, and the package tests in a vitest of their
+// own whose installs and compiles run at that priority (packageTests): work that waits on no
+// clock, done in the cores the tests leave idle. On 2 cores the checks took about a minute of
+// the run's wall time when run first, and the integration tests leave part of a core idle
+// waiting on the programs they drive, the slow project most of one. A check or the package
+// tests failing stops everything at once and prints its output. Given vitest arguments
 // (`npm test -- test/clock.test.ts`), it runs the checks first, then that vitest alone: a file
 // picked alone may be one that times itself and wants the machine to itself.
 import { spawn } from 'node:child_process';
 import console from 'node:console';
 import { performance } from 'node:perf_hooks';
 import process from 'node:process';
-import { constants } from 'node:os';
-import { spawnLowest } from './lib/lowest-priority.mjs';
+import { rmSync, writeFileSync } from 'node:fs';
+import { constants, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { spawnLowest, stopGroupsIn } from './lib/lowest-priority.mjs';
 
 const NPM = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 const vitestArgs = process.argv.slice(2);
 
-/** The checks' processes running now, each leading a process group. */
+/** The npm runs going on now (the build, the checks, the package tests), each leading a process group. */
 /** @type {Set<import('node:child_process').ChildProcess>} */
 const running = new Set();
 /** vitest's process, which leads a group of its own. */
@@ -25,6 +28,22 @@ const running = new Set();
 let vitestChild;
 /** @type {NodeJS.Signals | undefined} */
 let interrupted;
+/** Set once the run is being stopped (a failure, or a signal): nothing more is started. */
+let stopping = false;
+/**
+ * Where the package tests' programs at the lowest priority write their process groups: each
+ * leads a session of its own, which a signal to the package tests' group does not reach
+ * (test/helpers/beside.ts).
+ */
+const BESIDE_GROUPS = join(tmpdir(), `memgate-npm-test-${String(process.pid)}.groups`);
+
+/** Stops everything started, with `signal`. */
+function stopAll(/** @type {NodeJS.Signals} */ signal) {
+  stopping = true;
+  for (const child of running) stop(child, signal, { group: true });
+  if (vitestChild) stop(vitestChild, signal, { group: true });
+  stopGroupsIn(BESIDE_GROUPS, signal);
+}
 
 /**
  * Sends `signal` to a child, or to its process group when it leads one; one already gone is no error.
@@ -76,8 +95,9 @@ function quietly(script, { lowest = true, env = process.env } = {}) {
 /** The type check, then lint (each a TypeScript program over the whole tree): the first that fails, or none. */
 async function checks() {
   for (const script of ['typecheck', 'lint']) {
+    if (stopping) return undefined;
     const result = await quietly(script);
-    if (interrupted) return undefined;
+    if (interrupted || stopping) return undefined;
     if (result.code !== 0) return result;
     // A lint warning fails nothing, but is still shown.
     if (result.output.trim() !== '') process.stdout.write(result.output);
@@ -95,11 +115,12 @@ async function checks() {
  * Their report is printed once they are done; a failure, or none.
  */
 async function packageTests() {
+  writeFileSync(BESIDE_GROUPS, '');
   const result = await quietly('test:packages', {
     lowest: false,
-    env: { ...process.env, PACKAGE_TESTS_BESIDE: '1' },
+    env: { ...process.env, PACKAGE_TESTS_BESIDE: BESIDE_GROUPS },
   });
-  if (interrupted) return undefined;
+  if (interrupted || stopping) return undefined;
   if (result.code !== 0) return result;
   process.stdout.write(result.output);
   console.log(`memgate: npm run test:packages passed (${String(result.seconds)} s, beside the others)`);
@@ -153,13 +174,12 @@ function startVitest(args) {
 for (const signal of /** @type {const} */ (['SIGINT', 'SIGTERM', 'SIGHUP']))
   process.on(signal, () => {
     interrupted = signal;
-    for (const child of running) stop(child, signal, { group: true });
-    if (vitestChild) stop(vitestChild, signal, { group: true });
+    stopAll(signal);
   });
-// However this process ends, vitest's group does not outlive it.
+// However this process ends, nothing it started outlives it.
 process.on('exit', () => {
-  for (const child of running) stop(child, 'SIGKILL', { group: true });
-  if (vitestChild) stop(vitestChild, 'SIGKILL', { group: true });
+  stopAll('SIGKILL');
+  rmSync(BESIDE_GROUPS, { force: true });
 });
 
 /** @param {number} code */
@@ -176,30 +196,23 @@ if (vitestArgs.length > 0) {
     finish(await startVitest(vitestArgs).done);
   } else finish(1);
 } else {
-  const checked = checks();
+  /** @type {{ script: string, code: number, output: string } | undefined} */
+  let checkFailed;
+  const checked = checks().then((failed) => (checkFailed = failed));
   // One build for both vitest runs (test/setup/shared-run.ts builds only when this is unset).
   const build = await quietly('build', { lowest: false });
-  if (build.code !== 0 || interrupted) {
-    for (const child of running) stop(child, 'SIGTERM', { group: true });
-    if (build.code !== 0) reportFailed(build, false);
+  const failedFirst = build.code !== 0 ? build : checkFailed;
+  if (interrupted || failedFirst) {
+    stopAll('SIGTERM');
+    if (!interrupted && failedFirst) reportFailed(failedFirst, false);
     finish(1);
   } else {
     process.env.DIST_BUILT_BY_NPM_TEST = '1';
-    const vitest = startVitest([
-      '--project',
-      'unit',
-      '--project',
-      'integration',
-      '--project',
-      'heap',
-      '--project',
-      'slow',
-    ]);
+    const vitest = startVitest(['--project', '!packages']);
     const sides = [checked, packageTests()];
     const failed = await Promise.race([firstFailure(sides), vitest.done.then(() => undefined)]);
     if (failed) {
-      stop(vitest.child, 'SIGTERM', { group: true });
-      for (const child of running) stop(child, 'SIGTERM', { group: true });
+      stopAll('SIGTERM');
       await vitest.done;
       reportFailed(failed, true);
       finish(1);
