@@ -26,11 +26,32 @@ const MAX_NICE = 19;
  */
 export function spawnLowest(command, args, { groupsFile, ...options }) {
   const child = spawn('nice', ['-n', String(MAX_NICE), command, ...args], { ...options, detached: true });
-  if (child.pid !== undefined) {
-    if (groupsFile !== undefined) appendFileSync(groupsFile, `${String(child.pid)}\n`);
-    void lowerSession(child.pid);
+  const { pid } = child;
+  if (pid !== undefined) {
+    if (groupsFile !== undefined) {
+      appendFileSync(groupsFile, `${String(pid)}\n`);
+      // Once it has ended its pid may be another process's: no signal must reach that.
+      child.once('exit', () => forgetGroup(groupsFile, pid));
+    }
+    void lowerSession(pid);
   }
   return child;
+}
+
+/**
+ * Takes `pid` out of `file` (spawnLowest's groupsFile, written by one process).
+ * @param {string} file
+ * @param {number} pid
+ */
+function forgetGroup(file, pid) {
+  try {
+    const left = readFileSync(file, 'utf8')
+      .split('\n')
+      .filter((line) => line !== '' && line !== String(pid));
+    writeFileSync(file, left.map((line) => `${line}\n`).join(''));
+  } catch {
+    // Emptied or removed by stopGroupsIn meanwhile.
+  }
 }
 
 /**
