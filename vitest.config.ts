@@ -51,7 +51,10 @@ const HEAP_MEASURES = ['test/memory-estimate.test.ts'];
  */
 const PACKAGES = ['test/packages.test.ts'];
 
-/** One build of dist/ and one memcached for the whole run (test/setup/shared-run.ts). */
+/**
+ * One build of dist/ (npm test makes it first) and one memcached for each vitest run
+ * (test/setup/shared-run.ts).
+ */
 const SHARED_RUN = ['test/setup/shared-run.ts'];
 
 export default defineConfig({
