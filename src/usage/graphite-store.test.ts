@@ -371,14 +371,20 @@ describe('graphiteReader, against a stand-in HTTP server', () => {
     return new URL(`http://127.0.0.1:${(listening.address() as AddressInfo).port}/graphite`);
   }
 
-  const query = { event: 'login', from: T, until: T + 60, step: 60, resolution: 1 };
-
-  it('asks under the path graphite-web is served at, with the range whisper needs', async () => {
+  /** A graphite-web answering every request with no series, and the URLs it was asked. */
+  async function emptyWeb(): Promise<{ url: URL; asked: string[] }> {
     const asked: string[] = [];
     const url = await web((request, response) => {
       asked.push(request.url ?? '');
       response.end('[]');
     });
+    return { url, asked };
+  }
+
+  const query = { event: 'login', from: T, until: T + 60, step: 60, resolution: 1 };
+
+  it('asks under the path graphite-web is served at, with the range whisper needs', async () => {
+    const { url, asked } = await emptyWeb();
     const reader = graphiteReader({ web: url, archives: ARCHIVES });
     await reader.series(query);
     // A client's curve: no shadow_denied or settles, which are counted per event only.
@@ -422,11 +428,7 @@ describe('graphiteReader, against a stand-in HTTP server', () => {
   });
 
   it('closes without a read, and refuses reads once closed, as after one', async () => {
-    const asked: string[] = [];
-    const url = await web((request, response) => {
-      asked.push(request.url ?? '');
-      response.end('[]');
-    });
+    const { url, asked } = await emptyWeb();
     // Closed before its client was ever loaded: nothing to close, and nothing opened after.
     const unread = graphiteReader({ web: url, archives: ARCHIVES });
     await unread.close();
