@@ -1,5 +1,5 @@
 import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { freePort } from '../scripts/lib/memcached-process.js';
 import { createLimiter } from '../src/counting/limiter.js';
@@ -114,6 +114,37 @@ describe('memcached store on one server', () => {
     await expect(store.swap(key, 1.5, 60, undefined)).rejects.toThrow(RangeError);
     expect(seen).toEqual(['readVersioned:ok', 'swap:ok']);
     await store.close();
+  });
+
+  it("tells onOperation of each check's call: answered, refused past maxInFlight, and past its deadline", async () => {
+    const seen: { operation: string; outcome: string; seconds: number }[] = [];
+    const onOperation = (operation: string, seconds: number, outcome: string) =>
+      seen.push({ operation, outcome, seconds });
+    const key = `${uniquePrefix()}:{t}:op`;
+    const answering = createMemcachedStore({ servers: memcached().servers, onOperation, maxInFlight: 1 });
+    const first = answering.incrementAndRead([{ key, delta: 1, ttlSeconds: 60 }], []);
+    // A second call while the first waits on the server is one too many.
+    await expect(answering.incrementAndRead([], [key])).rejects.toBeInstanceOf(StoreOverloadedError);
+    expect((await first).incremented).toEqual([1]);
+    await answering.close();
+    // A server that accepts and never answers.
+    const silent = createNetServer(() => undefined);
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const { port } = silent.address() as AddressInfo;
+    const deaf = createMemcachedStore({ servers: `127.0.0.1:${port}`, onOperation, timeoutMs: 100, logger: false });
+    await expect(deaf.incrementAndRead([{ key, delta: 1, ttlSeconds: 60 }], [])).rejects.toBeInstanceOf(
+      StoreUnavailableError,
+    );
+    await deaf.close();
+    silent.close();
+    expect(seen.map(({ operation, outcome }) => `${operation}:${outcome}`)).toEqual([
+      'incrementAndRead:overloaded',
+      'incrementAndRead:ok',
+      'incrementAndRead:unavailable',
+    ]);
+    // Timed from the call: the unanswered one waited out its deadline.
+    expect(seen[2]?.seconds).toBeGreaterThanOrEqual(0.09);
+    expect(seen[1]?.seconds).toBeLessThan(seen[2]?.seconds ?? 0);
   });
 
   it('reads a large multi-get in one batch', async () => {

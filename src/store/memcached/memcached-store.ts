@@ -265,13 +265,18 @@ export function createMemcachedStore(options: MemcachedStoreOptions): CounterSto
         return result;
       },
       (error: unknown) => {
-        onOperation(
-          operation,
-          (performance.now() - started) / 1000,
-          error instanceof StoreOverloadedError ? 'overloaded' : 'unavailable',
-        );
+        tellFailed(operation, started, error);
         throw error;
       },
+    );
+  }
+
+  /** Tells onOperation of a call begun at `started` (performance.now()) that failed with `error`. */
+  function tellFailed(operation: StoreOperation, started: number, error: unknown): void {
+    onOperation?.(
+      operation,
+      (performance.now() - started) / 1000,
+      error instanceof StoreOverloadedError ? 'overloaded' : 'unavailable',
     );
   }
 
@@ -384,8 +389,13 @@ export function createMemcachedStore(options: MemcachedStoreOptions): CounterSto
     const index = servers.length === 1 ? 0 : serverOfCheck(increments[0]?.key ?? reads[0] ?? '');
     const refused = refusal(servers[index]);
     if (refused)
-      return refused instanceof StoreUnavailableError ? whileAsking(index, refused) : Promise.reject(refused);
+      return timed(
+        'incrementAndRead',
+        refused instanceof StoreUnavailableError ? whileAsking(index, refused) : Promise.reject(refused),
+      );
+    const started = onOperation ? performance.now() : 0;
     inFlight++;
+    // Timed and counted out of flight in one settlement, not a promise for each: this is every check's call.
     return run(
       { increments, decrements: [], reads },
       call.admittedIfUnanswered === false ? undoing : counting,
@@ -393,11 +403,13 @@ export function createMemcachedStore(options: MemcachedStoreOptions): CounterSto
     ).then(
       (replies) => {
         inFlight--;
+        onOperation?.('incrementAndRead', (performance.now() - started) / 1000, 'ok');
         // An increment always answers a value (it creates missing keys).
         return { incremented: replies.incremented, read: replies.read };
       },
       (error: unknown) => {
         inFlight--;
+        tellFailed('incrementAndRead', started, error);
         throw error;
       },
     );
@@ -489,7 +501,7 @@ export function createMemcachedStore(options: MemcachedStoreOptions): CounterSto
       increments: readonly CounterIncrement[],
       reads: readonly string[],
       call: IncrementOptions = {},
-    ): Promise<IncrementAndReadResult> => timed('incrementAndRead', incrementAndReadNow(increments, reads, call)),
+    ): Promise<IncrementAndReadResult> => incrementAndReadNow(increments, reads, call),
 
     decrement: (decrements: readonly CounterDecrement[]): Promise<void> =>
       // Taking back must reach the server whenever it answers, or a denied request stays counted.

@@ -52,6 +52,42 @@ describe('compare-and-swap requests', () => {
   });
 });
 
+describe('a batch from the buffer pool', () => {
+  afterEach(() => {
+    vi.restoreAllMocks();
+  });
+
+  /** The batch encoded in memory that held `fill` in every byte before. */
+  const encodedOver = (fill: number, batch: Parameters<typeof encodeBatch>[0]) => {
+    const allocUnsafe = vi.spyOn(Buffer, 'allocUnsafe').mockImplementation((size) => Buffer.alloc(size, fill));
+    const { bytes } = encodeBatch(batch, 9, () => NOW_MS);
+    expect(allocUnsafe).toHaveBeenCalled();
+    allocUnsafe.mockRestore();
+    return bytes;
+  };
+
+  it('is every byte its requests say, whatever the memory held before (the header zeros too)', () => {
+    const batch = {
+      increments: [{ key: 'inc{é}', delta: 3, ttlSeconds: 60 }],
+      decrements: [{ key: 'dec{t}', delta: 2 }],
+      reads: ['a{t}', 'bé{t}'],
+    };
+    const overZeros = encodedOver(0x00, batch);
+    const overOnes = encodedOver(0xff, batch);
+    expect(overOnes).toEqual(overZeros);
+    // Each header's data type, vbucket and CAS are zero: an increment, a decrement, two reads, the no-op.
+    const headers: number[] = [];
+    for (let offset = 0; offset < overOnes.length; offset += HEADER_BYTES + overOnes.readUInt32BE(offset + 8))
+      headers.push(offset);
+    expect(headers).toHaveLength(5);
+    for (const offset of headers) {
+      expect(overOnes[offset]).toBe(0x80);
+      expect([...overOnes.subarray(offset + 5, offset + 8)]).toEqual([0, 0, 0]);
+      expect(overOnes.readBigUInt64BE(offset + 16)).toBe(0n);
+    }
+  });
+});
+
 describe("encodeBatch's increments", () => {
   afterEach(() => {
     vi.restoreAllMocks();

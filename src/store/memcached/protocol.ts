@@ -82,7 +82,9 @@ export function encodeBatch(
   for (const op of increments) size += HEADER_BYTES + ARITHMETIC_EXTRAS_BYTES + Buffer.byteLength(op.key);
   for (const op of decrements) size += HEADER_BYTES + ARITHMETIC_EXTRAS_BYTES + Buffer.byteLength(op.key);
   for (const key of reads) size += HEADER_BYTES + Buffer.byteLength(key);
-  const bytes = Buffer.alloc(size);
+  // From Node's pool, not zeroed (a zeroed buffer is an allocation of its own for every
+  // batch): every byte is written below, the header's zero fields too.
+  const bytes = Buffer.allocUnsafe(size);
   let offset = 0;
   // A missing key is created holding the delta itself: the first request counts once. The
   // expiration is read only when the increment creates the key, so jitter lengthens a key's
@@ -113,6 +115,8 @@ export function encodeBatch(
     offset += HEADER_BYTES + keyBytes;
   }
   writeHeader(bytes, offset, Opcode.noop, 0, 0, opaque);
+  // Never send what the pool held before: the sizes above and the writes must agree.
+  if (offset + HEADER_BYTES !== size) throw new Error(`encodeBatch: wrote ${offset + HEADER_BYTES} of ${size} bytes`);
   return { bytes, readKeyStarts, readKeyLengths };
 }
 
@@ -179,9 +183,14 @@ function writeHeader(
   buffer.writeUInt8(opcode, offset + 1);
   buffer.writeUInt16BE(keyBytes, offset + 2);
   buffer.writeUInt8(extrasBytes, offset + 4);
+  // Data type and vbucket.
+  buffer.writeUInt8(0, offset + 5);
+  buffer.writeUInt16BE(0, offset + 6);
   buffer.writeUInt32BE(keyBytes + extrasBytes + valueBytes, offset + 8);
   buffer.writeUInt32BE(opaque, offset + 12);
-  // Data type, vbucket and CAS stay zero (Buffer.alloc); encodeRequest sets a CAS.
+  // CAS: none (encodeRequest sets one after). Written, as a batch's buffer is not zeroed.
+  buffer.writeUInt32BE(0, offset + 16);
+  buffer.writeUInt32BE(0, offset + 20);
 }
 
 /**
