@@ -85,6 +85,35 @@ describe('a batch from the buffer pool', () => {
       expect([...overOnes.subarray(offset + 5, offset + 8)]).toEqual([0, 0, 0]);
       expect(overOnes.readBigUInt64BE(offset + 16)).toBe(0n);
     }
+    // Keys as UTF-8 after their header and extras; the increment's delta and initial value as 64 bits.
+    expect(overOnes.toString('utf8', HEADER_BYTES + 20, HEADER_BYTES + 20 + 7)).toBe('inc{é}');
+    expect(overOnes.readBigUInt64BE(HEADER_BYTES)).toBe(3n);
+    expect(overOnes.readBigUInt64BE(HEADER_BYTES + 8)).toBe(3n);
+    expect(overOnes.readUInt32BE(HEADER_BYTES + 16)).toBe(60);
+    const decrement = headers[1] as number;
+    expect(overOnes.toString('latin1', decrement + HEADER_BYTES + 20, decrement + HEADER_BYTES + 26)).toBe('dec{t}');
+    expect(overOnes.readBigUInt64BE(decrement + HEADER_BYTES)).toBe(2n);
+    const lastRead = headers[3] as number;
+    expect(overOnes.toString('utf8', lastRead + HEADER_BYTES, lastRead + HEADER_BYTES + 6)).toBe('bé{t}');
+  });
+
+  it("refuses what does not fit its field, as a RangeError, as Buffer's writers did", () => {
+    const one = (delta: number, ttlSeconds = 60) => ({
+      increments: [{ key: 'k', delta, ttlSeconds }],
+      decrements: [],
+      reads: [],
+    });
+    expect(() => encodeBatch(one(-1), 1, () => NOW_MS)).toThrow(RangeError);
+    expect(() => encodeBatch(one(1.5), 1, () => NOW_MS)).toThrow(RangeError);
+    expect(() => encodeBatch(one(2 ** 53), 1, () => NOW_MS)).toThrow(RangeError);
+    expect(() => encodeBatch(one(1, -5), 1, () => NOW_MS)).toThrow(RangeError);
+    expect(() => encodeBatch(one(1), 2 ** 32, () => NOW_MS)).toThrow(RangeError);
+    expect(() => encodeBatch({ increments: [], decrements: [], reads: ['k'.repeat(70_000)] }, 1, () => NOW_MS)).toThrow(
+      RangeError,
+    );
+    expect(encodeBatch(one(2 ** 53 - 1), 2 ** 32 - 1, () => NOW_MS).bytes.readBigUInt64BE(HEADER_BYTES)).toBe(
+      2n ** 53n - 1n,
+    );
   });
 });
 
