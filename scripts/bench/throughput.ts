@@ -214,7 +214,7 @@ export const throughput: Suite = {
     const cases = workloads.flatMap((w) => w.cases).filter((name, i, all) => all.indexOf(name) === i);
     const markdown = `## Throughput
 
-Produced by \`npm run bench -- --suite throughput --duration ${duration} --connections ${connections} --rounds ${rounds}\`.
+Produced by \`npm run bench -- --suite throughput --duration ${duration} --connections ${connections} --rounds ${rounds}${baseline === undefined ? '' : ` --baseline ${baseline}`}\`.
 
 Each case is the same fastify HTTP stack answering \`GET /check\`, in its own process, loaded by autocannon (${connections} connections, ${duration} s per run) from the bench process, all on one machine with one Memcached. The cases ending in \`-uncached\` or \`-uncorked\` turn one of memgate's optimizations off, to measure what each brings ([design](design.md#what-an-instance-keeps-between-checks)); memgate-service is the service itself, started as \`npm start\` starts it, with everything it runs beside a check; the ones named with \`@\` and a commit are memgate-60s and memgate-service as built there (\`--baseline\` names another, \`--baseline main\` compares a change with main), so that a regression shows as a number. Every case runs once per round, in turn, the order reversed every other round, after ${WARM_UP_SECONDS} s of load that is not measured, and the table shows medians over ${rounds} rounds. Limits are high enough that every request is allowed. "Server CPU µs/req" is the case's server process's CPU time (user and system, from \`/proc\`) over the requests it answered; it does not depend on which process was the bottleneck of a run.
 
