@@ -12,6 +12,8 @@ export default tseslint.config(
       'scripts/bench/connect-floor/',
       // Written by scripts/policy-validator.ts (ajv's standalone code), checked by its test.
       'src/config/policy-shape-validator.ts',
+      // Written by scripts/contract-schemas.ts (the contract's schemas as JSON), checked by its test.
+      'src/shared/contract-schemas.ts',
     ],
   },
   js.configs.recommended,

@@ -419,8 +419,9 @@ describe('the memgate process', () => {
   });
 
   // Every start pays for what it loads: the gRPC service's modules and undici (graphite-web's
-  // client) took about 105 ms of each, configured or not.
-  it('loads the gRPC service and undici only when configured', async () => {
+  // client) took about 105 ms of each, configured or not; TypeBox, to build the routes'
+  // schemas, about 150 ms (they are generated ahead of time: src/shared/contract-schemas.ts).
+  it('loads the gRPC service and undici only when configured, and TypeBox never', async () => {
     const modules = await moduleLog();
     onTestFinished(() => modules.remove());
     /** What the service imported by the time it listened. */
@@ -445,6 +446,7 @@ describe('the memgate process', () => {
     expect(plain.packages.has('undici')).toBe(false);
     expect(grpc.grpcModules).not.toEqual([]);
     expect(grpc.packages.has('@grpc/proto-loader')).toBe(true);
+    for (const { packages } of [plain, grpc]) expect(packages.has('typebox')).toBe(false);
   }, 60_000);
 
   describe("the Docker image's HEALTHCHECK", () => {

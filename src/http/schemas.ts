@@ -8,6 +8,7 @@
  * examples.ts) and `headers` are read by @fastify/swagger only; fastify serializes by the rest.
  */
 import { DEFAULTS } from '../config/defaults.js';
+// The contract's schemas as plain objects (generated from shared/contract*.ts): no TypeBox at run time.
 import {
   CheckBatch,
   CheckBatchAnswer,
@@ -23,26 +24,24 @@ import {
   LeaseReturnBody,
   LeaseReturned,
   PeekQuery,
+  Policies,
+  Readiness,
   RefundBody,
   Refunded,
-  Released,
   ReleaseBody,
+  Released,
   Reloaded,
   ResetAnswer,
   ResetBody,
-  Settled,
   SettleBody,
-} from '../shared/contract.js';
-import {
-  Policies,
-  Readiness,
+  Settled,
   Status,
   UsageEvents,
   UsageQuery,
   UsageSeries,
   UsageTop,
   UsageTopQuery,
-} from '../shared/contract-service.js';
+} from '../shared/contract-schemas.js';
 import {
   adminExamples,
   batchErrorExamples,
