@@ -1,8 +1,9 @@
 // Writes src/shared/contract-schemas.ts: every schema of the HTTP contract (src/shared/contract.ts,
-// contract-service.ts) as the plain JSON object TypeBox builds, typed as the TypeBox schema it
-// is. The service gives fastify these, so that no start of it loads TypeBox (about 150 ms of
-// every start: its 370-odd ES modules, then building the schemas), while the contract stays
-// written once, in TypeBox, and the routes' types come from it.
+// contract-service.ts) as a JSON copy of what TypeBox builds, typed as the TypeBox schema it
+// is. The service gives fastify these, so that no start of it loads TypeBox (its 370-odd ES
+// modules, then building the schemas: about 90 ms to listening and 120 ms of CPU a start,
+// docs/performance.md, Start-up), while the contract stays written once, in TypeBox, and the
+// routes' types come from it.
 // src/shared/contract-schemas.test.ts fails when the committed file is not what this writes.
 // Usage: npx tsx scripts/contract-schemas.ts
 import { writeFileSync } from 'node:fs';
@@ -25,13 +26,23 @@ const MODULE_FILES: Readonly<Record<keyof typeof CONTRACT_MODULES, string>> = {
 
 /**
  * A schema as JSON keeps it: what ajv, fast-json-stringify and @fastify/swagger read. TypeBox's
- * own markers are symbols, which they do not read; a function or an undefined in a schema would
- * be lost, and is refused.
+ * own markers (`~kind`, `~optional`, ...) are non-enumerable keys, which they do not read. Only
+ * plain objects, arrays, strings, finite numbers, booleans and null: anything JSON would change
+ * or drop (a function, undefined, a RegExp, a Date, Infinity) is refused.
  */
 export function plainSchema(name: string, schema: unknown): unknown {
-  const text = JSON.stringify(schema, (key, value: unknown) => {
-    if (typeof value === 'function' || value === undefined)
-      throw new Error(`contract schema ${name}: ${key || 'its root'} is ${typeof value}, which JSON cannot hold`);
+  const refuse = (key: string, what: string) => {
+    throw new Error(`contract schema ${name}: ${key || 'its root'} is ${what}, which JSON cannot hold as it is`);
+  };
+  const text = JSON.stringify(schema, function (this: unknown, key, value: unknown) {
+    // The value before any toJSON (a Date's becomes a string).
+    const held = (this as Record<string, unknown>)[key] ?? value;
+    if (typeof held === 'function' || held === undefined) refuse(key, typeof held);
+    if (typeof held === 'number' && !Number.isFinite(held)) refuse(key, String(held));
+    if (typeof held === 'object' && held !== null && !Array.isArray(held)) {
+      const prototype = Object.getPrototypeOf(held) as unknown;
+      if (prototype !== Object.prototype && prototype !== null) refuse(key, `a ${held.constructor.name}`);
+    }
     return value;
   });
   return JSON.parse(text) as unknown;
@@ -42,8 +53,8 @@ export function contractSchemasSource(): string {
   const lines = [
     '// Generated from the HTTP contract (contract.ts, contract-service.ts) by',
     `// scripts/contract-schemas.ts: do not edit; run \`${GENERATE_COMMAND}\` after changing it.`,
-    '// Every schema as the plain object TypeBox builds, typed as the TypeBox schema it is: the',
-    '// service reads these, and so loads no TypeBox at run time (about 150 ms of every start).',
+    '// A JSON copy of every schema TypeBox builds, typed as the TypeBox schema it is: the',
+    '// service reads these, and so loads no TypeBox at run time (docs/performance.md, Start-up).',
     '// A schema another one holds is named there, not written again.',
     ...Object.entries(MODULE_FILES).map(([name, file]) => `import type * as ${name} from '${file}';`),
   ];

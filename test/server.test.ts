@@ -420,7 +420,7 @@ describe('the memgate process', () => {
 
   // Every start pays for what it loads: the gRPC service's modules and undici (graphite-web's
   // client) took about 105 ms of each, configured or not; TypeBox, to build the routes'
-  // schemas, about 150 ms (they are generated ahead of time: src/shared/contract-schemas.ts).
+  // schemas, about 120 ms of CPU (they are generated ahead of time: src/shared/contract-schemas.ts).
   it('loads the gRPC service and undici only when configured, and TypeBox never', async () => {
     const modules = await moduleLog();
     onTestFinished(() => modules.remove());

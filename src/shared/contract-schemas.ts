@@ -1,7 +1,7 @@
 // Generated from the HTTP contract (contract.ts, contract-service.ts) by
 // scripts/contract-schemas.ts: do not edit; run `npx tsx scripts/contract-schemas.ts` after changing it.
-// Every schema as the plain object TypeBox builds, typed as the TypeBox schema it is: the
-// service reads these, and so loads no TypeBox at run time (about 150 ms of every start).
+// A JSON copy of every schema TypeBox builds, typed as the TypeBox schema it is: the
+// service reads these, and so loads no TypeBox at run time (docs/performance.md, Start-up).
 // A schema another one holds is named there, not written again.
 import type * as contract from './contract.js';
 import type * as service from './contract-service.js';
