@@ -148,7 +148,7 @@ function writeUInt64(bytes: Buffer, value: number, offset: number): void {
 
 // A check's batch is written byte by byte: with Buffer's checked writers (writeUInt32BE,
 // write) encoding one increment and the no-op took about 580 ns on the bench machine, this
-// way about 210. Each number is checked instead: a delta a whole number within 2^53, every
+// way about 230. Each number is checked instead: a delta a whole number within 2^53, every
 // 32-bit field within 32 bits, or a RangeError (Buffer's writers refused some of these and
 // truncated fractions).
 
