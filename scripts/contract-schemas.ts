@@ -16,13 +16,11 @@ export const GENERATE_COMMAND = 'npx tsx scripts/contract-schemas.ts';
 
 export const SCHEMAS_FILE = fileURLToPath(new URL('../src/shared/contract-schemas.ts', import.meta.url));
 
-/** Each contract module, by the name the generated file imports its types under. */
-export const CONTRACT_MODULES = { contract, service } as const;
-
-const MODULE_FILES: Readonly<Record<keyof typeof CONTRACT_MODULES, string>> = {
-  contract: './contract.js',
-  service: './contract-service.js',
-};
+/** Each contract module, by the name the generated file imports its types under: its file, and its schemas. */
+export const CONTRACT_MODULES = {
+  contract: { file: './contract.js', schemas: contract },
+  service: { file: './contract-service.js', schemas: service },
+} as const;
 
 /**
  * A schema as JSON keeps it: what ajv, fast-json-stringify and @fastify/swagger read. TypeBox's
@@ -56,10 +54,10 @@ export function contractSchemasSource(): string {
     '// A JSON copy of every schema TypeBox builds, typed as the TypeBox schema it is: the',
     '// service reads these, and so loads no TypeBox at run time (docs/performance.md, Start-up).',
     '// A schema another one holds is named there, not written again.',
-    ...Object.entries(MODULE_FILES).map(([name, file]) => `import type * as ${name} from '${file}';`),
+    ...Object.entries(CONTRACT_MODULES).map(([name, { file }]) => `import type * as ${name} from '${file}';`),
   ];
   const schemas = Object.entries(CONTRACT_MODULES).flatMap(([moduleName, module]) =>
-    Object.entries(module).map(([name, schema]) => {
+    Object.entries(module.schemas).map(([name, schema]) => {
       const plain = plainSchema(name, schema);
       return { moduleName, name, plain, json: JSON.stringify(plain) };
     }),
